@@ -1,0 +1,63 @@
+// Host side of device memory; the GPU side lives in cuda_memory.cpp (built only with CUDA).
+#include "core/memory.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "core/error.h"
+
+namespace parbench {
+
+namespace detail {
+void* cuda_malloc(int index, std::size_t bytes);
+void cuda_free(int index, void* p);
+void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes);
+void cuda_memset(int index, void* p, int value, std::size_t bytes);
+}  // namespace detail
+
+#ifndef PARBENCH_HAVE_CUDA
+namespace detail {
+[[noreturn]] static void no_cuda() { throw Error("this build has no CUDA support; use --device cpu or simt"); }
+void* cuda_malloc(int, std::size_t) { no_cuda(); }
+void cuda_free(int, void*) { no_cuda(); }
+void cuda_memcpy(void*, bool, const void*, bool, std::size_t) { no_cuda(); }
+void cuda_memset(int, void*, int, std::size_t) { no_cuda(); }
+}  // namespace detail
+#endif
+
+constexpr std::size_t kHostAlignment = 256;  // matches cudaMalloc's, so vector loads behave alike
+
+void* device_malloc(const Device& d, std::size_t bytes) {
+  if (!d.on_host()) return detail::cuda_malloc(d.index, bytes);
+  std::size_t rounded = (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  void* p = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
+  if (!p) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void device_free(const Device& d, void* p) {
+  if (!p) return;
+  if (!d.on_host()) return detail::cuda_free(d.index, p);
+  std::free(p);
+}
+
+void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (dst_dev.on_host() && src_dev.on_host()) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  detail::cuda_memcpy(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes);
+}
+
+void device_memset(const Device& d, void* p, int value, std::size_t bytes) {
+  if (d.on_host()) {
+    std::memset(p, value, bytes);
+    return;
+  }
+  detail::cuda_memset(d.index, p, value, bytes);
+}
+
+}  // namespace parbench

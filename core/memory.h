@@ -1,0 +1,15 @@
+// Raw memory per device: allocate, free, copy and fill. Host memory on cpu and simt, GPU memory on cuda.
+#pragma once
+#include <cstddef>
+
+#include "core/device.h"
+
+namespace parbench {
+
+void* device_malloc(const Device& d, std::size_t bytes);
+void device_free(const Device& d, void* p);
+// Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous.
+void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes);
+void device_memset(const Device& d, void* p, int value, std::size_t bytes);
+
+}  // namespace parbench

@@ -1,0 +1,89 @@
+// Host (cpu/simt) behaviour of streams and events; the cuda side is in cuda_stream.cpp.
+#include "core/stream.h"
+
+#include <utility>
+
+#include "core/error.h"
+
+namespace parbench {
+
+namespace detail {
+void* cuda_stream_create(int index);
+void cuda_stream_destroy(void* s);
+void cuda_stream_sync(void* s);
+void* cuda_event_create(int index);
+void cuda_event_destroy(void* e);
+void cuda_event_record(void* e, void* s);
+void cuda_event_sync(void* e);
+void cuda_stream_wait_event(void* s, void* e);
+float cuda_event_elapsed_ms(void* start, void* end);
+}  // namespace detail
+
+#ifndef PARBENCH_HAVE_CUDA
+namespace detail {
+[[noreturn]] static void no_cuda() { throw Error("this build has no CUDA support; use --device cpu or simt"); }
+void* cuda_stream_create(int) { no_cuda(); }
+void cuda_stream_destroy(void*) {}
+void cuda_stream_sync(void*) { no_cuda(); }
+void* cuda_event_create(int) { no_cuda(); }
+void cuda_event_destroy(void*) {}
+void cuda_event_record(void*, void*) { no_cuda(); }
+void cuda_event_sync(void*) { no_cuda(); }
+void cuda_stream_wait_event(void*, void*) { no_cuda(); }
+float cuda_event_elapsed_ms(void*, void*) { no_cuda(); }
+}  // namespace detail
+#endif
+
+Stream::Stream(Device device, bool create) : device_(device) {
+  if (!device.on_host() && create) {
+    handle_ = detail::cuda_stream_create(device.index);
+    owned_ = true;
+  }
+}
+
+Stream::~Stream() {
+  if (owned_) detail::cuda_stream_destroy(handle_);
+}
+
+Stream::Stream(Stream&& o) noexcept : device_(o.device_), handle_(o.handle_), owned_(o.owned_) { o.owned_ = false; }
+
+Stream& Stream::operator=(Stream&& o) noexcept {
+  std::swap(device_, o.device_);
+  std::swap(handle_, o.handle_);
+  std::swap(owned_, o.owned_);
+  return *this;
+}
+
+void Stream::synchronize() const {
+  if (!device_.on_host()) detail::cuda_stream_sync(handle_);
+}
+
+Event::Event(Device device) : device_(device) {
+  if (!device.on_host()) handle_ = detail::cuda_event_create(device.index);
+}
+
+Event::~Event() {
+  if (handle_) detail::cuda_event_destroy(handle_);
+}
+
+void Event::record(const Stream& s) {
+  recorded_ = true;
+  if (handle_) return detail::cuda_event_record(handle_, s.native());
+  host_time_ = std::chrono::steady_clock::now();
+}
+
+void Event::synchronize() const {
+  if (handle_) detail::cuda_event_sync(handle_);
+}
+
+void Event::wait_on(const Stream& s) const {
+  if (handle_) detail::cuda_stream_wait_event(s.native(), handle_);
+}
+
+double Event::elapsed_ms(const Event& start, const Event& end) {
+  PB_CHECK(start.recorded_ && end.recorded_, "elapsed_ms on an event that was never recorded");
+  if (start.handle_ && end.handle_) return detail::cuda_event_elapsed_ms(start.handle_, end.handle_);
+  return std::chrono::duration<double, std::milli>(end.host_time_ - start.host_time_).count();
+}
+
+}  // namespace parbench

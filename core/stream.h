@@ -1,0 +1,49 @@
+// Streams and events. On cuda they wrap cudaStream_t / cudaEvent_t; on cpu and simt work runs
+// in order at once, so a stream is a no-op and an event is a host timestamp.
+#pragma once
+#include <chrono>
+
+#include "core/device.h"
+
+namespace parbench {
+
+class Stream {
+ public:
+  explicit Stream(Device device, bool create = false);  // create=false: the device's default stream
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  Stream(Stream&& o) noexcept;
+  Stream& operator=(Stream&& o) noexcept;
+
+  const Device& device() const { return device_; }
+  void* native() const { return handle_; }  // cudaStream_t on cuda, nullptr elsewhere
+  void synchronize() const;
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;
+  bool owned_ = false;
+};
+
+class Event {
+ public:
+  explicit Event(Device device);
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(const Stream& s);
+  void synchronize() const;
+  void wait_on(const Stream& s) const;  // make `s` wait for this event (cudaStreamWaitEvent)
+  // Milliseconds from `start` to `end`, both recorded.
+  static double elapsed_ms(const Event& start, const Event& end);
+
+ private:
+  Device device_;
+  void* handle_ = nullptr;
+  std::chrono::steady_clock::time_point host_time_{};
+  bool recorded_ = false;
+};
+
+}  // namespace parbench
