@@ -1,0 +1,28 @@
+// Command-line conventions shared by every program (on CLI11): common options and exit codes.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace parbench {
+
+struct CommonOptions {
+  std::string device = "auto";
+  std::string csv;    // write results as CSV here
+  std::string json;   // write results as JSON here
+  std::string trace;  // write a Chrome/Perfetto trace here
+  bool quiet = false;
+};
+
+// --device, --csv, --json, --trace, --quiet.
+void add_common_options(CLI::App& app, CommonOptions& options);
+
+// Parses the command line and runs `body`. Exit codes: what body returns; 0 for --help; 2 for usage errors
+// (CLI11 parse errors, UsageError) with "error: ..." on stderr; 1 for runtime failures (Error and any other
+// exception). Never lets an exception escape.
+int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+// A CLI11 validator for size lists, so bad --sizes fail at parse time with the accepted forms.
+CLI::Validator size_list_validator();
+
+}  // namespace parbench

@@ -1,0 +1,45 @@
+// Exit-code policy of run_program and the common options.
+#include <gtest/gtest.h>
+
+#include "core/cli.h"
+#include "core/error.h"
+
+using namespace parbench;
+
+namespace {
+int run(std::vector<std::string> args, const std::function<int()>& body, CommonOptions* out = nullptr) {
+  CLI::App app("test", "prog");
+  CommonOptions o;
+  std::string sizes;
+  add_common_options(app, o);
+  app.add_option("--sizes", sizes)->check(size_list_validator());
+  std::vector<char*> argv;
+  args.insert(args.begin(), "prog");
+  for (auto& a : args) argv.push_back(a.data());
+  int rc = run_program(app, int(argv.size()), argv.data(), body);
+  if (out) *out = o;
+  return rc;
+}
+}  // namespace
+
+TEST(Cli, ExitCodes) {
+  CommonOptions o;
+  EXPECT_EQ(run({"--device", "simt", "--csv", "a.csv", "-q"}, [] { return 0; }, &o), 0);
+  EXPECT_EQ(o.device, "simt");
+  EXPECT_EQ(o.csv, "a.csv");
+  EXPECT_TRUE(o.quiet);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run({"--bogus"}, [] { return 0; }), 2);
+  EXPECT_EQ(run({"--sizes", "1G:8"}, [] { return 0; }), 2);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("--bogus"), std::string::npos);
+  EXPECT_NE(err.find("1G:8"), std::string::npos);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run({}, []() -> int { throw UsageError("bad thing 'x'"); }), 2);
+  EXPECT_EQ(run({}, []() -> int { throw Error("broke"); }), 1);
+  EXPECT_EQ(run({}, []() -> int { throw std::runtime_error("other"); }), 1);
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("bad thing 'x'"), std::string::npos);
+  EXPECT_NE(err.find("broke"), std::string::npos);
+  EXPECT_EQ(run({}, [] { return 3; }), 3);
+}
