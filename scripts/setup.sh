@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what parbench's build and tests need from Debian, skipping what is present.
+# Quiet when nothing is missing; says so when the CUDA toolkit is absent (the build continues without it).
+set -euo pipefail
+
+packages=(cmake ninja-build g++ openmpi-bin libopenmpi-dev libbenchmark-dev libgtest-dev libgmock-dev
+          libcli11-dev nlohmann-json3-dev libfccp-dev libgnuplot-iostream-dev libboost-iostreams-dev
+          libboost-filesystem-dev libboost-system-dev gnuplot-nox)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+  echo "setup: no CUDA toolkit (nvcc) found: building without the cuda device (cpu and simt only)."
+fi
+exit 0
