@@ -1,0 +1,24 @@
+// 1F1B: stage s runs min(p-s-1, m) warm-up forwards, then alternates one forward and one backward, then
+// drains the remaining backwards. Same bubble as GPipe, but at most min(m, p-s) microbatches in flight.
+#include "parallel/schedule/schedule.h"
+
+#include <algorithm>
+
+namespace parbench {
+
+std::vector<std::vector<PipeAction>> one_f_one_b_order(int p, int m, int /*chunks*/) {
+  std::vector<std::vector<PipeAction>> order(p);
+  for (int s = 0; s < p; ++s) {
+    const int warmup = std::min(p - s - 1, m);
+    int f = 0, b = 0;
+    while (f < warmup) order[s].push_back({PipeOp::forward, f++, 0});
+    while (f < m) {
+      order[s].push_back({PipeOp::forward, f++, 0});
+      order[s].push_back({PipeOp::backward, b++, 0});
+    }
+    while (b < m) order[s].push_back({PipeOp::backward, b++, 0});
+  }
+  return order;
+}
+
+}  // namespace parbench

@@ -1,0 +1,224 @@
+// Schedule simulator and checker.
+#include "parallel/schedule/simulate.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
+
+#include "core/error.h"
+
+namespace parbench {
+
+namespace {
+
+std::string describe(int stage, const PipeAction& a) {
+  std::string s = "stage " + std::to_string(stage) + " " + std::string(pipe_op_name(a.op)) +
+                  " mb=" + std::to_string(a.microbatch) + " chunk=" + std::to_string(a.chunk);
+  if (a.peer >= 0) s += " peer=" + std::to_string(a.peer);
+  return s;
+}
+
+double cost_of(PipeOp op, const PipeCosts& c) {
+  switch (op) {
+    case PipeOp::forward: return c.forward;
+    case PipeOp::backward: return c.backward;
+    case PipeOp::backward_input: return c.backward_input;
+    case PipeOp::backward_weight: return c.backward_weight;
+    default: return 0;
+  }
+}
+
+// A message between virtual stages: (kind is gradient, microbatch, receiving virtual stage).
+using MessageKey = std::tuple<bool, int, int>;
+// Completion of a compute step: (op, microbatch, virtual stage).
+using DoneKey = std::tuple<PipeOp, int, int>;
+
+}  // namespace
+
+double PipeSimulation::mean_bubble() const {
+  return bubble.empty() ? 0 : std::accumulate(bubble.begin(), bubble.end(), 0.0) / double(bubble.size());
+}
+
+PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs) {
+  const int p = s.stages, last = s.virtual_stages() - 1;
+  PB_CHECK(int(s.actions.size()) == p, "schedule has " + std::to_string(s.actions.size()) + " stage lists for " +
+                                           std::to_string(p) + " stages");
+  PipeSimulation sim;
+  sim.busy.assign(p, 0);
+  sim.peak_in_flight.assign(p, 0);
+  sim.timeline.resize(p);
+  std::vector<std::size_t> next(p, 0);
+  std::vector<double> clock(p, 0);
+  std::vector<int> in_flight(p, 0);
+  std::map<MessageKey, double> sent;       // message -> time available at the receiver
+  std::set<MessageKey> received;           // per receiving virtual stage
+  std::map<DoneKey, double> done;          // compute step -> end time
+  auto finished = [&](PipeOp op, int mb, int vs, double* at) {
+    auto it = done.find({op, mb, vs});
+    if (it == done.end()) return false;
+    *at = it->second;
+    return true;
+  };
+  // Time at which the input gradient of (mb, vs) exists on its producing virtual stage vs+1.
+  auto grad_ready = [&](int mb, int vs, double* at) {
+    return finished(PipeOp::backward, mb, vs + 1, at) || finished(PipeOp::backward_input, mb, vs + 1, at);
+  };
+
+  std::size_t remaining = 0;
+  for (const auto& list : s.actions) remaining += list.size();
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int st = 0; st < p; ++st) {
+      while (next[st] < s.actions[st].size()) {
+        const PipeAction& a = s.actions[st][next[st]];
+        const int vs = s.virtual_stage(st, a.chunk);
+        double start = clock[st], t = 0;
+        bool can_run = true;
+        switch (a.op) {
+          case PipeOp::recv_activation:
+          case PipeOp::recv_gradient: {
+            auto it = sent.find({a.op == PipeOp::recv_gradient, a.microbatch, vs});
+            can_run = it != sent.end();
+            if (can_run) start = std::max(start, it->second);
+            break;
+          }
+          case PipeOp::send_activation:
+          case PipeOp::send_gradient: break;
+          case PipeOp::forward:
+            if (vs > 0) {
+              if ((vs - 1) % p == st) {
+                if (!finished(PipeOp::forward, a.microbatch, vs - 1, &t))
+                  throw Error(describe(st, a) + ": its input forward (virtual stage " + std::to_string(vs - 1) +
+                              ") has not run earlier on this stage");
+                start = std::max(start, t);
+              } else if (!received.count({false, a.microbatch, vs})) {
+                throw Error(describe(st, a) + ": runs before receiving its input activation");
+              }
+            }
+            break;
+          case PipeOp::backward:
+          case PipeOp::backward_input:
+            if (!finished(PipeOp::forward, a.microbatch, vs, &t))
+              throw Error(describe(st, a) + ": runs before its own forward");
+            if (vs < last) {
+              if ((vs + 1) % p == st) {
+                double g;
+                if (!grad_ready(a.microbatch, vs, &g))
+                  throw Error(describe(st, a) + ": the gradient from virtual stage " + std::to_string(vs + 1) +
+                              " has not been computed earlier on this stage");
+                start = std::max(start, g);
+              } else if (!received.count({true, a.microbatch, vs})) {
+                throw Error(describe(st, a) + ": runs before receiving its output gradient");
+              }
+            }
+            break;
+          case PipeOp::backward_weight:
+            if (!finished(PipeOp::backward_input, a.microbatch, vs, &t))
+              throw Error(describe(st, a) + ": runs before its input-gradient pass BI");
+            break;
+        }
+        if (!can_run) break;  // blocked on a receive: let the other stages move
+        const double end = start + cost_of(a.op, costs);
+        switch (a.op) {
+          case PipeOp::recv_activation:
+          case PipeOp::recv_gradient: received.insert({a.op == PipeOp::recv_gradient, a.microbatch, vs}); break;
+          case PipeOp::send_activation: sent[{false, a.microbatch, vs + 1}] = end + costs.transfer; break;
+          case PipeOp::send_gradient: sent[{true, a.microbatch, vs - 1}] = end + costs.transfer; break;
+          default:
+            if (!done.emplace(DoneKey{a.op, a.microbatch, vs}, end).second)
+              throw Error(describe(st, a) + ": runs twice");
+            sim.busy[st] += end - start;
+        }
+        if (a.op == PipeOp::forward) sim.peak_in_flight[st] = std::max(sim.peak_in_flight[st], ++in_flight[st]);
+        if (a.op == PipeOp::backward || a.op == PipeOp::backward_weight) --in_flight[st];
+        sim.timeline[st].push_back({a, start, end});
+        clock[st] = end;
+        ++next[st];
+        --remaining;
+        progressed = true;
+      }
+    }
+    if (!progressed) {
+      std::string msg = "pipeline schedule '" + s.name + "' deadlocks:";
+      for (int st = 0; st < p; ++st)
+        if (next[st] < s.actions[st].size()) msg += "\n  " + describe(st, s.actions[st][next[st]]) + " waits";
+      throw Error(msg);
+    }
+  }
+  for (int st = 0; st < p; ++st) sim.makespan = std::max(sim.makespan, clock[st]);
+  for (int st = 0; st < p; ++st) sim.bubble.push_back(sim.makespan > 0 ? 1 - sim.busy[st] / sim.makespan : 0);
+  return sim;
+}
+
+std::vector<std::string> check_schedule(const PipeSchedule& s) {
+  std::vector<std::string> problems;
+  const int p = s.stages, m = s.microbatches, v = s.chunks;
+  if (int(s.actions.size()) != p) return {"expected " + std::to_string(p) + " stage lists"};
+  const ScheduleKind* kind = nullptr;
+  for (const auto& k : schedule_kinds())
+    if (k.name == s.name) kind = &k;
+  std::map<std::tuple<int, PipeOp, int, int>, int> count;  // (stage, op, mb, chunk)
+  std::map<std::tuple<bool, int, int, int>, int> sends, recvs;  // (gradient, mb, from vs, to vs)
+  for (int st = 0; st < p; ++st) {
+    for (const auto& a : s.actions[st]) {
+      if (a.microbatch < 0 || a.microbatch >= m || a.chunk < 0 || a.chunk >= v) {
+        problems.push_back(describe(st, a) + ": microbatch or chunk out of range");
+        continue;
+      }
+      ++count[{st, a.op, a.microbatch, a.chunk}];
+      const int vs = s.virtual_stage(st, a.chunk);
+      switch (a.op) {
+        case PipeOp::send_activation: ++sends[{false, a.microbatch, vs, vs + 1}]; break;
+        case PipeOp::send_gradient: ++sends[{true, a.microbatch, vs, vs - 1}]; break;
+        case PipeOp::recv_activation: ++recvs[{false, a.microbatch, vs - 1, vs}]; break;
+        case PipeOp::recv_gradient: ++recvs[{true, a.microbatch, vs + 1, vs}]; break;
+        default: break;
+      }
+      if (!is_compute(a.op)) {
+        const int peer_vs = (a.op == PipeOp::send_activation || a.op == PipeOp::recv_gradient) ? vs + 1 : vs - 1;
+        if (peer_vs < 0 || peer_vs >= s.virtual_stages() || a.peer != peer_vs % p || a.peer == st)
+          problems.push_back(describe(st, a) + ": wrong peer (virtual stage " + std::to_string(peer_vs) + ")");
+      }
+    }
+  }
+  const bool split = kind && kind->split_backward;
+  for (int st = 0; st < p; ++st)
+    for (int c = 0; c < v; ++c)
+      for (int mb = 0; mb < m; ++mb) {
+        auto n = [&](PipeOp op) {
+          auto it = count.find({st, op, mb, c});
+          return it == count.end() ? 0 : it->second;
+        };
+        std::string where = "stage " + std::to_string(st) + " mb=" + std::to_string(mb) + " chunk=" + std::to_string(c);
+        if (n(PipeOp::forward) != 1) problems.push_back(where + ": " + std::to_string(n(PipeOp::forward)) + " forwards");
+        if (split ? (n(PipeOp::backward_input) != 1 || n(PipeOp::backward_weight) != 1 || n(PipeOp::backward) != 0)
+                  : (n(PipeOp::backward) != 1 || n(PipeOp::backward_input) + n(PipeOp::backward_weight) != 0))
+          problems.push_back(where + ": backward passes do not match the schedule's kind");
+      }
+  for (const auto& [key, n] : sends)
+    if (n != 1 || recvs[key] != 1)
+      problems.push_back("message " + std::string(std::get<0>(key) ? "gradient" : "activation") + " mb=" +
+                         std::to_string(std::get<1>(key)) + " from virtual stage " + std::to_string(std::get<2>(key)) +
+                         ": " + std::to_string(n) + " sends, " + std::to_string(recvs[key]) + " receives");
+  for (const auto& [key, n] : recvs)
+    if (!sends.count(key)) problems.push_back("receive without a send: mb=" + std::to_string(std::get<1>(key)));
+  if (problems.empty()) {
+    try {
+      simulate_schedule(s);
+    } catch (const Error& e) {
+      problems.push_back(e.what());
+    }
+  }
+  return problems;
+}
+
+double bubble_closed_form(std::string_view schedule, int p, int m, int v) {
+  if (schedule == "interleaved") return double(p - 1) / double(v * m + p - 1);
+  if (schedule == "gpipe" || schedule == "1f1b") return double(p - 1) / double(m + p - 1);
+  if (schedule == "zb-h1") return double(p - 1) / double(3 * m + p - 1);  // F = BI = W
+  throw UsageError("no closed-form bubble for schedule '" + std::string(schedule) + "'");
+}
+
+}  // namespace parbench

@@ -1,0 +1,46 @@
+// Plays a schedule with given action costs: timing of every action, busy time and bubble per stage, peak
+// microbatches in flight. Also the checker, which plays it with unit costs and verifies every rule.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "parallel/schedule/schedule.h"
+
+namespace parbench {
+
+struct PipeCosts {
+  double forward = 1;
+  double backward = 2;         // full backward (input + weight gradients)
+  double backward_input = 1;
+  double backward_weight = 1;
+  double transfer = 0;         // latency from a send to the matching receive
+};
+
+struct TimedAction {
+  PipeAction action;
+  double start, end;
+};
+
+struct PipeSimulation {
+  double makespan = 0;
+  std::vector<double> busy;               // compute time per stage
+  std::vector<double> bubble;             // 1 - busy / makespan per stage
+  std::vector<int> peak_in_flight;        // microbatch-chunks forwarded but not yet fully backpropagated
+  std::vector<std::vector<TimedAction>> timeline;
+  double mean_bubble() const;
+};
+
+// Throws Error with the stage and action where the schedule deadlocks or breaks a dependency.
+PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs = {});
+
+// Verifies: every (microbatch, chunk) forwarded once and backpropagated once (B, or BI then W) on its stage;
+// chunks in range; each send has exactly one matching receive on the peer; dependencies (a forward after its
+// input arrived, a backward after its own forward and the gradient from the next virtual stage); and no
+// deadlock with buffered sends and blocking receives. Returns the problems found (empty: valid).
+std::vector<std::string> check_schedule(const PipeSchedule& s);
+
+// Closed forms (DESIGN.md): GPipe and 1F1B (p-1)/(m+p-1); interleaved (p-1)/(v m+p-1); zb-h1 with equal F, BI and
+// W times (p-1)/(3m+p-1), since only F+BI-W = 1 unit of each warm-up slot stays idle.
+double bubble_closed_form(std::string_view schedule, int stages, int microbatches, int chunks = 1);
+
+}  // namespace parbench

@@ -1,0 +1,138 @@
+// Pipeline schedules without a model: generated lists pass the checker, simulated bubbles match the closed forms,
+// in-flight peaks match 1F1B's bound, and broken lists are caught.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "parallel/schedule/simulate.h"
+
+using namespace parbench;
+
+namespace {
+bool allowed(const std::string& name, int p, int m, int v) {
+  try {
+    find_schedule_kind(name).validate(p, m, v);
+    return true;
+  } catch (const UsageError&) {
+    return false;
+  }
+}
+}  // namespace
+
+TEST(Schedules, AllGeneratedListsPassTheChecker) {
+  int checked = 0;
+  for (const auto& kind : schedule_kinds())
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 16; ++m)
+        for (int v = 1; v <= 4; ++v) {
+          std::string name(kind.name);
+          if (!allowed(name, p, m, v)) continue;
+          PipeSchedule s = make_schedule(name, p, m, v);
+          auto problems = check_schedule(s);
+          ASSERT_TRUE(problems.empty()) << name << " p=" << p << " m=" << m << " v=" << v << ": " << problems[0];
+          ++checked;
+        }
+  EXPECT_GT(checked, 8 * 16 + 8 * 16 / 2);
+}
+
+TEST(Schedules, UnitCostBubbleEqualsClosedForm) {
+  PipeCosts unit;  // F = 1, B = 2 (input + weight)
+  for (const char* name : {"gpipe", "1f1b", "interleaved"})
+    for (int p = 1; p <= 8; ++p)
+      for (int m = 1; m <= 16; ++m)
+        for (int v = 1; v <= (std::string(name) == "interleaved" ? 4 : 1); ++v) {
+          if (!allowed(name, p, m, v)) continue;
+          auto sim = simulate_schedule(make_schedule(name, p, m, v), unit);
+          double expected = bubble_closed_form(name, p, m, v);
+          for (int st = 0; st < p; ++st)
+            ASSERT_NEAR(sim.bubble[st], expected, 1e-12) << name << " p=" << p << " m=" << m << " v=" << v
+                                                         << " stage " << st;
+        }
+}
+
+TEST(Schedules, ZeroBubbleBeatsOneFOneB) {
+  PipeCosts unit;  // F = BI = W = 1, full B = 2
+  for (int p = 2; p <= 8; ++p)
+    for (int m = p; m <= 16; ++m) {
+      double zb = simulate_schedule(make_schedule("zb-h1", p, m), unit).mean_bubble();
+      double ofob = simulate_schedule(make_schedule("1f1b", p, m), unit).mean_bubble();
+      ASSERT_LT(zb, ofob) << "p=" << p << " m=" << m;
+    }
+  // With equal F, BI and W only a third of 1F1B's idle time is left: (p-1)/(3m+p-1).
+  for (int p = 1; p <= 8; ++p)
+    for (int m = p; m <= 16; ++m) {
+      auto sim = simulate_schedule(make_schedule("zb-h1", p, m), unit);
+      for (int st = 0; st < p; ++st) ASSERT_NEAR(sim.bubble[st], bubble_closed_form("zb-h1", p, m), 1e-12);
+    }
+}
+
+TEST(Schedules, InFlightPeaks) {
+  for (int p = 1; p <= 8; ++p)
+    for (int m = p; m <= 16; ++m) {
+      auto ofob = simulate_schedule(make_schedule("1f1b", p, m));
+      auto gpipe = simulate_schedule(make_schedule("gpipe", p, m));
+      auto zb = simulate_schedule(make_schedule("zb-h1", p, m));
+      for (int s = 0; s < p; ++s) {
+        ASSERT_EQ(ofob.peak_in_flight[s], std::min(m, p - s)) << "p=" << p << " m=" << m << " s=" << s;
+        ASSERT_EQ(gpipe.peak_in_flight[s], m);
+        ASSERT_LE(zb.peak_in_flight[s], std::min(m, p));  // 1F1B's peak (its first stage's)
+      }
+    }
+}
+
+TEST(Schedules, CheckerCatchesBrokenLists) {
+  PipeSchedule s = make_schedule("1f1b", 3, 4);
+  {
+    PipeSchedule dropped = s;  // a forward missing
+    auto& list = dropped.actions[1];
+    list.erase(std::find_if(list.begin(), list.end(), [](auto& a) { return a.op == PipeOp::forward; }));
+    auto problems = check_schedule(dropped);
+    ASSERT_FALSE(problems.empty());
+    EXPECT_NE(problems[0].find("stage 1 mb=0 chunk=0: 0 forwards"), std::string::npos) << problems[0];
+  }
+  {
+    PipeSchedule swapped = s;  // the last stage runs backward 0 before forward 0: dependency broken
+    auto& list = swapped.actions[2];
+    auto f = std::find(list.begin(), list.end(), PipeAction{PipeOp::forward, 0, 0});
+    auto b = std::find(list.begin(), list.end(), PipeAction{PipeOp::backward, 0, 0});
+    std::iter_swap(f, b);
+    auto problems = check_schedule(swapped);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("stage 2 B mb=0 chunk=0: runs before its own forward"), std::string::npos);
+  }
+  {
+    // Stage 0 waits for gradient 0 before sending activation 1, which stage 1 receives before it can go on
+    // to gradient 0: a cycle of blocking receives.
+    PipeSchedule deadlock = s;
+    auto& list = deadlock.actions[0];
+    auto recv = std::find(list.begin(), list.end(), PipeAction{PipeOp::recv_gradient, 0, 0, 1});
+    PipeAction moved = *recv;
+    list.erase(recv);
+    list.insert(std::find(list.begin(), list.end(), PipeAction{PipeOp::send_activation, 0, 0, 1}) + 1, moved);
+    auto problems = check_schedule(deadlock);
+    ASSERT_EQ(problems.size(), 1u);
+    EXPECT_NE(problems[0].find("deadlocks"), std::string::npos) << problems[0];
+    EXPECT_NE(problems[0].find("stage 0 recv_grad mb=0"), std::string::npos) << problems[0];
+    EXPECT_NE(problems[0].find("stage 1 recv_act mb=1"), std::string::npos) << problems[0];
+  }
+  {
+    PipeSchedule extra = s;  // a send without its receive
+    extra.actions[0].push_back({PipeOp::send_activation, 3, 0, 1});
+    auto problems = check_schedule(extra);
+    ASSERT_FALSE(problems.empty());
+    EXPECT_NE(problems[0].find("2 sends, 1 receives"), std::string::npos) << problems[0];
+  }
+}
+
+TEST(Schedules, BadConfigurationsAreRefused) {
+  EXPECT_THROW(make_schedule("1f1b", 4, 2), UsageError);
+  EXPECT_THROW(make_schedule("interleaved", 4, 6, 2), UsageError);
+  EXPECT_THROW(make_schedule("gpipe", 2, 4, 2), UsageError);
+  EXPECT_THROW(make_schedule("gpipe", 0, 4), UsageError);
+  try {
+    make_schedule("pipedream", 2, 4);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'pipedream'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("zb-h1"), std::string::npos);
+  }
+}
