@@ -1,0 +1,129 @@
+// The process-wide trace recorder (Chrome trace JSON, one track per rank and stream) and the
+// per-OS-thread track selection. Ranges (profiles/range.h) feed it; programs enable and write it.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "profiles/category.h"
+
+namespace parbench {
+
+// The JSON holds "pid" = rank + kTraceIdOffset and "tid" = track id + kTraceIdOffset: Perfetto
+// reserves pid 0 and tid 0 for the kernel's idle process (swapper) and leaves them out of some
+// views. Metadata names each process "rank N" (sorted by rank) and each thread by its track name,
+// so the UI shows ranks, not the offset numbers.
+inline constexpr int kTraceIdOffset = 1;
+
+// A track in the trace: a rank (a trace "process") and a track name ("compute", "comm", ...: a
+// trace "thread"). Track ids are given out per name, process-wide, so a name has the same tid on
+// every rank.
+struct TrackRef {
+  int rank = 0;
+  std::string_view name;
+};
+
+// The one process-wide profiling context. Ranks may be threads of this process (thread-mode
+// collectives) or separate processes (mpirun); either way each OS thread says which rank and
+// track it is with a TraceTrack. Thread-safe. When neither the trace nor an NVTX tool is active a
+// range costs one relaxed atomic load and one branch.
+class TraceRecorder {
+ public:
+  static TraceRecorder& instance() noexcept { return instance_; }
+
+  // Mode bits, read by every range.
+  static constexpr unsigned kTrace = 1;      // the Chrome-trace recorder is enabled
+  static constexpr unsigned kNvtx = 2;       // NVTX ranges are emitted (a tool is attached)
+  static constexpr unsigned kNvtxProbe = 4;  // NVTX tool presence not checked yet
+  unsigned mode() const noexcept { return mode_.load(std::memory_order_relaxed); }
+
+  // Starts recording ranges (the time origin is fixed on the first call of enable or now_us).
+  void enable();
+  // Stops recording; recorded events stay until clear().
+  void disable() noexcept;
+  bool enabled() const noexcept { return (mode() & kTrace) != 0; }
+  // Drops every recorded event (the time origin and track ids stay).
+  void clear();
+  // Whether ranges are sent to NVTX: compiled with NVTX and a tool named by NVTX_INJECTION64_PATH
+  // (nsys and ncu set it). Checked once per process.
+  bool nvtx_active() noexcept;
+
+  // Microseconds since the recorder's time origin, from the steady clock.
+  double now_us() noexcept;
+
+  // Records a range with explicit times (e.g. from CUDA events resolved later): start_us on the
+  // now_us() scale, dur_us >= 0. The track defaults to the calling thread's TraceTrack. Does
+  // nothing when the recorder is disabled. Throws Error on a negative or non-finite time.
+  void record_complete(std::string_view name, Category cat, double start_us, double dur_us,
+                       const RangeArgs& args = {}, const TrackRef* track = nullptr);
+
+  // The trace as a Chrome JSON object: {"traceEvents":[...],"displayTimeUnit":"ms",...}, with
+  // "process_name" = "rank N" and "thread_name" = track name metadata for every track used.
+  std::string to_json() const;
+  // Writes to_json() to `path` atomically (a temporary file in the same folder, then rename).
+  // Throws Error naming the path and the reason; on failure nothing is left behind.
+  void write(const std::string& path) const;
+  std::size_t event_count() const;
+
+  // Rank used by threads that have no TraceTrack (set it once per process under mpirun).
+  void set_default_rank(int rank);
+
+  // Internal, used by Range and TraceTrack.
+  struct Event {
+    std::string name;
+    Category cat;
+    int pid;  // rank
+    int tid;  // index into track_names_
+    double ts_us;
+    double dur_us;
+    RangeArgs args;
+  };
+  unsigned probe_nvtx() noexcept;   // resolves kNvtxProbe; returns the new mode
+  std::int64_t now_ns() noexcept;   // steady-clock ns since the time origin
+  int track_id(std::string_view name);
+  void current_track(int* rank, int* tid);  // the calling thread's track
+  void add(Event&& e);
+
+ private:
+  constexpr TraceRecorder() noexcept = default;
+  ~TraceRecorder() = default;
+  std::int64_t epoch_ns() noexcept;
+
+  static TraceRecorder instance_;
+
+  // Starts with the probe bit so the first range checks for an NVTX tool (a no-op without NVTX).
+  std::atomic<unsigned> mode_{kNvtxProbe};
+  std::atomic<std::int64_t> epoch_ns_{0};  // steady-clock ns of the time origin; 0 = not set
+  std::atomic<int> default_rank_{0};
+  std::atomic<int> next_thread_{0};        // numbers "thread N" tracks of threads without one
+  mutable std::atomic<unsigned> write_seq_{0};  // distinguishes temporary files of one process
+  mutable std::mutex mu_;
+  std::vector<Event> events_;             // guarded by mu_
+  std::vector<std::string> track_names_;  // index = tid; guarded by mu_
+};
+
+// Sets the calling OS thread's rank and track for its lifetime and restores the previous ones on
+// destruction (they nest). Typical: `TraceTrack track(rank, "compute");` at the top of a rank's
+// thread, and `TraceTrack track(rank, "comm");` in its communication thread.
+class TraceTrack {
+ public:
+  TraceTrack(int rank, std::string_view name);
+  ~TraceTrack();
+  TraceTrack(const TraceTrack&) = delete;
+  TraceTrack& operator=(const TraceTrack&) = delete;
+
+ private:
+  int prev_rank_;
+  int prev_tid_;
+};
+
+// Shorthand for TraceRecorder::instance().record_complete(...).
+inline void record_complete(std::string_view name, Category cat, double start_us, double dur_us,
+                            const RangeArgs& args = {}, const TrackRef* track = nullptr) {
+  TraceRecorder::instance().record_complete(name, cat, start_us, dur_us, args, track);
+}
+
+}  // namespace parbench
