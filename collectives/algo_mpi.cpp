@@ -1,0 +1,182 @@
+// mpi: the MPI library's own collectives (non-blocking forms, polled against the deadline). Needs mpirun.
+// 16-bit floats reduce through user-defined MPI ops that run the cpu reduction reference (fp32 math).
+#include <vector>
+
+#include "collectives/communicator.h"
+
+#ifdef PARBENCH_HAVE_MPI
+#include "collectives/reduce.h"
+#include "collectives/transport_mpi.h"
+#include "core/memory.h"
+
+namespace parbench {
+namespace {
+
+template <DType T, ReduceOp O>
+void user_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
+  cpu_ref::reduce_combine(inout, in, std::size_t(*len), T, O == ReduceOp::avg ? ReduceOp::sum : O);
+}
+
+template <DType T>
+MPI_Op half_op(ReduceOp op) {
+  static MPI_Op ops[5] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};  // made once
+  MPI_Op& o = ops[int(op)];
+  if (o == MPI_OP_NULL) {
+    MPI_User_function* fns[5] = {user_reduce<T, ReduceOp::sum>, user_reduce<T, ReduceOp::prod>,
+                                 user_reduce<T, ReduceOp::max>, user_reduce<T, ReduceOp::min>,
+                                 user_reduce<T, ReduceOp::sum>};
+    MPI_CHECK(MPI_Op_create(fns[int(op)], 1, &o));
+  }
+  return o;
+}
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::f64: return MPI_DOUBLE;
+    case DType::f32: return MPI_FLOAT;
+    case DType::f16:
+    case DType::bf16: return MPI_UINT16_T;
+    case DType::i32: return MPI_INT32_T;
+    case DType::i8: return MPI_INT8_T;
+    case DType::u8: return MPI_UINT8_T;
+  }
+  return MPI_BYTE;
+}
+
+MPI_Op mpi_op(DType t, ReduceOp op) {
+  if (t == DType::f16) return half_op<DType::f16>(op);
+  if (t == DType::bf16) return half_op<DType::bf16>(op);
+  switch (op) {
+    case ReduceOp::prod: return MPI_PROD;
+    case ReduceOp::max: return MPI_MAX;
+    case ReduceOp::min: return MPI_MIN;
+    default: return MPI_SUM;  // avg: sum, then divide
+  }
+}
+
+class MpiLibrary final : public Algorithm {
+ public:
+  std::string_view name() const override { return "mpi"; }
+  std::string unsupported(Collective, const Communicator& comm) const override {
+    if (mpi_comm_of(comm.transport()) == MPI_COMM_NULL)
+      return "the MPI library's collectives need one process per rank (run under mpirun); with --ranks N "
+             "(threads) use the hand-written implementations";
+    return {};
+  }
+
+  void run(Communicator& c, const CollArgs& a) const override {
+    if (a.count > std::size_t(INT32_MAX) / std::size_t(c.size()))
+      throw Error("mpi: " + std::to_string(a.count) + " elements per rank exceed MPI's int counts");
+    if (c.device().on_host()) return run_host(c, a, a.send, a.recv);
+    // cuda: stage through host memory, keeping the in-place aliasing between send and receive buffers.
+    const BufferCounts bc = buffer_counts(a.coll, a.count, c.size(), c.rank(), a.root);
+    const std::size_t es = dtype_size(a.dtype), sb = bc.send * es, rb = bc.recv * es;
+    const char *s = static_cast<const char*>(a.send), *r = static_cast<const char*>(a.recv);
+    std::vector<char> hs, hr(rb);
+    void* host_recv = hr.data();
+    const void* host_send;
+    if (s >= r && s + sb <= r + rb && rb) {
+      host_send = hr.data() + (s - r);
+    } else if (r >= s && r + rb <= s + sb && sb) {
+      hs.resize(sb);
+      host_send = hs.data();
+      host_recv = hs.data() + (r - s);
+    } else {
+      hs.resize(sb);
+      host_send = hs.data();
+    }
+    if (sb) device_memcpy(Device{}, const_cast<void*>(host_send), c.device(), a.send, sb);
+    run_host(c, a, host_send, host_recv);
+    if (rb) device_memcpy(c.device(), a.recv, Device{}, host_recv, rb);
+  }
+
+ private:
+  static void run_host(Communicator& c, const CollArgs& a, const void* send, void* recv) {
+    MPI_Comm mc = mpi_comm_of(c.transport());
+    const int n = c.size(), r = c.rank(), cnt = int(a.count);
+    const MPI_Datatype dt = mpi_type(a.dtype);
+    const std::size_t es = dtype_size(a.dtype), bytes = a.count * es;
+    auto at = [&](const void* p, int block) { return byte_ptr(p, a.count * std::size_t(block), a.dtype); };
+    std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
+    void* finish_from = nullptr;  // reduce-scatter in place lands in scratch first
+    bool divide = false;
+    switch (a.coll) {
+      case Collective::allreduce:
+        MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, cnt, dt, mpi_op(a.dtype, a.op), mc,
+                                 &reqs[0]));
+        divide = true;
+        break;
+      case Collective::reduce:
+        MPI_CHECK(MPI_Ireduce(r == a.root && send == recv ? MPI_IN_PLACE : send, recv, cnt, dt,
+                              mpi_op(a.dtype, a.op), a.root, mc, &reqs[0]));
+        divide = r == a.root;
+        break;
+      case Collective::broadcast:
+        if (r == a.root) c.copy(recv, send, bytes);
+        MPI_CHECK(MPI_Ibcast(recv, cnt, dt, a.root, mc, &reqs[0]));
+        break;
+      case Collective::gather:
+        MPI_CHECK(MPI_Igather(r == a.root && send == at(recv, a.root) ? MPI_IN_PLACE : send, cnt, dt, recv, cnt, dt,
+                              a.root, mc, &reqs[0]));
+        break;
+      case Collective::allgather:
+        MPI_CHECK(MPI_Iallgather(send == at(recv, r) ? MPI_IN_PLACE : send, cnt, dt, recv, cnt, dt, mc, &reqs[0]));
+        break;
+      case Collective::scatter:
+        MPI_CHECK(MPI_Iscatter(send, cnt, dt, r == a.root && recv == at(send, a.root) ? MPI_IN_PLACE : recv, cnt,
+                               dt, a.root, mc, &reqs[0]));
+        break;
+      case Collective::reduce_scatter: {
+        void* out = recv;
+        if (recv == at(send, r)) finish_from = out = c.scratch(0, bytes);
+        MPI_CHECK(MPI_Ireduce_scatter_block(send, out, cnt, dt, mpi_op(a.dtype, a.op), mc, &reqs[0]));
+        divide = true;
+        break;
+      }
+      case Collective::alltoall:
+        if (send == recv) {
+          void* copy = c.scratch(0, bytes * std::size_t(n));
+          c.copy(copy, send, bytes * std::size_t(n));
+          send = copy;
+        }
+        MPI_CHECK(MPI_Ialltoall(send, cnt, dt, recv, cnt, dt, mc, &reqs[0]));
+        break;
+      case Collective::sendrecv:
+        if (send == recv) {
+          void* copy = c.scratch(0, bytes);
+          c.copy(copy, send, bytes);
+          send = copy;
+        }
+        MPI_CHECK(MPI_Irecv(recv, cnt, dt, (r - 1 + n) % n, 1, mc, &reqs[0]));
+        MPI_CHECK(MPI_Isend(send, cnt, dt, (r + 1) % n, 1, mc, &reqs[1]));
+        break;
+    }
+    mpi_wait_all(reqs.data(), int(reqs.size()), c.deadline(),
+                 "rank " + std::to_string(r) + " waited for MPI's " + std::string(collective_name(a.coll)));
+    if (finish_from) c.copy(recv, finish_from, bytes);
+    if (divide && a.op == ReduceOp::avg) c.divide(recv, a.count, a.dtype);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> make_mpi_algorithm() { return std::make_unique<MpiLibrary>(); }
+
+}  // namespace parbench
+
+#else  // no MPI in this build
+
+namespace parbench {
+namespace {
+class NoMpi final : public Algorithm {
+ public:
+  std::string_view name() const override { return "mpi"; }
+  std::string unsupported(Collective, const Communicator&) const override {
+    return "this build has no MPI (configure with PARBENCH_MPI=ON and OpenMPI installed)";
+  }
+  void run(Communicator&, const CollArgs&) const override { throw Error("this build has no MPI"); }
+};
+}  // namespace
+std::unique_ptr<Algorithm> make_mpi_algorithm() { return std::make_unique<NoMpi>(); }
+}  // namespace parbench
+#endif

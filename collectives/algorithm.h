@@ -1,0 +1,42 @@
+// A collective implementation (library call or hand-written algorithm) and the registry of them by --impl name.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectives/types.h"
+
+namespace parbench {
+
+class Communicator;
+
+// One collective call. Buffers follow NCCL's conventions (see buffer_counts and inplace_offset in types.h);
+// `count` is the per-rank count.
+struct CollArgs {
+  Collective coll = Collective::allreduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  std::size_t count = 0;
+  DType dtype = DType::f32;
+  ReduceOp op = ReduceOp::sum;
+  int root = 0;  // rooted collectives only
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string_view name() const = 0;
+  // Empty when this implementation can run `c` on `comm`; otherwise why not, in words.
+  virtual std::string unsupported(Collective c, const Communicator& comm) const = 0;
+  virtual void run(Communicator& comm, const CollArgs& a) const = 0;
+};
+
+// The implementation registered under `name`; throws UsageError naming the accepted names.
+const Algorithm& find_algorithm(std::string_view name);
+// Registered names in registry order: library collectives first, then the hand-written algorithms.
+std::vector<std::string> algorithm_names();
+std::vector<std::string> handwritten_algorithm_names();
+
+}  // namespace parbench

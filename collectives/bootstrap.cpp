@@ -1,0 +1,227 @@
+// Bootstrap of the ranks: threads (one ThreadsWorld) or mpirun (MPI world, node-local split), and NCCL on cuda
+// when every rank has a GPU of its own.
+#include "collectives/bootstrap.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "collectives/algorithm.h"
+#include "core/error.h"
+
+#ifdef PARBENCH_HAVE_MPI
+#include "collectives/transport_mpi.h"
+#endif
+#ifdef PARBENCH_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+#ifdef PARBENCH_HAVE_NCCL
+#include <nccl.h>
+#endif
+
+namespace parbench {
+
+namespace {
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+std::string handwritten_list() {
+  std::string s;
+  for (const auto& n : handwritten_algorithm_names()) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
+
+[[maybe_unused]] std::string nccl_refusal(int ranks_per_node, int gpus);
+// Why NCCL cannot run with `ranks_per_node` ranks and `gpus` GPUs, or "" when it can.
+std::string nccl_refusal(int ranks_per_node, int gpus) {
+  if (ranks_per_node <= gpus) return {};
+  return "NCCL needs one GPU per rank, but " + std::to_string(ranks_per_node) + " ranks would share " +
+         std::to_string(gpus) + " GPU(s) on this node; run at most " + std::to_string(gpus) +
+         " rank(s) per node, or use the hand-written implementations (" + handwritten_list() +
+         "), which can share a GPU";
+}
+
+int gpu_count() {
+#ifdef PARBENCH_HAVE_CUDA
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+#else
+  return 0;
+#endif
+}
+
+Device rank_device(const Device& base, int local_rank, int gpus) {
+  Device d = base;
+  if (d.kind == DeviceKind::cuda && gpus > 0) {
+    d.index = (base.index + local_rank) % gpus;
+#ifdef PARBENCH_HAVE_CUDA
+    CUDA_CHECK(cudaSetDevice(d.index));
+#endif
+  }
+  return d;
+}
+
+void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
+  const int n = o.ranks > 0 ? o.ranks : 1;
+  auto world = make_threads_world(n);
+  const bool cuda = o.device.kind == DeviceKind::cuda;
+  const int gpus = cuda ? gpu_count() : 0;
+  std::string nccl_reason = "NCCL runs on GPUs only (--device cuda)";
+#ifdef PARBENCH_HAVE_NCCL
+  bool use_nccl = false;
+  ncclUniqueId id{};
+  if (cuda) {
+    nccl_reason = nccl_refusal(n, gpus);
+    use_nccl = nccl_reason.empty();
+    if (use_nccl) NCCL_CHECK(ncclGetUniqueId(&id));
+  }
+#else
+  if (cuda) nccl_reason = "this build has no NCCL";
+#endif
+  std::mutex mu;
+  std::exception_ptr first, first_any;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      auto record = [&](std::exception_ptr e, const std::string& what, bool root_cause) {
+        std::lock_guard lock(mu);
+        if (root_cause && !first) first = e;
+        if (!first_any) first_any = e;
+        abort_threads_world(*world, "rank " + std::to_string(r) + " failed: " + what);
+      };
+      try {
+        Device d = rank_device(o.device, r, gpus);
+        Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s);
+        comm.set_local(r, n);
+        void* nccl = nullptr;
+#ifdef PARBENCH_HAVE_NCCL
+        if (use_nccl) {
+          ncclComm_t c;
+          NCCL_CHECK(ncclCommInitRank(&c, n, id, r));
+          nccl = c;
+        }
+#endif
+        comm.set_nccl(nccl, nccl_reason);
+        body(comm);
+#ifdef PARBENCH_HAVE_NCCL
+        if (nccl) ncclCommDestroy(static_cast<ncclComm_t>(nccl));
+#endif
+      } catch (const AbortedError& e) {
+        record(std::current_exception(), e.what(), false);
+      } catch (const std::exception& e) {
+        record(std::current_exception(), e.what(), true);
+      } catch (...) {
+        record(std::current_exception(), "unknown exception", true);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (first) std::rethrow_exception(first);
+  if (first_any) std::rethrow_exception(first_any);
+}
+
+#ifdef PARBENCH_HAVE_MPI
+void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
+  int initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));
+  if (!initialized) {
+    int provided = 0;
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+    std::atexit([] {
+      int finalized = 0;
+      MPI_Finalized(&finalized);
+      if (!finalized) MPI_Finalize();
+    });
+  }
+  int size = 1, rank = 0;
+  MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  if (o.ranks > 0 && o.ranks != size)
+    throw UsageError("--ranks " + std::to_string(o.ranks) + " does not match the " + std::to_string(size) +
+                     " processes started by mpirun; under mpirun leave --ranks out");
+  MPI_Comm node;
+  MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node));
+  int local_rank = 0, local_size = 1;
+  MPI_CHECK(MPI_Comm_rank(node, &local_rank));
+  MPI_CHECK(MPI_Comm_size(node, &local_size));
+  MPI_CHECK(MPI_Comm_free(&node));
+
+  try {
+    const bool cuda = o.device.kind == DeviceKind::cuda;
+    const int gpus = cuda ? gpu_count() : 0;
+    Device d = rank_device(o.device, local_rank, gpus);
+    std::string nccl_reason = cuda ? "this build has no NCCL" : "NCCL runs on GPUs only (--device cuda)";
+    void* nccl = nullptr;
+    MPI_Comm world = MPI_COMM_WORLD;
+    std::unique_ptr<Transport> transport;
+#ifdef PARBENCH_HAVE_NCCL
+    if (cuda) {
+      nccl_reason = nccl_refusal(local_size, gpus);
+      int ok = nccl_reason.empty() ? 1 : 0, all_ok = 0;  // every node must agree, or nobody starts NCCL
+      MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+      if (all_ok) {
+        ncclUniqueId id{};
+        if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+        MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
+        ncclComm_t c;
+        NCCL_CHECK(ncclCommInitRank(&c, size, id, rank));
+        nccl = c;
+        transport = make_nccl_transport(nccl, nullptr, rank, size, d);
+      } else if (nccl_reason.empty()) {
+        nccl_reason = "NCCL needs one GPU per rank, and another node has more ranks than GPUs";
+      }
+    }
+#endif
+    if (!transport) transport = make_mpi_transport(&world, d);
+    {
+      Communicator comm(std::move(transport), d, o.timeout_s);
+      comm.set_local(local_rank, local_size);
+      comm.set_nccl(nccl, nccl_reason);
+      body(comm);
+    }
+#ifdef PARBENCH_HAVE_NCCL
+    if (nccl) ncclCommDestroy(static_cast<ncclComm_t>(nccl));
+#endif
+  } catch (const UsageError&) {
+    throw;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
+}
+#endif
+
+}  // namespace
+
+bool launched_by_mpirun() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE");
+}
+
+int launcher_world_size() {
+  return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1));
+}
+
+int launcher_world_rank() {
+  return env_int("OMPI_COMM_WORLD_RANK", env_int("PMIX_RANK", env_int("PMI_RANK", 0)));
+}
+
+void run_ranks(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
+  if (launched_by_mpirun()) {
+#ifdef PARBENCH_HAVE_MPI
+    return run_mpi(o, body);
+#else
+    throw UsageError("started by mpirun, but this build has no MPI; rebuild with PARBENCH_MPI=ON, or run "
+                     "without mpirun and pass --ranks N");
+#endif
+  }
+  run_threads(o, body);
+}
+
+}  // namespace parbench

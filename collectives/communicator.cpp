@@ -1,0 +1,202 @@
+// Communicator: deadlines, argument checks and error context around the transports and the algorithms.
+#include "collectives/communicator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "collectives/reduce.h"
+#include "core/memory.h"
+
+namespace parbench {
+
+Communicator::Communicator(std::unique_ptr<Transport> transport, Device device, double timeout_s)
+    : transport_(std::move(transport)), device_(device), timeout_s_(timeout_s) {}
+
+Communicator::~Communicator() { release(); }
+
+Communicator::Communicator(Communicator&& o) noexcept { *this = std::move(o); }
+
+Communicator& Communicator::operator=(Communicator&& o) noexcept {
+  if (this == &o) return *this;
+  release();
+  transport_ = std::move(o.transport_);
+  device_ = o.device_;
+  timeout_s_ = o.timeout_s_;
+  local_rank_ = o.local_rank_;
+  local_size_ = o.local_size_;
+  nccl_comm_ = o.nccl_comm_;
+  nccl_reason_ = std::move(o.nccl_reason_);
+  splits_ = o.splits_;
+  for (int i = 0; i < 4; ++i) scratch_[i] = std::exchange(o.scratch_[i], Scratch{});
+  o.nccl_comm_ = nullptr;
+  return *this;
+}
+
+void Communicator::release() {
+  for (auto& s : scratch_) {
+    if (s.ptr) device_free(device_, s.ptr);
+    s = Scratch{};
+  }
+  // The NCCL communicator belongs to the bootstrap that created it (it must be destroyed collectively).
+}
+
+void Communicator::set_nccl(void* comm, std::string reason_if_null) {
+  nccl_comm_ = comm;
+  nccl_reason_ = comm ? std::string() : std::move(reason_if_null);
+}
+
+Communicator Communicator::split(int color, int key) {
+  if (color < 0) throw UsageError("split color " + std::to_string(color) + " is negative; colors are >= 0");
+  const int n = size();
+  std::vector<int> mine = {color, key};
+  std::vector<int> all(2 * std::size_t(n));
+  std::vector<P2POp> ops;
+  for (int p = 0; p < n; ++p) {
+    ops.push_back(send_op(mine.data(), sizeof(int) * 2, p));
+    ops.push_back(recv_op(&all[2 * std::size_t(p)], sizeof(int) * 2, p));
+  }
+  transport_->group(ops, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(timeout_s_)));
+  std::vector<int> members;
+  for (int p = 0; p < n; ++p)
+    if (all[2 * std::size_t(p)] == color) members.push_back(p);
+  std::stable_sort(members.begin(), members.end(),
+                   [&](int a, int b) { return all[2 * std::size_t(a) + 1] < all[2 * std::size_t(b) + 1]; });
+  int new_rank = int(std::find(members.begin(), members.end(), rank()) - members.begin());
+  ++splits_;
+  Communicator sub(transport_->split(color, key, members, new_rank), device_, timeout_s_);
+  sub.local_rank_ = local_rank_;
+  sub.local_size_ = local_size_;
+  sub.nccl_reason_ = "NCCL is not set up on communicators made by split()";
+  return sub;
+}
+
+void Communicator::group(std::span<const P2POp> ops) {
+  Deadline d = in_call_ ? deadline_
+                        : Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(timeout_s_));
+  transport_->group(ops, d);
+}
+
+void Communicator::send(const void* buf, std::size_t bytes, int peer) {
+  P2POp op = send_op(buf, bytes, peer);
+  group({&op, 1});
+}
+
+void Communicator::recv(void* buf, std::size_t bytes, int peer) {
+  P2POp op = recv_op(buf, bytes, peer);
+  group({&op, 1});
+}
+
+void Communicator::barrier() {
+  // Dissemination barrier: lg n rounds of one-byte messages.
+  const int n = size(), r = rank();
+  char out = 1, in = 0;
+  for (int d = 1; d < n; d <<= 1) {
+    P2POp ops[2] = {send_op(&out, 1, (r + d) % n), recv_op(&in, 1, (r - d + n) % n)};
+    group(ops);
+  }
+}
+
+const Algorithm& Communicator::resolve(std::string_view impl) const {
+  if (impl == "auto") {
+    if (nccl_comm_) return find_algorithm("nccl");
+    if (transport_->name() == "mpi") return find_algorithm("mpi");
+    return find_algorithm("ring");
+  }
+  return find_algorithm(impl);
+}
+
+void Communicator::run(const CollArgs& a, std::string_view impl) { run(a, resolve(impl)); }
+
+void Communicator::run(const CollArgs& a, const Algorithm& algo) {
+  const int n = size();
+  if (is_rooted(a.coll) && (a.root < 0 || a.root >= n))
+    throw UsageError("root " + std::to_string(a.root) + " is outside the ranks 0.." + std::to_string(n - 1));
+  if (std::string why = algo.unsupported(a.coll, *this); !why.empty())
+    throw UsageError(std::string(algo.name()) + " cannot run " + std::string(collective_name(a.coll)) + ": " + why);
+  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  in_call_ = true;
+  try {
+    algo.run(*this, a);
+  } catch (const TimeoutError& e) {
+    in_call_ = false;
+    BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
+    std::size_t bytes = std::max(bc.send, bc.recv) * dtype_size(a.dtype);
+    throw TimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +
+                       std::string(algo.name()) + " of " + std::to_string(bytes) + " bytes (" +
+                       std::to_string(a.count) + " x " + std::string(dtype_name(a.dtype)) + " per rank, " +
+                       std::to_string(n) + " ranks) did not finish within the timeout of " +
+                       std::to_string(timeout_s_) + " s: " + e.what());
+  } catch (...) {
+    in_call_ = false;
+    throw;
+  }
+  in_call_ = false;
+}
+
+namespace {
+CollArgs args(Collective c, const void* s, void* r, std::size_t count, DType t, ReduceOp op, int root) {
+  CollArgs a;
+  a.coll = c, a.send = s, a.recv = r, a.count = count, a.dtype = t, a.op = op, a.root = root;
+  return a;
+}
+}  // namespace
+
+void Communicator::allreduce(const void* s, void* r, std::size_t c, DType t, ReduceOp op, std::string_view impl) {
+  run(args(Collective::allreduce, s, r, c, t, op, 0), impl);
+}
+void Communicator::reduce(const void* s, void* r, std::size_t c, DType t, ReduceOp op, int root,
+                          std::string_view impl) {
+  run(args(Collective::reduce, s, r, c, t, op, root), impl);
+}
+void Communicator::broadcast(const void* s, void* r, std::size_t c, DType t, int root, std::string_view impl) {
+  run(args(Collective::broadcast, s, r, c, t, ReduceOp::sum, root), impl);
+}
+void Communicator::allgather(const void* s, void* r, std::size_t c, DType t, std::string_view impl) {
+  run(args(Collective::allgather, s, r, c, t, ReduceOp::sum, 0), impl);
+}
+void Communicator::reduce_scatter(const void* s, void* r, std::size_t c, DType t, ReduceOp op,
+                                  std::string_view impl) {
+  run(args(Collective::reduce_scatter, s, r, c, t, op, 0), impl);
+}
+void Communicator::gather(const void* s, void* r, std::size_t c, DType t, int root, std::string_view impl) {
+  run(args(Collective::gather, s, r, c, t, ReduceOp::sum, root), impl);
+}
+void Communicator::scatter(const void* s, void* r, std::size_t c, DType t, int root, std::string_view impl) {
+  run(args(Collective::scatter, s, r, c, t, ReduceOp::sum, root), impl);
+}
+void Communicator::alltoall(const void* s, void* r, std::size_t c, DType t, std::string_view impl) {
+  run(args(Collective::alltoall, s, r, c, t, ReduceOp::sum, 0), impl);
+}
+void Communicator::sendrecv(const void* s, void* r, std::size_t c, DType t, std::string_view impl) {
+  run(args(Collective::sendrecv, s, r, c, t, ReduceOp::sum, 0), impl);
+}
+
+void Communicator::combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op) {
+  reduce_combine(device_, inout, in, count, t, op, stream());
+}
+
+void Communicator::divide(void* buf, std::size_t count, DType t) {
+  reduce_divide(device_, buf, count, t, size(), stream());
+}
+
+void Communicator::copy(void* dst, const void* src, std::size_t bytes) {
+  if (dst == src || bytes == 0) return;
+  device_memcpy(device_, dst, device_, src, bytes);
+}
+
+void* Communicator::scratch(int slot, std::size_t bytes) {
+  Scratch& s = scratch_[slot];
+  if (s.bytes < bytes || !s.ptr) {
+    if (s.ptr) device_free(device_, s.ptr);
+    s.ptr = nullptr;
+    s.ptr = device_malloc(device_, std::max<std::size_t>(bytes, 256));
+    s.bytes = std::max<std::size_t>(bytes, 256);
+  }
+  return s.ptr;
+}
+
+}  // namespace parbench

@@ -1,0 +1,109 @@
+// Communicator: a group of ranks with point-to-point groups, sub-groups (split) and every collective, each run by a
+// named implementation from the registry. Later layers (DDP, ZeRO, TP, PP) build on this API only.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "collectives/algorithm.h"
+#include "collectives/transport.h"
+#include "collectives/types.h"
+#include "core/device.h"
+
+namespace parbench {
+
+class Communicator {
+ public:
+  Communicator(std::unique_ptr<Transport> transport, Device device, double timeout_s);
+  ~Communicator();
+  Communicator(Communicator&&) noexcept;
+  Communicator& operator=(Communicator&&) noexcept;
+
+  int rank() const { return transport_->rank(); }
+  int size() const { return transport_->size(); }
+  const Device& device() const { return device_; }
+  Transport& transport() const { return *transport_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  void set_local(int local_rank, int local_size) { local_rank_ = local_rank, local_size_ = local_size; }
+  double timeout_s() const { return timeout_s_; }
+  void set_timeout(double seconds) { timeout_s_ = seconds; }
+  void* stream() const { return nullptr; }  // work on cuda goes to the default stream
+
+  // NCCL: the communicator (ncclComm_t) when usable, or why not (one GPU per rank, no GPU, no NCCL build).
+  void* nccl_comm() const { return nccl_comm_; }
+  const std::string& nccl_unavailable() const { return nccl_reason_; }
+  void set_nccl(void* comm, std::string reason_if_null);
+
+  // Ranks that pass the same color form a new communicator, ordered by (key, old rank). Collective.
+  Communicator split(int color, int key);
+
+  // Point-to-point: every op of the group is posted, then all complete, within the timeout.
+  void group(std::span<const P2POp> ops);
+  void send(const void* buf, std::size_t bytes, int peer);
+  void recv(void* buf, std::size_t bytes, int peer);
+  void barrier();
+
+  // Runs one collective with implementation `impl` ("auto": nccl when usable, else mpi under mpirun, else ring).
+  // Throws UsageError for bad arguments and for an implementation that does not support the call, TimeoutError
+  // (naming rank, collective, implementation and size) when it does not finish within the timeout.
+  void run(const CollArgs& a, std::string_view impl = "auto");
+  void run(const CollArgs& a, const Algorithm& algo);
+  const Algorithm& resolve(std::string_view impl) const;
+
+  void allreduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, std::string_view impl = "auto");
+  void reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, int root,
+              std::string_view impl = "auto");
+  void broadcast(const void* send, void* recv, std::size_t count, DType t, int root, std::string_view impl = "auto");
+  void allgather(const void* send, void* recv, std::size_t count, DType t, std::string_view impl = "auto");
+  void reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
+                      std::string_view impl = "auto");
+  void gather(const void* send, void* recv, std::size_t count, DType t, int root, std::string_view impl = "auto");
+  void scatter(const void* send, void* recv, std::size_t count, DType t, int root, std::string_view impl = "auto");
+  void alltoall(const void* send, void* recv, std::size_t count, DType t, std::string_view impl = "auto");
+  void sendrecv(const void* send, void* recv, std::size_t count, DType t, std::string_view impl = "auto");
+
+  // Building blocks for algorithms, on this communicator's device.
+  void combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op);
+  void divide(void* buf, std::size_t count, DType t);  // buf /= size(): the end of avg
+  void copy(void* dst, const void* src, std::size_t bytes);
+  // A device buffer of at least `bytes`, kept between calls (slots 0..3 are independent).
+  void* scratch(int slot, std::size_t bytes);
+  // When the collective running now must have finished (library implementations poll against it).
+  Deadline deadline() const { return deadline_; }
+
+ private:
+  void release();
+  std::unique_ptr<Transport> transport_;
+  Device device_;
+  double timeout_s_;
+  Deadline deadline_{};
+  bool in_call_ = false;
+  int local_rank_ = 0, local_size_ = 1;
+  void* nccl_comm_ = nullptr;
+  std::string nccl_reason_ = "this build has no NCCL";
+  struct Scratch {
+    void* ptr = nullptr;
+    std::size_t bytes = 0;
+  } scratch_[4];
+  std::uint64_t splits_ = 0;
+};
+
+// Helpers shared by the algorithm files.
+inline char* byte_ptr(void* p, std::size_t elems, DType t) { return static_cast<char*>(p) + elems * dtype_size(t); }
+inline const char* byte_ptr(const void* p, std::size_t elems, DType t) {
+  return static_cast<const char*>(p) + elems * dtype_size(t);
+}
+// Block b of `count` elements split as evenly as possible into n blocks: [offset, offset + length).
+struct Block {
+  std::size_t offset, length;
+};
+inline Block even_block(std::size_t count, int n, int b) {
+  std::size_t base = count / std::size_t(n), rem = count % std::size_t(n), ub = std::size_t(b);
+  return {ub * base + (ub < rem ? ub : rem), base + (ub < rem ? 1 : 0)};
+}
+
+}  // namespace parbench

@@ -1,0 +1,224 @@
+// Input generator, expected values and the per-rank buffers of a checked collective call.
+#include "collectives/datacheck.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "collectives/communicator.h"
+#include "core/memory.h"
+
+namespace parbench::datacheck {
+
+namespace {
+std::uint64_t mix(std::uint64_t x) {  // splitmix64 finaliser
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+std::int64_t signed_in(std::uint64_t h, std::int64_t lo, std::int64_t hi) {
+  return lo + std::int64_t(h % std::uint64_t(hi - lo + 1));
+}
+
+// Largest |input| for sums over `ranks` ranks that keeps every partial sum exact and away from the poison.
+std::int64_t sum_bound(DType t, int ranks) {
+  switch (t) {
+    case DType::f16: return std::max(1, 1024 / ranks);
+    case DType::bf16: return std::max(1, 128 / ranks);
+    case DType::i8: return std::max(1, 120 / ranks);
+    case DType::u8: return std::max(1, 250 / ranks);
+    default: return 1000;
+  }
+}
+
+bool is_int(DType t) { return !dtype_is_float(t); }
+
+double wrap_int(DType t, std::int64_t v) {
+  switch (t) {
+    case DType::i32: return double(std::int32_t(std::uint32_t(std::uint64_t(v))));
+    case DType::i8: return double(std::int8_t(std::uint8_t(std::uint64_t(v))));
+    case DType::u8: return double(std::uint8_t(std::uint64_t(v)));
+    default: return double(v);
+  }
+}
+
+double ulp_eps(DType t) {
+  switch (t) {
+    case DType::f64: return std::ldexp(1.0, -52);
+    case DType::f32: return std::ldexp(1.0, -23);
+    case DType::f16: return std::ldexp(1.0, -10);
+    case DType::bf16: return std::ldexp(1.0, -7);
+    default: return 0;
+  }
+}
+
+// Rounds v to what `t` stores.
+double round_to(DType t, double v) {
+  unsigned char tmp[8];
+  store_from_double(tmp, t, 0, v);
+  return load_as_double(tmp, t, 0);
+}
+}  // namespace
+
+double input_value(DType t, ReduceOp op, int ranks, std::uint64_t seed, int rank, std::size_t index) {
+  const std::uint64_t h = mix(seed ^ mix(std::uint64_t(rank) * 0x100000001B3ull ^ mix(index)));
+  switch (op) {
+    case ReduceOp::sum:
+    case ReduceOp::avg: {
+      std::int64_t b = sum_bound(t, ranks);
+      return double(t == DType::u8 ? signed_in(h, 0, b) : signed_in(h, -b, b));
+    }
+    case ReduceOp::prod: {  // powers of two: products exact (integers wrap identically in any order)
+      static const double fl[5] = {1, -1, 2, -2, 0.5}, in[4] = {1, -1, 2, -2}, un[2] = {1, 2};
+      if (t == DType::u8) return un[h % 2];
+      return is_int(t) ? in[h % 4] : fl[h % 5];
+    }
+    case ReduceOp::max:
+    case ReduceOp::min:
+      switch (t) {
+        case DType::bf16: return double(signed_in(h, -128, 128));
+        case DType::i8: return double(signed_in(h, -100, 100));
+        case DType::u8: return double(signed_in(h, 0, 250));
+        default: return double(signed_in(h, -1000, 1000));
+      }
+  }
+  return 0;
+}
+
+double poison_value(DType t, ReduceOp) {
+  switch (t) {
+    case DType::i32: return double(std::numeric_limits<std::int32_t>::min() + 1);
+    case DType::i8: return -127;
+    case DType::u8: return 255;
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+namespace {
+double reduced(DType t, ReduceOp op, int ranks, std::uint64_t seed, std::size_t index) {
+  if (is_int(t)) {
+    std::int64_t acc = std::int64_t(input_value(t, op, ranks, seed, 0, index));
+    for (int k = 1; k < ranks; ++k) {
+      std::int64_t v = std::int64_t(input_value(t, op, ranks, seed, k, index));
+      switch (op) {
+        case ReduceOp::prod: acc = std::int64_t(std::uint64_t(acc) * std::uint64_t(v)); break;
+        case ReduceOp::max: acc = std::max(acc, v); break;
+        case ReduceOp::min: acc = std::min(acc, v); break;
+        default: acc = std::int64_t(std::uint64_t(acc) + std::uint64_t(v)); break;
+      }
+    }
+    if (op == ReduceOp::avg) acc /= ranks;  // truncation, as the kernels' integer division
+    return wrap_int(t, acc);
+  }
+  double acc = input_value(t, op, ranks, seed, 0, index);
+  for (int k = 1; k < ranks; ++k) {
+    double v = input_value(t, op, ranks, seed, k, index);
+    switch (op) {
+      case ReduceOp::prod: acc *= v; break;
+      case ReduceOp::max: acc = std::max(acc, v); break;
+      case ReduceOp::min: acc = std::min(acc, v); break;
+      default: acc += v; break;
+    }
+  }
+  if (op == ReduceOp::avg) acc /= ranks;
+  return round_to(t, acc);
+}
+}  // namespace
+
+double expected_value(Collective c, DType t, ReduceOp op, int n, int root, std::uint64_t seed, int rank,
+                      std::size_t count, std::size_t i) {
+  auto in = [&](int k, std::size_t j) { return input_value(t, op, n, seed, k, j); };
+  const std::size_t blk = count ? i / count : 0, j = count ? i % count : 0;
+  switch (c) {
+    case Collective::allreduce:
+    case Collective::reduce: return reduced(t, op, n, seed, i);
+    case Collective::reduce_scatter: return reduced(t, op, n, seed, std::size_t(rank) * count + i);
+    case Collective::broadcast: return in(root, i);
+    case Collective::gather:
+    case Collective::allgather: return in(int(blk), j);
+    case Collective::scatter: return in(root, std::size_t(rank) * count + i);
+    case Collective::alltoall: return in(int(blk), std::size_t(rank) * count + j);
+    case Collective::sendrecv: return in((rank - 1 + n) % n, i);
+  }
+  return 0;
+}
+
+bool matches(double got, double expected, DType t, ReduceOp op) {
+  if (std::isnan(got) || std::isnan(expected)) return false;
+  if (got == expected) return true;
+  if (op != ReduceOp::avg || !dtype_is_float(t)) return false;
+  double scale = std::max(std::fabs(expected), t == DType::f16 ? std::ldexp(1.0, -14) : 1e-30);
+  return std::fabs(got - expected) <= 2 * ulp_eps(t) * scale;
+}
+
+}  // namespace parbench::datacheck
+
+namespace parbench {
+
+namespace {
+bool has_input(Collective c, int rank, int root) {
+  return !((c == Collective::broadcast || c == Collective::scatter) && rank != root);
+}
+}  // namespace
+
+CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size_t count, DType t, ReduceOp op,
+                                     int root, bool in_place)
+    : comm_(comm), in_place_(in_place) {
+  const int n = comm.size(), r = comm.rank();
+  args_.coll = c, args_.count = count, args_.dtype = t, args_.op = op, args_.root = root;
+  const BufferCounts bc = buffer_counts(c, count, n, r, root);
+  send_elems_ = bc.send, recv_elems_ = bc.recv;
+  const std::size_t es = dtype_size(t);
+  if (in_place) {
+    // One allocation as large as the root's biggest buffer, aliased as NCCL's in-place calls expect.
+    const BufferCounts full = buffer_counts(c, count, n, root, root);
+    const std::size_t elems = std::max(full.send, full.recv);
+    recv_mem_ = device_malloc(comm.device(), std::max<std::size_t>(1, elems) * es);
+    const std::size_t off = inplace_offset(c, count, r);
+    const bool send_inside = c == Collective::gather || c == Collective::allgather;
+    const bool recv_inside = c == Collective::scatter || c == Collective::reduce_scatter;
+    args_.send = send_inside ? byte_ptr(recv_mem_, off, t) : recv_mem_;
+    args_.recv = recv_inside ? byte_ptr(recv_mem_, off, t) : recv_mem_;
+  } else {
+    send_mem_ = device_malloc(comm.device(), std::max<std::size_t>(1, send_elems_) * es);
+    recv_mem_ = device_malloc(comm.device(), std::max<std::size_t>(1, recv_elems_) * es);
+    args_.send = send_mem_, args_.recv = recv_mem_;
+  }
+}
+
+CollectiveBuffers::~CollectiveBuffers() {
+  device_free(comm_.device(), send_mem_);
+  device_free(comm_.device(), recv_mem_);
+}
+
+void CollectiveBuffers::fill(std::uint64_t seed) {
+  const int n = comm_.size(), r = comm_.rank();
+  const DType t = args_.dtype;
+  const std::size_t es = dtype_size(t);
+  const Device host{};
+  std::vector<unsigned char> h(std::max(send_elems_, recv_elems_) * es);
+  const double poison = datacheck::poison_value(t, args_.op);
+  for (std::size_t i = 0; i < recv_elems_; ++i) store_from_double(h.data(), t, i, poison);
+  device_memcpy(comm_.device(), args_.recv, host, h.data(), recv_elems_ * es);
+  if (!has_input(args_.coll, r, args_.root)) return;
+  for (std::size_t i = 0; i < send_elems_; ++i)
+    store_from_double(h.data(), t, i, datacheck::input_value(t, args_.op, n, seed, r, i));
+  device_memcpy(comm_.device(), const_cast<void*>(args_.send), host, h.data(), send_elems_ * es);
+}
+
+std::size_t CollectiveBuffers::wrong(std::uint64_t seed) const {
+  const int n = comm_.size(), r = comm_.rank();
+  const DType t = args_.dtype;
+  std::vector<unsigned char> h(recv_elems_ * dtype_size(t));
+  device_memcpy(Device{}, h.data(), comm_.device(), args_.recv, h.size());
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < recv_elems_; ++i) {
+    double e = datacheck::expected_value(args_.coll, t, args_.op, n, args_.root, seed, r, args_.count, i);
+    if (!datacheck::matches(load_as_double(h.data(), t, i), e, t, args_.op)) ++bad;
+  }
+  return bad;
+}
+
+}  // namespace parbench

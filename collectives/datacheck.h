@@ -1,0 +1,53 @@
+// Data check without communication (nccl-tests style): every rank's input is a function of (seed, rank, index)
+// chosen so that reductions are exact in every order, so each rank knows its expected output locally.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "collectives/algorithm.h"
+#include "collectives/types.h"
+
+namespace parbench {
+
+class Communicator;
+
+namespace datacheck {
+// Element `index` of `rank`'s input (exactly representable in `t`; bounded so that sums over `ranks` ranks stay
+// exact, and so that the poison value below can never be a correct output).
+double input_value(DType t, ReduceOp op, int ranks, std::uint64_t seed, int rank, std::size_t index);
+// Expected receive element i on `rank` for a call with per-rank `count`.
+double expected_value(Collective c, DType t, ReduceOp op, int ranks, int root, std::uint64_t seed, int rank,
+                      std::size_t count, std::size_t i);
+// Whether `got` matches `expected`: exact, except avg on floats (2 ulp). NaN never matches.
+bool matches(double got, double expected, DType t, ReduceOp op);
+// A value no correct output can have (NaN for floats).
+double poison_value(DType t, ReduceOp op);
+}  // namespace datacheck
+
+// The buffers of one collective call on one rank, in out-of-place or in-place (NCCL aliasing) layout, on the
+// communicator's device: fill() writes inputs and poisons outputs, wrong() counts output elements that differ
+// from the expected values (unwritten ones included).
+class CollectiveBuffers {
+ public:
+  CollectiveBuffers(Communicator& comm, Collective c, std::size_t count, DType t, ReduceOp op, int root,
+                    bool in_place);
+  ~CollectiveBuffers();
+  CollectiveBuffers(const CollectiveBuffers&) = delete;
+  CollectiveBuffers& operator=(const CollectiveBuffers&) = delete;
+
+  const CollArgs& args() const { return args_; }
+  bool in_place() const { return in_place_; }
+  void fill(std::uint64_t seed);
+  std::size_t wrong(std::uint64_t seed) const;
+
+ private:
+  Communicator& comm_;
+  CollArgs args_;
+  bool in_place_;
+  void* send_mem_ = nullptr;
+  void* recv_mem_ = nullptr;
+  std::size_t send_elems_ = 0, recv_elems_ = 0;
+};
+
+}  // namespace parbench

@@ -1,0 +1,15 @@
+// Launchers of the reduction kernel (reduce_kernels.cu) for the simt emulator and, with CUDA, for the GPU.
+// dtype and op are the integer values of parbench::DType and parbench::ReduceOp.
+#pragma once
+
+namespace parbench::simt_kernels {
+void reduce_combine(void* inout, const void* in, unsigned long long n, int dtype, int op, void* stream);
+void reduce_divide(void* buf, unsigned long long n, int dtype, int ranks, void* stream);
+}  // namespace parbench::simt_kernels
+
+#ifdef PARBENCH_HAVE_CUDA
+namespace parbench::cuda_kernels {
+void reduce_combine(void* inout, const void* in, unsigned long long n, int dtype, int op, void* stream);
+void reduce_divide(void* buf, unsigned long long n, int dtype, int ranks, void* stream);
+}  // namespace parbench::cuda_kernels
+#endif

@@ -1,0 +1,81 @@
+// Point-to-point transports under the Communicator: a group of sends and receives posted together and completed
+// before a deadline (so a ring step cannot deadlock and no wait can hang). One file per transport.
+#pragma once
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/device.h"
+#include "core/error.h"
+
+namespace parbench {
+
+using Clock = std::chrono::steady_clock;
+using Deadline = Clock::time_point;
+
+// A wait passed its deadline. The message names the rank and what it waited for; the Communicator adds the
+// collective, implementation and size.
+struct TimeoutError : Error {
+  using Error::Error;
+};
+// Another rank of this process failed, so this one stopped waiting (threads mode).
+struct AbortedError : Error {
+  using Error::Error;
+};
+
+struct P2POp {
+  enum Kind { send, recv };
+  Kind kind;
+  void* buf;  // const for sends
+  std::size_t bytes;
+  int peer;  // rank in this transport's group
+};
+
+inline P2POp send_op(const void* buf, std::size_t bytes, int peer) {
+  return {P2POp::send, const_cast<void*>(buf), bytes, peer};
+}
+inline P2POp recv_op(void* buf, std::size_t bytes, int peer) { return {P2POp::recv, buf, bytes, peer}; }
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  virtual std::string_view name() const = 0;  // "threads", "mpi", "nccl"
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Posts every op of the group, then completes them all before `deadline` (TimeoutError after it). Messages
+  // between two ranks match in posting order; a send and its receive must have the same size.
+  virtual void group(std::span<const P2POp> ops, Deadline deadline) = 0;
+  // A transport for the ranks that passed the same color, ordered by (key, rank). `members` lists their ranks
+  // here in that order and `new_rank` is this rank's place in it (the Communicator computed both).
+  virtual std::unique_ptr<Transport> split(int color, int key, const std::vector<int>& members, int new_rank) = 0;
+  // True when every rank's memory is addressable from every other (threads in one process), which the one-shot
+  // algorithms need.
+  virtual bool shares_address_space() const { return false; }
+  // Tells the other ranks to stop waiting (threads mode); MPI and NCCL abort from the bootstrap.
+  virtual void abort(const std::string& /*reason*/) {}
+};
+
+// Threads mode: one shared world per process, created once and handed to every rank's thread.
+class ThreadsWorld;
+std::shared_ptr<ThreadsWorld> make_threads_world(int ranks);
+std::unique_ptr<Transport> make_threads_transport(std::shared_ptr<ThreadsWorld> world, int rank, Device device);
+// Makes every rank of `world` stop waiting (AbortedError) because of `reason`.
+void abort_threads_world(ThreadsWorld& world, const std::string& reason);
+
+#ifdef PARBENCH_HAVE_MPI
+// MPI point-to-point over a duplicate of `comm` (an MPI_Comm passed as void* to keep mpi.h out of this header).
+// Device memory is staged through host buffers.
+std::unique_ptr<Transport> make_mpi_transport(const void* mpi_comm, Device device);
+#endif
+
+#ifdef PARBENCH_HAVE_NCCL
+// ncclSend/ncclRecv in groups on `nccl_comm` (ncclComm_t as void*), completed on `stream` (cudaStream_t).
+std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, int rank, int size, Device device);
+#endif
+
+}  // namespace parbench

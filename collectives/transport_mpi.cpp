@@ -1,0 +1,104 @@
+// MPI transport: MPI_Isend/MPI_Irecv for a group, completed by polling with MPI_Testall against the deadline.
+// Device (cuda) memory is staged through host buffers. Messages over 1 GiB go as several.
+#include "collectives/transport_mpi.h"
+
+#ifdef PARBENCH_HAVE_MPI
+#include <sched.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/memory.h"
+
+namespace parbench {
+namespace {
+
+constexpr std::size_t kMaxMessage = std::size_t(1) << 30;
+
+class MpiTransport final : public Transport {
+ public:
+  MpiTransport(MPI_Comm comm, Device device) : comm_(comm), device_(device) {
+    MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    MPI_CHECK(MPI_Comm_size(comm_, &size_));
+  }
+  ~MpiTransport() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Comm_free(&comm_);
+  }
+
+  std::string_view name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  MPI_Comm comm() const { return comm_; }
+
+  std::unique_ptr<Transport> split(int color, int key, const std::vector<int>&, int) override {
+    MPI_Comm sub;
+    MPI_CHECK(MPI_Comm_split(comm_, color, key, &sub));
+    return std::make_unique<MpiTransport>(sub, device_);
+  }
+
+  void group(std::span<const P2POp> ops, Deadline deadline) override {
+    const bool staged = !device_.on_host();
+    std::vector<std::vector<char>> host(staged ? ops.size() : 0);
+    std::vector<MPI_Request> reqs;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const P2POp& op = ops[i];
+      if (op.peer < 0 || op.peer >= size_)
+        throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
+      char* buf = static_cast<char*>(op.buf);
+      if (staged) {
+        host[i].resize(op.bytes);
+        if (op.kind == P2POp::send) device_memcpy(Device{}, host[i].data(), device_, op.buf, op.bytes);
+        buf = host[i].data();
+      }
+      std::size_t done = 0;
+      do {  // zero-byte messages still go, so that they synchronise like the others
+        int part = int(std::min(kMaxMessage, op.bytes - done));
+        MPI_Request req;
+        if (op.kind == P2POp::send)
+          MPI_CHECK(MPI_Isend(buf + done, part, MPI_BYTE, op.peer, 0, comm_, &req));
+        else
+          MPI_CHECK(MPI_Irecv(buf + done, part, MPI_BYTE, op.peer, 0, comm_, &req));
+        reqs.push_back(req);
+        done += std::size_t(part);
+      } while (done < op.bytes);
+    }
+    mpi_wait_all(reqs.data(), int(reqs.size()), deadline,
+                 "rank " + std::to_string(rank_) + " waited for point-to-point messages");
+    if (staged)
+      for (std::size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].kind == P2POp::recv) device_memcpy(device_, ops[i].buf, Device{}, host[i].data(), ops[i].bytes);
+  }
+
+ private:
+  MPI_Comm comm_;
+  Device device_;
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+MPI_Comm mpi_comm_of(const Transport& t) {
+  auto* m = dynamic_cast<const MpiTransport*>(&t);
+  return m ? m->comm() : MPI_COMM_NULL;
+}
+
+void mpi_wait_all(MPI_Request* reqs, int count, Deadline deadline, const std::string& what) {
+  for (unsigned spins = 0;; ++spins) {
+    int flag = 0;
+    MPI_CHECK(MPI_Testall(count, reqs, &flag, MPI_STATUSES_IGNORE));
+    if (flag) return;
+    if ((spins & 63) == 0 && Clock::now() > deadline) throw TimeoutError(what);
+    sched_yield();  // ranks may outnumber cores (--oversubscribe): let the peer run
+  }
+}
+
+std::unique_ptr<Transport> make_mpi_transport(const void* mpi_comm, Device device) {
+  MPI_Comm dup;
+  MPI_CHECK(MPI_Comm_dup(*static_cast<const MPI_Comm*>(mpi_comm), &dup));
+  return std::make_unique<MpiTransport>(dup, device);
+}
+
+}  // namespace parbench
+#endif

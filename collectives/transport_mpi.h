@@ -1,0 +1,19 @@
+// The MPI transport's class, for the code that needs its MPI_Comm (the mpi library algorithm, the bootstrap).
+#pragma once
+#ifdef PARBENCH_HAVE_MPI
+#include <mpi.h>
+
+#include <string>
+
+#include "collectives/transport.h"
+
+namespace parbench {
+
+// The MPI_Comm behind `t`, or MPI_COMM_NULL when `t` is not the MPI transport.
+MPI_Comm mpi_comm_of(const Transport& t);
+
+// Completes `reqs` by polling (yielding the CPU between tests) until `deadline`; then TimeoutError naming `what`.
+void mpi_wait_all(MPI_Request* reqs, int count, Deadline deadline, const std::string& what);
+
+}  // namespace parbench
+#endif

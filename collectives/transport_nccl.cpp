@@ -1,0 +1,93 @@
+// NCCL transport: a group of ncclSend/ncclRecv between ncclGroupStart/End on the communicator's stream, then
+// a deadline-bounded wait. Device memory only. Also the NCCL helpers (nccl_util.h).
+#ifdef PARBENCH_HAVE_NCCL
+#include <sched.h>
+
+#include "collectives/nccl_util.h"
+
+namespace parbench {
+
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::f64: return ncclFloat64;
+    case DType::f32: return ncclFloat32;
+    case DType::f16: return ncclFloat16;
+    case DType::bf16: return ncclBfloat16;
+    case DType::i32: return ncclInt32;
+    case DType::i8: return ncclInt8;
+    case DType::u8: return ncclUint8;
+  }
+  return ncclUint8;
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::sum: return ncclSum;
+    case ReduceOp::prod: return ncclProd;
+    case ReduceOp::max: return ncclMax;
+    case ReduceOp::min: return ncclMin;
+    case ReduceOp::avg: return ncclAvg;
+  }
+  return ncclSum;
+}
+
+void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const std::string& what) {
+  for (;;) {
+    cudaError_t e = cudaStreamQuery(stream);
+    if (e == cudaSuccess) return;
+    if (e != cudaErrorNotReady) CUDA_CHECK(e);
+    ncclResult_t async = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+    NCCL_CHECK(async);
+    if (Clock::now() > deadline) {
+      ncclCommAbort(comm);
+      throw TimeoutError(what);
+    }
+    sched_yield();
+  }
+}
+
+namespace {
+
+class NcclTransport final : public Transport {
+ public:
+  NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int size, Device device)
+      : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device) {}
+  std::string_view name() const override { return "nccl"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  std::unique_ptr<Transport> split(int color, int key, const std::vector<int>& members, int new_rank) override {
+    ncclComm_t sub;
+    NCCL_CHECK(ncclCommSplit(comm_, color, key, &sub, nullptr));
+    return std::make_unique<NcclTransport>(sub, stream_, new_rank, int(members.size()), device_);
+  }
+
+  void group(std::span<const P2POp> ops, Deadline deadline) override {
+    NCCL_CHECK(ncclGroupStart());
+    for (const P2POp& op : ops) {
+      if (op.kind == P2POp::send)
+        NCCL_CHECK(ncclSend(op.buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
+      else
+        NCCL_CHECK(ncclRecv(op.buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
+    }
+    NCCL_CHECK(ncclGroupEnd());
+    nccl_wait(comm_, stream_, deadline, "rank " + std::to_string(rank_) + " waited for NCCL send/recv");
+  }
+
+ private:
+  ncclComm_t comm_;
+  cudaStream_t stream_;
+  int rank_, size_;
+  Device device_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, int rank, int size, Device device) {
+  return std::make_unique<NcclTransport>(static_cast<ncclComm_t>(nccl_comm), static_cast<cudaStream_t>(stream),
+                                         rank, size, device);
+}
+
+}  // namespace parbench
+#endif

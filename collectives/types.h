@@ -1,0 +1,43 @@
+// Collective kinds and reduction ops: names, parsing, buffer shapes and the busbw factors of DESIGN.md.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace parbench {
+
+enum class Collective { broadcast, reduce, allreduce, gather, allgather, scatter, reduce_scatter, alltoall, sendrecv };
+enum class ReduceOp { sum, prod, max, min, avg };
+
+std::string_view collective_name(Collective c);
+std::string_view reduce_op_name(ReduceOp op);
+const std::vector<Collective>& all_collectives();
+const std::vector<ReduceOp>& all_reduce_ops();
+// Accepts sum, prod, max, min, avg; throws UsageError naming the token and the accepted names.
+ReduceOp parse_reduce_op(std::string_view s);
+
+bool is_rooted(Collective c);      // broadcast, reduce, gather, scatter
+bool is_reduction(Collective c);   // reduce, allreduce, reduce_scatter
+// busbw = algbw * factor (nccl-tests): allreduce 2(n-1)/n; allgather, reduce-scatter, alltoall, gather, scatter
+// (n-1)/n; broadcast, reduce, sendrecv 1.
+double busbw_factor(Collective c, int ranks);
+
+// Element counts of the send and receive buffers on `rank` for a call with per-rank `count` (NCCL's convention:
+// allgather/gather send count and receive count*n, reduce-scatter/scatter the other way round, alltoall count
+// per peer). Non-roots of gather/scatter/reduce get 0 for the buffer they do not use.
+struct BufferCounts {
+  std::size_t send = 0;
+  std::size_t recv = 0;
+};
+BufferCounts buffer_counts(Collective c, std::size_t count, int ranks, int rank, int root);
+// The per-rank count whose largest buffer has at most `bytes` bytes (the nccl-tests size column).
+std::size_t count_for_bytes(Collective c, std::size_t bytes, DType t, int ranks);
+// Offset (elements) of the in-place send buffer inside the receive buffer, or the receive buffer inside the send
+// buffer, following NCCL: allgather/gather send at recv + rank*count, reduce-scatter/scatter recv at
+// send + rank*count; all others alias exactly.
+std::size_t inplace_offset(Collective c, std::size_t count, int rank);
+
+}  // namespace parbench
