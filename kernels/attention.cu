@@ -1,0 +1,158 @@
+// Causal multi-head attention, plain version: materializes the (B,NH,T,T) scores and probabilities.
+// inp (B,T,3C) holds q | k | v; head h uses channels [h*hs, (h+1)*hs) of each, hs = C/NH.
+#include <cmath>
+
+#include "kernels/kernel_common.h"
+#include "kernels/launchers.h"
+
+namespace parbench::PB_KERNEL_NS {
+
+// att[b,h,t,t2] = q[t].k[t2] * scale for t2 <= t (the rest is filled by the softmax).
+template <class T>
+__global__ void attention_scores_kernel(float* att, const T* inp, int B, int T_, int C, int NH, float scale) {
+  std::int64_t n = std::int64_t(B) * NH * T_ * T_;
+  int hs = C / NH;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    int t2 = int(i % T_), t = int(i / T_ % T_), h = int(i / T_ / T_ % NH), b = int(i / T_ / T_ / NH);
+    if (t2 > t) continue;
+    const T* q = inp + (std::int64_t(b) * T_ + t) * 3 * C + h * hs;
+    const T* k = inp + (std::int64_t(b) * T_ + t2) * 3 * C + C + h * hs;
+    float s = 0.f;
+    for (int d = 0; d < hs; ++d) s += to_f(q[d]) * to_f(k[d]);
+    att[i] = s * scale;
+  }
+}
+
+// In-place causal softmax of each row: one warp per row, zeros above the diagonal.
+__global__ void attention_softmax_kernel(float* att, int rows, int T_) {
+  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  int t = row % T_;
+  float* p = att + std::int64_t(row) * T_;
+  float mx = -INFINITY;
+  for (int j = lane; j <= t; j += 32) mx = fmaxf(mx, p[j]);
+  mx = warp_max(mx);
+  float s = 0.f;
+  for (int j = lane; j <= t; j += 32) s += expf(p[j] - mx);
+  s = warp_sum(s);
+  for (int j = lane; j < T_; j += 32) p[j] = j <= t ? expf(p[j] - mx) / s : 0.f;
+}
+
+// out[b,t,h,d] = sum_{t2<=t} att[b,h,t,t2] v[b,t2,h,d]: one thread per output element.
+template <class T>
+__global__ void attention_values_kernel(T* out, const float* att, const T* inp, int B, int T_, int C, int NH) {
+  std::int64_t n = std::int64_t(B) * T_ * C;
+  int hs = C / NH;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    int c = int(i % C), t = int(i / C % T_), b = int(i / C / T_);
+    int h = c / hs;
+    const float* p = att + ((std::int64_t(b) * NH + h) * T_ + t) * T_;
+    float o = 0.f;
+    for (int t2 = 0; t2 <= t; ++t2) o += p[t2] * to_f(inp[(std::int64_t(b) * T_ + t2) * 3 * C + 2 * C + c]);
+    out[i] = from_f<T>(o);
+  }
+}
+
+// dp[b,h,t,t2] = dout[t].v[t2] for t2 <= t.
+template <class T>
+__global__ void attention_dprobs_kernel(float* dp, const T* dout, const T* inp, int B, int T_, int C, int NH) {
+  std::int64_t n = std::int64_t(B) * NH * T_ * T_;
+  int hs = C / NH;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    int t2 = int(i % T_), t = int(i / T_ % T_), h = int(i / T_ / T_ % NH), b = int(i / T_ / T_ / NH);
+    if (t2 > t) {
+      dp[i] = 0.f;
+      continue;
+    }
+    const T* g = dout + (std::int64_t(b) * T_ + t) * C + h * hs;
+    const T* v = inp + (std::int64_t(b) * T_ + t2) * 3 * C + 2 * C + h * hs;
+    float s = 0.f;
+    for (int d = 0; d < hs; ++d) s += to_f(g[d]) * to_f(v[d]);
+    dp[i] = s;
+  }
+}
+
+// Softmax backward in place: ds = p (dp - sum_j p_j dp_j) * scale; one warp per row.
+__global__ void attention_softmax_backward_kernel(float* ds, const float* att, int rows, int T_, float scale) {
+  int row = blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (row >= rows) return;
+  int t = row % T_;
+  const float* p = att + std::int64_t(row) * T_;
+  float* d = ds + std::int64_t(row) * T_;
+  float s = 0.f;
+  for (int j = lane; j <= t; j += 32) s += p[j] * d[j];
+  s = warp_sum(s);
+  for (int j = lane; j <= t; j += 32) d[j] = p[j] * (d[j] - s) * scale;
+}
+
+// dinp (B,T,3C), one thread per element: dq[t] = sum_{t2<=t} ds[t,t2] k[t2]; dk[t] = sum_{tq>=t} ds[tq,t] q[tq];
+// dv[t] = sum_{tq>=t} att[tq,t] dout[tq]. Every element is written exactly once.
+template <class T>
+__global__ void attention_dinp_kernel(T* dinp, const float* ds, const float* att, const T* dout, const T* inp, int B,
+                                      int T_, int C, int NH) {
+  std::int64_t n = std::int64_t(B) * T_ * 3 * C;
+  int hs = C / NH;
+  for (std::int64_t i = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::int64_t(gridDim.x) * blockDim.x) {
+    int c3 = int(i % (3 * C)), t = int(i / (3 * C) % T_), b = int(i / (3 * C) / T_);
+    int part = c3 / C, c = c3 % C, h = c / hs;
+    const float* dsb = ds + (std::int64_t(b) * NH + h) * T_ * T_;
+    const float* pb = att + (std::int64_t(b) * NH + h) * T_ * T_;
+    auto at = [&](int tt, int which) { return to_f(inp[(std::int64_t(b) * T_ + tt) * 3 * C + which * C + c]); };
+    float g = 0.f;
+    if (part == 0) {
+      for (int t2 = 0; t2 <= t; ++t2) g += dsb[std::int64_t(t) * T_ + t2] * at(t2, 1);
+    } else if (part == 1) {
+      for (int tq = t; tq < T_; ++tq) g += dsb[std::int64_t(tq) * T_ + t] * at(tq, 0);
+    } else {
+      for (int tq = t; tq < T_; ++tq)
+        g += pb[std::int64_t(tq) * T_ + t] * to_f(dout[(std::int64_t(b) * T_ + tq) * C + c]);
+    }
+    dinp[i] = from_f<T>(g);
+  }
+}
+
+template <class T>
+void attention_forward(T* out, float* att, const T* inp, int B, int T_, int C, int NH, void* stream) {
+  PB_CHECK(NH > 0 && C % NH == 0, "attention: C=" + std::to_string(C) + " is not a multiple of NH=" + std::to_string(NH));
+  std::int64_t scores = std::int64_t(B) * NH * T_ * T_;
+  if (scores == 0) return;
+  float scale = 1.f / std::sqrt(float(C / NH));
+  PB_LAUNCH(attention_scores_kernel<DevT<T>>, grid_for(scores, 256), 256, 0, stream)(att, dev(inp), B, T_, C, NH, scale);
+  PB_CHECK_LAUNCH();
+  int rows = B * NH * T_;
+  PB_LAUNCH(attention_softmax_kernel, ceil_div(rows, 8), 256, 0, stream)(att, rows, T_);
+  PB_CHECK_LAUNCH();
+  PB_LAUNCH(attention_values_kernel<DevT<T>>, grid_for(std::int64_t(B) * T_ * C, 256), 256, 0, stream)
+  (dev(out), att, dev(inp), B, T_, C, NH);
+  PB_CHECK_LAUNCH();
+}
+
+template <class T>
+void attention_backward(T* dinp, float* scratch, const T* dout, const T* inp, const float* att, int B, int T_, int C,
+                        int NH, void* stream) {
+  PB_CHECK(NH > 0 && C % NH == 0, "attention: C=" + std::to_string(C) + " is not a multiple of NH=" + std::to_string(NH));
+  std::int64_t scores = std::int64_t(B) * NH * T_ * T_;
+  if (scores == 0) return;
+  float scale = 1.f / std::sqrt(float(C / NH));
+  PB_LAUNCH(attention_dprobs_kernel<DevT<T>>, grid_for(scores, 256), 256, 0, stream)
+  (scratch, dev(dout), dev(inp), B, T_, C, NH);
+  PB_CHECK_LAUNCH();
+  int rows = B * NH * T_;
+  PB_LAUNCH(attention_softmax_backward_kernel, ceil_div(rows, 8), 256, 0, stream)(scratch, att, rows, T_, scale);
+  PB_CHECK_LAUNCH();
+  PB_LAUNCH(attention_dinp_kernel<DevT<T>>, grid_for(std::int64_t(B) * T_ * 3 * C, 256), 256, 0, stream)
+  (dev(dinp), scratch, att, dev(dout), dev(inp), B, T_, C, NH);
+  PB_CHECK_LAUNCH();
+}
+
+#define PB_INSTANTIATE(T)                                                                                     \
+  template void attention_forward<T>(T*, float*, const T*, int, int, int, int, void*);                        \
+  template void attention_backward<T>(T*, float*, const T*, const T*, const float*, int, int, int, int, void*);
+PB_INSTANTIATE(float)
+PB_INSTANTIATE(::parbench::bf16)
+
+}  // namespace parbench::PB_KERNEL_NS

@@ -1,0 +1,87 @@
+// The one dispatch API for every op, on tensors: the device comes from the tensors and the stream
+// (cpu -> kernels/ref, simt -> simt_kernels, cuda -> cuda_kernels). Shapes in llm.c notation.
+// Storage dtype f32 or bf16 (and f64 on cpu, for gradient checks); statistics (mean, rstd, att, lse,
+// losses, norms) and optimizer moments are f32 (f64 when the storage is f64). Shape, dtype and device
+// mismatches throw parbench::Error naming the op and the tensor.
+#pragma once
+#include <string_view>
+
+#include "core/stream.h"
+#include "core/tensor.h"
+
+namespace parbench::ops {
+
+// out (B,T,C) = wte (V,C)[inp (B,T) i32] + wpe (maxT,C)[t]
+void encoder_forward(Tensor& out, const Tensor& inp, const Tensor& wte, const Tensor& wpe, const Stream& s);
+// dwte, dwpe += (accumulate)
+void encoder_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& inp, const Stream& s);
+
+// Matmul algorithms: the numbered kernel versions and the vendor baseline (cuda only).
+enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, cublas = 5 };
+std::string_view matmul_algo_name(MatmulAlgo a);
+// out (...,OC) = inp (...,C) weight (OC,C)^T + bias (OC); bias may be null. The cpu runs the reference
+// whatever the algorithm.
+void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
+                    MatmulAlgo algo = MatmulAlgo::automatic);
+// dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them.
+void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,
+                     const Tensor& weight, bool accumulate, const Stream& s);
+
+void gelu_forward(Tensor& out, const Tensor& inp, const Stream& s);
+// dinp = gelu'(inp) * dout; dinp may be dout itself.
+void gelu_backward(Tensor& dinp, const Tensor& inp, const Tensor& dout, const Stream& s);
+// out (...,C) = gelu(inp + bias (C))
+void bias_gelu_forward(Tensor& out, const Tensor& inp, const Tensor& bias, const Stream& s);
+// dinp = gelu'(inp + bias) * dout; dbias (nullable) += its column sums.
+void bias_gelu_backward(Tensor& dinp, Tensor* dbias, const Tensor& inp, const Tensor& bias, const Tensor& dout,
+                        const Stream& s);
+
+// out (...,C); mean, rstd (...) saved for the backward.
+void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& inp, const Tensor& weight,
+                       const Tensor& bias, const Stream& s);
+// dinp, dweight, dbias += (the residual stream and the parameter gradients accumulate).
+void layernorm_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor& dout, const Tensor& inp,
+                        const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Stream& s);
+
+void residual_forward(Tensor& out, const Tensor& a, const Tensor& b, const Stream& s);
+// da += dout, db += dout
+void residual_backward(Tensor& da, Tensor& db, const Tensor& dout, const Stream& s);
+
+// Plain causal attention: inp (B,T,3C) = q|k|v, out (B,T,C), att (B,NH,T,T) probabilities saved;
+// the backward overwrites dinp (B,T,3C) and uses scratch (B,NH,T,T), f32.
+void attention_forward(Tensor& out, Tensor& att, const Tensor& inp, int NH, const Stream& s);
+void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& att,
+                        int NH, const Stream& s);
+// Flash-style: lse (B,NH,T) saved; the backward also needs out and a (B,NH,T) f32 scratch.
+void flash_attention_forward(Tensor& out, Tensor& lse, const Tensor& inp, int NH, const Stream& s);
+void flash_attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& out,
+                              const Tensor& lse, int NH, const Stream& s);
+
+// losses (...) = cross-entropy of logits (...,V) against targets (...) i32; dlogits (nullable, may be
+// logits itself) = (softmax - onehot) * dloss.
+void crossentropy_forward_backward(Tensor& losses, Tensor* dlogits, const Tensor& logits, const Tensor& targets,
+                                   float dloss, const Stream& s);
+
+struct AdamWConfig {
+  float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+};
+// m, v: f32 moments of params' shape; step counts from 1.
+void adamw_update(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamWConfig& cfg, int step,
+                  const Stream& s);
+void sgd_update(Tensor& params, const Tensor& grads, float lr, float weight_decay, const Stream& s);
+// out (1 element, f32) = sum of squares of x, or += with accumulate (to sum over many tensors).
+void norm_squared(Tensor& out, const Tensor& x, bool accumulate, const Stream& s);
+// x *= max_norm / norm when norm = sqrt(norm_sq) > max_norm; norm_sq stays on the device.
+void clip_by_norm(Tensor& x, const Tensor& norm_sq, float max_norm, const Stream& s);
+
+// loss (1 element) = mean((pred - target)^2); dpred = 2 (pred - target) / n * dloss.
+void mse_forward(Tensor& loss, const Tensor& pred, const Tensor& target, const Stream& s);
+void mse_backward(Tensor& dpred, const Tensor& pred, const Tensor& target, float dloss, const Stream& s);
+
+// f32 <-> bf16 (same shape).
+void convert(Tensor& out, const Tensor& inp, const Stream& s);
+
+// Whether this build can run ops on the device kind (simt needs the emulator, cuda needs nvcc).
+bool kernels_available(DeviceKind kind);
+
+}  // namespace parbench::ops

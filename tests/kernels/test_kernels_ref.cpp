@@ -1,0 +1,453 @@
+// The cpu device's references against straightforward float64 loops, their backward passes against
+// finite differences in float64, and the dispatch API's checks of bad input.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "core/error.h"
+#include "kernels/ops.h"
+#include "kernels/ref/ref.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace parbench {
+namespace {
+
+using test::at;
+using test::rel_l2;
+using V = std::vector<double>;
+
+class CpuOps : public ::testing::Test {
+ protected:
+  TrackedAllocator alloc{Device{DeviceKind::cpu}};
+  Stream s{Device{DeviceKind::cpu}};
+  std::mt19937_64 rng{test::test_seed() ^ std::hash<std::string>{}(
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name())};
+
+  Tensor make(DType d, Shape shape) { return Tensor(alloc, d, std::move(shape), MemCategory::activations); }
+  Tensor rnd(DType d, Shape shape, double lo = -1, double hi = 1) {
+    Tensor t = make(d, std::move(shape));
+    test::fill_uniform(t, rng, lo, hi);
+    return t;
+  }
+  Tensor poisoned(DType d, Shape shape) {
+    Tensor t = make(d, std::move(shape));
+    test::fill_nan(t);
+    return t;
+  }
+  Tensor tokens(Shape shape, int vocab) {
+    Tensor t = make(DType::i32, std::move(shape));
+    test::fill_tokens(t, rng, vocab);
+    return t;
+  }
+};
+
+// ---------------------------------------------------------------- references vs float64 loops
+class RefVsF64 : public CpuOps, public ::testing::WithParamInterface<DType> {
+ protected:
+  DType d = GetParam();
+  DType acc = GetParam() == DType::f64 ? DType::f64 : DType::f32;
+  // Outputs stored in bf16 are rounded (2^-9 relative); f32 differs by summation order only.
+  double tol() const { return d == DType::f64 ? 1e-12 : d == DType::f32 ? 1e-5 : 1e-2; }
+  void expect_close(const Tensor& out, const V& want, const char* what) {
+    double e = rel_l2(test::to_vector(out), want);
+    EXPECT_LE(e, tol()) << what << " dtype " << dtype_name(d);
+  }
+  const int B = 2, T_ = 7, C = 24, NH = 3, Vocab = 37, OC = 37;
+};
+
+TEST_P(RefVsF64, Encoder) {
+  Tensor inp = tokens({B, T_}, Vocab), wte = rnd(d, {Vocab, C}), wpe = rnd(d, {T_ + 2, C}), out = poisoned(d, {B, T_, C});
+  ops::encoder_forward(out, inp, wte, wpe, s);
+  V want(out.numel());
+  for (int b = 0; b < B; ++b)
+    for (int t = 0; t < T_; ++t)
+      for (int c = 0; c < C; ++c)
+        want[(b * T_ + t) * C + c] = at(wte, inp.ptr<std::int32_t>()[b * T_ + t] * C + c) + at(wpe, t * C + c);
+  expect_close(out, want, "encoder");
+}
+
+TEST_P(RefVsF64, MatmulWithAndWithoutBias) {
+  Tensor inp = rnd(d, {B, T_, C}), w = rnd(d, {OC, C}), bias = rnd(d, {OC});
+  for (bool with_bias : {true, false}) {
+    Tensor out = poisoned(d, {B, T_, OC});
+    ops::matmul_forward(out, inp, w, with_bias ? &bias : nullptr, s);
+    V want(out.numel());
+    for (int m = 0; m < B * T_; ++m)
+      for (int o = 0; o < OC; ++o) {
+        double x = with_bias ? at(bias, o) : 0;
+        for (int c = 0; c < C; ++c) x += at(inp, m * C + c) * at(w, o * C + c);
+        want[m * OC + o] = x;
+      }
+    expect_close(out, want, with_bias ? "matmul+bias" : "matmul");
+  }
+}
+
+double gelu64(double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }
+
+TEST_P(RefVsF64, GeluAndBiasGelu) {
+  Tensor inp = rnd(d, {B * T_, C}, -4, 4), bias = rnd(d, {C}), out = poisoned(d, {B * T_, C}),
+         out2 = poisoned(d, {B * T_, C});
+  ops::gelu_forward(out, inp, s);
+  ops::bias_gelu_forward(out2, inp, bias, s);
+  V want(out.numel()), want2(out.numel());
+  for (std::int64_t i = 0; i < inp.numel(); ++i) {
+    want[i] = gelu64(at(inp, i));
+    want2[i] = gelu64(at(inp, i) + at(bias, i % C));
+  }
+  expect_close(out, want, "gelu");
+  expect_close(out2, want2, "bias_gelu");
+}
+
+TEST_P(RefVsF64, Layernorm) {
+  Tensor inp = rnd(d, {B, T_, C}, -2, 3), w = rnd(d, {C}), bias = rnd(d, {C}), out = poisoned(d, {B, T_, C});
+  Tensor mean = poisoned(acc, {B, T_}), rstd = poisoned(acc, {B, T_});
+  ops::layernorm_forward(out, mean, rstd, inp, w, bias, s);
+  V want(out.numel()), wm(B * T_), wr(B * T_);
+  for (int r = 0; r < B * T_; ++r) {
+    double m = 0, v = 0;
+    for (int c = 0; c < C; ++c) m += at(inp, r * C + c) / C;
+    for (int c = 0; c < C; ++c) v += (at(inp, r * C + c) - m) * (at(inp, r * C + c) - m) / C;
+    wm[r] = m;
+    wr[r] = 1 / std::sqrt(v + 1e-5);
+    for (int c = 0; c < C; ++c) want[r * C + c] = (at(inp, r * C + c) - m) * wr[r] * at(w, c) + at(bias, c);
+  }
+  expect_close(out, want, "layernorm out");
+  expect_close(mean, wm, "layernorm mean");
+  expect_close(rstd, wr, "layernorm rstd");
+}
+
+TEST_P(RefVsF64, ResidualForwardAndBackward) {
+  Tensor a = rnd(d, {B, T_, C}), b = rnd(d, {B, T_, C}), out = poisoned(d, {B, T_, C});
+  ops::residual_forward(out, a, b, s);
+  V want(out.numel()), wa(out.numel()), wb(out.numel());
+  for (std::int64_t i = 0; i < a.numel(); ++i) want[i] = at(a, i) + at(b, i);
+  expect_close(out, want, "residual");
+  Tensor da = rnd(d, {B, T_, C}), db = rnd(d, {B, T_, C}), dout = rnd(d, {B, T_, C});
+  for (std::int64_t i = 0; i < a.numel(); ++i) {
+    wa[i] = at(da, i) + at(dout, i);
+    wb[i] = at(db, i) + at(dout, i);
+  }
+  ops::residual_backward(da, db, dout, s);
+  expect_close(da, wa, "residual da");
+  expect_close(db, wb, "residual db");
+}
+
+// Plain softmax attention in float64: out and, per row, probabilities and log-sum-exp.
+void attention64(const Tensor& inp, int B, int T_, int C, int NH, V& out, V& att, V& lse) {
+  int hs = C / NH;
+  out.assign(std::size_t(B) * T_ * C, 0);
+  att.assign(std::size_t(B) * NH * T_ * T_, 0);
+  lse.assign(std::size_t(B) * NH * T_, 0);
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < NH; ++h)
+      for (int t = 0; t < T_; ++t) {
+        V sc(t + 1);
+        for (int j = 0; j <= t; ++j) {
+          double x = 0;
+          for (int i = 0; i < hs; ++i)
+            x += at(inp, (b * T_ + t) * 3 * C + h * hs + i) * at(inp, (b * T_ + j) * 3 * C + C + h * hs + i);
+          sc[j] = x / std::sqrt(double(hs));
+        }
+        double mx = *std::max_element(sc.begin(), sc.end()), sum = 0;
+        for (double x : sc) sum += std::exp(x - mx);
+        lse[(b * NH + h) * T_ + t] = mx + std::log(sum);
+        for (int j = 0; j <= t; ++j) {
+          double p = std::exp(sc[j] - mx) / sum;
+          att[((b * NH + h) * T_ + t) * T_ + j] = p;
+          for (int i = 0; i < hs; ++i)
+            out[(b * T_ + t) * C + h * hs + i] += p * at(inp, (b * T_ + j) * 3 * C + 2 * C + h * hs + i);
+        }
+      }
+}
+
+TEST_P(RefVsF64, AttentionPlainAndFlash) {
+  Tensor inp = rnd(d, {B, T_, 3 * C}, -2, 2);
+  Tensor out = poisoned(d, {B, T_, C}), att = poisoned(acc, {B, NH, T_, T_});
+  Tensor out2 = poisoned(d, {B, T_, C}), lse = poisoned(acc, {B, NH, T_});
+  ops::attention_forward(out, att, inp, NH, s);
+  ops::flash_attention_forward(out2, lse, inp, NH, s);
+  V wo, wa, wl;
+  attention64(inp, B, T_, C, NH, wo, wa, wl);
+  expect_close(out, wo, "attention out");
+  expect_close(att, wa, "attention att");
+  expect_close(out2, wo, "flash out");
+  expect_close(lse, wl, "flash lse");
+}
+
+TEST_P(RefVsF64, CrossEntropyInPlace) {
+  int N = B * T_;
+  Tensor logits = rnd(d, {B, T_, Vocab}, -3, 3), targets = tokens({B, T_}, Vocab),
+         losses = poisoned(acc, {B, T_});
+  V wl(N), wd(logits.numel());
+  const double dloss = double(float(1.0 / N));  // the API takes a float
+  for (int r = 0; r < N; ++r) {
+    double mx = -1e300, sum = 0;
+    for (int i = 0; i < Vocab; ++i) mx = std::max(mx, at(logits, r * Vocab + i));
+    for (int i = 0; i < Vocab; ++i) sum += std::exp(at(logits, r * Vocab + i) - mx);
+    int tgt = targets.ptr<std::int32_t>()[r];
+    wl[r] = -(at(logits, r * Vocab + tgt) - mx - std::log(sum));
+    for (int i = 0; i < Vocab; ++i)
+      wd[r * Vocab + i] = (std::exp(at(logits, r * Vocab + i) - mx) / sum - (i == tgt)) * dloss;
+  }
+  ops::crossentropy_forward_backward(losses, &logits, logits, targets, float(dloss), s);  // in place
+  expect_close(losses, wl, "crossentropy losses");
+  expect_close(logits, wd, "crossentropy dlogits");
+}
+
+TEST_P(RefVsF64, OptimizersNormClipMse) {
+  const int n = 301;
+  Tensor p = rnd(d, {n}), g = rnd(d, {n}), m = rnd(acc, {n}, -0.1, 0.1), v = rnd(acc, {n}, 0, 0.1);
+  V wp(n), wm(n), wv(n);
+  ops::AdamWConfig cfg{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  const int step = 3;
+  for (int i = 0; i < n; ++i) {
+    double gi = at(g, i), pi = at(p, i);
+    wm[i] = double(cfg.beta1) * at(m, i) + (1 - double(cfg.beta1)) * gi;
+    wv[i] = double(cfg.beta2) * at(v, i) + (1 - double(cfg.beta2)) * gi * gi;
+    double mh = wm[i] / (1 - std::pow(double(cfg.beta1), step)), vh = wv[i] / (1 - std::pow(double(cfg.beta2), step));
+    wp[i] = pi - double(cfg.lr) * (mh / (std::sqrt(vh) + double(cfg.eps)) + double(cfg.weight_decay) * pi);
+  }
+  ops::adamw_update(p, g, m, v, cfg, step, s);
+  expect_close(p, wp, "adamw params");
+  expect_close(m, wm, "adamw m");
+  expect_close(v, wv, "adamw v");
+
+  Tensor q = rnd(d, {n});
+  V wq(n);
+  for (int i = 0; i < n; ++i) wq[i] = at(q, i) - double(0.05f) * (at(g, i) + double(0.01f) * at(q, i));
+  ops::sgd_update(q, g, 0.05f, 0.01f, s);
+  expect_close(q, wq, "sgd");
+
+  Tensor ns = poisoned(acc, {1});
+  double sq = 0;
+  for (int i = 0; i < n; ++i) sq += at(g, i) * at(g, i);
+  ops::norm_squared(ns, g, false, s);
+  ops::norm_squared(ns, g, true, s);  // accumulates a second tensor's share
+  expect_close(ns, V{2 * sq}, "norm_squared");
+  double max_norm = double(float(std::sqrt(sq)));  // below sqrt(2 sq): clipping applies
+  V wg(n);
+  for (int i = 0; i < n; ++i) wg[i] = at(g, i) * max_norm / std::sqrt(2 * sq);
+  ops::clip_by_norm(g, ns, float(max_norm), s);
+  expect_close(g, wg, "clip_by_norm");
+  V unchanged = test::to_vector(g);
+  ops::clip_by_norm(g, ns, float(10 * max_norm), s);  // above the norm: no change
+  expect_close(g, unchanged, "clip_by_norm (no clip)");
+
+  Tensor pred = rnd(d, {n}), target = rnd(d, {n}), loss = poisoned(acc, {1}), dpred = poisoned(d, {n});
+  double l = 0;
+  V wd(n);
+  for (int i = 0; i < n; ++i) {
+    l += (at(pred, i) - at(target, i)) * (at(pred, i) - at(target, i)) / n;
+    wd[i] = 2 * (at(pred, i) - at(target, i)) / n * 0.5;
+  }
+  ops::mse_forward(loss, pred, target, s);
+  ops::mse_backward(dpred, pred, target, 0.5f, s);
+  expect_close(loss, V{l}, "mse");
+  expect_close(dpred, wd, "mse backward");
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, RefVsF64, ::testing::Values(DType::f32, DType::bf16, DType::f64),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST_F(CpuOps, ConvertRoundsToNearestEven) {
+  Tensor f = rnd(DType::f32, {1000}, -100, 100), h = poisoned(DType::bf16, {1000}), back = poisoned(DType::f32, {1000});
+  ops::convert(h, f, s);
+  ops::convert(back, h, s);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(h.ptr<bf16>()[i].bits, float_to_bf16(f.ptr<float>()[i]).bits) << i;
+    ASSERT_EQ(back.ptr<float>()[i], bf16_to_float(h.ptr<bf16>()[i])) << i;
+  }
+}
+
+// ---------------------------------------------------------------- backward vs finite differences (f64)
+class FiniteDiff : public CpuOps {
+ protected:
+  const int B = 2, T_ = 5, C = 8, NH = 2, Vocab = 11, OC = 6;
+  // Central differences of loss() with respect to every element of x, compared with `grad`.
+  void check(const char* what, Tensor& x, const Tensor& grad, const std::function<double()>& loss, double tol = 1e-7) {
+    const double h = 1e-5;
+    V fd(x.numel());
+    for (std::int64_t i = 0; i < x.numel(); ++i) {
+      double& xi = x.ptr<double>()[i];
+      double keep = xi;
+      xi = keep + h;
+      double lp = loss();
+      xi = keep - h;
+      double lm = loss();
+      xi = keep;
+      fd[i] = (lp - lm) / (2 * h);
+    }
+    EXPECT_LE(rel_l2(test::to_vector(grad), fd), tol) << what;
+  }
+  // sum_i w_i out_i: the scalar whose gradient with respect to out is w.
+  static double dot(const Tensor& w, const Tensor& out) {
+    double s = 0;
+    for (std::int64_t i = 0; i < out.numel(); ++i) s += at(w, i) * at(out, i);
+    return s;
+  }
+  Tensor zeros(Shape shape) {
+    Tensor t = make(DType::f64, std::move(shape));
+    std::fill_n(t.ptr<double>(), t.numel(), 0.0);
+    return t;
+  }
+  static constexpr DType F = DType::f64;
+};
+
+TEST_F(FiniteDiff, Encoder) {
+  Tensor inp = tokens({B, T_}, Vocab), wte = rnd(F, {Vocab, C}), wpe = rnd(F, {T_, C}), out = make(F, {B, T_, C});
+  Tensor dout = rnd(F, {B, T_, C}), dwte = zeros({Vocab, C}), dwpe = zeros({T_, C});
+  ops::encoder_backward(dwte, dwpe, dout, inp, s);
+  auto loss = [&] {
+    ops::encoder_forward(out, inp, wte, wpe, s);
+    return dot(dout, out);
+  };
+  check("encoder dwte", wte, dwte, loss);
+  check("encoder dwpe", wpe, dwpe, loss);
+}
+
+TEST_F(FiniteDiff, Matmul) {
+  Tensor inp = rnd(F, {B, T_, C}), w = rnd(F, {OC, C}), bias = rnd(F, {OC}), out = make(F, {B, T_, OC});
+  Tensor dout = rnd(F, {B, T_, OC}), dinp = make(F, {B, T_, C}), dw = make(F, {OC, C}), db = make(F, {OC});
+  test::fill_nan(dinp);
+  test::fill_nan(dw);
+  test::fill_nan(db);
+  ops::matmul_backward(&dinp, &dw, &db, dout, inp, w, false, s);
+  auto loss = [&] {
+    ops::matmul_forward(out, inp, w, &bias, s);
+    return dot(dout, out);
+  };
+  check("matmul dinp", inp, dinp, loss);
+  check("matmul dweight", w, dw, loss);
+  check("matmul dbias", bias, db, loss);
+  // accumulate adds the same gradient again
+  ops::matmul_backward(&dinp, &dw, &db, dout, inp, w, true, s);
+  for (std::int64_t i = 0; i < db.numel(); ++i) db.ptr<double>()[i] /= 2;
+  check("matmul dbias accumulated twice / 2", bias, db, loss);
+}
+
+TEST_F(FiniteDiff, GeluAndBiasGelu) {
+  Tensor inp = rnd(F, {B * T_, C}, -3, 3), bias = rnd(F, {C}), out = make(F, {B * T_, C}), dout = rnd(F, {B * T_, C});
+  Tensor dinp = make(F, {B * T_, C}), dinp2 = make(F, {B * T_, C}), dbias = zeros({C});
+  ops::gelu_backward(dinp, inp, dout, s);
+  check("gelu dinp", inp, dinp, [&] {
+    ops::gelu_forward(out, inp, s);
+    return dot(dout, out);
+  });
+  ops::bias_gelu_backward(dinp2, &dbias, inp, bias, dout, s);
+  auto loss = [&] {
+    ops::bias_gelu_forward(out, inp, bias, s);
+    return dot(dout, out);
+  };
+  check("bias_gelu dinp", inp, dinp2, loss);
+  check("bias_gelu dbias", bias, dbias, loss);
+}
+
+TEST_F(FiniteDiff, Layernorm) {
+  Tensor inp = rnd(F, {B, T_, C}, -2, 2), w = rnd(F, {C}), bias = rnd(F, {C}), out = make(F, {B, T_, C});
+  Tensor mean = make(F, {B, T_}), rstd = make(F, {B, T_}), dout = rnd(F, {B, T_, C});
+  Tensor dinp = zeros({B, T_, C}), dw = zeros({C}), db = zeros({C});
+  ops::layernorm_forward(out, mean, rstd, inp, w, bias, s);
+  ops::layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, s);
+  auto loss = [&] {
+    Tensor m2 = make(F, {B, T_}), r2 = make(F, {B, T_});
+    ops::layernorm_forward(out, m2, r2, inp, w, bias, s);
+    return dot(dout, out);
+  };
+  check("layernorm dinp", inp, dinp, loss);
+  check("layernorm dweight", w, dw, loss);
+  check("layernorm dbias", bias, db, loss);
+}
+
+TEST_F(FiniteDiff, AttentionPlainAndFlash) {
+  Tensor inp = rnd(F, {B, T_, 3 * C}, -1.5, 1.5), out = make(F, {B, T_, C}), att = make(F, {B, NH, T_, T_});
+  Tensor lse = make(F, {B, NH, T_}), dout = rnd(F, {B, T_, C});
+  Tensor dinp = poisoned(F, {B, T_, 3 * C}), dinp2 = poisoned(F, {B, T_, 3 * C});
+  Tensor scratch = make(F, {B, NH, T_, T_}), scratch2 = make(F, {B, NH, T_});
+  ops::attention_forward(out, att, inp, NH, s);
+  ops::attention_backward(dinp, scratch, dout, inp, att, NH, s);
+  ops::flash_attention_forward(out, lse, inp, NH, s);
+  ops::flash_attention_backward(dinp2, scratch2, dout, inp, out, lse, NH, s);
+  Tensor o2 = make(F, {B, T_, C}), a2 = make(F, {B, NH, T_, T_});
+  auto loss = [&] {
+    ops::attention_forward(o2, a2, inp, NH, s);
+    return dot(dout, o2);
+  };
+  check("attention dinp", inp, dinp, loss);
+  check("flash attention dinp", inp, dinp2, loss);
+}
+
+TEST_F(FiniteDiff, CrossEntropyAndMse) {
+  Tensor logits = rnd(F, {B * T_, Vocab}, -2, 2), targets = tokens({B * T_}, Vocab), losses = make(F, {B * T_});
+  Tensor dlogits = poisoned(F, {B * T_, Vocab});
+  const double dloss = double(float(1.0 / (B * T_)));
+  ops::crossentropy_forward_backward(losses, &dlogits, logits, targets, float(dloss), s);
+  check("crossentropy dlogits", logits, dlogits, [&] {
+    ops::crossentropy_forward_backward(losses, nullptr, logits, targets, 0.f, s);
+    double l = 0;
+    for (int i = 0; i < B * T_; ++i) l += losses.ptr<double>()[i] * dloss;
+    return l;
+  });
+  Tensor pred = rnd(F, {37}), target = rnd(F, {37}), loss = make(F, {1}), dpred = poisoned(F, {37});
+  ops::mse_backward(dpred, pred, target, 1.f, s);
+  check("mse dpred", pred, dpred, [&] {
+    ops::mse_forward(loss, pred, target, s);
+    return loss.ptr<double>()[0];
+  });
+}
+
+// ---------------------------------------------------------------- bad input
+TEST_F(CpuOps, BadInputIsRejectedWithItsName) {
+  using ::testing::HasSubstr;
+  Tensor inp = rnd(DType::f32, {4, 6}), w = rnd(DType::f32, {5, 7}), out = make(DType::f32, {4, 5});
+  try {
+    ops::matmul_forward(out, inp, w, nullptr, s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("matmul_forward: inp (4, 6) does not end in C=7"));
+  }
+  Tensor w2 = rnd(DType::bf16, {5, 6});
+  try {
+    ops::matmul_forward(out, inp, w2, nullptr, s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("weight has dtype bf16, expected f32"));
+  }
+  Tensor toks = make(DType::i32, {1, 2}), wte = rnd(DType::f32, {3, 4}), wpe = rnd(DType::f32, {2, 4}),
+         eo = make(DType::f32, {1, 2, 4});
+  toks.ptr<std::int32_t>()[0] = 0;
+  toks.ptr<std::int32_t>()[1] = 3;
+  try {
+    ops::encoder_forward(eo, toks, wte, wpe, s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("token 3 outside the vocabulary [0, 3)"));
+  }
+  try {
+    ops::matmul_forward(out, inp, rnd(DType::f32, {5, 6}), nullptr, s, ops::MatmulAlgo::cublas);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("the cublas algorithm needs the cuda device"));
+  }
+  Tensor qkv = rnd(DType::f32, {1, 3, 12}), ao = make(DType::f32, {1, 3, 4}), att = make(DType::f32, {1, 3, 3, 3});
+  try {
+    ops::attention_forward(ao, att, qkv, 3, s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("NH=3 does not divide C=4"));
+  }
+  TrackedAllocator other{Device{DeviceKind::simt}};
+  Tensor elsewhere(other, DType::f32, {4, 5}, MemCategory::activations);
+  try {
+    ops::gelu_forward(elsewhere, rnd(DType::f32, {4, 5}), s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("gelu_forward: out is on simt but the stream is on cpu"));
+  }
+  EXPECT_TRUE(ops::kernels_available(DeviceKind::cpu));
+}
+
+}  // namespace
+}  // namespace parbench
