@@ -14,6 +14,7 @@
 
 extern char** environ;
 
+#ifdef PARBENCH_HAVE_NVTX
 namespace {
 
 struct Call {
@@ -82,6 +83,7 @@ int run_child(const std::vector<std::string>& args, const std::vector<std::strin
 }
 
 }  // namespace
+#endif
 
 TEST(Nvtx, RangesReachTheTool) {
 #ifndef PARBENCH_HAVE_NVTX
