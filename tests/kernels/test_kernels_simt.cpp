@@ -1,0 +1,273 @@
+// Every CUDA kernel, compiled for the simt emulator, against the cpu reference: fresh random inputs,
+// outputs poisoned with NaN (or pre-filled where the op accumulates), relative L2 error under a bound
+// per dtype, under forward, reverse and random thread schedules, at sizes that are not multiples of
+// the tiles. Measured errors are printed as "[simt-err] op dtype schedule error".
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <tuple>
+
+#include "kernels/ops.h"
+#include "kernels/simt/simt_runtime.h"
+#include "tests/kernels/kernel_test_util.h"
+
+namespace parbench {
+namespace {
+
+struct Dual {  // the same tensor on cpu (reference) and simt (kernel)
+  Tensor c, s;
+};
+
+// Bounds on ||simt - ref|| / ||ref||. fp32 differs by summation order only; bf16 outputs are rounded
+// to 8 bits of mantissa on both sides, and a one-ulp flip costs 2^-8 relative. Backward passes that
+// reduce long sums in a different order (matmul, attention, layernorm params) get ten times more,
+// as llm.c allows for them.
+double bound(DType d, bool loose) {
+  if (d == DType::f32) return loose ? 1e-4 : 1e-5;
+  return loose ? 5e-2 : 1e-2;
+}
+
+class SimtOps : public ::testing::TestWithParam<std::tuple<std::string, DType>> {
+ protected:
+  TrackedAllocator cpu_alloc{Device{DeviceKind::cpu}}, simt_alloc{Device{DeviceKind::simt}};
+  Stream cs{Device{DeviceKind::cpu}}, ss{Device{DeviceKind::simt}};
+  std::mt19937_64 rng{test::test_seed() ^ std::hash<std::string>{}(
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name())};
+  DType d = std::get<1>(GetParam());
+  std::string sched = std::get<0>(GetParam());
+
+  void SetUp() override {
+    std::string spec = sched == "random" ? "random:" + std::to_string(test::test_seed() % 100000) : sched;
+    simt::set_schedule(simt::parse_schedule(spec));
+  }
+  void TearDown() override { simt::set_schedule(simt::parse_schedule("forward")); }
+
+  Dual make(DType t, Shape shape) {
+    return {Tensor(cpu_alloc, t, shape, MemCategory::activations), Tensor(simt_alloc, t, shape, MemCategory::activations)};
+  }
+  Dual in(DType t, Shape shape, double lo = -1, double hi = 1) {
+    Dual x = make(t, std::move(shape));
+    test::fill_uniform(x.c, rng, lo, hi);
+    test::copy_into(x.s, x.c);
+    return x;
+  }
+  Dual out(DType t, Shape shape) {
+    Dual x = make(t, std::move(shape));
+    test::fill_nan(x.c);
+    test::fill_nan(x.s);
+    return x;
+  }
+  Dual tokens(Shape shape, int V) {
+    Dual x = make(DType::i32, std::move(shape));
+    test::fill_tokens(x.c, rng, V);
+    test::copy_into(x.s, x.c);
+    return x;
+  }
+  void check(const Dual& x, const std::string& what, bool loose = false, double tol = 0) {
+    double e = test::rel_l2(x.s, x.c);
+    if (tol == 0) tol = bound(x.c.dtype() == DType::bf16 ? DType::bf16 : d, loose);
+    std::printf("[simt-err] %-34s %-4s %-8s %.2e (bound %.0e)\n", what.c_str(), std::string(dtype_name(d)).c_str(),
+                sched.c_str(), e, tol);
+    EXPECT_LE(e, tol) << what;
+  }
+  DType acc() const { return DType::f32; }
+  // Odd sizes on purpose: T and C are not multiples of any tile, V is prime.
+  const int B = 2, T_ = 7, C = 24, NH = 3, V = 37;
+};
+
+TEST_P(SimtOps, Encoder) {
+  Dual inp = tokens({B, T_}, V), wte = in(d, {V, C}), wpe = in(d, {T_ + 1, C}), o = out(d, {B, T_, C});
+  ops::encoder_forward(o.c, inp.c, wte.c, wpe.c, cs);
+  ops::encoder_forward(o.s, inp.s, wte.s, wpe.s, ss);
+  check(o, "encoder_forward");
+  Dual dout = in(d, {B, T_, C}), dwte = in(d, {V, C}), dwpe = in(d, {T_ + 1, C});
+  ops::encoder_backward(dwte.c, dwpe.c, dout.c, inp.c, cs);
+  ops::encoder_backward(dwte.s, dwpe.s, dout.s, inp.s, ss);
+  check(dwte, "encoder_backward dwte");
+  check(dwpe, "encoder_backward dwpe");
+}
+
+TEST_P(SimtOps, MatmulEveryVersion) {
+  // C=24 takes the 16-byte path of versions 3 and 4, C=27 the scalar one; OC=37 and BT=14 cut tiles.
+  for (int c : {24, 27}) {
+    Dual inp = in(d, {B, T_, c}), w = in(d, {V, c}), bias = in(d, {V});
+    for (int v = 1; v <= 4; ++v) {
+      for (bool with_bias : {true, false}) {
+        if (!with_bias && v != 3) continue;
+        Dual o = out(d, {B, T_, V});
+        ops::matmul_forward(o.c, inp.c, w.c, with_bias ? &bias.c : nullptr, cs);
+        ops::matmul_forward(o.s, inp.s, w.s, with_bias ? &bias.s : nullptr, ss, ops::MatmulAlgo(v));
+        // WMMA rounds fp32 inputs to bf16: the bf16 bound applies to it.
+        double tol = v == 4 ? bound(DType::bf16, false) : 0;
+        check(o, "matmul_forward v" + std::to_string(v) + " C=" + std::to_string(c) + (with_bias ? "" : " nobias"),
+              false, tol);
+      }
+    }
+  }
+}
+
+TEST_P(SimtOps, MatmulBackward) {
+  const int OC = V;
+  Dual inp = in(d, {B, T_, C}), w = in(d, {OC, C}), dout = in(d, {B, T_, OC});
+  Dual dinp = out(d, {B, T_, C}), dw = out(d, {OC, C}), db = out(d, {OC});
+  ops::matmul_backward(&dinp.c, &dw.c, &db.c, dout.c, inp.c, w.c, false, cs);
+  ops::matmul_backward(&dinp.s, &dw.s, &db.s, dout.s, inp.s, w.s, false, ss);
+  check(dinp, "matmul_backward dinp", true);
+  check(dw, "matmul_backward dweight", true);
+  check(db, "matmul_backward dbias", true);
+  Dual dinp2 = in(d, {B, T_, C}), dw2 = in(d, {OC, C}), db2 = in(d, {OC});
+  ops::matmul_backward(&dinp2.c, &dw2.c, &db2.c, dout.c, inp.c, w.c, true, cs);
+  ops::matmul_backward(&dinp2.s, &dw2.s, &db2.s, dout.s, inp.s, w.s, true, ss);
+  check(dinp2, "matmul_backward dinp (accumulate)", true);
+  check(dw2, "matmul_backward dweight (accumulate)", true);
+  check(db2, "matmul_backward dbias (accumulate)", true);
+}
+
+TEST_P(SimtOps, GeluAndBiasGelu) {
+  Dual inp = in(d, {B * T_, 4 * C + 1}, -4, 4), bias = in(d, {4 * C + 1}), dout = in(d, {B * T_, 4 * C + 1});
+  Dual o = out(d, {B * T_, 4 * C + 1}), di = out(d, {B * T_, 4 * C + 1});
+  ops::gelu_forward(o.c, inp.c, cs);
+  ops::gelu_forward(o.s, inp.s, ss);
+  check(o, "gelu_forward");
+  ops::gelu_backward(di.c, inp.c, dout.c, cs);
+  ops::gelu_backward(di.s, inp.s, dout.s, ss);
+  check(di, "gelu_backward");
+  Dual o2 = out(d, {B * T_, 4 * C + 1}), di2 = out(d, {B * T_, 4 * C + 1}), db = in(d, {4 * C + 1});
+  ops::bias_gelu_forward(o2.c, inp.c, bias.c, cs);
+  ops::bias_gelu_forward(o2.s, inp.s, bias.s, ss);
+  check(o2, "bias_gelu_forward");
+  ops::bias_gelu_backward(di2.c, &db.c, inp.c, bias.c, dout.c, cs);
+  ops::bias_gelu_backward(di2.s, &db.s, inp.s, bias.s, dout.s, ss);
+  check(di2, "bias_gelu_backward dinp");
+  check(db, "bias_gelu_backward dbias", true);
+}
+
+TEST_P(SimtOps, Layernorm) {
+  for (int c : {C, 70}) {  // 70: more than two warp-widths, not a multiple of 32
+    Dual inp = in(d, {B, T_, c}, -2, 3), w = in(d, {c}), bias = in(d, {c});
+    Dual o = out(d, {B, T_, c}), mean = out(acc(), {B, T_}), rstd = out(acc(), {B, T_});
+    ops::layernorm_forward(o.c, mean.c, rstd.c, inp.c, w.c, bias.c, cs);
+    ops::layernorm_forward(o.s, mean.s, rstd.s, inp.s, w.s, bias.s, ss);
+    std::string sz = " C=" + std::to_string(c);
+    check(o, "layernorm_forward out" + sz);
+    check(mean, "layernorm_forward mean" + sz, false, bound(d, false));
+    check(rstd, "layernorm_forward rstd" + sz, false, bound(d, false));
+    Dual dout = in(d, {B, T_, c}), di = in(d, {B, T_, c}), dw = in(d, {c}), db = in(d, {c});
+    ops::layernorm_backward(di.c, dw.c, db.c, dout.c, inp.c, w.c, mean.c, rstd.c, cs);
+    ops::layernorm_backward(di.s, dw.s, db.s, dout.s, inp.s, w.s, mean.s, rstd.s, ss);
+    check(di, "layernorm_backward dinp (accumulate)" + sz);
+    check(dw, "layernorm_backward dweight (accumulate)" + sz, true);
+    check(db, "layernorm_backward dbias (accumulate)" + sz, true);
+  }
+}
+
+TEST_P(SimtOps, Residual) {
+  Dual a = in(d, {B, T_, C}), b = in(d, {B, T_, C}), o = out(d, {B, T_, C});
+  ops::residual_forward(o.c, a.c, b.c, cs);
+  ops::residual_forward(o.s, a.s, b.s, ss);
+  check(o, "residual_forward");
+  Dual dout = in(d, {B, T_, C});
+  ops::residual_backward(a.c, b.c, dout.c, cs);
+  ops::residual_backward(a.s, b.s, dout.s, ss);
+  check(a, "residual_backward da (accumulate)");
+  check(b, "residual_backward db (accumulate)");
+}
+
+TEST_P(SimtOps, AttentionPlainAndFlash) {
+  // T=7: one partial tile; T=45: a full 32-row tile and a partial one (flash), heads of 8 channels.
+  for (int t : {T_, 45}) {
+    std::string sz = " T=" + std::to_string(t);
+    Dual inp = in(d, {B, t, 3 * C}, -2, 2), dout = in(d, {B, t, C});
+    Dual o = out(d, {B, t, C}), att = out(acc(), {B, NH, t, t});
+    ops::attention_forward(o.c, att.c, inp.c, NH, cs);
+    ops::attention_forward(o.s, att.s, inp.s, NH, ss);
+    check(o, "attention_forward out" + sz);
+    check(att, "attention_forward att" + sz, false, bound(d, false));
+    Dual di = out(d, {B, t, 3 * C}), scratch = out(acc(), {B, NH, t, t});
+    ops::attention_backward(di.c, scratch.c, dout.c, inp.c, att.c, NH, cs);
+    ops::attention_backward(di.s, scratch.s, dout.s, inp.s, att.s, NH, ss);
+    check(di, "attention_backward dinp" + sz, true);
+
+    Dual fo = out(d, {B, t, C}), lse = out(acc(), {B, NH, t});
+    ops::flash_attention_forward(fo.c, lse.c, inp.c, NH, cs);
+    ops::flash_attention_forward(fo.s, lse.s, inp.s, NH, ss);
+    check(fo, "flash_attention_forward out" + sz);
+    check(lse, "flash_attention_forward lse" + sz, false, bound(d, false));
+    Dual fdi = out(d, {B, t, 3 * C}), fscratch = out(acc(), {B, NH, t});
+    ops::flash_attention_backward(fdi.c, fscratch.c, dout.c, inp.c, fo.c, lse.c, NH, cs);
+    ops::flash_attention_backward(fdi.s, fscratch.s, dout.s, inp.s, fo.s, lse.s, NH, ss);
+    check(fdi, "flash_attention_backward dinp" + sz, true);
+  }
+}
+
+TEST_P(SimtOps, CrossEntropy) {
+  for (int v : {V, 300}) {  // 300: more logits than the block's 256 threads
+    std::string sz = " V=" + std::to_string(v);
+    Dual logits = in(d, {B, T_, v}, -3, 3), targets = tokens({B, T_}, v);
+    Dual losses = out(acc(), {B, T_}), dl = out(d, {B, T_, v});
+    float dloss = 1.f / (B * T_);
+    ops::crossentropy_forward_backward(losses.c, &dl.c, logits.c, targets.c, dloss, cs);
+    ops::crossentropy_forward_backward(losses.s, &dl.s, logits.s, targets.s, dloss, ss);
+    check(losses, "crossentropy losses" + sz, false, bound(d, false));
+    check(dl, "crossentropy dlogits" + sz);
+    // in place: dlogits overwrite the logits
+    Dual losses2 = out(acc(), {B, T_});
+    ops::crossentropy_forward_backward(losses2.c, &logits.c, logits.c, targets.c, dloss, cs);
+    ops::crossentropy_forward_backward(losses2.s, &logits.s, logits.s, targets.s, dloss, ss);
+    check(logits, "crossentropy dlogits in place" + sz);
+  }
+}
+
+TEST_P(SimtOps, OptimizersNormClipMse) {
+  const int n = 1000;  // several blocks, last one partial
+  Dual p = in(d, {n}), g = in(d, {n}), m = in(acc(), {n}, -0.1, 0.1), v = in(acc(), {n}, 0, 0.1);
+  ops::AdamWConfig cfg{1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  ops::adamw_update(p.c, g.c, m.c, v.c, cfg, 5, cs);
+  ops::adamw_update(p.s, g.s, m.s, v.s, cfg, 5, ss);
+  check(p, "adamw params");
+  check(m, "adamw m", false, bound(d, false));
+  check(v, "adamw v", false, bound(d, false));
+  Dual q = in(d, {n});
+  ops::sgd_update(q.c, g.c, 0.05f, 0.01f, cs);
+  ops::sgd_update(q.s, g.s, 0.05f, 0.01f, ss);
+  check(q, "sgd params");
+  Dual ns = out(acc(), {1});
+  ops::norm_squared(ns.c, g.c, false, cs);
+  ops::norm_squared(ns.s, g.s, false, ss);
+  ops::norm_squared(ns.c, p.c, true, cs);
+  ops::norm_squared(ns.s, p.s, true, ss);
+  check(ns, "norm_squared (two tensors)", false, bound(d, false));
+  float max_norm = 0.5f * std::sqrt(ns.c.ptr<float>()[0]);
+  ops::clip_by_norm(g.c, ns.c, max_norm, cs);
+  ops::clip_by_norm(g.s, ns.s, max_norm, ss);
+  check(g, "clip_by_norm");
+  Dual pred = in(d, {n}), target = in(d, {n}), loss = out(acc(), {1}), dp = out(d, {n});
+  ops::mse_forward(loss.c, pred.c, target.c, cs);
+  ops::mse_forward(loss.s, pred.s, target.s, ss);
+  check(loss, "mse_forward", false, bound(d, false));
+  ops::mse_backward(dp.c, pred.c, target.c, 0.5f, cs);
+  ops::mse_backward(dp.s, pred.s, target.s, 0.5f, ss);
+  check(dp, "mse_backward");
+}
+
+TEST_P(SimtOps, Convert) {
+  if (d != DType::f32) GTEST_SKIP() << "one direction pair covers both dtypes";
+  Dual f = in(DType::f32, {777}, -50, 50), h = out(DType::bf16, {777}), back = out(DType::f32, {777});
+  ops::convert(h.c, f.c, cs);
+  ops::convert(h.s, f.s, ss);
+  ops::convert(back.c, h.c, cs);
+  ops::convert(back.s, h.s, ss);
+  for (int i = 0; i < 777; ++i) ASSERT_EQ(h.s.ptr<bf16>()[i].bits, h.c.ptr<bf16>()[i].bits) << i;  // exact
+  check(back, "convert bf16 -> f32 (exact)", false, 1e-30);
+}
+
+INSTANTIATE_TEST_SUITE_P(Schedules, SimtOps,
+                         ::testing::Combine(::testing::Values("forward", "reverse", "random"),
+                                            ::testing::Values(DType::f32, DType::bf16)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::string(dtype_name(std::get<1>(info.param)));
+                         });
+
+}  // namespace
+}  // namespace parbench
