@@ -11,6 +11,7 @@
 
 #include "collectives/algorithm.h"
 #include "core/error.h"
+#include "profiles/trace.h"
 
 #ifdef PARBENCH_HAVE_MPI
 #include "collectives/transport_mpi.h"
@@ -36,15 +37,6 @@ std::string handwritten_list() {
   return s;
 }
 
-[[maybe_unused]] std::string nccl_refusal(int ranks_per_node, int gpus);
-// Why NCCL cannot run with `ranks_per_node` ranks and `gpus` GPUs, or "" when it can.
-std::string nccl_refusal(int ranks_per_node, int gpus) {
-  if (ranks_per_node <= gpus) return {};
-  return "NCCL needs one GPU per rank, but " + std::to_string(ranks_per_node) + " ranks would share " +
-         std::to_string(gpus) + " GPU(s) on this node; run at most " + std::to_string(gpus) +
-         " rank(s) per node, or use the hand-written implementations (" + handwritten_list() +
-         "), which can share a GPU";
-}
 
 int gpu_count() {
 #ifdef PARBENCH_HAVE_CUDA
@@ -77,7 +69,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   bool use_nccl = false;
   ncclUniqueId id{};
   if (cuda) {
-    nccl_reason = nccl_refusal(n, gpus);
+    nccl_reason = nccl_gpu_refusal(n, gpus);
     use_nccl = nccl_reason.empty();
     if (use_nccl) NCCL_CHECK(ncclGetUniqueId(&id));
   }
@@ -96,6 +88,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
         abort_threads_world(*world, "rank " + std::to_string(r) + " failed: " + what);
       };
       try {
+        TraceTrack track(r, "comm");
         Device d = rank_device(o.device, r, gpus);
         Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s);
         comm.set_local(r, n);
@@ -142,6 +135,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   int size = 1, rank = 0;
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  TraceRecorder::instance().set_default_rank(rank);
   if (o.ranks > 0 && o.ranks != size)
     throw UsageError("--ranks " + std::to_string(o.ranks) + " does not match the " + std::to_string(size) +
                      " processes started by mpirun; under mpirun leave --ranks out");
@@ -162,7 +156,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
     std::unique_ptr<Transport> transport;
 #ifdef PARBENCH_HAVE_NCCL
     if (cuda) {
-      nccl_reason = nccl_refusal(local_size, gpus);
+      nccl_reason = nccl_gpu_refusal(local_size, gpus);
       int ok = nccl_reason.empty() ? 1 : 0, all_ok = 0;  // every node must agree, or nobody starts NCCL
       MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
       if (all_ok) {
@@ -199,6 +193,14 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
 #endif
 
 }  // namespace
+
+std::string nccl_gpu_refusal(int ranks_per_node, int gpus) {
+  if (ranks_per_node <= gpus) return {};
+  return "NCCL needs one GPU per rank, but " + std::to_string(ranks_per_node) + " ranks would share " +
+         std::to_string(gpus) + " GPU(s) on this node; run at most " + std::to_string(gpus) +
+         " rank(s) per node, or use the hand-written implementations (" + handwritten_list() +
+         "), which can share a GPU";
+}
 
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE");

@@ -2,6 +2,7 @@
 // otherwise N ranks as threads of this process. Either way every rank gets a Communicator.
 #pragma once
 #include <functional>
+#include <string>
 
 #include "collectives/communicator.h"
 #include "core/device.h"
@@ -19,6 +20,10 @@ bool launched_by_mpirun();
 // World size and rank as the launcher says (before MPI starts): 1 and 0 without mpirun.
 int launcher_world_size();
 int launcher_world_rank();
+
+// Why NCCL cannot run with `ranks_per_node` ranks on a node with `gpus` GPUs (naming the hand-written
+// implementations that can run instead), or "" when every rank has a GPU of its own.
+std::string nccl_gpu_refusal(int ranks_per_node, int gpus);
 
 // Runs `body` once on every rank. Threads mode rethrows the first failure (the root cause rather than the ranks it
 // stopped). Under mpirun a UsageError is rethrown (every rank sees the same options); any other failure is

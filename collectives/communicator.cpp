@@ -2,14 +2,24 @@
 #include "collectives/communicator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "collectives/reduce.h"
 #include "core/memory.h"
+#include "profiles/range.h"
 
 namespace parbench {
+
+namespace {
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
+}  // namespace
 
 Communicator::Communicator(std::unique_ptr<Transport> transport, Device device, double timeout_s)
     : transport_(std::move(transport)), device_(device), timeout_s_(timeout_s) {}
@@ -57,6 +67,7 @@ Communicator Communicator::split(int color, int key) {
     ops.push_back(send_op(mine.data(), sizeof(int) * 2, p));
     ops.push_back(recv_op(&all[2 * std::size_t(p)], sizeof(int) * 2, p));
   }
+  for (auto& op : ops) op.tag = 2;  // internal traffic, apart from user messages
   transport_->group(ops, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_)));
   std::vector<int> members;
@@ -77,7 +88,12 @@ void Communicator::group(std::span<const P2POp> ops) {
   Deadline d = in_call_ ? deadline_
                         : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_));
-  transport_->group(ops, d);
+  // A rank that skipped a collective must not have its next messages taken for the collective's: channels
+  // (tags) keep user point-to-point, collective and barrier traffic apart.
+  if (channel_ == 0) return transport_->group(ops, d);
+  std::vector<P2POp> tagged(ops.begin(), ops.end());
+  for (auto& op : tagged) op.tag = channel_;
+  transport_->group(tagged, d);
 }
 
 void Communicator::send(const void* buf, std::size_t bytes, int peer) {
@@ -94,6 +110,12 @@ void Communicator::barrier() {
   // Dissemination barrier: lg n rounds of one-byte messages.
   const int n = size(), r = rank();
   char out = 1, in = 0;
+  const int saved = std::exchange(channel_, 2);
+  struct Restore {
+    int& c;
+    int v;
+    ~Restore() { c = v; }
+  } restore{channel_, saved};
   for (int d = 1; d < n; d <<= 1) {
     P2POp ops[2] = {send_op(&out, 1, (r + d) % n), recv_op(&in, 1, (r - d + n) % n)};
     group(ops);
@@ -119,22 +141,30 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
     throw UsageError(std::string(algo.name()) + " cannot run " + std::string(collective_name(a.coll)) + ": " + why);
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
   in_call_ = true;
+  channel_ = 1;
   try {
+    const BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
+    const auto bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
+    Range range(std::string(collective_name(a.coll)) + "/" + std::string(algo.name()), Category::communication,
+                RangeArgs{.bytes = bytes});
     algo.run(*this, a);
   } catch (const TimeoutError& e) {
     in_call_ = false;
+    channel_ = 0;
     BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
     std::size_t bytes = std::max(bc.send, bc.recv) * dtype_size(a.dtype);
     throw TimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +
                        std::string(algo.name()) + " of " + std::to_string(bytes) + " bytes (" +
                        std::to_string(a.count) + " x " + std::string(dtype_name(a.dtype)) + " per rank, " +
                        std::to_string(n) + " ranks) did not finish within the timeout of " +
-                       std::to_string(timeout_s_) + " s: " + e.what());
+                       seconds_text(timeout_s_) + " s: " + e.what());
   } catch (...) {
     in_call_ = false;
+    channel_ = 0;
     throw;
   }
   in_call_ = false;
+  channel_ = 0;
 }
 
 namespace {

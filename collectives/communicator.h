@@ -82,6 +82,7 @@ class Communicator {
   double timeout_s_;
   Deadline deadline_{};
   bool in_call_ = false;
+  int channel_ = 0;  // tag of point-to-point traffic now: 0 user p2p, 1 collectives, 2 barrier
   int local_rank_ = 0, local_size_ = 1;
   void* nccl_comm_ = nullptr;
   std::string nccl_reason_ = "this build has no NCCL";

@@ -33,13 +33,14 @@ struct P2POp {
   Kind kind;
   void* buf;  // const for sends
   std::size_t bytes;
-  int peer;  // rank in this transport's group
+  int peer;     // rank in this transport's group
+  int tag = 0;  // channel: messages match only within one (see Communicator: p2p, collectives, barrier)
 };
 
 inline P2POp send_op(const void* buf, std::size_t bytes, int peer) {
-  return {P2POp::send, const_cast<void*>(buf), bytes, peer};
+  return {P2POp::send, const_cast<void*>(buf), bytes, peer, 0};
 }
-inline P2POp recv_op(void* buf, std::size_t bytes, int peer) { return {P2POp::recv, buf, bytes, peer}; }
+inline P2POp recv_op(void* buf, std::size_t bytes, int peer) { return {P2POp::recv, buf, bytes, peer, 0}; }
 
 class Transport {
  public:
@@ -48,7 +49,7 @@ class Transport {
   virtual int rank() const = 0;
   virtual int size() const = 0;
   // Posts every op of the group, then completes them all before `deadline` (TimeoutError after it). Messages
-  // between two ranks match in posting order; a send and its receive must have the same size.
+  // between two ranks with the same tag match in posting order; a send and its receive must have the same size.
   virtual void group(std::span<const P2POp> ops, Deadline deadline) = 0;
   // A transport for the ranks that passed the same color, ordered by (key, rank). `members` lists their ranks
   // here in that order and `new_rank` is this rank's place in it (the Communicator computed both).

@@ -57,9 +57,9 @@ class MpiTransport final : public Transport {
         int part = int(std::min(kMaxMessage, op.bytes - done));
         MPI_Request req;
         if (op.kind == P2POp::send)
-          MPI_CHECK(MPI_Isend(buf + done, part, MPI_BYTE, op.peer, 0, comm_, &req));
+          MPI_CHECK(MPI_Isend(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
         else
-          MPI_CHECK(MPI_Irecv(buf + done, part, MPI_BYTE, op.peer, 0, comm_, &req));
+          MPI_CHECK(MPI_Irecv(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
         reqs.push_back(req);
         done += std::size_t(part);
       } while (done < op.bytes);

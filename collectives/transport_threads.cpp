@@ -23,7 +23,7 @@ class ThreadsWorld {
     int peer;       // destination, in the sender's group
     int taken = 0;  // 0 posted, 1 being copied, 2 done
   };
-  using Key = std::tuple<std::uint64_t, int, int>;  // context, source world rank, destination world rank
+  using Key = std::tuple<std::uint64_t, int, int, int>;  // context, source and destination world ranks, tag
 
   const int size;
   std::mutex mu;
@@ -81,7 +81,7 @@ class ThreadsTransport final : public Transport {
           continue;
         }
         sends.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, device_, op.peer}));
-        w.mailboxes[{context_, me, members_[std::size_t(op.peer)]}].push_back(sends.back().get());
+        w.mailboxes[{context_, me, members_[std::size_t(op.peer)], op.tag}].push_back(sends.back().get());
       }
       w.cv.notify_all();
     }
@@ -129,7 +129,7 @@ class ThreadsTransport final : public Transport {
         for (;;) {
           throw_if_aborted();
           for (auto it = pending.begin(); it != pending.end(); ++it) {
-            auto box = w.mailboxes.find({context_, members_[std::size_t((*it)->peer)], me});
+            auto box = w.mailboxes.find({context_, members_[std::size_t((*it)->peer)], me, (*it)->tag});
             if (box != w.mailboxes.end() && !box->second.empty()) {
               op = *it, slot = box->second.front();
               box->second.pop_front();

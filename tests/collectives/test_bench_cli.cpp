@@ -1,0 +1,145 @@
+// The collective programs end to end: tables and CSV, bad options (exit 2 with a clear message), a misbehaving
+// rank (timeout message, exit 1, no hang), refusals, and the same under mpirun.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct Result {
+  int status;
+  std::string output;
+};
+
+Result run(const std::string& cmd) {
+  Result r{-1, {}};
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  std::size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, got);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+std::string bench(const std::string& name) { return std::string(PB_BENCH_DIR) + "/bench_" + name; }
+
+TEST(BenchCli, AllreduceTableAndCsv) {
+  auto csv = std::filesystem::temp_directory_path() / ("pb_coll_" + std::to_string(getpid()) + ".csv");
+  Result r = run(bench("allreduce") + " --device cpu --ranks 3 --impl ring,naive -d all -o all --sizes 1K,4K -n 2 "
+                 "--csv " + csv.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# impl: ring"));
+  EXPECT_THAT(r.output, HasSubstr("# Avg bus bandwidth"));
+  EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 0 OK"));
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "collective,impl,device,ranks,nodes,dtype,op,root,inplace,bytes,count,time_us,algbw_gbps,"
+                  "busbw_gbps,wrong");
+  int rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    EXPECT_EQ(line.substr(line.rfind(',') + 1), "0") << line;
+    EXPECT_THAT(line, HasSubstr("allreduce,")) << line;
+  }
+  EXPECT_EQ(rows, 2 * 7 * 5 * 2 * 2);  // impls x dtypes x ops x sizes x halves
+  std::filesystem::remove(csv);
+}
+
+TEST(BenchCli, EveryProgramRunsClean) {
+  for (const char* c : {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "gather", "scatter",
+                        "alltoall", "sendrecv"}) {
+    Result r = run(bench(c) + " --device cpu --ranks 5 -r 3 --impl naive,ring,tree,rd,rhd -d f32,bf16,u8 "
+                   "--sizes 100,1000 -n 2");
+    EXPECT_EQ(r.status, 0) << c << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 0 OK")) << c;
+    EXPECT_THAT(r.output, HasSubstr("# impl: naive")) << c;
+  }
+  // Unsupported pairs are reported in the output, not as failures.
+  Result r = run(bench("gather") + " --device cpu --ranks 2 --impl naive,ring --sizes 64 -n 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# ring: not run: ring implements allreduce"));
+}
+
+TEST(BenchCli, SimtDeviceRuns) {
+  Result r = run(bench("allreduce") + " --device simt --ranks 3 --impl ring,rhd -d bf16 -o avg --sizes 1K -n 1");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("device simt"));
+}
+
+TEST(BenchCli, BadOptionsExitTwoWithMessage) {
+  struct Case {
+    std::string args, message;
+  } cases[] = {
+      {"--sizes 1G:8", "bad size list '1G:8'"},
+      {"--sizes 1G:8:x2", "1G:8:x2"},
+      {"--impl bogus", "unknown implementation 'bogus'; accepted: nccl, mpi"},
+      {"-d float17", "unknown data type 'float17'"},
+      {"-o median", "unknown reduction op 'median'"},
+      {"-b 1G -e 8", "--minbytes 1G is larger than --maxbytes 8"},
+      {"--inplace maybe", "--inplace"},
+      {"--impl nccl", "NCCL runs on GPUs only"},
+  };
+  for (const auto& c : cases) {
+    Result r = run(bench("allreduce") + " --device cpu --ranks 2 " + c.args);
+    EXPECT_EQ(r.status, 2) << c.args << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr(c.message)) << c.args;
+    EXPECT_THAT(r.output, Not(HasSubstr("terminate"))) << c.args;
+  }
+  Result r = run(bench("reduce") + " --device cpu --ranks 4 -r 4 --sizes 1K");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--root 4 is outside the ranks 0..3"));
+}
+
+TEST(BenchCli, MisbehavingRankTimesOut) {
+  Result r = run("PARBENCH_TEST_SKIP_RANK=1 " + bench("allreduce") +
+                 " --device cpu --ranks 3 --impl ring --sizes 1K --timeout 1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("allreduce/ring of 1024 bytes"));
+  EXPECT_THAT(r.output, HasSubstr("did not finish within the timeout of 1 s"));
+}
+
+#ifdef PB_MPIEXEC
+std::string mpirun(int n) {
+  return std::string(PB_MPIEXEC) + " --allow-run-as-root --oversubscribe -np " + std::to_string(n) + " ";
+}
+
+TEST(BenchCliMpi, AllreduceUnderMpirun) {
+  Result r = run(mpirun(2) + bench("allreduce") + " --device cpu --impl mpi,ring,rhd --sizes 1K,64K -n 2 -o all");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("2 rank(s) on 1 node(s) (mpirun)"));
+  EXPECT_THAT(r.output, HasSubstr("# impl: mpi"));
+  EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 0 OK"));
+  // Rank 0 prints the table alone.
+  std::size_t first = r.output.find("# impl: mpi");
+  EXPECT_EQ(r.output.find("# impl: mpi", first + 1), std::string::npos) << r.output;
+}
+
+TEST(BenchCliMpi, MisbehavingRankTimesOutAndAborts) {
+  Result r = run("PARBENCH_TEST_SKIP_RANK=1 " + mpirun(2) + bench("allreduce") +
+                 " --device cpu --impl mpi --sizes 1K --timeout 1");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("allreduce/mpi of 1024 bytes"));
+  EXPECT_THAT(r.output, HasSubstr("did not finish within the timeout of 1 s"));
+}
+
+TEST(BenchCliMpi, UsageErrorPrintedOnce) {
+  Result r = run(mpirun(2) + bench("allreduce") + " --device cpu --impl bogus");
+  EXPECT_NE(r.status, 0);
+  std::size_t first = r.output.find("unknown implementation 'bogus'");
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("unknown implementation 'bogus'", first + 1), std::string::npos) << r.output;
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,213 @@
+// Communicator behaviour in threads mode: split groups, deadlines instead of hangs, clear refusals, the
+// reduction kernel (cpu reference and simt) against independent conversions, and algorithms on the simt device.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <random>
+
+#include "collectives/bootstrap.h"
+#include "collectives/reduce.h"
+#include "core/memory.h"
+#include "sweep.h"
+
+namespace parbench {
+namespace {
+
+using ::testing::HasSubstr;
+
+void run_threads(int ranks, double timeout, const std::function<void(Communicator&)>& body) {
+  LaunchOptions o;
+  o.ranks = ranks;
+  o.timeout_s = timeout;
+  run_ranks(o, body);
+}
+
+TEST(Communicator, SplitMakesIndependentGroups) {
+  // 6 ranks as 2 (tensor) x 3 (data) groups: allreduce inside each group sees only its members.
+  std::mutex mu;
+  std::vector<std::string> errors;
+  run_threads(6, 20, [&](Communicator& comm) {
+    const int r = comm.rank();
+    Communicator tp = comm.split(r / 2, r);   // {0,1} {2,3} {4,5}
+    Communicator dp = comm.split(r % 2, -r);  // {4,2,0} {5,3,1}: key reverses the order
+    auto check = [&](bool ok, const std::string& what) {
+      if (!ok) {
+        std::lock_guard lock(mu);
+        errors.push_back("rank " + std::to_string(r) + ": " + what);
+      }
+    };
+    check(tp.size() == 2 && tp.rank() == r % 2, "tp rank/size");
+    check(dp.size() == 3 && dp.rank() == 2 - r / 2, "dp rank/size");
+    for (const char* impl : {"ring", "rhd", "naive"}) {
+      double mine = double(1 << r), tp_sum = 0, dp_sum = 0;
+      tp.allreduce(&mine, &tp_sum, 1, DType::f64, ReduceOp::sum, impl);
+      dp.allreduce(&mine, &dp_sum, 1, DType::f64, ReduceOp::sum, impl);
+      const int g = r / 2 * 2;
+      check(tp_sum == double((1 << g) + (1 << (g + 1))), std::string(impl) + " tp sum");
+      check(dp_sum == double(r % 2 ? (2 + 8 + 32) : (1 + 4 + 16)), std::string(impl) + " dp sum");
+    }
+    // Interleaved traffic on parent and child must not cross.
+    int a = r, b = -1;
+    int left = (r + 5) % 6, right = (r + 1) % 6;
+    P2POp ops[2] = {send_op(&a, sizeof a, right), recv_op(&b, sizeof b, left)};
+    comm.group(ops);
+    check(b == left, "parent ring exchange");
+  });
+  for (const auto& e : errors) ADD_FAILURE() << e;
+}
+
+TEST(Communicator, MissingRankEndsWithTimeoutNotHang) {
+  auto t0 = std::chrono::steady_clock::now();
+  try {
+    run_threads(4, 0.5, [&](Communicator& comm) {
+      std::vector<float> in(100, 1.0f), out(100);
+      if (comm.rank() != 2) comm.allreduce(in.data(), out.data(), in.size(), DType::f32, ReduceOp::sum, "ring");
+      comm.barrier();
+    });
+    FAIL() << "a rank skipping the allreduce did not fail the run";
+  } catch (const TimeoutError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("allreduce/ring of 400 bytes"));
+    EXPECT_THAT(e.what(), HasSubstr("did not finish within the timeout of 0.5 s"));
+    EXPECT_THAT(e.what(), HasSubstr("rank "));
+  }
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
+}
+
+TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
+  run_threads(3, 10, [&](Communicator& comm) {
+    std::vector<float> buf(8);
+    try {
+      comm.broadcast(buf.data(), buf.data(), 8, DType::f32, 0, "rd");
+      ADD_FAILURE() << "rd broadcast did not refuse";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("rd implements allreduce and allgather"));
+    }
+    try {
+      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "mpi");
+      ADD_FAILURE() << "mpi in threads mode did not refuse";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("mpirun"));
+    }
+    try {
+      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "nccl");
+      ADD_FAILURE() << "nccl on cpu did not refuse";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("NCCL runs on GPUs only"));
+    }
+    try {
+      comm.reduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, 3, "tree");
+      ADD_FAILURE() << "root 3 of 3 ranks accepted";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("root 3 is outside the ranks 0..2"));
+    }
+    try {
+      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "bogus");
+      ADD_FAILURE() << "unknown implementation accepted";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("accepted: nccl, mpi, naive, tree, ring, rd, rhd, oneshot"));
+    }
+  });
+}
+
+TEST(Communicator, MismatchedMessageSizesAreErrors) {
+  try {
+    run_threads(2, 5, [&](Communicator& comm) {
+      std::vector<char> buf(64);
+      if (comm.rank() == 0) comm.send(buf.data(), 16, 1);
+      else comm.recv(buf.data(), 32, 0);
+    });
+    FAIL() << "a 16-byte send matched a 32-byte receive";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("expected 32 bytes from rank 0, which sent 16"));
+  }
+}
+
+TEST(Communicator, NcclRefusesRanksSharingAGpu) {
+  EXPECT_EQ(nccl_gpu_refusal(2, 2), "");
+  std::string why = nccl_gpu_refusal(2, 1);
+  EXPECT_THAT(why, HasSubstr("NCCL needs one GPU per rank"));
+  EXPECT_THAT(why, HasSubstr("2 ranks would share 1 GPU(s)"));
+  EXPECT_THAT(why, HasSubstr("ring, rd, rhd"));
+}
+
+// The combine step against the core dtype conversions (an independent implementation of the 16-bit roundings).
+TEST(ReduceKernel, CpuAndSimtMatchIndependentReference) {
+  std::mt19937 gen(std::random_device{}());
+  std::uniform_real_distribution<float> val(-300.0f, 300.0f);
+  const std::size_t n = 1000;
+  for (DType t : all_dtypes())
+    for (ReduceOp op : all_reduce_ops()) {
+      const std::size_t es = dtype_size(t);
+      std::vector<unsigned char> a(n * es), b(n * es), want(n * es);
+      for (std::size_t i = 0; i < n; ++i) {
+        double x = val(gen), y = val(gen);
+        if (!dtype_is_float(t)) x = std::floor(x), y = std::floor(y);
+        if (t == DType::u8) x = std::fabs(x), y = std::fabs(y);
+        store_from_double(a.data(), t, i, x);
+        store_from_double(b.data(), t, i, y);
+        double xa = load_as_double(a.data(), t, i), yb = load_as_double(b.data(), t, i), r;
+        switch (op) {
+          case ReduceOp::prod: r = xa * yb; break;
+          case ReduceOp::max: r = std::max(xa, yb); break;
+          case ReduceOp::min: r = std::min(xa, yb); break;
+          default: r = xa + yb; break;
+        }
+        // 16-bit floats combine in fp32, then round once; integers wrap.
+        if (t == DType::f16) r = f16_to_float(float_to_f16(float(r)));
+        if (t == DType::bf16) r = bf16_to_float(float_to_bf16(float(r)));
+        if (t == DType::f32) r = double(float(r));
+        if (t == DType::i32) r = double(std::int32_t(std::uint32_t(std::int64_t(r))));
+        if (t == DType::i8) r = double(std::int8_t(std::uint8_t(std::int64_t(r))));
+        if (t == DType::u8) r = double(std::uint8_t(std::int64_t(r)));
+        store_from_double(want.data(), t, i, r);
+      }
+      for (DeviceKind k : {DeviceKind::cpu, DeviceKind::simt}) {
+        std::vector<unsigned char> out = a;
+        std::memset(out.data() + (n - 1) * es, 0x5a, es);  // the last element must be written too
+        store_from_double(out.data(), t, n - 1, load_as_double(a.data(), t, n - 1));
+        reduce_combine(Device{k, 0}, out.data(), b.data(), n, t, op);
+        EXPECT_EQ(out, want) << device_kind_name(k) << " " << dtype_name(t) << " " << reduce_op_name(op);
+      }
+    }
+}
+
+TEST(ReduceKernel, DivideTruncatesIntegersAndRoundsFloats) {
+  for (DeviceKind k : {DeviceKind::cpu, DeviceKind::simt}) {
+    std::int32_t iv[3] = {7, -7, 9};
+    reduce_divide(Device{k, 0}, iv, 3, DType::i32, 2);
+    EXPECT_EQ(iv[0], 3);
+    EXPECT_EQ(iv[1], -3);
+    EXPECT_EQ(iv[2], 4);
+    float fv[2] = {1.0f, 10.0f};
+    reduce_divide(Device{k, 0}, fv, 2, DType::f32, 3);
+    EXPECT_EQ(fv[0], 1.0f / 3.0f);
+    EXPECT_EQ(fv[1], 10.0f / 3.0f);
+  }
+}
+
+// The hand-written algorithms with the simt device's reduction kernel (host memory, emulated CUDA).
+TEST(SimtDevice, AlgorithmsExact) {
+  testing::SweepConfig cfg;
+  cfg.seed = std::random_device{}();
+  cfg.counts = {7};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  LaunchOptions o;
+  o.ranks = 3;
+  o.device = Device{DeviceKind::simt, 0};
+  o.timeout_s = 60;
+  run_ranks(o, [&](Communicator& comm) {
+    for (const char* a : {"ring", "rhd", "tree", "oneshot"}) {
+      auto f = testing::sweep(comm, find_algorithm(a), cfg);
+      std::lock_guard lock(mu);
+      failures.insert(failures.end(), f.begin(), f.end());
+    }
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+}  // namespace
+}  // namespace parbench
