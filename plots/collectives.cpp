@@ -1,0 +1,234 @@
+// busbw and latency: a collectives CSV (bench_allreduce and friends) as one log-log panel per collective and one
+// line per implementation (and whatever else varies).
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/sizes.h"
+#include "plots/figures.h"
+#include "plots/grouping.h"
+
+namespace parbench::plots {
+namespace {
+
+std::string inplace_words(const std::string& v) {
+  if (v == "1" || v == "true" || v == "yes") return "in-place";
+  if (v == "0" || v == "false" || v == "no") return "out-of-place";
+  return "inplace=" + v;
+}
+
+std::vector<KeyField> collective_key_fields() {
+  return {{"impl", as_is, true},
+          {"device", as_is},
+          {"ranks", with_pattern("", " ranks")},
+          {"nodes", with_pattern("", " nodes"), false, false},
+          {"dtype", as_is},
+          {"op", as_is, false, false},
+          {"inplace", inplace_words, false, false},
+          {"root", with_pattern("root ", ""), false, false}};
+}
+
+std::vector<ColumnSpec> collective_columns(const std::string& y_column) {
+  return {{"collective"}, {"impl"},   {"ranks"},         {"dtype"},         {"bytes"},         {y_column},
+          {"device", false}, {"nodes", false}, {"op", false}, {"root", false}, {"inplace", false}};
+}
+
+std::string values_of(const CsvTable& t, const std::string& column) {
+  std::set<std::string> values;
+  for (std::size_t r = 0; r < t.size(); ++r) values.insert(t.text(r, column));
+  std::string out;
+  for (const std::string& v : values) out += (out.empty() ? "" : ", ") + v;
+  return out;
+}
+
+std::string join_numbers(const std::vector<std::int64_t>& v) {
+  std::string out;
+  for (auto x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
+  return out;
+}
+
+std::string join_words(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
+  return out;
+}
+
+}  // namespace
+
+std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilter& filter,
+                                     const std::string& y_column, double max_bytes, std::string* common,
+                                     std::size_t* dropped) {
+  const std::vector<KeyField> fields = collective_key_fields();
+  struct Row {
+    std::string collective;
+    Key key;
+    double bytes, y;
+  };
+  std::vector<Row> rows;
+  std::size_t skipped = 0;
+  for (std::size_t r = 0; r < table.size(); ++r) {
+    const std::int64_t ranks = table.integer(r, "ranks");
+    const double bytes = table.number(r, "bytes");
+    const double y = table.number(r, y_column);
+    if (!wanted(filter.collectives, table.text(r, "collective")) || !wanted(filter.dtypes, table.text(r, "dtype")) ||
+        !wanted(filter.impls, table.text(r, "impl")) ||
+        !(filter.ranks.empty() || std::count(filter.ranks.begin(), filter.ranks.end(), ranks)))
+      continue;
+    if (bytes > max_bytes) continue;
+    if (bytes <= 0 || y <= 0) {  // no place on a log axis (e.g. busbw of one rank is 0)
+      ++skipped;
+      continue;
+    }
+    Key key;
+    for (const KeyField& f : fields) key.push_back(table.text(r, f.column));
+    key[2] = std::to_string(ranks);  // "8" and "8.0" are one rank count
+    rows.push_back({table.text(r, "collective"), std::move(key), bytes, y});
+  }
+  if (dropped) *dropped = skipped;
+  if (rows.empty()) {
+    std::string why = table.path() + ": no rows to plot";
+    if (!filter.collectives.empty() || !filter.dtypes.empty() || !filter.impls.empty() || !filter.ranks.empty())
+      why += " after the filters (--collective " + join_words(filter.collectives) + " --dtype " +
+             join_words(filter.dtypes) + " --impl " + join_words(filter.impls) + " --ranks " +
+             join_numbers(filter.ranks) + "); the file has collectives " + values_of(table, "collective") +
+             "; dtypes " + values_of(table, "dtype") + "; impls " + values_of(table, "impl") + "; ranks " +
+             values_of(table, "ranks");
+    if (skipped) why += " (" + std::to_string(skipped) + " rows had " + y_column + " <= 0 or bytes <= 0)";
+    if (max_bytes < 1e300) why += " with bytes <= " + format_size(static_cast<std::uint64_t>(max_bytes));
+    throw UsageError(why);
+  }
+
+  std::vector<Key> keys;
+  for (const Row& row : rows) keys.push_back(row.key);
+  const std::vector<bool> varies = varying_fields(keys);
+  std::vector<Key> distinct = keys;
+  std::sort(distinct.begin(), distinct.end(), key_less);
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  auto color_of = [&](const Key& k) {
+    return static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), k, key_less) - distinct.begin());
+  };
+
+  // panel -> key -> bytes -> (sum, count)
+  std::map<std::string, std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)>> grouped;
+  std::set<std::string> collectives;
+  for (const Row& row : rows) {
+    auto it = grouped.try_emplace(row.collective, &key_less).first;
+    auto& point = it->second[row.key][row.bytes];
+    point.first += row.y;
+    point.second += 1;
+    collectives.insert(row.collective);
+  }
+  std::vector<Panel> panels;
+  for (auto& [collective, by_key] : grouped) {
+    Panel panel;
+    panel.title = collective;
+    for (auto& [key, by_bytes] : by_key) {
+      Series s;
+      s.label = key_label(key, fields, varies);
+      s.color = color_of(key);
+      for (auto& [bytes, sum] : by_bytes) s.points.emplace_back(bytes, sum.first / sum.second);
+      panel.series.push_back(std::move(s));
+    }
+    panels.push_back(std::move(panel));
+  }
+  if (common) {
+    *common = common_values(keys, fields, varies);
+    if (collectives.size() == 1) *common = *collectives.begin() + (common->empty() ? "" : ", " + *common);
+  }
+  return panels;
+}
+
+namespace {
+
+enum class CollectiveFigure { busbw, latency };
+
+void plot_collectives(const FigureOptions& options, const CollectiveFilter& filter, CollectiveFigure figure,
+                      double max_bytes) {
+  image_format(options.render.output);  // a bad extension is reported before the input is read
+  const std::string y_column = figure == CollectiveFigure::busbw ? "busbw_gbps" : "time_us";
+  const CsvTable table = CsvTable::read(options.input, collective_columns(y_column));
+  std::string common;
+  std::size_t dropped = 0;
+  const std::vector<Panel> panels = collective_panels(table, filter, y_column, max_bytes, &common, &dropped);
+
+  double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0;
+  for (const Panel& p : panels)
+    for (const Series& s : p.series)
+      for (auto [x, y] : s.points) {
+        xmin = std::min(xmin, x), xmax = std::max(xmax, x);
+        ymin = std::min(ymin, y), ymax = std::max(ymax, y);
+      }
+  const int n = static_cast<int>(panels.size());
+  const int cols = n == 1 ? 1 : n <= 4 ? 2 : 3;
+  const int rows = (n + cols - 1) / cols;
+
+  std::string title = options.title;
+  if (title.empty()) {
+    title = figure == CollectiveFigure::busbw ? "Bus bandwidth vs message size" : "Latency of small messages";
+    if (!common.empty()) title += " (" + common + ")";
+  }
+  PlotScript sc;
+  sc.cmd("set encoding utf8");
+  sc.cmd("set logscale x 2");
+  sc.cmd(size_tics_command("x", xmin, xmax, cols == 1 ? 14 : 8));
+  sc.cmd("set xrange [" + std::to_string(xmin / 1.3) + ":" + std::to_string(xmax * 1.3) + "]");
+  sc.cmd("set xlabel 'message size (bytes; K, M, G = 2^10, 2^20, 2^30)'");
+  if (figure == CollectiveFigure::busbw) {
+    sc.cmd("set logscale y 10");
+    sc.cmd("set ylabel 'bus bandwidth (GB/s, 1e9 B/s)'");
+    sc.cmd("set format y '%g'");
+  } else {
+    sc.cmd("set ylabel 'time per operation (us)'");
+    if (ymax / ymin > 20) {
+      sc.cmd("set logscale y 10");
+      sc.cmd("set format y '%g'");
+    } else {
+      sc.cmd("set yrange [0:*]");
+    }
+  }
+  sc.cmd("set grid xtics ytics lc rgb '#d0d0d0' lw 1");
+  sc.cmd("set key top left reverse Left box opaque samplen 2 spacing 1.1");
+  if (n > 1) {
+    sc.cmd("set multiplot layout " + std::to_string(rows) + "," + std::to_string(cols) + " title " + quote(title) +
+           title_font(options.render.size));
+  } else {
+    sc.cmd("set title " + quote(title) + title_font(options.render.size));
+  }
+  for (const Panel& panel : panels) {
+    if (n > 1) sc.cmd("set title " + quote(panel.title) + title_font(options.render.size, 2));
+    std::string plot = "plot ";
+    for (std::size_t i = 0; i < panel.series.size(); ++i) {
+      const Series& s = panel.series[i];
+      plot += std::string(i ? ", " : "") + "'-' using 1:2 with linespoints lw 2 pt " +
+              std::to_string(5 + 2 * (s.color / 10 % 3)) + " ps 0.9 dt " + std::to_string(1 + s.color / 10) +
+              " lc rgb '" + series_color(s.color) + "' title " + quote(s.label);
+    }
+    sc.cmd(plot);
+    for (const Series& s : panel.series) {
+      std::vector<std::vector<double>> data;
+      for (auto [x, y] : s.points) data.push_back({x, y});
+      sc.data(std::move(data));
+    }
+  }
+  if (n > 1) sc.cmd("unset multiplot");
+  const std::string warnings = render(sc, options.render);
+  if (dropped)
+    std::fprintf(stderr, "note: %zu rows with %s <= 0 left out (no place on a log axis)\n", dropped,
+                 y_column.c_str());
+  if (!warnings.empty()) std::fprintf(stderr, "gnuplot: %s", warnings.c_str());
+}
+
+}  // namespace
+
+void plot_busbw(const FigureOptions& options, const CollectiveFilter& filter) {
+  plot_collectives(options, filter, CollectiveFigure::busbw, 1e308);
+}
+
+void plot_latency(const FigureOptions& options, const CollectiveFilter& filter, std::uint64_t max_bytes) {
+  plot_collectives(options, filter, CollectiveFigure::latency, static_cast<double>(max_bytes));
+}
+
+}  // namespace parbench::plots

@@ -1,0 +1,139 @@
+// The figures of parbench-plot: for each, a data step (pure, tested with exact values) and a drawing step
+// that turns the data into a PlotScript and renders it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plots/csv_table.h"
+#include "plots/render.h"
+
+namespace parbench::plots {
+
+// What every subcommand takes: -i, -o, --title, --size, --gnuplot, --script.
+struct FigureOptions {
+  std::string input;
+  std::string title;  // empty: a title made from the data
+  RenderOptions render;
+};
+
+// One line of a figure: its label, its colour index and its points (x ascending).
+struct Series {
+  std::string label;
+  int color = 0;
+  std::vector<std::pair<double, double>> points;
+};
+
+// One panel of a multiplot (one collective, for example).
+struct Panel {
+  std::string title;
+  std::vector<Series> series;
+};
+
+// ---- collectives: busbw and latency -------------------------------------------------------------
+
+struct CollectiveFilter {
+  std::vector<std::string> collectives, dtypes, impls;
+  std::vector<std::int64_t> ranks;
+};
+
+// Rows of a collectives CSV after the filters, grouped into one panel per collective and one series per
+// implementation and whatever else varies (device, ranks, nodes, dtype, op, in-place, root); repeated sizes of a
+// series are averaged. y_column is busbw_gbps or time_us; rows with bytes > max_bytes or y <= 0 are dropped
+// (log axes), counted in *dropped. The values common to all rows are returned in *common (for the title).
+std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilter& filter,
+                                     const std::string& y_column, double max_bytes, std::string* common,
+                                     std::size_t* dropped);
+
+void plot_busbw(const FigureOptions& options, const CollectiveFilter& filter);
+void plot_latency(const FigureOptions& options, const CollectiveFilter& filter, std::uint64_t max_bytes);
+
+// ---- training: scaling, bubble, memory --------------------------------------------------------------
+
+struct TrainingFilter {
+  std::vector<std::string> schemes, models;
+  std::vector<std::int64_t> ranks;
+};
+
+enum class ScalingMode { strong, weak };
+
+struct ScalingSeries {
+  std::string label;
+  int color = 0;
+  std::vector<double> ranks;       // ascending
+  std::vector<double> throughput;  // metric (strong) or metric per rank (weak), mean of repeated rows
+  std::vector<double> ideal;       // strong: T(n0) * n / n0; weak: T(n0) (per rank), n0 = smallest rank count
+  std::vector<double> efficiency;  // percent: 100 * throughput / ideal
+};
+
+// Series measured at a single rank count show no scaling: they are left out and their labels put in *single.
+std::vector<ScalingSeries> scaling_series(const CsvTable& table, const TrainingFilter& filter,
+                                          const std::string& metric, ScalingMode mode, std::string* common,
+                                          std::vector<std::string>* single = nullptr);
+void plot_scaling(const FigureOptions& options, const TrainingFilter& filter, const std::string& metric,
+                  ScalingMode mode);
+
+// Measured and theoretical bubble (percent of the step) vs microbatches, one pair per schedule (and pp, ...).
+struct BubbleSeries {
+  std::string label;
+  int color = 0;
+  std::vector<std::pair<double, double>> measured, theory;
+};
+std::vector<BubbleSeries> bubble_series(const CsvTable& table, const TrainingFilter& filter, std::string* common);
+void plot_bubble(const FigureOptions& options, const TrainingFilter& filter);
+
+// One stacked bar per scheme (and whatever else varies): bytes per category, and the estimate when given.
+inline const std::vector<std::string> kMemoryCategories = {"params_bytes",      "grads_bytes",
+                                                           "optimizer_bytes",   "activations_bytes",
+                                                           "comm_buffer_bytes", "workspace_bytes"};
+struct MemoryBar {
+  std::string label;
+  std::vector<double> bytes;  // per kMemoryCategories
+  std::optional<double> estimate;
+};
+std::vector<MemoryBar> memory_bars(const CsvTable& table, const TrainingFilter& filter, std::string* common);
+void plot_memory(const FigureOptions& options, const TrainingFilter& filter);
+
+// ---- timeline ------------------------------------------------------------------------------------
+
+enum class SpanKind { forward, backward, weight_grad, communication, optimizer, other_compute, idle };
+inline constexpr int kSpanKinds = 7;
+const char* span_kind_name(SpanKind kind);
+
+struct Span {
+  int row = 0;  // index into Timeline::rows
+  SpanKind kind = SpanKind::other_compute;
+  double start_ms = 0, end_ms = 0;  // relative to the window start
+  std::optional<std::int64_t> microbatch;
+};
+
+struct Timeline {
+  std::vector<std::string> rows;  // one per pid, ascending pid
+  std::vector<Span> spans;
+  double span_ms = 0;  // window length
+  int step = -1;       // chosen step (0-based) when the trace has "step" events, else -1
+  int steps = 0;       // number of steps found
+  bool implicit_idle = false;  // idle spans were derived from gaps between compute spans
+};
+
+// Classifies one trace event: by name first (F/B/W + space or "mb", forward/backward/wgrad..., send/recv),
+// then by category (communication, optimizer, idle); nullopt for unclassified compute events.
+std::optional<SpanKind> classify_event(const std::string& name, const std::string& cat);
+
+// Reads a Chrome trace (object with "traceEvents" or a bare array), keeps the "X" events of one step
+// (step < 0: the last one; "step" events mark steps) or the whole trace when there are no step events.
+Timeline read_timeline(const std::string& path, int step);
+void plot_timeline(const FigureOptions& options, int step);
+
+// ---- shared drawing helpers -------------------------------------------------------------------------
+
+// A distinct colour for index i (cycled), as "#rrggbb".
+std::string series_color(int i);
+// "set xtics (...)" with power-of-two sizes labelled 8, 1K, 64M, 1G, at most max_ticks of them.
+std::string size_tics_command(const std::string& axis, double min_bytes, double max_bytes, int max_ticks);
+// Chooses B/KiB/MiB/GiB for a largest value: {divisor, unit name}.
+std::pair<double, std::string> byte_unit(double max_bytes);
+
+}  // namespace parbench::plots

@@ -1,0 +1,309 @@
+// timeline: a Gantt chart of one pipeline step from a Chrome trace (bench_train --trace): one row per pid
+// (rank / stage), boxes coloured by kind (forward, backward, weight-gradient, communication, optimizer, idle).
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.h"
+#include "plots/figures.h"
+
+namespace parbench::plots {
+namespace {
+
+using nlohmann::json;
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+// "step", "step 3", "step=3", "step_3": the ranges that mark one training step.
+bool is_step_event(const std::string& name) {
+  const std::string n = lower(name);
+  return starts_with(n, "step") && (n.size() == 4 || !std::isalpha(static_cast<unsigned char>(n[4])));
+}
+
+std::optional<std::int64_t> microbatch_of(const json& event, const std::string& name) {
+  if (const auto a = event.find("args"); a != event.end() && a->is_object()) {
+    for (const char* key : {"mb", "microbatch"})
+      if (const auto v = a->find(key); v != a->end() && v->is_number_integer()) return v->get<std::int64_t>();
+  }
+  // "F mb=3" without args
+  if (const auto at = name.find("mb="); at != std::string::npos) {
+    std::size_t i = at + 3;
+    std::int64_t v = 0;
+    bool digits = false;
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i]))) v = v * 10 + (name[i++] - '0'), digits = true;
+    if (digits) return v;
+  }
+  return std::nullopt;
+}
+
+double number_field(const json& e, const char* key, const std::string& where) {
+  const auto v = e.find(key);
+  if (v == e.end() || !v->is_number() || !std::isfinite(v->get<double>()))
+    throw UsageError(where + ": '" + key + "' is missing or not a finite number");
+  return v->get<double>();
+}
+
+struct RawEvent {
+  std::string name;
+  std::optional<SpanKind> kind;
+  std::int64_t pid;
+  double start_us, end_us;
+  std::optional<std::int64_t> microbatch;
+};
+
+}  // namespace
+
+const char* span_kind_name(SpanKind kind) {
+  switch (kind) {
+    case SpanKind::forward: return "forward";
+    case SpanKind::backward: return "backward";
+    case SpanKind::weight_grad: return "weight gradient";
+    case SpanKind::communication: return "communication";
+    case SpanKind::optimizer: return "optimizer";
+    case SpanKind::other_compute: return "other compute";
+    case SpanKind::idle: return "idle";
+  }
+  return "unknown";
+}
+
+std::optional<SpanKind> classify_event(const std::string& name, const std::string& cat) {
+  const std::string n = lower(name);
+  const std::string c = lower(cat);
+  const std::string token = n.substr(0, n.find_first_of(" =:(["));
+  // A single letter with an optional microbatch number: "F", "B3", "W12".
+  auto letter = [&](char l) {
+    return !token.empty() && token[0] == l &&
+           std::all_of(token.begin() + 1, token.end(), [](unsigned char ch) { return std::isdigit(ch); });
+  };
+  if (c == "idle" || starts_with(n, "idle") || starts_with(n, "bubble")) return SpanKind::idle;
+  if (starts_with(n, "send") || starts_with(n, "recv") || starts_with(n, "isend") || starts_with(n, "irecv"))
+    return SpanKind::communication;
+  if (letter('w') || n.find("wgrad") != std::string::npos || n.find("weight") != std::string::npos)
+    return SpanKind::weight_grad;
+  if (letter('b') || token == "bwd" || starts_with(n, "backward")) return SpanKind::backward;
+  if (letter('f') || token == "fwd" || starts_with(n, "forward")) return SpanKind::forward;
+  if (c == "communication") return SpanKind::communication;
+  if (c == "optimizer" || starts_with(n, "optim")) return SpanKind::optimizer;
+  return std::nullopt;
+}
+
+Timeline read_timeline(const std::string& path, int step) {
+  std::ifstream in(path);
+  if (!in) throw UsageError("cannot open input '" + path + "': " + std::strerror(errno));
+  json doc;
+  try {
+    doc = json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw UsageError(path + ": not valid JSON: " + e.what());
+  }
+  const json* events = nullptr;
+  if (doc.is_array()) {
+    events = &doc;
+  } else if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) {
+    events = &doc["traceEvents"];
+  } else {
+    throw UsageError(path + ": not a Chrome trace (expected an object with a \"traceEvents\" array, or an array)");
+  }
+
+  std::map<std::int64_t, std::string> names;  // pid -> process_name
+  std::vector<RawEvent> raw;
+  std::vector<RawEvent> steps;
+  for (std::size_t i = 0; i < events->size(); ++i) {
+    const json& e = (*events)[i];
+    const std::string where = path + ": traceEvents[" + std::to_string(i) + "]";
+    if (!e.is_object()) throw UsageError(where + ": not an object");
+    const std::string ph = e.value("ph", "");
+    const auto pid_it = e.find("pid");
+    if (ph == "M") {
+      if (e.value("name", "") == "process_name" && pid_it != e.end() && pid_it->is_number_integer() &&
+          e.contains("args") && e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string())
+        names[pid_it->get<std::int64_t>()] = e["args"]["name"].get<std::string>();
+      continue;
+    }
+    if (ph != "X") continue;
+    if (pid_it == e.end() || !pid_it->is_number_integer())
+      throw UsageError(where + ": 'pid' is missing or not an integer");
+    const std::string name = e.contains("name") && e["name"].is_string() ? e["name"].get<std::string>() : "";
+    const std::string cat = e.contains("cat") && e["cat"].is_string() ? e["cat"].get<std::string>() : "";
+    const double ts = number_field(e, "ts", where);
+    const double dur = number_field(e, "dur", where);
+    if (dur < 0) throw UsageError(where + ": 'dur' is negative");
+    RawEvent r{name, classify_event(name, cat), pid_it->get<std::int64_t>(), ts, ts + dur, microbatch_of(e, name)};
+    if (is_step_event(name))
+      steps.push_back(std::move(r));
+    else
+      raw.push_back(std::move(r));
+  }
+  if (raw.empty()) throw UsageError(path + ": no complete events (\"ph\":\"X\") to draw");
+
+  Timeline tl;
+  double begin = 1e300, end = -1e300;
+  if (!steps.empty()) {
+    std::map<std::int64_t, std::vector<const RawEvent*>> per_pid;
+    for (const RawEvent& s : steps) per_pid[s.pid].push_back(&s);
+    std::size_t count = 0;
+    for (auto& [pid, v] : per_pid) {
+      std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->start_us < b->start_us; });
+      count = std::max(count, v.size());
+    }
+    tl.steps = static_cast<int>(count);
+    tl.step = step < 0 ? tl.steps - 1 : step;
+    if (tl.step >= tl.steps)
+      throw UsageError("--step " + std::to_string(step) + ": the trace '" + path + "' has " +
+                       std::to_string(tl.steps) + " steps (0.." + std::to_string(tl.steps - 1) + ")");
+    for (auto& [pid, v] : per_pid)
+      if (static_cast<std::size_t>(tl.step) < v.size()) {
+        begin = std::min(begin, v[tl.step]->start_us);
+        end = std::max(end, v[tl.step]->end_us);
+      }
+  } else {
+    if (step > 0) throw UsageError("--step " + std::to_string(step) + ": the trace '" + path + "' has no step events");
+    for (const RawEvent& r : raw) begin = std::min(begin, r.start_us), end = std::max(end, r.end_us);
+  }
+  if (!(end > begin)) end = begin + 1;
+
+  std::set<std::int64_t> pids;
+  for (const RawEvent& r : raw)
+    if (r.end_us > begin && r.start_us < end) pids.insert(r.pid);
+  std::map<std::int64_t, int> row_of;
+  for (std::int64_t pid : pids) {
+    row_of[pid] = static_cast<int>(tl.rows.size());
+    tl.rows.push_back(names.count(pid) ? names[pid] : "rank " + std::to_string(pid));
+  }
+
+  // Classified events per pid, by start, to tell an unclassified parent range (drawn by its children) from an
+  // unclassified leaf (drawn as "other compute").
+  std::map<std::int64_t, std::vector<double>> classified_starts;
+  for (const RawEvent& r : raw)
+    if (r.kind) classified_starts[r.pid].push_back(r.start_us);
+  for (auto& [pid, v] : classified_starts) std::sort(v.begin(), v.end());
+
+  bool explicit_idle = false;
+  for (const RawEvent& r : raw) {
+    if (!(r.end_us > begin && r.start_us < end) && !(r.start_us == r.end_us && r.start_us >= begin && r.start_us <= end))
+      continue;
+    SpanKind kind;
+    if (r.kind) {
+      kind = *r.kind;
+    } else {
+      const auto& starts = classified_starts[r.pid];
+      const auto it = std::lower_bound(starts.begin(), starts.end(), r.start_us);
+      if (it != starts.end() && *it < r.end_us) continue;  // a parent of classified ranges
+      kind = SpanKind::other_compute;
+    }
+    explicit_idle = explicit_idle || kind == SpanKind::idle;
+    Span s;
+    s.row = row_of.at(r.pid);
+    s.kind = kind;
+    s.start_ms = (std::max(r.start_us, begin) - begin) / 1000.0;
+    s.end_ms = (std::min(r.end_us, end) - begin) / 1000.0;
+    s.microbatch = r.microbatch;
+    tl.spans.push_back(s);
+  }
+  tl.span_ms = (end - begin) / 1000.0;
+
+  // Without idle events, idle = the gaps between compute ranges of a row (the bubble as DESIGN.md measures it:
+  // communication does not count as busy).
+  if (!explicit_idle) {
+    tl.implicit_idle = true;
+    std::vector<std::vector<std::pair<double, double>>> busy(tl.rows.size());
+    for (const Span& s : tl.spans)
+      if (s.kind != SpanKind::communication) busy[s.row].emplace_back(s.start_ms, s.end_ms);
+    for (std::size_t row = 0; row < busy.size(); ++row) {
+      auto& b = busy[row];
+      std::sort(b.begin(), b.end());
+      double t = 0;
+      for (auto [s0, s1] : b) {
+        if (s0 > t) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, s0, std::nullopt});
+        t = std::max(t, s1);
+      }
+      if (t < tl.span_ms) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, tl.span_ms, std::nullopt});
+    }
+  }
+  return tl;
+}
+
+void plot_timeline(const FigureOptions& o, int step) {
+  image_format(o.render.output);
+  const Timeline tl = read_timeline(o.input, step);
+  static const char* const kColors[kSpanKinds] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                                  "#b07aa1", "#9c9c9c", "#e6e6e6"};
+  // Drawing order: idle under everything, communication (a lower band) over compute.
+  static const SpanKind kOrder[] = {SpanKind::idle,          SpanKind::forward,   SpanKind::backward,
+                                    SpanKind::weight_grad,   SpanKind::optimizer, SpanKind::other_compute,
+                                    SpanKind::communication};
+  const int rows = static_cast<int>(tl.rows.size());
+  std::string title = o.title;
+  if (title.empty()) {
+    title = "Pipeline timeline";
+    if (tl.step >= 0) title += ": step " + std::to_string(tl.step) + " of " + std::to_string(tl.steps) + " (0-based)";
+    title += ", " + std::to_string(rows) + (rows == 1 ? " rank" : " ranks");
+  }
+  PlotScript sc;
+  sc.cmd("set encoding utf8");
+  sc.cmd("set title " + quote(title) + title_font(o.render.size));
+  sc.cmd(tl.implicit_idle ? "set xlabel 'time since the step start (ms); communication in the lower band, idle = no compute'"
+                          : "set xlabel 'time since the step start (ms); communication in the lower band'");
+  char range[128];
+  std::snprintf(range, sizeof range, "set xrange [0:%.9g]", tl.span_ms);
+  sc.cmd(range);
+  sc.cmd("set yrange [" + std::to_string(rows) + "-0.5:-0.5]");  // rank 0 on top
+  std::string tics = "set ytics (";
+  for (int r = 0; r < rows; ++r) tics += (r ? ", " : "") + quote(tl.rows[r]) + " " + std::to_string(r);
+  sc.cmd(tics + ") scale 0");
+  sc.cmd("set grid xtics lc rgb '#d0d0d0'");
+  sc.cmd("set key outside bottom center horizontal reverse Left samplen 1.5");
+  sc.cmd("set style fill solid 1.0 border lc rgb 'white'");
+  sc.cmd("set bmargin 6");
+
+  // Microbatch numbers inside F/B/W boxes wide enough to hold them.
+  int labels = 0;
+  const double min_width = tl.span_ms / 70.0;
+  for (const Span& s : tl.spans) {
+    if (!s.microbatch || labels >= 600 || s.end_ms - s.start_ms < min_width) continue;
+    if (s.kind != SpanKind::forward && s.kind != SpanKind::backward && s.kind != SpanKind::weight_grad) continue;
+    char cmd[160];
+    std::snprintf(cmd, sizeof cmd, "set label '%lld' at %.9g,%d center front font ',%d' tc rgb 'white'",
+                  static_cast<long long>(*s.microbatch), (s.start_ms + s.end_ms) / 2, s.row, rows > 16 ? 7 : 9);
+    sc.cmd(cmd);
+    ++labels;
+  }
+  std::string plot = "plot ";
+  std::vector<std::vector<std::vector<double>>> blocks;
+  for (SpanKind kind : kOrder) {
+    std::vector<std::vector<double>> data;
+    for (const Span& s : tl.spans) {
+      if (s.kind != kind) continue;
+      const double y = s.row;
+      const double y0 = kind == SpanKind::communication ? y + 0.1 : y - 0.38;
+      const double y1 = y + 0.38;
+      data.push_back({(s.start_ms + s.end_ms) / 2, (y0 + y1) / 2, s.start_ms, s.end_ms, y0, y1});
+    }
+    if (data.empty()) continue;
+    // Short names: a horizontal key gives every entry the width of the longest one.
+    const std::string name = span_kind_name(kind);
+    plot += "'-' using 1:2:3:4:5:6 with boxxyerror lc rgb '" + std::string(kColors[static_cast<int>(kind)]) +
+            "' title " + quote(name) + ", ";
+    blocks.push_back(std::move(data));
+  }
+  if (blocks.empty()) throw UsageError(o.input + ": no events to draw in the chosen step");
+  plot.resize(plot.size() - 2);
+  sc.cmd(plot);
+  for (auto& b : blocks) sc.data(std::move(b));
+  const std::string warnings = render(sc, o.render);
+  if (!warnings.empty()) std::fprintf(stderr, "gnuplot: %s", warnings.c_str());
+}
+
+}  // namespace parbench::plots

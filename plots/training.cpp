@@ -1,0 +1,436 @@
+// scaling, bubble and memory: figures from a training CSV (bench_train), one series or bar per scheme (and
+// whatever else varies between rows).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "core/error.h"
+#include "plots/figures.h"
+#include "plots/grouping.h"
+
+namespace parbench::plots {
+namespace {
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+
+// Applies the scheme/model/ranks filters; UsageError when a filter names a column the file lacks.
+bool keep_row(const CsvTable& t, std::size_t r, const TrainingFilter& f) {
+  if (!f.models.empty() && !t.has_column("model"))
+    throw UsageError(t.path() + ": --model given but the file has no 'model' column");
+  if (!f.ranks.empty() && !t.has_column("ranks"))
+    throw UsageError(t.path() + ": --ranks given but the file has no 'ranks' column");
+  if (!wanted(f.schemes, t.text(r, "scheme"))) return false;
+  if (!f.models.empty() && !wanted(f.models, t.text(r, "model"))) return false;
+  if (!f.ranks.empty() && !std::count(f.ranks.begin(), f.ranks.end(), t.integer(r, "ranks"))) return false;
+  return true;
+}
+
+Key row_key(const CsvTable& t, std::size_t r, const std::vector<KeyField>& fields) {
+  Key key;
+  for (const KeyField& f : fields) key.push_back(t.has_column(f.column) ? t.text(r, f.column) : "");
+  return key;
+}
+
+[[noreturn]] void no_rows(const CsvTable& t, const std::string& what) {
+  throw UsageError(t.path() + ": no rows to plot " + what);
+}
+
+std::vector<Key> sorted_distinct(std::vector<Key> keys) {
+  std::sort(keys.begin(), keys.end(), key_less);
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+std::string title_or(const FigureOptions& o, const std::string& base, const std::string& common) {
+  if (!o.title.empty()) return o.title;
+  return common.empty() ? base : base + " (" + common + ")";
+}
+
+// Integer tics at the values present (ranks, microbatches), on a log2 axis when they span more than 16x.
+void integer_axis(PlotScript& sc, const std::string& axis, const std::set<double>& values) {
+  const double lo = *values.begin(), hi = *values.rbegin();
+  std::string tics = "set " + axis + "tics (";
+  bool first = true;
+  for (double v : values) {
+    tics += (first ? "" : ", ") + fmt(v);
+    first = false;
+  }
+  sc.cmd(tics + ")");
+  if (hi / lo > 16) {
+    sc.cmd("set logscale " + axis + " 2");
+    sc.cmd("set " + axis + "range [" + fmt(lo / 1.25) + ":" + fmt(hi * 1.25) + "]");
+  } else {
+    const double pad = std::max(0.5, (hi - lo) * 0.05);
+    sc.cmd("set " + axis + "range [" + fmt(lo - pad) + ":" + fmt(hi + pad) + "]");
+  }
+}
+
+// Filled point types (circle, square, triangle, inverted triangle, diamond); the one below each is hollow.
+constexpr int kPointTypes[] = {7, 5, 9, 11, 13};
+
+void finish(const PlotScript& sc, const FigureOptions& o) {
+  const std::string warnings = render(sc, o.render);
+  if (!warnings.empty()) std::fprintf(stderr, "gnuplot: %s", warnings.c_str());
+}
+
+}  // namespace
+
+// ---- scaling -------------------------------------------------------------------------------------
+
+std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilter& filter, const std::string& metric,
+                                          ScalingMode mode, std::string* common,
+                                          std::vector<std::string>* single) {
+  const std::vector<KeyField> fields = {{"scheme", as_is, true},
+                                        {"schedule", as_is},
+                                        {"model", as_is},
+                                        {"device", as_is},
+                                        {"impl", as_is}};
+  std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)> grouped(&key_less);
+  std::vector<Key> keys;
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    if (!keep_row(t, r, filter)) continue;
+    const double ranks = static_cast<double>(t.integer(r, "ranks"));
+    if (ranks < 1) throw UsageError(t.path() + ":" + std::to_string(t.line(r)) + ": column 'ranks': must be >= 1");
+    const std::optional<double> value = t.optional_number(r, metric);
+    if (!value) continue;  // a run that reported no throughput
+    Key key = row_key(t, r, fields);
+    auto& cell = grouped[key][ranks];
+    cell.first += mode == ScalingMode::weak ? *value / ranks : *value;
+    cell.second += 1;
+    keys.push_back(std::move(key));
+  }
+  if (keys.empty()) no_rows(t, "(no row with a " + metric + " value passes the filters)");
+  const std::vector<bool> varies = varying_fields(keys);
+  if (common) *common = common_values(keys, fields, varies);
+  const std::vector<Key> distinct = sorted_distinct(keys);
+  std::vector<ScalingSeries> out;
+  for (auto& [key, by_ranks] : grouped) {
+    ScalingSeries s;
+    s.label = key_label(key, fields, varies);
+    if (by_ranks.size() < 2) {
+      if (single) single->push_back(s.label);
+      continue;
+    }
+    s.color = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), key, key_less) - distinct.begin());
+    for (auto& [ranks, sum] : by_ranks) {
+      s.ranks.push_back(ranks);
+      s.throughput.push_back(sum.first / sum.second);
+    }
+    const double n0 = s.ranks.front(), t0 = s.throughput.front();
+    for (std::size_t i = 0; i < s.ranks.size(); ++i) {
+      s.ideal.push_back(mode == ScalingMode::strong ? t0 * s.ranks[i] / n0 : t0);
+      s.efficiency.push_back(s.ideal.back() > 0 ? 100.0 * s.throughput[i] / s.ideal.back() : 0.0);
+    }
+    out.push_back(std::move(s));
+  }
+  if (out.empty()) no_rows(t, "(every scheme was measured at one rank count only: nothing scales)");
+  return out;
+}
+
+void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const std::string& metric, ScalingMode mode) {
+  image_format(o.render.output);
+  const CsvTable t = CsvTable::read(o.input, {{"scheme"},
+                                              {"ranks"},
+                                              {metric},
+                                              {"schedule", false},
+                                              {"model", false},
+                                              {"device", false},
+                                              {"impl", false}});
+  std::string common;
+  std::vector<std::string> single;
+  const std::vector<ScalingSeries> series = scaling_series(t, filter, metric, mode, &common, &single);
+  std::set<double> ranks;
+  double ymax = 0, emax = 100;
+  for (const auto& s : series) {
+    ranks.insert(s.ranks.begin(), s.ranks.end());
+    for (std::size_t i = 0; i < s.ranks.size(); ++i) {
+      ymax = std::max({ymax, s.throughput[i], s.ideal[i]});
+      emax = std::max(emax, s.efficiency[i]);
+    }
+  }
+  const std::string unit = metric == "tokens_per_s" ? "tokens/s" : "samples/s";
+  const bool strong = mode == ScalingMode::strong;
+  const std::string base = strong ? "Strong scaling: " + unit + " vs ranks" : "Weak scaling: " + unit + " per rank vs ranks";
+
+  PlotScript sc;
+  sc.cmd("set encoding utf8");
+  sc.cmd("set multiplot title " + quote(title_or(o, base, common)) + title_font(o.render.size));
+  sc.cmd("set lmargin 12");
+  sc.cmd("set rmargin 4");
+  integer_axis(sc, "x", ranks);
+  sc.cmd("set grid xtics ytics lc rgb '#d0d0d0'");
+  // Top panel: throughput with the ideal (dashed, same colour per scheme).
+  sc.cmd("set origin 0,0.34");
+  sc.cmd("set size 1,0.6");
+  sc.cmd("set bmargin 1");
+  sc.cmd("set format x ''");
+  sc.cmd("set ylabel " + quote(strong ? unit + " (whole job)" : unit + " per rank"));
+  sc.cmd("set yrange [0:" + fmt(ymax * 1.12) + "]");
+  sc.cmd("set key top left reverse Left box opaque samplen 3");
+  std::string plot = "plot ";
+  for (const auto& s : series)
+    plot += "'-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "' title " +
+            quote(s.label) + ", '-' using 1:2 with lines lw 1.5 dt 2 lc rgb '" + series_color(s.color) + "' notitle, ";
+  plot += "NaN with lines lw 1.5 dt 2 lc rgb 'black' title " +
+          quote(strong ? "ideal (linear from the smallest rank count)" : "ideal (flat at the smallest rank count)");
+  sc.cmd(plot);
+  for (const auto& s : series) {
+    std::vector<std::vector<double>> measured, ideal;
+    for (std::size_t i = 0; i < s.ranks.size(); ++i) {
+      measured.push_back({s.ranks[i], s.throughput[i]});
+      ideal.push_back({s.ranks[i], s.ideal[i]});
+    }
+    sc.data(std::move(measured));
+    sc.data(std::move(ideal));
+  }
+  // Bottom panel: scaling efficiency.
+  sc.cmd("set origin 0,0");
+  sc.cmd("set size 1,0.34");
+  sc.cmd("set tmargin 0.5");
+  sc.cmd("set bmargin 3.5");
+  sc.cmd("set format x '%g'");
+  sc.cmd("set xlabel 'ranks'");
+  sc.cmd("set ylabel 'scaling efficiency (%)'");
+  sc.cmd("set yrange [0:" + fmt(std::ceil(emax * 1.1 / 10) * 10) + "]");
+  sc.cmd("set ytics 25");
+  sc.cmd("unset key");
+  plot = "plot 100 with lines lw 1.5 dt 2 lc rgb 'black'";
+  for (const auto& s : series)
+    plot += ", '-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "'";
+  sc.cmd(plot);
+  for (const auto& s : series) {
+    std::vector<std::vector<double>> eff;
+    for (std::size_t i = 0; i < s.ranks.size(); ++i) eff.push_back({s.ranks[i], s.efficiency[i]});
+    sc.data(std::move(eff));
+  }
+  sc.cmd("unset multiplot");
+  finish(sc, o);
+  for (const std::string& label : single)
+    std::fprintf(stderr, "note: '%s' left out: measured at one rank count only\n", label.c_str());
+}
+
+// ---- bubble --------------------------------------------------------------------------------------
+
+std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter& filter, std::string* common) {
+  const std::vector<KeyField> fields = {{"schedule", as_is, true}, {"pp", with_pattern("pp=", "")},
+                                        {"scheme", as_is},         {"model", as_is},
+                                        {"device", as_is},         {"ranks", with_pattern("", " ranks")}};
+  struct Acc {
+    std::map<double, std::pair<double, int>> measured, theory;
+  };
+  std::map<Key, Acc, decltype(&key_less)> grouped(&key_less);
+  std::vector<Key> keys;
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    if (!keep_row(t, r, filter)) continue;
+    const std::optional<double> measured = t.optional_number(r, "bubble_measured");
+    const std::optional<double> theory = t.optional_number(r, "bubble_theory");
+    if (!measured && !theory) continue;  // not a pipeline run
+    if (t.empty(r, "schedule")) continue;
+    const double m = static_cast<double>(t.integer(r, "microbatches"));
+    Key key = row_key(t, r, fields);
+    Acc& acc = grouped[key];
+    // Fractions of the step in the CSV, percent on the figure.
+    if (measured) acc.measured[m].first += 100 * *measured, acc.measured[m].second += 1;
+    if (theory) acc.theory[m].first += 100 * *theory, acc.theory[m].second += 1;
+    keys.push_back(std::move(key));
+  }
+  if (keys.empty()) no_rows(t, "(no row with a schedule and bubble values passes the filters)");
+  const std::vector<bool> varies = varying_fields(keys);
+  if (common) *common = common_values(keys, fields, varies);
+  const std::vector<Key> distinct = sorted_distinct(keys);
+  std::vector<BubbleSeries> out;
+  for (auto& [key, acc] : grouped) {
+    BubbleSeries s;
+    s.label = key_label(key, fields, varies);
+    s.color = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), key, key_less) - distinct.begin());
+    for (auto& [m, sum] : acc.measured) s.measured.emplace_back(m, sum.first / sum.second);
+    for (auto& [m, sum] : acc.theory) s.theory.emplace_back(m, sum.first / sum.second);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
+  image_format(o.render.output);
+  const CsvTable t = CsvTable::read(o.input, {{"schedule"},
+                                              {"microbatches"},
+                                              {"bubble_measured"},
+                                              {"bubble_theory"},
+                                              {"scheme"},
+                                              {"pp", false},
+                                              {"model", false},
+                                              {"device", false},
+                                              {"ranks", false}});
+  std::string common;
+  const std::vector<BubbleSeries> series = bubble_series(t, filter, &common);
+  std::set<double> micro;
+  double ymax = 0;
+  for (const auto& s : series) {
+    for (auto [x, y] : s.measured) micro.insert(x), ymax = std::max(ymax, y);
+    for (auto [x, y] : s.theory) micro.insert(x), ymax = std::max(ymax, y);
+  }
+  PlotScript sc;
+  sc.cmd("set encoding utf8");
+  sc.cmd("set title " + quote(title_or(o, "Pipeline bubble vs microbatches", common)) + title_font(o.render.size));
+  integer_axis(sc, "x", micro);
+  sc.cmd("set xlabel 'microbatches per step'");
+  sc.cmd("set ylabel 'bubble (% of step time)'");
+  sc.cmd("set yrange [0:" + fmt(std::max(1.0, ymax * 1.15)) + "]");
+  sc.cmd("set grid xtics ytics lc rgb '#d0d0d0'");
+  sc.cmd("set key top right reverse Left box opaque samplen 3");
+  std::string plot = "plot ";
+  std::vector<const std::vector<std::pair<double, double>>*> blocks;
+  for (const auto& s : series) {
+    if (!s.measured.empty()) {
+      plot += "'-' using 1:2 with linespoints lw 2 pt " + std::to_string(kPointTypes[s.color % 5]) +
+              " ps 1.2 lc rgb '" + series_color(s.color) + "' title " + quote(s.label) + ", ";
+      blocks.push_back(&s.measured);
+    }
+    if (!s.theory.empty()) {
+      plot += "'-' using 1:2 with linespoints lw 1.5 dt 2 pt " + std::to_string(kPointTypes[s.color % 5] - 1) +
+              " ps 1 lc rgb '" + series_color(s.color) + "' " +
+              (s.measured.empty() ? "title " + quote(s.label + " (theory only)") : std::string("notitle")) + ", ";
+      blocks.push_back(&s.theory);
+    }
+  }
+  plot += "NaN with linespoints lw 2 pt 7 lc rgb 'black' title 'measured', "
+          "NaN with linespoints lw 1.5 dt 2 pt 6 lc rgb 'black' title 'theory'";
+  sc.cmd(plot);
+  for (const auto* b : blocks) {
+    std::vector<std::vector<double>> rows;
+    for (auto [x, y] : *b) rows.push_back({x, y});
+    sc.data(std::move(rows));
+  }
+  finish(sc, o);
+}
+
+// ---- memory --------------------------------------------------------------------------------------
+
+std::vector<MemoryBar> memory_bars(const CsvTable& t, const TrainingFilter& filter, std::string* common) {
+  const std::vector<KeyField> fields = {
+      {"scheme", as_is, true},          {"schedule", as_is},       {"ranks", with_pattern("", " ranks")},
+      {"tp", with_pattern("tp=", ""), false, false},  {"pp", with_pattern("pp=", ""), false, false},
+      {"dp", with_pattern("dp=", ""), false, false},
+      {"model", as_is},                 {"device", as_is},         {"impl", as_is}};
+  struct Acc {
+    std::vector<double> bytes = std::vector<double>(kMemoryCategories.size(), 0.0);
+    double estimate = 0;
+    int rows = 0, estimates = 0;
+  };
+  std::map<Key, Acc, decltype(&key_less)> grouped(&key_less);
+  std::vector<Key> keys;
+  for (std::size_t r = 0; r < t.size(); ++r) {
+    if (!keep_row(t, r, filter)) continue;
+    Key key = row_key(t, r, fields);
+    Acc& acc = grouped[key];
+    for (std::size_t c = 0; c < kMemoryCategories.size(); ++c) {
+      const double v = t.number(r, kMemoryCategories[c]);
+      if (v < 0)
+        throw UsageError(t.path() + ":" + std::to_string(t.line(r)) + ": column '" + kMemoryCategories[c] +
+                         "': negative byte count " + t.text(r, kMemoryCategories[c]));
+      acc.bytes[c] += v;
+    }
+    acc.rows += 1;
+    if (const auto e = t.optional_number(r, "estimate_bytes")) acc.estimate += *e, acc.estimates += 1;
+    keys.push_back(std::move(key));
+  }
+  if (keys.empty()) no_rows(t, "(no row passes the filters)");
+  const std::vector<bool> varies = varying_fields(keys);
+  if (common) *common = common_values(keys, fields, varies);
+  std::vector<MemoryBar> out;
+  for (auto& [key, acc] : grouped) {
+    MemoryBar bar;
+    bar.label = key_label(key, fields, varies);
+    for (double b : acc.bytes) bar.bytes.push_back(b / acc.rows);
+    if (acc.estimates) bar.estimate = acc.estimate / acc.estimates;
+    out.push_back(std::move(bar));
+  }
+  return out;
+}
+
+void plot_memory(const FigureOptions& o, const TrainingFilter& filter) {
+  image_format(o.render.output);
+  std::vector<ColumnSpec> columns = {{"scheme"}};
+  for (const std::string& c : kMemoryCategories) columns.push_back({c});
+  for (const char* c : {"estimate_bytes", "schedule", "ranks", "tp", "pp", "dp", "model", "device", "impl"})
+    columns.push_back({c, false});
+  const CsvTable t = CsvTable::read(o.input, columns);
+  std::string common;
+  const std::vector<MemoryBar> bars = memory_bars(t, filter, &common);
+
+  double top = 0;
+  std::size_t longest = 0;
+  for (const auto& b : bars) {
+    double total = 0;
+    for (double v : b.bytes) total += v;
+    top = std::max({top, total, b.estimate.value_or(0.0)});
+    longest = std::max(longest, b.label.size());
+  }
+  const auto [div, unit] = byte_unit(top);
+  static const char* const kNames[] = {"parameters", "gradients", "optimizer state", "activations",
+                                       "communication buffers", "workspace"};
+  static const char* const kColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"};
+
+  PlotScript sc;
+  sc.cmd("set encoding utf8");
+  sc.cmd("set title " + quote(title_or(o, "Per-rank peak memory by category", common)) + title_font(o.render.size));
+  sc.cmd("set ylabel " + quote("memory per rank (" + unit + ")"));
+  sc.cmd("set yrange [0:" + fmt(std::max(top / div, 1e-9) * 1.15) + "]");
+  sc.cmd("set xrange [-0.6:" + fmt(static_cast<double>(bars.size()) - 0.4) + "]");
+  sc.cmd("set grid ytics lc rgb '#d0d0d0'");
+  sc.cmd("set key outside right top vertical reverse Left box samplen 2");
+  std::string tics = "set xtics (";
+  for (std::size_t i = 0; i < bars.size(); ++i) tics += (i ? ", " : "") + quote(bars[i].label) + " " + std::to_string(i);
+  sc.cmd(tics + ")");
+  // Long or many labels would run into each other: tilt them.
+  if (bars.size() * std::max<std::size_t>(longest, 1) > 90) sc.cmd("set xtics rotate by -30 left");
+  sc.cmd("set xtics nomirror scale 0");
+  // Total per bar printed above it.
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    double total = 0;
+    for (double v : bars[i].bytes) total += v;
+    const auto [own_div, own_unit] = byte_unit(total);  // a small bar keeps readable digits
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3g %s", total / own_div, own_unit.c_str());
+    sc.cmd("set label " + quote(text) + " at " + std::to_string(i) + "," + fmt(total / div) +
+           " center offset 0,0.8 front" + (bars.size() > 8 ? title_font(o.render.size, -2) : std::string()));
+  }
+  std::string plot = "plot ";
+  std::vector<std::vector<std::vector<double>>> blocks;
+  for (std::size_t c = 0; c < kMemoryCategories.size(); ++c) {
+    std::vector<std::vector<double>> rows;
+    for (std::size_t i = 0; i < bars.size(); ++i) {
+      double below = 0;
+      for (std::size_t k = 0; k < c; ++k) below += bars[i].bytes[k];
+      const double v = bars[i].bytes[c];
+      if (v <= 0) continue;
+      const double x = static_cast<double>(i), y0 = below / div, y1 = (below + v) / div;
+      rows.push_back({x, (y0 + y1) / 2, x - 0.35, x + 0.35, y0, y1});
+    }
+    if (rows.empty()) continue;  // a category no bar has stays out of the legend
+    plot += "'-' using 1:2:3:4:5:6 with boxxyerror fs solid 0.9 border lc rgb 'white' lc rgb '" +
+            std::string(kColors[c]) + "' title " + quote(kNames[c]) + ", ";
+    blocks.push_back(std::move(rows));
+  }
+  std::vector<std::vector<double>> estimates;
+  for (std::size_t i = 0; i < bars.size(); ++i)
+    if (bars[i].estimate) estimates.push_back({static_cast<double>(i) - 0.45, *bars[i].estimate / div, 0.9, 0.0});
+  if (!estimates.empty()) {
+    plot += "'-' using 1:2:3:4 with vectors nohead lw 3 lc rgb 'black' title 'closed-form estimate', ";
+    blocks.push_back(std::move(estimates));
+  }
+  if (blocks.empty()) no_rows(t, "(every memory category is 0)");
+  plot.resize(plot.size() - 2);
+  sc.cmd(plot);
+  for (auto& b : blocks) sc.data(std::move(b));
+  finish(sc, o);
+}
+
+}  // namespace parbench::plots
