@@ -107,7 +107,7 @@ std::int64_t TraceRecorder::now_ns() noexcept {
 
 double TraceRecorder::now_us() noexcept { return static_cast<double>(now_ns()) / 1e3; }
 
-void TraceRecorder::enable() {
+void TraceRecorder::enable() noexcept {
   epoch_ns();
   mode_.fetch_or(kTrace);
 }

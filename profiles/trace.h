@@ -13,8 +13,8 @@
 namespace parbench {
 
 // The JSON holds "pid" = rank + kTraceIdOffset and "tid" = track id + kTraceIdOffset: Perfetto
-// reserves pid 0 and tid 0 for the kernel's idle process (swapper) and leaves them out of some
-// views. Metadata names each process "rank N" (sorted by rank) and each thread by its track name,
+// treats pid 0 and tid 0 as the kernel's idle process (swapper), which its UI may leave out of
+// some views. Metadata names each process "rank N" (sorted by rank) and each thread by its track name,
 // so the UI shows ranks, not the offset numbers.
 inline constexpr int kTraceIdOffset = 1;
 
@@ -41,7 +41,7 @@ class TraceRecorder {
   unsigned mode() const noexcept { return mode_.load(std::memory_order_relaxed); }
 
   // Starts recording ranges (the time origin is fixed on the first call of enable or now_us).
-  void enable();
+  void enable() noexcept;
   // Stops recording; recorded events stay until clear().
   void disable() noexcept;
   bool enabled() const noexcept { return (mode() & kTrace) != 0; }
@@ -71,7 +71,13 @@ class TraceRecorder {
   // Rank used by threads that have no TraceTrack (set it once per process under mpirun).
   void set_default_rank(int rank);
 
-  // Internal, used by Range and TraceTrack.
+  // Steady-clock nanoseconds since the time origin (now_us() * 1000, as an integer).
+  std::int64_t now_ns() noexcept;
+
+ private:
+  friend class Range;
+  friend class TraceTrack;
+
   struct Event {
     std::string name;
     Category cat;
@@ -81,13 +87,11 @@ class TraceRecorder {
     double dur_us;
     RangeArgs args;
   };
-  unsigned probe_nvtx() noexcept;   // resolves kNvtxProbe; returns the new mode
-  std::int64_t now_ns() noexcept;   // steady-clock ns since the time origin
-  int track_id(std::string_view name);
+  unsigned probe_nvtx() noexcept;           // resolves kNvtxProbe; returns the new mode
+  int track_id(std::string_view name);      // the id of a track name, given out on first use
   void current_track(int* rank, int* tid);  // the calling thread's track
   void add(Event&& e);
 
- private:
   constexpr TraceRecorder() noexcept = default;
   ~TraceRecorder() = default;
   std::int64_t epoch_ns() noexcept;
