@@ -31,10 +31,10 @@ std::string size_tics_command(const std::string& axis, double min_bytes, double 
   bool first = true;
   for (int e = lo; e <= hi; ++e) {
     if (e % step != 0 || e < 0 || e > 62) continue;
-    out << (first ? "" : ", ") << "'" << format_size(std::uint64_t{1} << e) << "' " << std::ldexp(1.0, e);
+    out << (first ? "" : ", ") << "'" << format_size(std::uint64_t{1} << e) << "' " << (std::uint64_t{1} << e);
     first = false;
   }
-  if (first) out << "'" << format_size(std::uint64_t{1} << std::max(lo, 0)) << "' " << std::ldexp(1.0, std::max(lo, 0));
+  if (first) out << "'" << format_size(std::uint64_t{1} << std::max(lo, 0)) << "' " << (std::uint64_t{1} << std::max(lo, 0));
   out << ")";
   return out.str();
 }

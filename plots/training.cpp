@@ -173,7 +173,8 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
   sc.cmd("set format x ''");
   sc.cmd("set ylabel " + quote(strong ? unit + " (whole job)" : unit + " per rank"));
   sc.cmd("set yrange [0:" + fmt(ymax * 1.12) + "]");
-  sc.cmd("set key top left reverse Left box opaque samplen 3");
+  // Strong-scaling lines rise to the right and weak-scaling ones fall: keep the key in the empty corner.
+  sc.cmd(std::string("set key ") + (strong ? "top" : "bottom") + " left reverse Left box opaque samplen 3");
   std::string plot = "plot ";
   for (const auto& s : series)
     plot += "'-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "' title " +

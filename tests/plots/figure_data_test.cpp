@@ -1,0 +1,291 @@
+// The data behind each figure, with exact expected values: grouping and labels, averaging, ideal and
+// efficiency, bubble percentages, memory stacks, trace classification, step windows and derived idle time.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+
+#include "core/error.h"
+#include "plot_test_util.h"
+#include "plots/figures.h"
+
+namespace parbench::plots {
+namespace {
+
+using test::ScratchDir;
+using test::write_file;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+template <class F>
+std::string usage_error(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+class Random {
+ public:
+  double operator()(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
+
+ private:
+  std::mt19937 rng_{std::random_device{}()};
+};
+
+std::vector<ColumnSpec> collective_columns() {
+  return {{"collective"}, {"impl"}, {"ranks"}, {"dtype"}, {"bytes"}, {"busbw_gbps"}, {"time_us"},
+          {"device", false}, {"nodes", false}, {"op", false}, {"root", false}, {"inplace", false}};
+}
+
+TEST(CollectivePanels, GroupsFiltersAveragesAndLabels) {
+  ScratchDir dir;
+  Random r;
+  const double a = r(1, 10), b = r(1, 10), c = r(1, 10), d = r(1, 10), e = r(1, 10);
+  write_file(dir.file("c.csv"),
+             "collective,impl,device,ranks,dtype,bytes,time_us,busbw_gbps\n"
+             "allreduce,ring,cpu,2,f32,1024,5," + num(a) + "\n"
+             "allreduce,ring,cpu,2,f32,1024,5," + num(b) + "\n"   // repeat: averaged
+             "allreduce,ring,cpu,2,f32,8,5," + num(c) + "\n"
+             "allreduce,ring,cpu,4,f32,8,5," + num(d) + "\n"
+             "allreduce,tree,cpu,2,f32,8,5," + num(e) + "\n"
+             "allreduce,ring,cpu,1,f32,8,5,0\n"                   // busbw 0 at one rank: dropped
+             "allgather,ring,cpu,2,f32,8,5,3\n");
+  const CsvTable t = CsvTable::read(dir.file("c.csv"), collective_columns());
+  CollectiveFilter filter;
+  filter.collectives = {"allreduce"};
+  std::string common;
+  std::size_t dropped = 0;
+  const auto panels = collective_panels(t, filter, "busbw_gbps", 1e300, &common, &dropped);
+  EXPECT_EQ(dropped, 1u);
+  EXPECT_EQ(common, "allreduce, cpu, f32");
+  ASSERT_EQ(panels.size(), 1u);
+  EXPECT_EQ(panels[0].title, "allreduce");
+  ASSERT_EQ(panels[0].series.size(), 3u);
+  EXPECT_EQ(panels[0].series[0].label, "ring (2 ranks)");
+  EXPECT_EQ(panels[0].series[1].label, "ring (4 ranks)");
+  EXPECT_EQ(panels[0].series[2].label, "tree (2 ranks)");
+  EXPECT_THAT(panels[0].series[0].points, ElementsAre(std::pair(8.0, c), std::pair(1024.0, (a + b) / 2)));
+  EXPECT_THAT(panels[0].series[1].points, ElementsAre(std::pair(8.0, d)));
+  EXPECT_NE(panels[0].series[0].color, panels[0].series[2].color);
+
+  // Without the filter: one panel per collective, same colour for the same series in both.
+  const auto all = collective_panels(t, {}, "busbw_gbps", 1e300, &common, &dropped);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].title, "allgather");
+  EXPECT_EQ(all[0].series[0].label, "ring (2 ranks)");
+  EXPECT_EQ(all[0].series[0].color, all[1].series[0].color);
+  EXPECT_EQ(common, "cpu, f32");
+
+  // The latency figure's size cut.
+  const auto small = collective_panels(t, filter, "time_us", 64, nullptr, nullptr);
+  for (const Series& s : small[0].series)
+    for (auto [x, y] : s.points) EXPECT_LE(x, 64.0);
+
+  filter.collectives = {"broadcast"};
+  EXPECT_THAT(usage_error([&] { collective_panels(t, filter, "busbw_gbps", 1e300, nullptr, nullptr); }),
+              AllOf(HasSubstr("c.csv: no rows to plot after the filters"), HasSubstr("allgather, allreduce")));
+}
+
+TEST(SizeTics, PowersOfTwoWithBinarySuffixes) {
+  const std::string tics = size_tics_command("x", 8, 1 << 30, 14);
+  EXPECT_THAT(tics, AllOf(HasSubstr("set xtics ("), HasSubstr("'1K' 1024"), HasSubstr("'1M' 1048576"),
+                          HasSubstr("'1G' 1073741824")));
+  EXPECT_LE(std::count(tics.begin(), tics.end(), ','), 13);
+  EXPECT_EQ(size_tics_command("x", 8, 64, 14), "set xtics ('8' 8, '16' 16, '32' 32, '64' 64)");
+  EXPECT_EQ(byte_unit(3.0 * (1 << 30)).second, "GiB");
+  EXPECT_EQ(byte_unit(5e6).second, "MiB");
+  EXPECT_EQ(byte_unit(100).second, "B");
+}
+
+std::vector<ColumnSpec> training_columns(const std::string& metric) {
+  return {{"scheme"}, {"ranks"}, {metric}, {"schedule", false}, {"model", false}, {"device", false}, {"impl", false}};
+}
+
+TEST(ScalingSeries, IdealAndEfficiencyStrongAndWeak) {
+  ScratchDir dir;
+  Random r;
+  const double t1 = r(50, 100), t2a = r(80, 200), t2b = r(80, 200), t4 = r(150, 400), tp4 = r(10, 20);
+  write_file(dir.file("t.csv"),
+             "model,scheme,schedule,ranks,samples_per_s\n"
+             "gpt,ddp,,1," + num(t1) + "\n"
+             "gpt,ddp,,2," + num(t2a) + "\n"
+             "gpt,ddp,,2," + num(t2b) + "\n"
+             "gpt,ddp,,4," + num(t4) + "\n"
+             "gpt,ddp,,8,\n"                              // no throughput reported: left out
+             "gpt,pipeline,1f1b,4," + num(tp4) + "\n");   // one rank count: no scaling to show
+  const CsvTable t = CsvTable::read(dir.file("t.csv"), training_columns("samples_per_s"));
+  std::string common;
+  std::vector<std::string> single;
+  const auto strong = scaling_series(t, {}, "samples_per_s", ScalingMode::strong, &common, &single);
+  ASSERT_EQ(strong.size(), 1u);
+  EXPECT_THAT(single, ElementsAre("pipeline (1f1b)"));
+  EXPECT_EQ(common, "gpt");
+  const ScalingSeries& s = strong[0];
+  EXPECT_EQ(s.label, "ddp");
+  EXPECT_THAT(s.ranks, ElementsAre(1.0, 2.0, 4.0));
+  const double t2 = (t2a + t2b) / 2;
+  EXPECT_THAT(s.throughput, ElementsAre(t1, t2, t4));
+  EXPECT_THAT(s.ideal, ElementsAre(t1, t1 * 2, t1 * 4));
+  EXPECT_THAT(s.efficiency, ElementsAre(100.0, 100.0 * t2 / (t1 * 2), 100.0 * t4 / (t1 * 4)));
+
+  const auto weak = scaling_series(t, {}, "samples_per_s", ScalingMode::weak, nullptr, nullptr);
+  ASSERT_EQ(weak.size(), 1u);
+  EXPECT_THAT(weak[0].throughput, ElementsAre(t1, (t2a / 2 + t2b / 2) / 2, t4 / 4));
+  EXPECT_THAT(weak[0].ideal, ElementsAre(t1, t1, t1));
+  EXPECT_DOUBLE_EQ(weak[0].efficiency[2], 100.0 * (t4 / 4) / t1);
+
+  TrainingFilter only_pipeline;
+  only_pipeline.schemes = {"pipeline"};
+  EXPECT_THAT(usage_error([&] { scaling_series(t, only_pipeline, "samples_per_s", ScalingMode::strong, nullptr, nullptr); }),
+              HasSubstr("one rank count only"));
+  TrainingFilter by_model;
+  by_model.models = {"llama"};
+  EXPECT_THAT(usage_error([&] { scaling_series(t, by_model, "samples_per_s", ScalingMode::strong, nullptr, nullptr); }),
+              HasSubstr("no rows to plot"));
+}
+
+TEST(BubbleSeries, PercentOfStepSkippingNonPipelineRows) {
+  ScratchDir dir;
+  Random r;
+  const double m1 = r(0.5, 0.9), m4 = r(0.2, 0.5), g4 = r(0.2, 0.5);
+  write_file(dir.file("t.csv"),
+             "scheme,schedule,pp,microbatches,bubble_measured,bubble_theory\n"
+             "ddp,,1,1,,\n"
+             "pipeline,1f1b,4,1," + num(m1) + ",0.75\n"
+             "pipeline,1f1b,4,4," + num(m4) + ",\n"
+             "pipeline,gpipe,4,4," + num(g4) + ",0.42857142857142855\n");
+  const CsvTable t = CsvTable::read(dir.file("t.csv"), {{"scheme"}, {"schedule"}, {"pp", false}, {"microbatches"},
+                                                        {"bubble_measured"}, {"bubble_theory"}});
+  std::string common;
+  const auto series = bubble_series(t, {}, &common);
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(common, "pp=4, pipeline");
+  EXPECT_EQ(series[0].label, "1f1b");
+  EXPECT_THAT(series[0].measured, ElementsAre(std::pair(1.0, 100 * m1), std::pair(4.0, 100 * m4)));
+  EXPECT_THAT(series[0].theory, ElementsAre(std::pair(1.0, 75.0)));
+  EXPECT_EQ(series[1].label, "gpipe");
+  EXPECT_THAT(series[1].theory, ElementsAre(std::pair(4.0, 100 * 0.42857142857142855)));
+}
+
+TEST(MemoryBars, CategoriesPerSchemeWithEstimate) {
+  ScratchDir dir;
+  Random r;
+  std::vector<double> v(12);
+  for (double& x : v) x = std::floor(r(1e6, 1e9));
+  std::string csv = "scheme,ranks,params_bytes,grads_bytes,optimizer_bytes,activations_bytes,comm_buffer_bytes,"
+                    "workspace_bytes,estimate_bytes\n";
+  csv += "zero3,8";
+  for (int i = 0; i < 6; ++i) csv += "," + num(v[i]);
+  csv += ",123456789\nddp,8";
+  for (int i = 6; i < 12; ++i) csv += "," + num(v[i]);
+  csv += ",\n";
+  write_file(dir.file("m.csv"), csv);
+  std::vector<ColumnSpec> cols = {{"scheme"}, {"ranks", false}, {"estimate_bytes", false}};
+  for (const auto& c : kMemoryCategories) cols.push_back({c});
+  const CsvTable t = CsvTable::read(dir.file("m.csv"), cols);
+  std::string common;
+  const auto bars = memory_bars(t, {}, &common);
+  ASSERT_EQ(bars.size(), 2u);
+  EXPECT_EQ(common, "8 ranks");
+  EXPECT_EQ(bars[0].label, "ddp");
+  EXPECT_THAT(bars[0].bytes, ElementsAre(v[6], v[7], v[8], v[9], v[10], v[11]));
+  EXPECT_FALSE(bars[0].estimate.has_value());
+  EXPECT_EQ(bars[1].label, "zero3");
+  EXPECT_THAT(bars[1].bytes, ElementsAre(v[0], v[1], v[2], v[3], v[4], v[5]));
+  EXPECT_EQ(bars[1].estimate, 123456789.0);
+}
+
+TEST(Timeline, ClassifiesEventsByNameThenCategory) {
+  EXPECT_EQ(classify_event("F mb=3", "compute"), SpanKind::forward);
+  EXPECT_EQ(classify_event("forward layer=2", "compute"), SpanKind::forward);
+  EXPECT_EQ(classify_event("B", "compute"), SpanKind::backward);
+  EXPECT_EQ(classify_event("B12", "compute"), SpanKind::backward);
+  EXPECT_EQ(classify_event("W mb=1", "compute"), SpanKind::weight_grad);
+  EXPECT_EQ(classify_event("backward_weight", "compute"), SpanKind::weight_grad);
+  EXPECT_EQ(classify_event("send", "compute"), SpanKind::communication);
+  EXPECT_EQ(classify_event("recv mb=2", ""), SpanKind::communication);
+  EXPECT_EQ(classify_event("allreduce grads", "communication"), SpanKind::communication);
+  EXPECT_EQ(classify_event("adam", "optimizer"), SpanKind::optimizer);
+  EXPECT_EQ(classify_event("wait", "idle"), SpanKind::idle);
+  EXPECT_EQ(classify_event("Fused gelu", "compute"), std::nullopt);
+  EXPECT_EQ(classify_event("layer 3", "compute"), std::nullopt);
+}
+
+TEST(Timeline, PicksTheStepAndDerivesIdleFromComputeGaps) {
+  ScratchDir dir;
+  write_file(dir.file("t.json"), test::pipeline_trace_json(3, 2, 2));
+  // GPipe, F = 1 ms, B = 2 ms, 0.2 ms per receive. Stage 2 computes F at 2.4-4.4 and B at 4.4-8.4; the step
+  // ends with the optimizer at 12.8-13.1 on every stage.
+  const Timeline tl = read_timeline(dir.file("t.json"), 0);
+  EXPECT_THAT(tl.rows, ElementsAre("stage 0", "stage 1", "stage 2"));
+  EXPECT_EQ(tl.steps, 2);
+  EXPECT_EQ(tl.step, 0);
+  EXPECT_NEAR(tl.span_ms, 13.1, 1e-9);
+  EXPECT_TRUE(tl.implicit_idle);
+  std::vector<std::pair<double, double>> idle2;
+  int forward = 0, backward = 0, comm = 0;
+  for (const Span& s : tl.spans) {
+    EXPECT_GE(s.start_ms, 0);
+    EXPECT_LE(s.end_ms, tl.span_ms + 1e-9);
+    if (s.kind == SpanKind::idle && s.row == 2) idle2.emplace_back(s.start_ms, s.end_ms);
+    if (s.kind == SpanKind::forward || s.kind == SpanKind::backward) {
+      ++(s.kind == SpanKind::forward ? forward : backward);
+      EXPECT_TRUE(s.microbatch.has_value());
+    }
+    comm += s.kind == SpanKind::communication;
+    EXPECT_NE(s.kind, SpanKind::other_compute);  // the "step" ranges are windows, not boxes
+  }
+  EXPECT_EQ(forward, 6);
+  EXPECT_EQ(backward, 6);
+  EXPECT_EQ(comm, 8);
+  ASSERT_EQ(idle2.size(), 2u);
+  EXPECT_NEAR(idle2[0].first, 0, 1e-9);
+  EXPECT_NEAR(idle2[0].second, 2.4, 1e-9);
+  EXPECT_NEAR(idle2[1].first, 8.4, 1e-9);
+  EXPECT_NEAR(idle2[1].second, 12.8, 1e-9);
+
+  const Timeline last = read_timeline(dir.file("t.json"), -1);
+  EXPECT_EQ(last.step, 1);
+  EXPECT_NEAR(last.span_ms, 13.1, 1e-9);
+  EXPECT_THAT(usage_error([&] { read_timeline(dir.file("t.json"), 2); }), HasSubstr("has 2 steps (0..1)"));
+}
+
+TEST(Timeline, ExplicitIdleEventsAreUsedAsGiven) {
+  ScratchDir dir;
+  write_file(dir.file("t.json"), test::pipeline_trace_json(2, 3, 1, true));
+  const Timeline tl = read_timeline(dir.file("t.json"), -1);
+  EXPECT_FALSE(tl.implicit_idle);
+  int idle = 0;
+  for (const Span& s : tl.spans) idle += s.kind == SpanKind::idle;
+  EXPECT_EQ(idle, 1);  // stage 1 finishes its backwards before stage 0
+}
+
+TEST(Timeline, BadTracesNameTheFileAndPlace) {
+  ScratchDir dir;
+  write_file(dir.file("bad.json"), "{\"traceEvents\": [ {\"ph\":\"X\", ");
+  EXPECT_THAT(usage_error([&] { read_timeline(dir.file("bad.json"), -1); }),
+              AllOf(HasSubstr("bad.json: not valid JSON"), HasSubstr("line 1")));
+  write_file(dir.file("nodur.json"), "[{\"name\":\"F\",\"ph\":\"X\",\"ts\":1,\"pid\":0}]");
+  EXPECT_THAT(usage_error([&] { read_timeline(dir.file("nodur.json"), -1); }),
+              HasSubstr("nodur.json: traceEvents[0]: 'dur' is missing"));
+  write_file(dir.file("obj.json"), "{\"events\": []}");
+  EXPECT_THAT(usage_error([&] { read_timeline(dir.file("obj.json"), -1); }), HasSubstr("not a Chrome trace"));
+  write_file(dir.file("meta.json"), "[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0}]");
+  EXPECT_THAT(usage_error([&] { read_timeline(dir.file("meta.json"), -1); }), HasSubstr("no complete events"));
+  EXPECT_THAT(usage_error([&] { read_timeline(dir.file("none.json"), -1); }), HasSubstr("cannot open input"));
+}
+
+}  // namespace
+}  // namespace parbench::plots
