@@ -1,0 +1,55 @@
+// simt internals: fiber stacks with guard pages, the context switch, and the SIGSEGV handler
+// that turns a guard-page hit into a clear stack-overflow message.
+#pragma once
+#include <cstddef>
+
+#if defined(__x86_64__) && !defined(PB_SIMT_UCONTEXT)
+#define PB_SIMT_ASM_SWITCH 1
+#else
+#include <ucontext.h>
+#endif
+
+namespace parbench::simt::detail {
+
+// An mmap'ed stack: [guard (PROT_NONE)][usable]. Stacks grow down into the guard.
+struct FiberStack {
+  char* map = nullptr;  // start of the mapping (the guard)
+  std::size_t map_bytes = 0;
+  char* lo = nullptr;   // lowest usable byte
+  std::size_t size = 0;  // usable bytes
+};
+FiberStack map_stack(std::size_t usable_bytes);
+void unmap_stack(FiberStack& s);
+
+struct Context {
+#ifdef PB_SIMT_ASM_SWITCH
+  void* sp = nullptr;
+#else
+  ucontext_t uc;
+#endif
+};
+// Prepares `c` to run entry(arg) on `s` when first switched to. entry must never return.
+void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg);
+// Saves the running context into `from` and resumes `to`.
+void switch_context(Context& from, Context& to);
+
+// What the stack-overflow message names. The scheduler points this at the running fiber's.
+struct GuardInfo {
+  const char* guard_lo = nullptr;
+  const char* guard_hi = nullptr;
+  std::size_t stack_bytes = 0;
+  const char* kernel = nullptr;
+  unsigned block[3] = {0, 0, 0};
+  unsigned thread[3] = {0, 0, 0};
+};
+GuardInfo& running_guard();  // this OS thread's
+// Installs the process's SIGSEGV handler once and an alternate signal stack on this OS thread
+// (unless it already has one).
+void install_guard_handler();
+
+// AddressSanitizer must be told about every stack switch (no-ops without ASan).
+void asan_start_switch(void** fake_stack_save, const void* bottom, std::size_t size);
+void asan_finish_switch(void* fake_stack_save, const void** bottom_old, std::size_t* size_old);
+void asan_unpoison(const void* p, std::size_t bytes);
+
+}  // namespace parbench::simt::detail
