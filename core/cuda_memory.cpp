@@ -30,4 +30,11 @@ void cuda_memset(int index, void* p, int value, std::size_t bytes) {
   CUDA_CHECK(cudaMemset(p, value, bytes));
 }
 
+std::size_t cuda_memory_bytes(int index) {
+  CUDA_CHECK(cudaSetDevice(index));
+  std::size_t free = 0, total = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return total;
+}
+
 }  // namespace parbench::detail

@@ -1,6 +1,8 @@
 // Host side of device memory; the GPU side lives in cuda_memory.cpp (built only with CUDA).
 #include "core/memory.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -15,6 +17,7 @@ void* cuda_malloc(int index, std::size_t bytes);
 void cuda_free(int index, void* p);
 void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes);
 void cuda_memset(int index, void* p, int value, std::size_t bytes);
+std::size_t cuda_memory_bytes(int index);
 }  // namespace detail
 
 #ifndef PARBENCH_HAVE_CUDA
@@ -24,6 +27,7 @@ void* cuda_malloc(int, std::size_t) { no_cuda(); }
 void cuda_free(int, void*) { no_cuda(); }
 void cuda_memcpy(void*, bool, const void*, bool, std::size_t) { no_cuda(); }
 void cuda_memset(int, void*, int, std::size_t) { no_cuda(); }
+std::size_t cuda_memory_bytes(int) { no_cuda(); }
 }  // namespace detail
 #endif
 
@@ -58,6 +62,11 @@ void device_memset(const Device& d, void* p, int value, std::size_t bytes) {
     return;
   }
   detail::cuda_memset(d.index, p, value, bytes);
+}
+
+std::size_t device_memory_bytes(const Device& d) {
+  if (!d.on_host()) return detail::cuda_memory_bytes(d.index);
+  return std::size_t(::sysconf(_SC_PHYS_PAGES)) * std::size_t(::sysconf(_SC_PAGESIZE));
 }
 
 }  // namespace parbench

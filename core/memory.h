@@ -11,5 +11,7 @@ void device_free(const Device& d, void* p);
 // Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous.
 void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes);
 void device_memset(const Device& d, void* p, int value, std::size_t bytes);
+// Total memory of the device: physical memory for cpu and simt, the GPU's memory for cuda.
+std::size_t device_memory_bytes(const Device& d);
 
 }  // namespace parbench

@@ -1,0 +1,283 @@
+// bench_train: trains the MLP or the GPT-style model under one parallelism scheme and reports step time,
+// throughput, model FLOP/s, memory per category, communication per step and, with --check, the largest
+// parameter difference from a single-rank run on the same global batch.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "collectives/bootstrap.h"
+#include "core/cli.h"
+#include "core/error.h"
+#include "core/report.h"
+#include "parallel/train.h"
+#include "profiles/range.h"
+
+using namespace parbench;
+
+namespace {
+
+struct Options {
+  CommonOptions common;
+  TrainConfig train;
+  std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
+  int ranks = 0, steps = 5, warmup = 1;
+  double timeout = 300, peak_tflops = 0, check_tolerance = 0;
+  bool check = false, estimate_memory = false, no_overlap = false;
+};
+
+// What each rank measured, gathered to every rank as doubles.
+enum Field { kPeak, kSplit0, kComm = kSplit0 + kMemCategories, kHostDevice, kFields };
+
+struct RunResult {
+  std::vector<double> step_ms;             // per timed step, slowest rank
+  std::vector<std::vector<double>> ranks;  // [rank][Field]
+  MemSplit estimate{};                     // closed form for the rank with the largest peak
+  double loss = 0;
+  std::optional<double> max_diff;
+  int dp = 1, accum = 1;
+};
+
+// max over parameter tensors of max|p - ref| / max|ref|.
+double max_param_diff(const ParamLayout& layout, const std::vector<float>& p, const std::vector<float>& ref) {
+  double worst = 0;
+  for (const auto& unit : layout.units)
+    for (const auto& spec : unit.params) {
+      double diff = 0, scale = 0;
+      const std::int64_t base = unit.offset + spec.offset, n = shape_numel(spec.shape);
+      for (std::int64_t i = 0; i < n; ++i) {
+        diff = std::max(diff, double(std::fabs(p[base + i] - ref[base + i])));
+        scale = std::max(scale, double(std::fabs(ref[base + i])));
+      }
+      worst = std::max(worst, scale > 0 ? diff / scale : diff);
+    }
+  return worst;
+}
+
+void run_rank(const Options& o, Communicator& comm, RunResult& out) {
+  TraceTrack track(comm.rank(), "compute");
+  TrackedAllocator alloc(comm.device());
+  Stream stream(comm.device());
+  auto scheme = make_scheme(o.train, {comm, alloc, stream});
+  alloc.reset_peaks();  // measure training, not set-up temporaries
+  double loss = 0;
+  std::vector<double> times;
+  for (int s = 0; s < o.warmup + o.steps; ++s) {
+    comm.barrier();
+    auto t0 = std::chrono::steady_clock::now();
+    {
+      PB_RANGE("step", Category::compute, {.microbatch = s});
+      loss = scheme->step(s);
+    }
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    comm.allreduce(&ms, &ms, 1, DType::f64, ReduceOp::max);
+    if (s >= o.warmup) times.push_back(ms);
+  }
+  std::vector<double> mine(kFields, 0.0), all(std::size_t(kFields) * comm.size());
+  mine[kPeak] = double(alloc.peak_total());
+  MemSplit split = alloc.split_at_peak();
+  for (int c = 0; c < kMemCategories; ++c) mine[kSplit0 + c] = double(split[c]);
+  mine[kComm] = double(scheme->last_step_comm().bytes);
+  mine[kHostDevice] = double(scheme->last_step_comm().host_device_bytes);
+  comm.allgather(mine.data(), all.data(), kFields, DType::f64);
+  std::vector<double> estimates(kMemCategories * comm.size()), my_est(kMemCategories);
+  MemSplit est = scheme->estimated_state_bytes();
+  for (int c = 0; c < kMemCategories; ++c) my_est[c] = double(est[c]);
+  comm.allgather(my_est.data(), estimates.data(), kMemCategories, DType::f64);
+  std::vector<float> params = scheme->full_params();
+
+  std::optional<double> diff;
+  if (o.check) {
+    // Rank 0 trains the single-rank reference on the same global batch, with the same micro-batch size.
+    Communicator alone = comm.split(comm.rank() == 0 ? 0 : 1, comm.rank());
+    if (comm.rank() == 0) {
+      TrainConfig single = o.train;
+      single.scheme = "single";
+      single.offload = false;
+      single.micro_batch = o.train.global_batch / (scheme->data_parallel_ranks() * scheme->accumulation_steps());
+      TrackedAllocator ref_alloc(comm.device());
+      auto ref = make_scheme(single, {alone, ref_alloc, stream});
+      for (int s = 0; s < o.warmup + o.steps; ++s) ref->step(s);
+      diff = max_param_diff(make_layout(o.train.model), params, ref->full_params());
+    }
+    comm.barrier();
+  }
+  if (comm.rank() != 0) return;
+  out.step_ms = times;
+  out.loss = loss;
+  out.max_diff = diff;
+  out.dp = scheme->data_parallel_ranks();
+  out.accum = scheme->accumulation_steps();
+  int heaviest = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    out.ranks.emplace_back(all.begin() + r * kFields, all.begin() + (r + 1) * kFields);
+    if (all[r * kFields + kPeak] > all[heaviest * kFields + kPeak]) heaviest = r;
+  }
+  for (int c = 0; c < kMemCategories; ++c) out.estimate[c] = std::size_t(estimates[heaviest * kMemCategories + c]);
+}
+
+// "trace.json" -> "trace.rank3.json": under mpirun every process records its own rank.
+std::string per_rank_path(const std::string& path, int rank) {
+  const auto slash = path.find_last_of('/'), dot = path.find_last_of('.');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
+  const std::string tag = ".rank" + std::to_string(rank);
+  return has_ext ? path.substr(0, dot) + tag + path.substr(dot) : path + tag;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+const std::vector<Column>& csv_columns() {
+  static const std::vector<Column> cols = {
+      {"model"}, {"scheme"}, {"schedule"}, {"device"}, {"impl"}, {"ranks"}, {"tp"}, {"pp"}, {"dp"},
+      {"microbatches"}, {"global_batch"}, {"micro_batch"}, {"step_ms", 3}, {"samples_per_s", 2},
+      {"tokens_per_s", 1}, {"tflops_per_rank", 6}, {"mfu", 4}, {"bubble_measured", 4}, {"bubble_theory", 4},
+      {"peak_bytes"}, {"params_bytes"}, {"grads_bytes"}, {"optimizer_bytes"}, {"activations_bytes"},
+      {"comm_buffer_bytes"}, {"workspace_bytes"}, {"comm_bytes_per_step"}, {"loss", 6},
+      {"max_param_diff_vs_single", 9}};
+  return cols;
+}
+
+int run(Options& o) {
+  std::string why;
+  Device dev = resolve_device(o.common.device, &why);
+  if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
+  TrainConfig& t = o.train;
+  t.model.kind = parse_model_kind(o.model);
+  t.model.dtype = parse_dtype(o.dtype);
+  t.model.flash_attention = o.attention == "flash";
+  if (o.optimizer != "adamw" && o.optimizer != "sgd")
+    throw UsageError("--optimizer '" + o.optimizer + "' is unknown; accepted: adamw, sgd");
+  t.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+  t.overlap = !o.no_overlap;
+  t.model.validate();
+  find_scheme_kind(t.scheme);
+  if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
+  if (!o.common.trace.empty()) TraceRecorder::instance().enable();
+
+  RunResult result;
+  if (o.check_tolerance < 0 || (o.check_tolerance > 0 && !o.check))
+    throw UsageError("--check-tolerance " + std::to_string(o.check_tolerance) + " needs --check and a value >= 0");
+  if (t.model.dtype == DType::f64 && dev.kind != DeviceKind::cpu)
+    throw UsageError("--dtype f64 runs on the cpu device only, not on " + device_name(dev));
+  LaunchOptions launch{o.ranks, dev, o.timeout};
+  int world = 0, process_rank = 0;
+  run_ranks(launch, [&](Communicator& comm) {
+    if (comm.rank() == 0) world = comm.size();
+    if (launched_by_mpirun()) process_rank = comm.rank();
+    accumulation_steps(t, comm.size());  // refuse bad batches before anything is allocated
+    run_rank(o, comm, result);
+  });
+  if (world == 0) {  // not rank 0 of an mpirun job: rank 0 reports; each process writes its own trace
+    if (!o.common.trace.empty()) TraceRecorder::instance().write(per_rank_path(o.common.trace, process_rank));
+    return 0;
+  }
+
+  const double step_ms = median(result.step_ms);
+  const double samples_per_s = t.global_batch / (step_ms / 1e3);
+  const double flops = model_flops_per_step(t.model, t.global_batch);
+  const double tflops_per_rank = flops / (step_ms / 1e3) / world / 1e12;
+  int heaviest = 0;
+  for (int r = 0; r < world; ++r)
+    if (result.ranks[r][kPeak] > result.ranks[heaviest][kPeak]) heaviest = r;
+  double comm_max = 0;
+  for (int r = 0; r < world; ++r) comm_max = std::max(comm_max, result.ranks[r][kComm]);
+  const auto& h = result.ranks[heaviest];
+  auto i64 = [](double v) { return Cell(std::int64_t(v)); };
+  Table csv(csv_columns());
+  csv.add_row({std::string(model_kind_name(t.model.kind)), t.scheme, std::monostate{}, device_name(dev), t.impl,
+               std::int64_t(world), std::int64_t(1), std::int64_t(1), std::int64_t(result.dp),
+               std::int64_t(result.accum), std::int64_t(t.global_batch),
+               std::int64_t(t.global_batch / (result.dp * result.accum)), step_ms, samples_per_s,
+               samples_per_s * t.model.tokens_per_sample(), tflops_per_rank,
+               o.peak_tflops > 0 ? Cell(tflops_per_rank / o.peak_tflops) : Cell{}, std::monostate{}, std::monostate{},
+               i64(h[kPeak]), i64(h[kSplit0 + 0]), i64(h[kSplit0 + 1]), i64(h[kSplit0 + 2]), i64(h[kSplit0 + 3]),
+               i64(h[kSplit0 + 4]), i64(h[kSplit0 + 5]), i64(comm_max), result.loss,
+               result.max_diff ? Cell(*result.max_diff) : Cell{}});
+  if (!o.common.quiet) {
+    Table text({{"scheme"}, {"ranks"}, {"accum"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
+                {"TFLOP/s/rank", 5}, {"peak_MiB", 2}, {"comm_MiB/step", 3}, {"loss", 5}, {"diff_vs_single", 3}});
+    text.add_row({t.scheme, std::int64_t(world), std::int64_t(result.accum), step_ms, samples_per_s,
+                  samples_per_s * t.model.tokens_per_sample(), tflops_per_rank, h[kPeak] / 1048576.0,
+                  comm_max / 1048576.0, result.loss,
+                  result.max_diff ? Cell(*result.max_diff) : Cell(std::string("-"))});
+    text.write_text(std::cout);
+  }
+  if (o.estimate_memory) {
+    std::cout << "\nmemory of rank " << heaviest << " (largest peak), bytes: measured at peak vs closed form\n";
+    Table mem({{"category"}, {"measured"}, {"closed_form"}});
+    for (int c = 0; c < kMemCategories; ++c) {
+      bool state = c <= int(MemCategory::optimizer);
+      mem.add_row({std::string(mem_category_name(MemCategory(c))), i64(h[kSplit0 + c]),
+                   state ? Cell(std::int64_t(result.estimate[c])) : Cell(std::string("-"))});
+    }
+    mem.write_text(std::cout);
+  }
+  if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
+  if (!o.common.json.empty()) {
+    nlohmann::json j = {{"results", csv.to_json()}, {"per_rank", nlohmann::json::array()}, {"step_ms", result.step_ms}};
+    for (int r = 0; r < world; ++r) {
+      nlohmann::json pr = {{"rank", r}, {"peak_bytes", result.ranks[r][kPeak]}, {"comm_bytes", result.ranks[r][kComm]},
+                           {"host_device_bytes", result.ranks[r][kHostDevice]}};
+      for (int c = 0; c < kMemCategories; ++c)
+        pr[std::string(mem_category_name(MemCategory(c))) + "_bytes"] = result.ranks[r][kSplit0 + c];
+      j["per_rank"].push_back(pr);
+    }
+    write_file_atomically(o.common.json, j.dump(2) + "\n");
+  }
+  if (!o.common.trace.empty()) TraceRecorder::instance().write(o.common.trace);
+  if (o.check && o.check_tolerance > 0 && result.max_diff && *result.max_diff > o.check_tolerance) {
+    std::cerr << "bench_train: parameters differ from the single-rank run by " << *result.max_diff
+              << " (relative), more than --check-tolerance " << o.check_tolerance << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("Train a model under a parallelism scheme and measure it", "bench_train");
+  Options o;
+  add_common_options(app, o.common);
+  auto& m = o.train.model;
+  app.add_option("--model", o.model, "mlp or gpt")->capture_default_str();
+  app.add_option("--layers", m.layers, "blocks")->capture_default_str();
+  app.add_option("--hidden", m.hidden, "hidden size C")->capture_default_str();
+  app.add_option("--heads", m.heads, "attention heads (gpt)")->capture_default_str();
+  app.add_option("--seq", m.seq, "sequence length T (gpt)")->capture_default_str();
+  app.add_option("--vocab", m.vocab, "vocabulary size V (gpt)")->capture_default_str();
+  app.add_option("--ffn", m.ffn, "MLP hidden size (0: 4 x hidden)")->capture_default_str();
+  app.add_option("--dtype", o.dtype, "f32, or bf16 with fp32 master weights")->capture_default_str();
+  app.add_option("--attention", o.attention, "flash or plain")->check(CLI::IsMember({"flash", "plain"}))
+      ->capture_default_str();
+  app.add_option("--global-batch", o.train.global_batch, "samples per step over all ranks")->capture_default_str();
+  app.add_option("--micro-batch", o.train.micro_batch, "samples per microbatch (0: global / ranks)")
+      ->capture_default_str();
+  app.add_option("--scheme", o.train.scheme, "single, dp, ddp, zero1, zero2, zero3 (fsdp), localsgd")
+      ->capture_default_str();
+  app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)");
+  app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "adamw or sgd")->capture_default_str();
+  app.add_option("--lr", o.train.adamw.lr, "learning rate")->capture_default_str();
+  app.add_option("--weight-decay", o.train.adamw.weight_decay, "weight decay")->capture_default_str();
+  app.add_option("--bucket-mb", o.train.bucket_mb, "ddp bucket size (MiB)")->capture_default_str();
+  app.add_flag("--no-overlap", o.no_overlap, "ddp: allreduce after backward instead of during it");
+  app.add_option("--sync-every", o.train.sync_every, "localsgd: average parameters every k steps")
+      ->capture_default_str();
+  app.add_flag("--offload", o.train.offload, "zero1..3: optimizer state and update in host memory");
+  app.add_option("--seed", o.train.seed, "seed of parameters and data")->capture_default_str();
+  app.add_option("--timeout", o.timeout, "seconds any collective may wait")->capture_default_str();
+  app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s per rank for MFU (0: leave mfu empty)");
+  app.add_flag("--check", o.check, "compare parameters with a single-rank run on the same global batch");
+  app.add_option("--check-tolerance", o.check_tolerance,
+                 "with --check: fail (exit 1) when the relative parameter difference exceeds this");
+  app.add_flag("--estimate-memory", o.estimate_memory, "print the closed-form memory beside the measured peak");
+  return run_program(app, argc, argv, [&] { return run(o); });
+}

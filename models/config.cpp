@@ -1,0 +1,80 @@
+// Model configuration checks, parameter layout and FLOP counts.
+#include "models/config.h"
+
+#include "core/error.h"
+
+namespace parbench {
+
+std::string_view model_kind_name(ModelKind k) { return k == ModelKind::mlp ? "mlp" : "gpt"; }
+
+ModelKind parse_model_kind(std::string_view s) {
+  if (s == "mlp") return ModelKind::mlp;
+  if (s == "gpt") return ModelKind::gpt;
+  throw UsageError("unknown model '" + std::string(s) + "'; accepted: mlp, gpt");
+}
+
+void ModelConfig::validate() const {
+  auto positive = [](const char* what, int v) {
+    if (v < 1) throw UsageError(std::string("--") + what + " " + std::to_string(v) + " must be >= 1");
+  };
+  positive("layers", layers);
+  positive("hidden", hidden);
+  positive("ffn", ffn_dim());
+  if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f64)
+    throw UsageError("--dtype " + std::string(dtype_name(dtype)) +
+                     " is not supported for training; accepted: f32, bf16 (and f64 on the cpu device)");
+  if (kind == ModelKind::gpt) {
+    positive("heads", heads);
+    positive("seq", seq);
+    positive("vocab", vocab);
+    if (hidden % heads != 0)
+      throw UsageError("--heads " + std::to_string(heads) + " does not divide --hidden " + std::to_string(hidden));
+  }
+}
+
+const ParamSpec& ParamLayout::find(int unit, std::string_view name) const {
+  for (const auto& p : units.at(unit).params)
+    if (p.name == name) return p;
+  throw Error("no parameter '" + std::string(name) + "' in unit " + units.at(unit).name);
+}
+
+ParamLayout make_layout(const ModelConfig& c) {
+  const std::int64_t C = c.hidden, F = c.ffn_dim(), V = c.vocab, T = c.seq;
+  ParamLayout layout;
+  auto add_unit = [&](std::string name, std::vector<std::pair<std::string, Shape>> params) {
+    UnitLayout u{std::move(name), {}, layout.total, 0};
+    for (auto& [pname, shape] : params) {
+      std::int64_t n = shape_numel(shape);
+      u.params.push_back({pname, shape, u.numel});
+      u.numel += (n + kParamAlign - 1) / kParamAlign * kParamAlign;
+      layout.parameters += n;
+    }
+    layout.total += u.numel;
+    layout.units.push_back(std::move(u));
+  };
+  if (c.kind == ModelKind::gpt) add_unit("embedding", {{"wte", {V, C}}, {"wpe", {T, C}}});
+  for (int l = 0; l < c.layers; ++l) {
+    std::string name = "block" + std::to_string(l);
+    if (c.kind == ModelKind::gpt)
+      add_unit(name, {{"ln1w", {C}}, {"ln1b", {C}}, {"qkvw", {3 * C, C}}, {"qkvb", {3 * C}},
+                      {"projw", {C, C}}, {"projb", {C}}, {"ln2w", {C}}, {"ln2b", {C}},
+                      {"fcw", {F, C}}, {"fcb", {F}}, {"fcprojw", {C, F}}, {"fcprojb", {C}}});
+    else
+      add_unit(name, {{"fcw", {F, C}}, {"fcb", {F}}, {"fcprojw", {C, F}}, {"fcprojb", {C}}});
+  }
+  if (c.kind == ModelKind::gpt) add_unit("head", {{"lnfw", {C}}, {"lnfb", {C}}, {"lmw", {V, C}}});
+  return layout;
+}
+
+double model_flops_per_step(const ModelConfig& c, std::int64_t samples) {
+  const double B = double(samples), L = c.layers, h = c.hidden, f = c.ffn_dim();
+  if (c.kind == ModelKind::mlp) return 6.0 * B * 2.0 * L * h * f;
+  const double s = c.seq, V = c.vocab;
+  // Equals 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) when f = 4h; forward = 2 FLOPs per multiply-add, x3 for training.
+  const double dense = 2 * B * s * L * (4 * h * h + 2 * h * f);  // qkv + proj (4h^2), fc + fcproj (2hf) per token
+  const double attn = 2 * B * s * L * (2 * s * h);               // scores and weighted sum
+  const double head = 2 * B * s * h * V;
+  return 3 * (dense + attn + head);
+}
+
+}  // namespace parbench

@@ -1,0 +1,69 @@
+// Model shapes and the parameter layout: parameters grouped in units (embedding, blocks, head), one flat buffer.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+
+namespace parbench {
+
+enum class ModelKind { mlp, gpt };
+std::string_view model_kind_name(ModelKind k);
+ModelKind parse_model_kind(std::string_view s);  // UsageError listing mlp, gpt
+
+struct ModelConfig {
+  ModelKind kind = ModelKind::gpt;
+  int layers = 2;
+  int hidden = 32;   // C
+  int heads = 4;     // NH (gpt)
+  int seq = 16;      // T (gpt); the MLP sees one vector per sample
+  int vocab = 64;    // V (gpt)
+  int ffn = 0;       // hidden size of each MLP block; 0 means 4 * hidden
+  // Storage of parameters, gradients and activations: f32, or bf16 with f32 master weights; f64 runs on the cpu
+  // device only (exact gradient checks).
+  DType dtype = DType::f32;
+  bool flash_attention = true;
+
+  int ffn_dim() const { return ffn > 0 ? ffn : 4 * hidden; }
+  int tokens_per_sample() const { return kind == ModelKind::gpt ? seq : 1; }
+  // Statistics (layernorm mean/rstd, attention probabilities, losses): f32, or f64 for f64 models.
+  DType stat_dtype() const { return dtype == DType::f64 ? DType::f64 : DType::f32; }
+  // Throws UsageError naming the bad value (heads not dividing hidden, non-positive sizes, unsupported dtype).
+  void validate() const;
+};
+
+struct ParamSpec {
+  std::string name;
+  Shape shape;
+  std::int64_t offset = 0;  // elements from the start of its unit
+};
+
+// A unit is what ZeRO-3 gathers at once and what a pipeline stage owns whole.
+struct UnitLayout {
+  std::string name;
+  std::vector<ParamSpec> params;
+  std::int64_t offset = 0;  // elements from the start of the flat buffer
+  std::int64_t numel = 0;   // including alignment padding
+};
+
+// Each parameter starts on a multiple of kParamAlign elements (16-byte vector loads in the kernels);
+// the padding is at most kParamAlign - 1 elements per parameter.
+inline constexpr std::int64_t kParamAlign = 8;
+
+struct ParamLayout {
+  std::vector<UnitLayout> units;
+  std::int64_t total = 0;        // elements of the flat buffer (with padding)
+  std::int64_t parameters = 0;   // elements that are parameters (Psi)
+  const ParamSpec& find(int unit, std::string_view name) const;
+};
+
+ParamLayout make_layout(const ModelConfig& c);
+
+// Model FLOPs of one training step (forward + backward = 3x forward matmul FLOPs), PaLM-style model FLOPs:
+// for gpt 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) with ffn = 4h; for the MLP 6 * B * 2 L h f.
+double model_flops_per_step(const ModelConfig& c, std::int64_t samples);
+
+}  // namespace parbench

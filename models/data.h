@@ -1,0 +1,38 @@
+// Synthetic, seeded training data: sample i of step s is the same whichever rank asks for it, so every scheme
+// trains on the same global batch. GPT: token sequences from a fixed noisy successor rule (learnable); MLP:
+// vectors and the outputs of a fixed random teacher network.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/tensor.h"
+#include "models/config.h"
+
+namespace parbench {
+
+struct Batch {
+  Tensor inputs;   // gpt: (B,T) i32 tokens; mlp: (B,C) in the model dtype
+  Tensor targets;  // gpt: (B,T) i32 next tokens; mlp: (B,C)
+  std::int64_t samples = 0;
+};
+
+class SyntheticData {
+ public:
+  SyntheticData(const ModelConfig& config, std::uint64_t seed);
+  // Samples [first, first + count) of global step `step`, allocated on `alloc`'s device as activations.
+  Batch batch(std::int64_t step, std::int64_t first, std::int64_t count, TrackedAllocator& alloc) const;
+
+ private:
+  ModelConfig config_;
+  std::uint64_t seed_;
+  std::vector<std::int32_t> successor_;  // gpt: the rule's next token
+  std::vector<double> teacher_;          // mlp: (C, C) weights of the teacher
+};
+
+// A 64-bit mixing hash (splitmix64 finaliser): the one source of seeded randomness in models.
+std::uint64_t mix64(std::uint64_t x);
+// Uniform in [-1, 1) from a hash of the arguments.
+double hash_uniform(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0);
+
+}  // namespace parbench

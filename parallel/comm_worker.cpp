@@ -1,0 +1,56 @@
+// The communication thread.
+#include "parallel/comm_worker.h"
+
+#include <utility>
+
+namespace parbench {
+
+CommWorker::CommWorker() : thread_([this] { loop(); }) {}
+
+CommWorker::~CommWorker() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void CommWorker::submit(std::function<void()> work) {
+  {
+    std::lock_guard lock(mutex_);
+    queue_.push_back(std::move(work));
+  }
+  cv_.notify_all();
+}
+
+void CommWorker::wait() {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [this] { return queue_.empty() && running_ == 0; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void CommWorker::loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;
+    auto work = std::move(queue_.front());
+    queue_.pop_front();
+    ++running_;
+    // After a failure the rest of the queue is skipped: the ranks no longer agree on what runs next.
+    const bool skip = error_ != nullptr;
+    lock.unlock();
+    try {
+      if (!skip) work();
+    } catch (...) {
+      std::lock_guard relock(mutex_);
+      if (!error_) error_ = std::current_exception();
+    }
+    lock.lock();
+    --running_;
+    cv_.notify_all();
+  }
+}
+
+}  // namespace parbench

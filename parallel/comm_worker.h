@@ -1,0 +1,35 @@
+// A communication thread per rank: collectives queued in order and run while the caller computes (the CPU
+// counterpart of a second CUDA stream). Collectives must be issued in the same order on every rank; one FIFO
+// thread keeps that order.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+namespace parbench {
+
+class CommWorker {
+ public:
+  CommWorker();
+  ~CommWorker();
+  CommWorker(const CommWorker&) = delete;
+  CommWorker& operator=(const CommWorker&) = delete;
+  void submit(std::function<void()> work);
+  // Blocks until everything submitted has run; rethrows the first failure.
+  void wait();
+
+ private:
+  void loop();
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;
+  int running_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+}  // namespace parbench

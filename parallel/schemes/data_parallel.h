@@ -1,0 +1,75 @@
+// What the data-parallel family shares: the model and data on this rank, the microbatch loop with the loss
+// weighting of gradient accumulation, per-unit sharding of the flat parameter buffer, and the loss average.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "models/data.h"
+#include "models/model.h"
+#include "parallel/optimizer.h"
+#include "parallel/train.h"
+
+namespace parbench {
+
+// Rank r's piece of every unit: unit u is padded to a multiple of n * kParamAlign elements and split in n equal
+// pieces; a rank's shard is its pieces of all units, concatenated. Used by zero1..3 alike.
+struct ShardLayout {
+  ShardLayout(const ParamLayout& layout, int ranks);
+  struct Unit {
+    std::int64_t full_offset;   // unit start in the full flat buffer
+    std::int64_t numel;         // unit elements in the full buffer
+    std::int64_t piece;         // elements per rank (padded numel / ranks)
+    std::int64_t shard_offset;  // this unit's piece inside a rank's shard
+  };
+  std::vector<Unit> units;
+  std::int64_t shard_numel = 0;  // elements of one rank's shard
+  int ranks = 1;
+};
+
+class DataParallelScheme : public Scheme {
+ public:
+  DataParallelScheme(const TrainConfig& cfg, RankContext ctx);
+  const CommCounter& last_step_comm() const override { return comm_bytes_; }
+
+ protected:
+  // Runs this rank's microbatches through `access`, returning the mean loss of this rank's samples; calls
+  // `before_last` before the last microbatch (DDP's no_sync ends there).
+  // `local_objective`: each rank minimises its own samples' mean (local SGD) instead of its share of the global mean.
+  double run_microbatches(int step_index, UnitAccess& access, const std::function<void()>& before_last = {},
+                          bool local_objective = false);
+  // Global mean of the per-rank losses (a tiny allreduce that is not counted as training traffic).
+  double global_loss(double local) const;
+  // fp32 copy of a model-dtype tensor, on the host.
+  std::vector<float> to_host_floats(const Tensor& t) const;
+  // Initial parameters (model dtype) of the whole model, on this rank's device.
+  Tensor initial_full_params(MemCategory category);
+  // Whole-buffer <-> shard copies (this rank's pieces), and the per-unit reduce-scatter / all-gather.
+  void copy_shard_out(const Tensor& full, Tensor& shard) const;
+  void reduce_scatter_unit(int unit, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate);
+  void all_gather_unit(int unit, const Tensor& shard, Tensor& unit_params);
+  // Model-dtype tensor of n elements.
+  Tensor make(std::int64_t n, MemCategory c) { return Tensor(ctx_.alloc, cfg_.model.dtype, {n}, c); }
+  void zero(Tensor& t) const;
+  // --impl for collective `c`, or the first hand-written algorithm that can run it when --impl cannot (ring has
+  // no scatter, for example); the same answer on every rank.
+  std::string impl_for(Collective c) const;
+
+  TrainConfig cfg_;
+  RankContext ctx_;
+  std::unique_ptr<Model> model_;
+  SyntheticData data_;
+  CommCounter comm_bytes_;
+  ShardLayout shards_;
+};
+
+// The closed forms (ZeRO paper) for one rank: bytes of parameters, gradients and optimizer state for a model of
+// psi parameters over n data-parallel ranks, with the stage's sharding (0 = replicated).
+MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage);
+
+std::unique_ptr<Scheme> make_single(const TrainConfig& cfg, RankContext ctx);
+std::unique_ptr<Scheme> make_dp(const TrainConfig& cfg, RankContext ctx);
+std::unique_ptr<Scheme> make_ddp(const TrainConfig& cfg, RankContext ctx);
+std::unique_ptr<Scheme> make_zero(const TrainConfig& cfg, RankContext ctx, int stage);
+std::unique_ptr<Scheme> make_localsgd(const TrainConfig& cfg, RankContext ctx);
+
+}  // namespace parbench

@@ -1,0 +1,88 @@
+// dp: the classic single-parameter-server DataParallel. Rank 0 owns the master parameters and the optimizer;
+// every step it broadcasts the parameters, scatters the inputs of the global batch, and receives the gradients
+// reduced to it, then updates alone. Rank 0's extra memory (optimizer state, the whole batch) and traffic show
+// in the results.
+#include <optional>
+
+#include "core/memory.h"
+#include "parallel/schemes/data_parallel.h"
+
+namespace parbench {
+
+namespace {
+
+class ParameterServer : public DataParallelScheme {
+ public:
+  ParameterServer(const TrainConfig& cfg, RankContext ctx)
+      : DataParallelScheme(cfg, ctx),
+        params_(initial_full_params(MemCategory::parameters)),
+        grads_(make(params_.numel(), MemCategory::gradients)) {
+    if (root()) opt_.emplace(cfg_, ctx.alloc, params_);
+  }
+
+  double step(int step_index) override {
+    comm_bytes_ = {};
+    const std::uint64_t n = std::uint64_t(dp_), pbytes = params_.bytes();
+    ctx_.comm.broadcast(params_.data(), params_.data(), std::size_t(params_.numel()), params_.dtype(), 0,
+                         impl_for(Collective::broadcast));
+    // The root sends the model to each of the n-1 others; they each receive it once.
+    comm_bytes_.bytes += root() ? pbytes * (n - 1) : pbytes;
+    zero(grads_);
+    FlatAccess access(model_->layout(), params_, grads_);
+    double loss = run_microbatches_scattered(step_index, access);
+    ctx_.comm.reduce(grads_.data(), grads_.data(), std::size_t(grads_.numel()), grads_.dtype(), ReduceOp::sum, 0,
+                     impl_for(Collective::reduce));
+    comm_bytes_.bytes += root() ? pbytes * (n - 1) : pbytes;
+    if (root()) opt_->step(params_, grads_, step_index, ctx_.stream);
+    return global_loss(loss);
+  }
+
+  std::vector<float> full_params() override {
+    ctx_.comm.broadcast(params_.data(), params_.data(), std::size_t(params_.numel()), params_.dtype(), 0,
+                         impl_for(Collective::broadcast));
+    return to_host_floats(params_);
+  }
+
+  MemSplit estimated_state_bytes() const override {
+    MemSplit m = zero_closed_form(cfg_, model_->layout().parameters, 1, 0);
+    if (!root()) m[int(MemCategory::optimizer)] = 0;
+    return m;
+  }
+
+ private:
+  bool root() const { return ctx_.comm.rank() == 0; }
+
+  // Like run_microbatches, but rank 0 makes every rank's inputs and scatters them.
+  double run_microbatches_scattered(int step_index, UnitAccess& access) {
+    const int micro = cfg_.global_batch / (dp_ * accum_), rank = ctx_.comm.rank();
+    const float dloss = 1.0f / float(accum_ * dp_);
+    double loss_sum = 0;
+    for (int k = 0; k < accum_; ++k) {
+      Batch mine = data_.batch(step_index, std::int64_t(k * dp_ + rank) * micro, micro, ctx_.alloc);
+      std::optional<Batch> all;
+      if (root()) all = data_.batch(step_index, std::int64_t(k * dp_) * micro, std::int64_t(dp_) * micro, ctx_.alloc);
+      for (auto [src, dst] : {std::pair{root() ? &all->inputs : nullptr, &mine.inputs},
+                              std::pair{root() ? &all->targets : nullptr, &mine.targets}}) {
+        ctx_.comm.scatter(src ? src->data() : nullptr, dst->data(), std::size_t(dst->numel()), dst->dtype(), 0,
+                          impl_for(Collective::scatter));
+        comm_bytes_.bytes += root() ? dst->bytes() * std::uint64_t(dp_ - 1) : dst->bytes();
+      }
+      double loss = 0;
+      auto acts = model_->forward(mine, access, dloss, ctx_.stream, &loss);
+      model_->backward(*acts, mine, access, ctx_.stream);
+      loss_sum += loss;
+    }
+    return loss_sum / accum_;
+  }
+
+  Tensor params_, grads_;
+  std::optional<FlatOptimizer> opt_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_dp(const TrainConfig& cfg, RankContext ctx) {
+  return std::make_unique<ParameterServer>(cfg, ctx);
+}
+
+}  // namespace parbench

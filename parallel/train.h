@@ -1,0 +1,84 @@
+// Training under a parallelism scheme: the configuration, the Scheme interface every scheme implements, and the
+// registry of schemes by --scheme name. One Scheme object lives on each rank.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "core/allocator.h"
+#include "core/stream.h"
+#include "kernels/ops.h"
+#include "models/config.h"
+
+namespace parbench {
+
+enum class OptimizerKind { adamw, sgd };
+
+struct TrainConfig {
+  ModelConfig model;
+  std::string scheme = "single";
+  int global_batch = 8;
+  int micro_batch = 0;  // 0: global batch / data-parallel ranks (no accumulation)
+  OptimizerKind optimizer = OptimizerKind::adamw;
+  ops::AdamWConfig adamw;  // lr, betas, eps, weight decay (SGD uses lr and weight decay)
+  std::string impl = "auto";  // collective implementation (--impl)
+  double bucket_mb = 25;      // ddp
+  bool overlap = true;        // ddp: launch buckets during backward
+  int sync_every = 1;         // localsgd
+  bool offload = false;       // zero1..3: optimizer state and update in host memory
+  std::uint64_t seed = 1234;
+};
+
+// Bytes a rank moved per step, by nominal collective volume (the alpha-beta "bus" bytes each rank sends:
+// allreduce 2 S (n-1)/n, reduce-scatter and all-gather S (n-1)/n, broadcast and reduce S for the root's share).
+struct CommCounter {
+  std::uint64_t bytes = 0;
+  std::uint64_t host_device_bytes = 0;  // offload traffic
+  void allreduce(std::uint64_t s, int n) { bytes += n > 1 ? 2 * s * std::uint64_t(n - 1) / std::uint64_t(n) : 0; }
+  void sharded(std::uint64_t s, int n) { bytes += n > 1 ? s * std::uint64_t(n - 1) / std::uint64_t(n) : 0; }
+};
+
+class Scheme {
+ public:
+  virtual ~Scheme() = default;
+  // Runs one global step (all microbatches of this rank, communication, optimizer); returns the global batch's
+  // mean loss (the same on every rank).
+  virtual double step(int step_index) = 0;
+  // The full parameter vector (model dtype values as floats), on every rank. Collective.
+  virtual std::vector<float> full_params() = 0;
+  // This rank's bytes moved in the last step.
+  virtual const CommCounter& last_step_comm() const = 0;
+  // Closed-form bytes per category for this rank (ZeRO paper), for --estimate-memory.
+  virtual MemSplit estimated_state_bytes() const = 0;
+  int data_parallel_ranks() const { return dp_; }
+  int accumulation_steps() const { return accum_; }
+
+ protected:
+  int dp_ = 1, accum_ = 1;
+};
+
+struct RankContext {
+  Communicator& comm;
+  TrackedAllocator& alloc;
+  const Stream& stream;
+};
+
+struct SchemeKind {
+  std::string_view name;
+  std::string_view summary;
+  std::function<std::unique_ptr<Scheme>(const TrainConfig&, RankContext)> make;
+};
+const std::vector<SchemeKind>& scheme_kinds();
+const SchemeKind& find_scheme_kind(std::string_view name);  // aliases: fsdp = zero3; UsageError otherwise
+// Validates the options against the scheme (UsageError) and builds this rank's scheme.
+std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx);
+
+// Checks batch sizes against the data-parallel rank count and returns the accumulation steps.
+// UsageError names the values: "global batch 10 is not divisible by 4 ranks x micro-batch 2".
+int accumulation_steps(const TrainConfig& c, int dp_ranks);
+
+}  // namespace parbench

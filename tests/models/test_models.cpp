@@ -1,0 +1,156 @@
+// Models on the cpu device: backward against float64 finite differences, and single-rank training that learns.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "kernels/ops.h"
+#include "models/model.h"
+
+using namespace parbench;
+
+namespace {
+
+ModelConfig tiny(ModelKind kind, DType t) {
+  ModelConfig c;
+  c.kind = kind;
+  c.layers = 2;
+  c.hidden = 12;
+  c.heads = 3;
+  c.seq = 5;
+  c.vocab = 11;
+  c.ffn = 20;
+  c.dtype = t;
+  return c;
+}
+
+struct Fixture {
+  explicit Fixture(const ModelConfig& c) : alloc(Device{}), stream(Device{}), model(Model::create(c, alloc)) {
+    const std::int64_t n = model->layout().total;
+    params = Tensor(alloc, c.dtype, {n}, MemCategory::parameters);
+    grads = Tensor(alloc, c.dtype, {n}, MemCategory::gradients);
+    std::vector<float> init = model->initial_params(7);
+    for (std::int64_t i = 0; i < n; ++i) store_from_double(params.data(), c.dtype, std::size_t(i), init[i]);
+    data = std::make_unique<SyntheticData>(c, 99);
+  }
+  double loss(const Batch& b) {
+    FlatAccess access(model->layout(), params, grads);
+    double l = 0;
+    model->forward(b, access, 1.0f, stream, &l);
+    return l;
+  }
+  void gradient(const Batch& b) {
+    device_memset(Device{}, grads.data(), 0, grads.bytes());
+    FlatAccess access(model->layout(), params, grads);
+    double l = 0;
+    auto acts = model->forward(b, access, 1.0f, stream, &l);
+    model->backward(*acts, b, access, stream);
+  }
+  TrackedAllocator alloc;
+  Stream stream;
+  std::unique_ptr<Model> model;
+  Tensor params, grads;
+  std::unique_ptr<SyntheticData> data;
+};
+
+void check_gradients(ModelKind kind, bool flash) {
+  ModelConfig c = tiny(kind, DType::f64);
+  c.flash_attention = flash;
+  Fixture f(c);
+  Batch b = f.data->batch(0, 0, 3, f.alloc);
+  f.gradient(b);
+  auto* p = f.params.ptr<double>();
+  auto* g = f.grads.ptr<double>();
+  // Every parameter tensor: a few random elements each, central differences in float64.
+  std::mt19937 rng(std::random_device{}());
+  int checked = 0;
+  for (const auto& unit : f.model->layout().units)
+    for (const auto& spec : unit.params) {
+      const std::int64_t n = shape_numel(spec.shape), base = unit.offset + spec.offset;
+      for (int k = 0; k < 4; ++k) {
+        std::int64_t i = base + std::int64_t(rng() % std::uint64_t(n));
+        const double h = 1e-5, saved = p[i];
+        p[i] = saved + h;
+        double up = f.loss(b);
+        p[i] = saved - h;
+        double down = f.loss(b);
+        p[i] = saved;
+        double numeric = (up - down) / (2 * h);
+        EXPECT_NEAR(g[i], numeric, 1e-6 + 1e-5 * std::fabs(numeric))
+            << unit.name << "." << spec.name << " element " << i - base;
+        ++checked;
+      }
+    }
+  EXPECT_GT(checked, 20);
+}
+
+}  // namespace
+
+TEST(Models, GptBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::gpt, true); }
+TEST(Models, GptPlainAttentionBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::gpt, false); }
+TEST(Models, MlpBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::mlp, false); }
+
+TEST(Models, LayoutCountsParameters) {
+  ModelConfig c = tiny(ModelKind::gpt, DType::f32);
+  ParamLayout l = make_layout(c);
+  const std::int64_t C = 12, F = 20, V = 11, T = 5;
+  const std::int64_t block = 2 * C + 3 * C * C + 3 * C + C * C + C + 2 * C + F * C + F + C * F + C;
+  EXPECT_EQ(l.parameters, V * C + T * C + 2 * block + 2 * C + V * C);
+  EXPECT_EQ(int(l.units.size()), 4);
+  EXPECT_GE(l.total, l.parameters);
+  for (const auto& u : l.units)
+    for (const auto& p : u.params) EXPECT_EQ((u.offset + p.offset) % kParamAlign, 0) << p.name;
+  // 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) with f = 4h
+  c.ffn = 0;
+  const double B = 3, s = 5, L = 2, h = 12, Vd = 11;
+  EXPECT_DOUBLE_EQ(model_flops_per_step(c, 3), 72 * B * s * L * h * h * (1 + s / (6 * h) + Vd / (12 * L * h)));
+}
+
+TEST(Models, BadConfigurationsAreRefused) {
+  ModelConfig c = tiny(ModelKind::gpt, DType::f32);
+  c.heads = 5;
+  try {
+    c.validate();
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--heads 5 does not divide --hidden 12"), std::string::npos);
+  }
+  c = tiny(ModelKind::gpt, DType::i32);
+  EXPECT_THROW(c.validate(), UsageError);
+  c = tiny(ModelKind::mlp, DType::f32);
+  c.layers = 0;
+  EXPECT_THROW(c.validate(), UsageError);
+  EXPECT_THROW(parse_model_kind("rnn"), UsageError);
+}
+
+// A few hundred single-rank AdamW steps on the synthetic tasks lower the loss well below its start.
+TEST(Models, TrainingLowersTheLoss) {
+  for (ModelKind kind : {ModelKind::mlp, ModelKind::gpt}) {
+    ModelConfig c = tiny(kind, DType::f32);
+    c.hidden = 16, c.heads = 2, c.ffn = 32, c.vocab = 16, c.seq = 8;
+    Fixture f(c);
+    TrackedAllocator& a = f.alloc;
+    Tensor m(a, DType::f32, {f.params.numel()}, MemCategory::optimizer), v = m;
+    v = Tensor(a, DType::f32, {f.params.numel()}, MemCategory::optimizer);
+    device_memset(Device{}, m.data(), 0, m.bytes());
+    device_memset(Device{}, v.data(), 0, v.bytes());
+    ops::AdamWConfig cfg;
+    cfg.lr = 1e-2f;
+    double first = 0, last = 0;
+    const int steps = 300;
+    for (int step = 0; step < steps; ++step) {
+      Batch b = f.data->batch(step, 0, 8, f.alloc);
+      device_memset(Device{}, f.grads.data(), 0, f.grads.bytes());
+      FlatAccess access(f.model->layout(), f.params, f.grads);
+      double l = 0;
+      auto acts = f.model->forward(b, access, 1.0f, f.stream, &l);
+      f.model->backward(*acts, b, access, f.stream);
+      ops::adamw_update(f.params, f.grads, m, v, cfg, step + 1, f.stream);
+      if (step < 10) first += l / 10;
+      if (step >= steps - 10) last += l / 10;
+    }
+    EXPECT_LT(last, 0.5 * first) << model_kind_name(kind) << ": " << first << " -> " << last;
+  }
+}

@@ -1,0 +1,212 @@
+// The data-parallel family on cpu threads: every scheme matches the single-rank run, replicas stay identical,
+// memory per category and communication per step match the closed forms, the simt device matches cpu, and bad
+// configurations are refused.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "collectives/bootstrap.h"
+#include "core/error.h"
+#include "kernels/ops.h"
+#include "parallel/train.h"
+
+using namespace parbench;
+
+namespace {
+
+TrainConfig base_config(ModelKind kind = ModelKind::gpt) {
+  TrainConfig c;
+  c.model.kind = kind;
+  c.model.layers = 2;
+  c.model.hidden = 16;
+  c.model.heads = 2;
+  c.model.seq = 6;
+  c.model.vocab = 24;
+  c.model.ffn = 40;
+  c.optimizer = OptimizerKind::sgd;
+  c.adamw.lr = 0.1f;
+  c.impl = "ring";
+  c.seed = 4321;
+  return c;
+}
+
+struct RankOutcome {
+  std::vector<float> params;
+  double loss = 0;
+  MemSplit current{};
+  std::uint64_t comm = 0;
+  MemSplit estimate{};
+};
+
+std::vector<RankOutcome> train(const TrainConfig& c, int ranks, int steps = 3, Device dev = Device{}) {
+  std::vector<RankOutcome> out(ranks);
+  run_ranks({ranks, dev, 60}, [&](Communicator& comm) {
+    TrackedAllocator alloc(comm.device());
+    Stream stream(comm.device());
+    auto scheme = make_scheme(c, {comm, alloc, stream});
+    RankOutcome& o = out[comm.rank()];
+    for (int s = 0; s < steps; ++s) o.loss = scheme->step(s);
+    for (int k = 0; k < kMemCategories; ++k) o.current[k] = alloc.current(MemCategory(k));
+    o.comm = scheme->last_step_comm().bytes;
+    o.estimate = scheme->estimated_state_bytes();
+    o.params = scheme->full_params();
+  });
+  return out;
+}
+
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
+    scale = std::max(scale, double(std::fabs(b[i])));
+  }
+  return diff / scale;
+}
+
+const char* kSchemes[] = {"dp", "ddp", "zero1", "zero2", "zero3", "localsgd"};
+
+}  // namespace
+
+TEST(DataParallel, EverySchemeMatchesSingleRank) {
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::mlp})
+    for (bool accumulate : {false, true})
+      for (int ranks = 1; ranks <= 4; ++ranks) {
+        TrainConfig c = base_config(kind);
+        c.micro_batch = 2;
+        c.global_batch = ranks * 2 * (accumulate ? 3 : 1);
+        TrainConfig single = c;
+        single.scheme = "single";
+        const auto ref = train(single, 1)[0];
+        for (const char* name : kSchemes) {
+          c.scheme = name;
+          c.bucket_mb = 0.004;  // several buckets even on a tiny model
+          auto got = train(c, ranks);
+          const std::string what = std::string(name) + " " + std::string(model_kind_name(kind)) + " ranks=" +
+                                   std::to_string(ranks) + (accumulate ? " accumulating" : "");
+          // Sums in another order: float rounding only.
+          EXPECT_LT(max_rel_diff(got[0].params, ref.params), 2e-6) << what;
+          EXPECT_NEAR(got[0].loss, ref.loss, 1e-5 * std::fabs(ref.loss)) << what;
+          for (int r = 1; r < ranks; ++r) {
+            ASSERT_EQ(got[r].params.size(), got[0].params.size());
+            EXPECT_EQ(std::memcmp(got[r].params.data(), got[0].params.data(), got[0].params.size() * 4), 0)
+                << what << ": rank " << r << " holds another model than rank 0";
+            EXPECT_EQ(got[r].loss, got[0].loss) << what;
+          }
+        }
+      }
+}
+
+TEST(DataParallel, MemoryPerCategoryMatchesClosedForms) {
+  TrainConfig c = base_config();
+  c.model.hidden = 32, c.model.ffn = 128, c.model.vocab = 64, c.model.heads = 4;
+  c.optimizer = OptimizerKind::adamw;
+  c.global_batch = 8;
+  const int n = 4;
+  const ParamLayout layout = make_layout(c.model);
+  std::int64_t tensors = 0;
+  for (const auto& u : layout.units) tensors += std::int64_t(u.params.size());
+  // Alignment: each tensor padded to kParamAlign elements, each unit to n * kParamAlign for sharding; 16 bytes
+  // of state per padded element at most.
+  const std::int64_t slack = 16 * kParamAlign * (tensors + std::int64_t(layout.units.size()) * n);
+  const std::int64_t psi = layout.parameters;
+  struct Expect {
+    const char* scheme;
+    int ranks;
+    double params, grads, optimizer;  // bytes per parameter on one rank (fp32 AdamW: 4, 4, 8)
+  };
+  const Expect cases[] = {{"single", 1, 4, 4, 8},         {"ddp", n, 4, 4, 8},           {"zero1", n, 4, 4, 8.0 / n},
+                          {"zero2", n, 4, 4.0 / n, 8.0 / n}, {"zero3", n, 4.0 / n, 4.0 / n, 8.0 / n}};
+  for (const auto& e : cases) {
+    c.scheme = e.scheme;
+    auto got = train(c, e.ranks, 1);
+    for (int r = 0; r < e.ranks; ++r) {
+      const double want[3] = {e.params * psi, e.grads * psi, e.optimizer * psi};
+      for (int k = 0; k < 3; ++k) {
+        const double measured = double(got[r].current[k]);
+        EXPECT_GE(measured, want[k]) << e.scheme << " " << mem_category_name(MemCategory(k));
+        EXPECT_LE(measured, want[k] + slack) << e.scheme << " " << mem_category_name(MemCategory(k));
+        EXPECT_NEAR(double(got[r].estimate[k]), want[k], 1.0) << e.scheme;
+      }
+    }
+  }
+  c.scheme = "dp";  // the parameter server keeps the optimizer on rank 0 only
+  auto got = train(c, n, 1);
+  for (int r = 1; r < n; ++r) {
+    EXPECT_EQ(got[r].current[int(MemCategory::optimizer)], 0u);
+    EXPECT_GT(got[0].current[int(MemCategory::optimizer)], 0u);
+  }
+}
+
+TEST(DataParallel, CommunicationPerStepMatchesClosedForms) {
+  TrainConfig c = base_config();
+  c.bucket_mb = 0.004;
+  for (int n : {2, 3, 4}) {
+    c.global_batch = 2 * n;
+    const double full = double(make_layout(c.model).total) * 4;  // bytes of the flat fp32 buffer
+    const double ring = 2 * full * (n - 1) / n;                  // DDP / ZeRO-1 / ZeRO-2: 2 Psi (n-1)/n
+    for (auto [name, factor] : {std::pair{"ddp", 1.0}, {"zero1", 1.0}, {"zero2", 1.0}, {"zero3", 1.5}}) {
+      c.scheme = name;
+      auto got = train(c, n, 1);
+      for (int r = 0; r < n; ++r)
+        EXPECT_NEAR(double(got[r].comm), factor * ring, 64.0) << name << " n=" << n << " rank " << r;
+    }
+    c.scheme = "dp";  // the parameter server's rank 0 moves (n-1) times what each other rank does
+    auto got = train(c, n, 1);
+    EXPECT_GT(got[0].comm, got[1].comm * std::uint64_t(n - 1) - 1);
+  }
+}
+
+TEST(DataParallel, SimtRunsTheCudaKernelsAndMatchesCpu) {
+  if (!ops::kernels_available(DeviceKind::simt)) GTEST_SKIP() << "this build has no simt kernels";
+  TrainConfig c = base_config();
+  c.model.layers = 1, c.model.seq = 4, c.model.hidden = 8, c.model.ffn = 16, c.model.vocab = 12;
+  c.scheme = "ddp";
+  c.global_batch = 4;
+  auto cpu = train(c, 4, 2, Device{DeviceKind::cpu, 0});
+  auto simt = train(c, 4, 2, Device{DeviceKind::simt, 0});
+  EXPECT_NEAR(simt[0].loss, cpu[0].loss, 1e-5 * std::fabs(cpu[0].loss));
+  EXPECT_LT(max_rel_diff(simt[0].params, cpu[0].params), 1e-5);
+}
+
+TEST(DataParallel, BadConfigurationsAreRefused) {
+  auto message = [](TrainConfig c, int ranks) -> std::string {
+    try {
+      train(c, ranks, 1);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "accepted";
+  };
+  TrainConfig c = base_config();
+  c.scheme = "ddp";
+  c.global_batch = 10;
+  EXPECT_NE(message(c, 4).find("global batch 10 is not divisible by 4"), std::string::npos);
+  c.global_batch = 8;
+  c.scheme = "pipeline-of-doom";
+  EXPECT_NE(message(c, 2).find("unknown scheme 'pipeline-of-doom'"), std::string::npos);
+  c.scheme = "ddp";
+  c.offload = true;
+  EXPECT_NE(message(c, 2).find("--offload applies to zero1"), std::string::npos);
+  c.offload = false;
+  c.scheme = "single";
+  EXPECT_NE(message(c, 2).find("single runs on one rank"), std::string::npos);
+  c.scheme = "zero3";
+  c.model.hidden = 1 << 16, c.model.ffn = 1 << 18, c.model.layers = 64;  // ~ 3.4e10 parameters
+  EXPECT_NE(message(c, 2).find("does not fit"), std::string::npos);
+}
+
+TEST(DataParallel, OffloadMatchesAndCountsHostTraffic) {
+  TrainConfig c = base_config();
+  c.global_batch = 8;
+  c.scheme = "single";
+  auto ref = train(c, 1);
+  for (const char* name : {"zero1", "zero2", "zero3"}) {
+    c.scheme = name;
+    c.offload = true;
+    auto got = train(c, 2);
+    EXPECT_LT(max_rel_diff(got[0].params, ref[0].params), 2e-6) << name;
+    EXPECT_EQ(got[0].current[int(MemCategory::optimizer)], 0u) << name;  // the state lives on the host allocator
+  }
+}
