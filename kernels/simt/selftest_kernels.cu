@@ -102,8 +102,9 @@ __global__ void vote_kernel(unsigned* out, unsigned* sums, unsigned* match, cons
     out[4 * t + 3] = __reduce_max_sync(mask, unsigned(p));
     sums[t] = __reduce_add_sync(mask, unsigned(p));
     match[t] = __match_any_sync(mask, p % 3);
-  } else {
-    out[4 * t + 0] = out[4 * t + 1] = out[4 * t + 2] = out[4 * t + 3] = sums[t] = match[t] = unsigned(-7);
+  } else {  // the other lanes vote at the same time in a second group
+    out[4 * t + 0] = __ballot_sync(~mask, pred[t]);
+    out[4 * t + 1] = out[4 * t + 2] = out[4 * t + 3] = sums[t] = match[t] = unsigned(-7);
   }
 }
 void vote(unsigned* out, unsigned* sums, unsigned* match, const int* pred, int block, unsigned mask, void* stream) {

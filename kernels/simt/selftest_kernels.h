@@ -19,8 +19,9 @@
   void shuffle_types(float* f_out, double* d_out, std::uint16_t* bf_out, std::uint16_t* h_out,              \
                      const float* f_in, const double* d_in, const std::uint16_t* bf_in,                     \
                      const std::uint16_t* h_in, unsigned delta, void* stream);                              \
-  /* lanes in `mask` vote: out[4*t] = ballot, [4t+1] = any, [4t+2] = all, [4t+3] = activemask;            \
-     lanes outside write -7. sums[t] = __reduce_add_sync, match[t] = __match_any_sync(in % 3) */            \
+  /* lanes in `mask` vote: out[4*t] = ballot, [4t+1] = any, [4t+2] = all, [4t+3] = __reduce_max_sync,    \
+     sums[t] = __reduce_add_sync, match[t] = __match_any_sync(pred % 3); meanwhile the lanes outside       \
+     write out[4*t] = __ballot_sync(~mask) and -7 elsewhere */                                             \
   void vote(unsigned* out, unsigned* sums, unsigned* match, const int* pred, int block, unsigned mask,     \
             void* stream);                                                                                 \
   /* every thread of every block: counters ints[0] += 1, ints[1] max, ints[2] min, ints[3] CAS-increment,   \

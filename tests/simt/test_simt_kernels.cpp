@@ -148,8 +148,12 @@ TEST_P(SimtKernels, VotesAndWarpReductionsWithPartialMasks) {
         const int warp = t / 32, lane = t % 32;
         const unsigned exists = warp == 0 ? 0xffffffffu : 0x0000ffffu;
         const unsigned part = mask & exists;
-        if (!(mask >> lane & 1u)) {
-          for (int s = 0; s < 4; ++s) EXPECT_EQ(out[std::size_t(4 * t + s)], unsigned(-7));
+        if (!(mask >> lane & 1u)) {  // the complementary group's ballot
+          unsigned other = 0;
+          for (int j = 0; j < 32; ++j)
+            if ((~mask & exists) >> j & 1u) other |= (pred[std::size_t(warp * 32 + j)] != 0 ? 1u : 0u) << j;
+          EXPECT_EQ(out[std::size_t(4 * t)], other) << "thread " << t;
+          for (int s = 1; s < 4; ++s) EXPECT_EQ(out[std::size_t(4 * t + s)], unsigned(-7));
           continue;
         }
         unsigned ballot = 0, sum = 0, mx = 0, same = 0;
