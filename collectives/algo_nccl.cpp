@@ -28,6 +28,7 @@ class NcclLibrary final : public Algorithm {
     const ncclDataType_t dt = nccl_type(a.dtype);
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     auto at = [&](const void* p, int b) { return byte_ptr(p, a.count * std::size_t(b), a.dtype); };
+    auto out_at = [&](int b) { return byte_ptr(a.recv, a.count * std::size_t(b), a.dtype); };
     const void* send = a.send;
     switch (a.coll) {
       case Collective::allreduce:
@@ -56,7 +57,7 @@ class NcclLibrary final : public Algorithm {
         NCCL_CHECK(ncclGroupStart());
         if (a.coll == Collective::gather) {
           if (r == a.root)
-            for (int p = 0; p < n; ++p) NCCL_CHECK(ncclRecv(at(a.recv, p), a.count, dt, p, comm, stream));
+            for (int p = 0; p < n; ++p) NCCL_CHECK(ncclRecv(out_at(p), a.count, dt, p, comm, stream));
           NCCL_CHECK(ncclSend(send, a.count, dt, a.root, comm, stream));
         } else if (a.coll == Collective::scatter) {
           if (r == a.root)
@@ -65,7 +66,7 @@ class NcclLibrary final : public Algorithm {
         } else if (a.coll == Collective::alltoall) {
           for (int p = 0; p < n; ++p) {
             NCCL_CHECK(ncclSend(at(send, p), a.count, dt, p, comm, stream));
-            NCCL_CHECK(ncclRecv(at(a.recv, p), a.count, dt, p, comm, stream));
+            NCCL_CHECK(ncclRecv(out_at(p), a.count, dt, p, comm, stream));
           }
         } else {
           NCCL_CHECK(ncclSend(send, a.count, dt, (r + 1) % n, comm, stream));

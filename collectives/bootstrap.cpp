@@ -2,6 +2,8 @@
 // when every rank has a GPU of its own.
 #include "collectives/bootstrap.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -59,6 +61,20 @@ Device rank_device(const Device& base, int local_rank, int gpus) {
   return d;
 }
 
+// Threads on cuda: let this rank's GPU read the others' memory (the one-shot algorithms and peer copies).
+void enable_peer_access([[maybe_unused]] const Device& d, [[maybe_unused]] int gpus) {
+#ifdef PARBENCH_HAVE_CUDA
+  if (d.kind != DeviceKind::cuda) return;
+  for (int peer = 0; peer < gpus; ++peer) {
+    int can = 0;
+    if (peer == d.index || cudaDeviceCanAccessPeer(&can, d.index, peer) != cudaSuccess || !can) continue;
+    cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    if (e == cudaErrorPeerAccessAlreadyEnabled) cudaGetLastError();  // clear the sticky-free error state
+    else CUDA_CHECK(e);
+  }
+#endif
+}
+
 void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
   const int n = o.ranks > 0 ? o.ranks : 1;
   auto world = make_threads_world(n);
@@ -76,20 +92,22 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
 #else
   if (cuda) nccl_reason = "this build has no NCCL";
 #endif
+  // Which failure to report: a collective's timeout (it names collective, implementation and size) over any
+  // other root cause, and those over ranks that only stopped because another failed.
   std::mutex mu;
-  std::exception_ptr first, first_any;
+  std::exception_ptr best[3];  // 0 collective timeout, 1 other root cause, 2 stopped by another rank
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      auto record = [&](std::exception_ptr e, const std::string& what, bool root_cause) {
+      auto record = [&](std::exception_ptr e, const std::string& what, int kind, bool abort_all) {
         std::lock_guard lock(mu);
-        if (root_cause && !first) first = e;
-        if (!first_any) first_any = e;
-        abort_threads_world(*world, "rank " + std::to_string(r) + " failed: " + what);
+        if (!best[kind]) best[kind] = e;
+        if (abort_all) abort_threads_world(*world, "rank " + std::to_string(r) + " failed: " + what);
       };
       try {
         TraceTrack track(r, "comm");
         Device d = rank_device(o.device, r, gpus);
+        enable_peer_access(d, gpus);
         Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s);
         comm.set_local(r, n);
         void* nccl = nullptr;
@@ -106,17 +124,23 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
         if (nccl) ncclCommDestroy(static_cast<ncclComm_t>(nccl));
 #endif
       } catch (const AbortedError& e) {
-        record(std::current_exception(), e.what(), false);
+        record(std::current_exception(), e.what(), 2, false);
+      } catch (const CollectiveTimeoutError& e) {
+        record(std::current_exception(), e.what(), 0, true);
+      } catch (const TimeoutError& e) {
+        // Outside a collective (e.g. a barrier after a rank skipped one): the ranks stuck in the collective
+        // time out on their own deadlines and give the more useful message.
+        record(std::current_exception(), e.what(), 1, false);
       } catch (const std::exception& e) {
-        record(std::current_exception(), e.what(), true);
+        record(std::current_exception(), e.what(), 1, true);
       } catch (...) {
-        record(std::current_exception(), "unknown exception", true);
+        record(std::current_exception(), "unknown exception", 1, true);
       }
     });
   }
   for (auto& t : threads) t.join();
-  if (first) std::rethrow_exception(first);
-  if (first_any) std::rethrow_exception(first_any);
+  for (auto& e : best)
+    if (e) std::rethrow_exception(e);
 }
 
 #ifdef PARBENCH_HAVE_MPI
@@ -184,6 +208,16 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
 #endif
   } catch (const UsageError&) {
     throw;
+  } catch (const CollectiveTimeoutError& e) {
+    std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  } catch (const TimeoutError& e) {
+    // Outside a collective: give the ranks stuck inside one a timeout period to report first.
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.timeout_s, 30.0)));
+    std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, e.what());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, e.what());
     std::fflush(stderr);

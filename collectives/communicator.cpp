@@ -148,12 +148,16 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
     Range range(std::string(collective_name(a.coll)) + "/" + std::string(algo.name()), Category::communication,
                 RangeArgs{.bytes = bytes});
     algo.run(*this, a);
+  } catch (const CollectiveTimeoutError&) {
+    in_call_ = false;
+    channel_ = 0;
+    throw;
   } catch (const TimeoutError& e) {
     in_call_ = false;
     channel_ = 0;
     BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
     std::size_t bytes = std::max(bc.send, bc.recv) * dtype_size(a.dtype);
-    throw TimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +
+    throw CollectiveTimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +
                        std::string(algo.name()) + " of " + std::to_string(bytes) + " bytes (" +
                        std::to_string(a.count) + " x " + std::string(dtype_name(a.dtype)) + " per rank, " +
                        std::to_string(n) + " ranks) did not finish within the timeout of " +

@@ -23,6 +23,10 @@ using Deadline = Clock::time_point;
 struct TimeoutError : Error {
   using Error::Error;
 };
+// A collective did not finish in time; the message names rank, collective, implementation and size.
+struct CollectiveTimeoutError : TimeoutError {
+  using TimeoutError::TimeoutError;
+};
 // Another rank of this process failed, so this one stopped waiting (threads mode).
 struct AbortedError : Error {
   using Error::Error;

@@ -15,6 +15,7 @@
 #include "collectives/datacheck.h"
 #include "core/cli.h"
 #include "core/error.h"
+#include "core/memory.h"
 #include "core/report.h"
 #include "core/sizes.h"
 #include "profiles/trace.h"
@@ -101,11 +102,16 @@ struct Half {
   std::int64_t wrong = -1;  // -1: not checked
 };
 
-// The test hook of the timeout tests: this rank skips the measured collective, as a misbehaving rank would.
-int skipping_rank() {
-  const char* v = std::getenv("PARBENCH_TEST_SKIP_RANK");
+// Test hooks (environment, so that no user option exists for them): PARBENCH_TEST_SKIP_RANK=R makes rank R skip
+// the measured collective, as a misbehaving rank would (the others must time out); PARBENCH_TEST_CORRUPT_RANK=R
+// makes rank R spoil its first output element before the data check (the check must catch it).
+int hook_rank(const char* name) {
+  const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : -1;
 }
+
+// NaN in every float type (the integer types read it as -1 or 255, which only usually differs from the expected).
+constexpr unsigned char kSpoiled[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
 class Bench {
  public:
@@ -230,7 +236,8 @@ class Bench {
     Half h;
     h.ran = true;
     CollectiveBuffers b(comm, coll_, count, t, op, o_.root, in_place);
-    const bool skip = comm.rank() == skipping_rank();
+    const bool skip = comm.rank() == hook_rank("PARBENCH_TEST_SKIP_RANK");
+    const bool corrupt = comm.rank() == hook_rank("PARBENCH_TEST_CORRUPT_RANK");
     b.fill(o_.seed);
     for (int i = 0; i < o_.warmup; ++i)
       if (!skip) comm.run(b.args(), algo);
@@ -248,6 +255,7 @@ class Bench {
       b.fill(seed);
       if (!skip) comm.run(b.args(), algo);
       device_sync(device_);
+      if (corrupt && count > 0) device_memcpy(device_, b.args().recv, Device{}, kSpoiled, dtype_size(t));
       wrong_mine += double(b.wrong(seed));
     }
     if (o_.check > 0) {

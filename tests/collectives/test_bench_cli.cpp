@@ -109,6 +109,14 @@ TEST(BenchCli, MisbehavingRankTimesOut) {
   EXPECT_THAT(r.output, HasSubstr("did not finish within the timeout of 1 s"));
 }
 
+TEST(BenchCli, WrongResultsFailTheRun) {
+  Result r = run("PARBENCH_TEST_CORRUPT_RANK=0 " + bench("allreduce") +
+                 " --device cpu --ranks 2 --impl ring --sizes 1K -n 1 --inplace off -d float");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 1 FAILED"));
+  EXPECT_THAT(r.output, HasSubstr("error: 1 wrong elements"));
+}
+
 #ifdef PB_MPIEXEC
 std::string mpirun(int n) {
   return std::string(PB_MPIEXEC) + " --allow-run-as-root --oversubscribe -np " + std::to_string(n) + " ";
