@@ -107,6 +107,7 @@ struct Span {
   SpanKind kind = SpanKind::other_compute;
   double start_ms = 0, end_ms = 0;  // relative to the window start
   std::optional<std::int64_t> microbatch;
+  std::optional<std::int64_t> chunk;  // model chunk (interleaved schedules)
 };
 
 struct Timeline {

@@ -61,7 +61,14 @@ struct RawEvent {
   std::int64_t pid;
   double start_us, end_us;
   std::optional<std::int64_t> microbatch;
+  std::optional<std::int64_t> chunk;
 };
+
+std::optional<std::int64_t> chunk_of(const json& event) {
+  if (const auto a = event.find("args"); a != event.end() && a->is_object())
+    if (const auto v = a->find("chunk"); v != a->end() && v->is_number_integer()) return v->get<std::int64_t>();
+  return std::nullopt;
+}
 
 }  // namespace
 
@@ -140,7 +147,8 @@ Timeline read_timeline(const std::string& path, int step) {
     const double ts = number_field(e, "ts", where);
     const double dur = number_field(e, "dur", where);
     if (dur < 0) throw UsageError(where + ": 'dur' is negative");
-    RawEvent r{name, classify_event(name, cat), pid_it->get<std::int64_t>(), ts, ts + dur, microbatch_of(e, name)};
+    RawEvent r{name,     classify_event(name, cat), pid_it->get<std::int64_t>(), ts, ts + dur, microbatch_of(e, name),
+               chunk_of(e)};
     if (is_step_event(name))
       steps.push_back(std::move(r));
     else
@@ -183,12 +191,38 @@ Timeline read_timeline(const std::string& path, int step) {
     tl.rows.push_back(names.count(pid) ? names[pid] : "rank " + std::to_string(pid));
   }
 
-  // Classified events per pid, by start, to tell an unclassified parent range (drawn by its children) from an
-  // unclassified leaf (drawn as "other compute").
-  std::map<std::int64_t, std::vector<double>> classified_starts;
-  for (const RawEvent& r : raw)
-    if (r.kind) classified_starts[r.pid].push_back(r.start_us);
-  for (auto& [pid, v] : classified_starts) std::sort(v.begin(), v.end());
+  // Classified events per pid, by start, with the running maximum of their ends: an unclassified range that
+  // contains classified ones (a parent such as "train_step") or lies inside one (a layer inside "F mb=3") is
+  // drawn by those; only unclassified ranges alone on their stretch of time are "other compute".
+  struct Classified {
+    std::vector<double> starts, max_end;
+  };
+  std::map<std::int64_t, Classified> classified;
+  {
+    std::map<std::int64_t, std::vector<std::pair<double, double>>> spans_of;
+    for (const RawEvent& r : raw)
+      if (r.kind) spans_of[r.pid].emplace_back(r.start_us, r.end_us);
+    for (auto& [pid, v] : spans_of) {
+      std::sort(v.begin(), v.end());
+      Classified& c = classified[pid];
+      double running = -1e300;
+      for (auto [s0, s1] : v) {
+        running = std::max(running, s1);
+        c.starts.push_back(s0);
+        c.max_end.push_back(running);
+      }
+    }
+  }
+  auto covered = [&](const RawEvent& r) {
+    const auto it = classified.find(r.pid);
+    if (it == classified.end()) return false;
+    const auto& c = it->second;
+    const auto inside_from = std::lower_bound(c.starts.begin(), c.starts.end(), r.start_us);
+    if (inside_from != c.starts.end() && *inside_from < r.end_us) return true;  // a parent of classified ranges
+    const auto before = std::upper_bound(c.starts.begin(), c.starts.end(), r.start_us);
+    if (before == c.starts.begin()) return false;
+    return c.max_end[static_cast<std::size_t>(before - c.starts.begin()) - 1] >= r.end_us;  // inside one
+  };
 
   bool explicit_idle = false;
   for (const RawEvent& r : raw) {
@@ -198,9 +232,7 @@ Timeline read_timeline(const std::string& path, int step) {
     if (r.kind) {
       kind = *r.kind;
     } else {
-      const auto& starts = classified_starts[r.pid];
-      const auto it = std::lower_bound(starts.begin(), starts.end(), r.start_us);
-      if (it != starts.end() && *it < r.end_us) continue;  // a parent of classified ranges
+      if (covered(r)) continue;
       kind = SpanKind::other_compute;
     }
     explicit_idle = explicit_idle || kind == SpanKind::idle;
@@ -210,6 +242,7 @@ Timeline read_timeline(const std::string& path, int step) {
     s.start_ms = (std::max(r.start_us, begin) - begin) / 1000.0;
     s.end_ms = (std::min(r.end_us, end) - begin) / 1000.0;
     s.microbatch = r.microbatch;
+    s.chunk = r.chunk;
     tl.spans.push_back(s);
   }
   tl.span_ms = (end - begin) / 1000.0;
@@ -226,10 +259,10 @@ Timeline read_timeline(const std::string& path, int step) {
       std::sort(b.begin(), b.end());
       double t = 0;
       for (auto [s0, s1] : b) {
-        if (s0 > t) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, s0, std::nullopt});
+        if (s0 > t) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, s0, std::nullopt, std::nullopt});
         t = std::max(t, s1);
       }
-      if (t < tl.span_ms) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, tl.span_ms, std::nullopt});
+      if (t < tl.span_ms) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, tl.span_ms, std::nullopt, std::nullopt});
     }
   }
   return tl;
@@ -268,15 +301,22 @@ void plot_timeline(const FigureOptions& o, int step) {
   sc.cmd("set style fill solid 1.0 border lc rgb 'white'");
   sc.cmd("set bmargin 6");
 
-  // Microbatch numbers inside F/B/W boxes wide enough to hold them.
+  // Microbatch numbers inside F/B/W boxes wide enough to hold them; "mb/chunk" when the trace has several
+  // model chunks per stage (interleaved schedules).
+  std::set<std::int64_t> chunks;
+  for (const Span& s : tl.spans)
+    if (s.chunk) chunks.insert(*s.chunk);
+  const bool show_chunk = chunks.size() > 1;
   int labels = 0;
   const double min_width = tl.span_ms / 70.0;
   for (const Span& s : tl.spans) {
     if (!s.microbatch || labels >= 600 || s.end_ms - s.start_ms < min_width) continue;
     if (s.kind != SpanKind::forward && s.kind != SpanKind::backward && s.kind != SpanKind::weight_grad) continue;
-    char cmd[160];
-    std::snprintf(cmd, sizeof cmd, "set label '%lld' at %.9g,%d center front font ',%d' tc rgb 'white'",
-                  static_cast<long long>(*s.microbatch), (s.start_ms + s.end_ms) / 2, s.row, rows > 16 ? 7 : 9);
+    std::string text = std::to_string(*s.microbatch);
+    if (show_chunk && s.chunk) text += "/" + std::to_string(*s.chunk);
+    char cmd[200];
+    std::snprintf(cmd, sizeof cmd, "set label '%s' at %.9g,%d center front font ',%d' tc rgb 'white'", text.c_str(),
+                  (s.start_ms + s.end_ms) / 2, s.row, rows > 16 ? 7 : 9);
     sc.cmd(cmd);
     ++labels;
   }

@@ -272,6 +272,28 @@ TEST(Timeline, ExplicitIdleEventsAreUsedAsGiven) {
   EXPECT_EQ(idle, 1);  // stage 1 finishes its backwards before stage 0
 }
 
+TEST(Timeline, UnclassifiedRangesInsideOrAroundKnownOnesAreNotDrawn) {
+  ScratchDir dir;
+  // rank 0: "train" around everything, "layer 0" inside F, "loss" alone; no step events: the whole trace.
+  write_file(dir.file("t.json"),
+             "[{\"name\":\"train\",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":0,\"dur\":5000,\"pid\":0},"
+             "{\"name\":\"F mb=0\",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":0,\"dur\":1000,\"pid\":0,\"args\":{\"chunk\":1}},"
+             "{\"name\":\"layer 0\",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":100,\"dur\":500,\"pid\":0},"
+             "{\"name\":\"loss\",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":1500,\"dur\":500,\"pid\":0},"
+             "{\"name\":\"B mb=0\",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":3000,\"dur\":2000,\"pid\":0}]");
+  const Timeline tl = read_timeline(dir.file("t.json"), -1);
+  EXPECT_EQ(tl.steps, 0);
+  EXPECT_NEAR(tl.span_ms, 5.0, 1e-12);
+  std::vector<std::tuple<SpanKind, double, double>> got;
+  for (const Span& s : tl.spans) got.emplace_back(s.kind, s.start_ms, s.end_ms);
+  std::sort(got.begin(), got.end());
+  EXPECT_THAT(got, ElementsAre(std::tuple(SpanKind::forward, 0.0, 1.0), std::tuple(SpanKind::backward, 3.0, 5.0),
+                               std::tuple(SpanKind::other_compute, 1.5, 2.0), std::tuple(SpanKind::idle, 1.0, 1.5),
+                               std::tuple(SpanKind::idle, 2.0, 3.0)));
+  EXPECT_EQ(tl.spans[0].microbatch, 0);
+  EXPECT_EQ(tl.spans[0].chunk, 1);
+}
+
 TEST(Timeline, BadTracesNameTheFileAndPlace) {
   ScratchDir dir;
   write_file(dir.file("bad.json"), "{\"traceEvents\": [ {\"ph\":\"X\", ");
