@@ -1,17 +1,9 @@
 # kernels/ops.cmake: the ops (one .cu per op, references in ref/), built for cpu (references), simt
 # (the same .cu through the emulator) and cuda (nvcc), and the dispatch library parbench_kernels.
-# CMake 3.25 knows no C++20 flag for nvcc, so CUDA_STANDARD 20 fails at generate time; name it for this
-# directory's targets (nvcc 13 accepts -std=c++20).
-if(PARBENCH_HAVE_CUDA AND NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
-  set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
-  set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
-endif()
-
 set(PB_OP_SOURCES
   attention.cu convert.cu crossentropy.cu encoder.cu flash_attention.cu gelu.cu global_norm.cu
   layernorm.cu matmul.cu mse.cu optimizer.cu residual.cu)
 list(TRANSFORM PB_OP_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
-set(PARBENCH_OP_SOURCES ${PB_OP_SOURCES} CACHE INTERNAL "CUDA sources of the ops (for the ptxas report)")
 
 add_library(parbench_kernels_ref STATIC
   ref/attention.cpp ref/convert.cpp ref/crossentropy.cpp ref/encoder.cpp ref/gelu.cpp ref/global_norm.cpp
