@@ -179,8 +179,7 @@ class Bench {
     const bool do_out = o_.inplace != "only", do_in = o_.inplace != "off";
     if (out) {
       std::printf("#\n# impl: %s\n", std::string(algo.name()).c_str());
-      std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "", "", "", "", "",
-                  "out-of-place", "", "", "", "in-place", "", "", "");
+      std::printf("#%51s  %-31s  %-31s\n", "", "          out-of-place", "            in-place");
       std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "size", "count", "type",
                   "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong");
       std::printf("#%11s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  %6s\n", "(B)", "(elements)", "",
