@@ -271,6 +271,17 @@ void stack_overflow(int* out, int depth, void* stream) {
   PB_LAUNCH(stack_overflow_kernel, dim3(1), dim3(32), 0, stream)(out, depth);
   PB_CHECK_LAUNCH();
 }
+
+// ---- a kernel launching a kernel (simt only: needs relocatable device code under nvcc)
+__global__ void nested_inner_kernel(int* out) { out[threadIdx.x] = 1; }
+__global__ void nested_outer_kernel(int* out) {
+  if (threadIdx.x == 3) PB_LAUNCH(nested_inner_kernel, dim3(1), dim3(32), 0, nullptr)(out);
+  out[threadIdx.x] = 2;
+}
+void nested_launch(int* out, int blocks, void* stream) {
+  PB_LAUNCH(nested_outer_kernel, dim3(blocks), dim3(32), 0, stream)(out);
+  PB_CHECK_LAUNCH();
+}
 #endif
 
 }  // namespace parbench::PB_KERNEL_NS

@@ -49,6 +49,9 @@ namespace parbench::simt_kernels {
 PB_SIMT_SELFTEST_LAUNCHERS
 // Recursion deep enough to overflow any fiber stack (simt only: nvcc cannot size such a stack).
 void stack_overflow(int* out, int depth, void* stream);
+// Thread 3 of each block launches another kernel, which simt refuses with an exception that
+// reaches the host (simt only: device-side launches need relocatable device code under nvcc).
+void nested_launch(int* out, int blocks, void* stream);
 }  // namespace parbench::simt_kernels
 #ifdef PARBENCH_HAVE_CUDA
 namespace parbench::cuda_kernels {

@@ -173,3 +173,21 @@ TEST(SimtTypes, RoundingOfRandomFloatsMatchesCore) {
   EXPECT_EQ(float(simt::__hfma(simt::__nv_bfloat16(3.0f), simt::__nv_bfloat16(0.5f), one)), 2.5f);
   EXPECT_TRUE(simt::__nv_bfloat16(2.0f) > one);
 }
+
+// An exception thrown inside a CUDA thread (here: a device-side launch) reaches the launching
+// host thread, from a block run inline or on a pool thread, and leaves the emulator usable.
+TEST(SimtLaunch, ExceptionsInsideAKernelReachTheHost) {
+  const int saved = simt::worker_threads();
+  for (int threads : {1, 2}) {
+    simt::set_worker_threads(threads);
+    std::vector<int> out(32, 0);
+    std::string msg = message_of<parbench::Error>([&] { k::nested_launch(out.data(), 4, nullptr); });
+    EXPECT_NE(msg.find("kernel nested_inner_kernel launched from inside kernel nested_outer_kernel"),
+              std::string::npos) << msg;
+    EXPECT_NE(msg.find("dynamic parallelism is not emulated"), std::string::npos) << msg;
+  }
+  simt::set_worker_threads(saved);
+  std::vector<int> in(64, 3), sums(1, 0);
+  k::block_sum(sums.data(), in.data(), 64, 64, nullptr);
+  EXPECT_EQ(sums[0], 192);
+}
