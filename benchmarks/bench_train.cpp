@@ -23,6 +23,8 @@ struct Options {
   TrainConfig train;
   std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
   int ranks = 0, steps = 5, warmup = 1;
+  std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop
+  int profile_begin = -1, profile_end = -1;
   double timeout = 300, peak_tflops = 0, check_tolerance = 0;
   bool check = false, estimate_memory = false, no_overlap = false;
 };
@@ -65,6 +67,8 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   std::vector<double> times;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     comm.barrier();
+    if (s == o.profile_begin) cuda_profiler(true);
+    if (s == o.profile_end) cuda_profiler(false);
     auto t0 = std::chrono::steady_clock::now();
     {
       PB_RANGE("step", Category::compute, {.microbatch = s});
@@ -74,6 +78,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
     comm.allreduce(&ms, &ms, 1, DType::f64, ReduceOp::max);
     if (s >= o.warmup) times.push_back(ms);
   }
+  if (o.profile_end >= o.warmup + o.steps) cuda_profiler(false);
   std::vector<double> mine(kFields, 0.0), all(std::size_t(kFields) * comm.size());
   mine[kPeak] = double(alloc.peak_total());
   MemSplit split = alloc.split_at_peak();
@@ -137,7 +142,7 @@ const std::vector<Column>& csv_columns() {
       {"tokens_per_s", 1}, {"tflops_per_rank", 6}, {"mfu", 4}, {"bubble_measured", 4}, {"bubble_theory", 4},
       {"peak_bytes"}, {"params_bytes"}, {"grads_bytes"}, {"optimizer_bytes"}, {"activations_bytes"},
       {"comm_buffer_bytes"}, {"workspace_bytes"}, {"comm_bytes_per_step"}, {"loss", 6},
-      {"max_param_diff_vs_single", 9}};
+      {"max_param_diff_vs_single", 9}, {"estimate_bytes"}};
   return cols;
 }
 
@@ -156,6 +161,20 @@ int run(Options& o) {
   t.model.validate();
   find_scheme_kind(t.scheme);
   if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
+  if (!o.profile_steps.empty()) {
+    const auto colon = o.profile_steps.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      std::size_t used_a = 0, used_b = 0;
+      o.profile_begin = std::stoi(o.profile_steps.substr(0, colon), &used_a);
+      o.profile_end = std::stoi(o.profile_steps.substr(colon + 1), &used_b);
+      if (used_a != colon || used_b != o.profile_steps.size() - colon - 1) throw std::invalid_argument("junk");
+    } catch (const std::exception&) {
+      o.profile_begin = o.profile_end = -1;
+    }
+    if (o.profile_begin < 0 || o.profile_end <= o.profile_begin)
+      throw UsageError("--profile-steps '" + o.profile_steps + "' is not a range A:B of steps with 0 <= A < B");
+  }
   if (!o.common.trace.empty()) TraceRecorder::instance().enable();
 
   RunResult result;
@@ -186,6 +205,8 @@ int run(Options& o) {
   double comm_max = 0;
   for (int r = 0; r < world; ++r) comm_max = std::max(comm_max, result.ranks[r][kComm]);
   const auto& h = result.ranks[heaviest];
+  std::size_t estimate_total = 0;  // closed-form parameters + gradients + optimizer state of that rank
+  for (std::size_t b : result.estimate) estimate_total += b;
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
   Table csv(csv_columns());
   csv.add_row({std::string(model_kind_name(t.model.kind)), t.scheme, std::monostate{}, device_name(dev), t.impl,
@@ -196,7 +217,7 @@ int run(Options& o) {
                o.peak_tflops > 0 ? Cell(tflops_per_rank / o.peak_tflops) : Cell{}, std::monostate{}, std::monostate{},
                i64(h[kPeak]), i64(h[kSplit0 + 0]), i64(h[kSplit0 + 1]), i64(h[kSplit0 + 2]), i64(h[kSplit0 + 3]),
                i64(h[kSplit0 + 4]), i64(h[kSplit0 + 5]), i64(comm_max), result.loss,
-               result.max_diff ? Cell(*result.max_diff) : Cell{}});
+               result.max_diff ? Cell(*result.max_diff) : Cell{}, std::int64_t(estimate_total)});
   if (!o.common.quiet) {
     Table text({{"scheme"}, {"ranks"}, {"accum"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
                 {"TFLOP/s/rank", 5}, {"peak_MiB", 2}, {"comm_MiB/step", 3}, {"loss", 5}, {"diff_vs_single", 3}});
@@ -278,6 +299,8 @@ int main(int argc, char** argv) {
   app.add_flag("--check", o.check, "compare parameters with a single-rank run on the same global batch");
   app.add_option("--check-tolerance", o.check_tolerance,
                  "with --check: fail (exit 1) when the relative parameter difference exceeds this");
+  app.add_option("--profile-steps", o.profile_steps,
+                 "A:B: run steps A..B-1 (warm-up counted) inside cudaProfilerStart/Stop for nsys");
   app.add_flag("--estimate-memory", o.estimate_memory, "print the closed-form memory beside the measured peak");
   return run_program(app, argc, argv, [&] { return run(o); });
 }

@@ -1,7 +1,9 @@
 // GPU discovery through the CUDA runtime (built only when CUDA is on).
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include "core/device.h"
+#include "core/error.h"
 
 namespace parbench {
 
@@ -22,6 +24,11 @@ CudaProbe probe_cuda() {
   }
   if (err != cudaSuccess) cudaGetLastError();  // clear the sticky status so later calls start clean
   return p;
+}
+
+void cuda_profiler(bool start) {
+  if (!probe_cuda().usable) return;
+  CUDA_CHECK(start ? cudaProfilerStart() : cudaProfilerStop());
 }
 
 }  // namespace parbench

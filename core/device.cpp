@@ -24,6 +24,7 @@ std::string device_name(const Device& d) {
 
 #ifndef PARBENCH_HAVE_CUDA
 CudaProbe probe_cuda() { return {false, false, 0, "this build has no CUDA support (PARBENCH_CUDA=OFF or no toolkit)"}; }
+void cuda_profiler(bool) {}
 #endif
 
 Device resolve_device(std::string_view spec, std::string* choice) {

@@ -31,4 +31,8 @@ CudaProbe probe_cuda();
 // what was picked and why. Throws UsageError for unknown names and for cuda when no GPU is usable.
 Device resolve_device(std::string_view spec, std::string* choice = nullptr);
 
+// cudaProfilerStart / cudaProfilerStop, so `nsys profile --capture-range=cudaProfilerApi` records only the chosen
+// steps; nothing on builds or devices without CUDA.
+void cuda_profiler(bool start);
+
 }  // namespace parbench

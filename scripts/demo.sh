@@ -1,12 +1,71 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs parbench's main job on whatever this machine has (GPUs when present, cpu otherwise),
-# writing results to results/.
+# Sets up, builds and runs parbench's main job on whatever this machine has (a GPU when usable, the cpu otherwise):
+# the allreduce sweep over rank counts and implementations, bench_train over every data-parallel scheme at 4
+# ranks, a scaling sweep, a step timeline, and every figure, written to results/ with a summary at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-BUILD_DIR=build scripts/build.sh
-mkdir -p results
+BUILD_DIR=build scripts/build.sh >/dev/null
 bin=build/bin
+out=results
+rm -rf "$out"
+mkdir -p "$out"
+start=$(date +%s)
+device=auto
+step() { echo; echo "== $*"; }
 
-echo "== copy bandwidth of the device (the ceiling for collectives)"
-$bin/bench_memcpy --device auto --sizes 1K:64M:x4 --csv results/memcpy.csv
+if $bin/bench_memcpy --device cuda --sizes 1K --quiet 2>/dev/null; then
+  device=cuda; impls=nccl,ring,rd,rhd,tree,naive
+else
+  device=cpu; impls=mpi,ring,rd,rhd,tree,naive
+fi
+echo "demo: device $device"
+
+step "copy bandwidth of the device (the ceiling for collectives)"
+$bin/bench_memcpy --device $device --sizes 1K:16M:x4 --csv $out/memcpy.csv
+
+step "allreduce: every implementation at 1, 2 and 4 ranks (nccl-tests table of the 4-rank run below)"
+scripts/sweep.sh --ranks 1,2 --out $out --name allreduce_small --no-plot bench_allreduce --device $device \
+  --impl $impls --sizes 8:4M:x4 -n 10
+mpi=(); command -v mpirun >/dev/null && { mpi=(mpirun --oversubscribe -np 4); [ "$(id -u)" -ne 0 ] || mpi+=(--allow-run-as-root); }
+if [ ${#mpi[@]} -gt 0 ]; then
+  "${mpi[@]}" $bin/bench_allreduce --device $device --impl $impls --sizes 8:4M:x4 -n 10 --csv $out/allreduce4.csv
+else
+  $bin/bench_allreduce --ranks 4 --device $device --impl ${impls/mpi,/} --sizes 8:4M:x4 -n 10 --csv $out/allreduce4.csv
+fi
+{ cat $out/allreduce_small.csv; tail -n +2 $out/allreduce4.csv; } > $out/allreduce.csv
+rm $out/allreduce_small.csv $out/allreduce4.csv
+build/bin/parbench-plot busbw -i $out/allreduce.csv -o $out/allreduce_busbw.png --ranks 2,4
+build/bin/parbench-plot latency -i $out/allreduce.csv -o $out/allreduce_latency.png --ranks 2,4
+
+model=(--model gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --global-batch 16 --steps 4 --warmup 1)
+step "bench_train: every data-parallel scheme at 4 ranks (GPT, $(echo "${model[@]}" | cut -d' ' -f3-10))"
+for scheme in single dp ddp zero1 zero2 zero3 localsgd; do
+  ranks=4; [ $scheme = single ] && ranks=1
+  $bin/bench_train --device $device --ranks $ranks --scheme $scheme "${model[@]}" --check --quiet \
+    --csv $out/train_schemes.csv
+done
+column -s, -t < <(cut -d, -f2,6,13,14,20-27,29 $out/train_schemes.csv)
+build/bin/parbench-plot memory -i $out/train_schemes.csv -o $out/train_memory.png
+
+step "bench_train: strong scaling of ddp and zero3 over 1, 2, 4 ranks"
+for scheme in ddp zero3; do
+  for n in 1 2 4; do
+    $bin/bench_train --device $device --ranks $n --scheme $scheme "${model[@]}" --quiet --csv $out/train_scaling.csv
+  done
+done
+build/bin/parbench-plot scaling -i $out/train_scaling.csv -o $out/train_scaling.png
+
+step "one ddp step on a timeline (Chrome trace; open it in https://ui.perfetto.dev)"
+$bin/bench_train --device $device --ranks 2 --scheme ddp "${model[@]}" --bucket-mb 0.05 --quiet \
+  --trace $out/ddp_trace.json
+build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png
+
+step "summary"
+awk -F, 'NR > 1 && $4 == 4 && $9 == 0 { if ($10 + 0 >= max[$2] + 0) { max[$2] = $10; bw[$2] = $14 } }
+  END { printf "allreduce busbw at %s bytes, 4 ranks (GB/s):", max["ring"]; for (i in bw) printf " %s %s", i, bw[i]; print "" }' \
+  $out/allreduce.csv
+awk -F, 'NR > 1 { printf "%-9s %d ranks: %8.2f ms/step, peak %6.2f MiB, comm %6.3f MiB/step, diff vs single %s\n",
+  $2, $6, $13, $20 / 1048576, $27 / 1048576, ($29 == "" ? "-" : $29) }' $out/train_schemes.csv
+echo "figures: $(cd $out && ls *.png | tr '\n' ' ')"
+echo "demo: done in $(( $(date +%s) - start )) s; results in $out/"
