@@ -2,6 +2,7 @@
 // after checking devices, dtypes and shapes.
 #include "kernels/ops.h"
 
+#include <array>
 #include <string>
 #include <type_traits>
 
@@ -141,25 +142,34 @@ std::string_view matmul_algo_name(MatmulAlgo a) {
   return "?";
 }
 
+// The embedding ops' checks: inp (B,T) token ids inside the vocabulary of `table` (V,C), `positions`
+// (maxT >= T, C), and the activation `act` (B,T,C). Returns {B, T, C}.
+static std::array<int, 3> check_encoder(const Op& op, const Tensor& inp, const Tensor& table, const char* table_name,
+                                 const Tensor& positions, const char* positions_name, const Tensor& act,
+                                 const char* act_name) {
+  if (inp.rank() != 2) op.fail("inp must be (B, T), got " + shape_string(inp.shape()));
+  int B = int(inp.dim(0)), T_ = int(inp.dim(1));
+  int C = int(op.last_dim(table, table_name));
+  int V = int(table.numel() / std::max(C, 1));
+  op.shape(act, act_name, {B, T_, C});
+  if (positions.rank() != 2 || positions.dim(1) != C || positions.dim(0) < T_)
+    op.fail(std::string(positions_name) + " has shape " + shape_string(positions.shape()) + ", expected (maxT >= " +
+            std::to_string(T_) + ", " + std::to_string(C) + ")");
+  if (op.s.device().on_host())  // a bad token id would read out of bounds
+    for (std::int64_t i = 0; i < inp.numel(); ++i)
+      if (inp.ptr<std::int32_t>()[i] < 0 || inp.ptr<std::int32_t>()[i] >= V)
+        op.fail("token " + std::to_string(inp.ptr<std::int32_t>()[i]) + " outside the vocabulary [0, " +
+                std::to_string(V) + ")");
+  return {B, T_, C};
+}
+
 void encoder_forward(Tensor& out, const Tensor& inp, const Tensor& wte, const Tensor& wpe, const Stream& s) {
   Op op{"encoder_forward", s};
   DType d = op.storage(out, "out");
   op.dtype(inp, "inp", DType::i32);
   op.dtype(wte, "wte", d);
   op.dtype(wpe, "wpe", d);
-  if (inp.rank() != 2) op.fail("inp must be (B, T), got " + shape_string(inp.shape()));
-  int B = int(inp.dim(0)), T_ = int(inp.dim(1));
-  int C = int(op.last_dim(wte, "wte"));
-  int V = int(wte.numel() / std::max(C, 1));
-  op.shape(out, "out", {B, T_, C});
-  if (wpe.rank() != 2 || wpe.dim(1) != C || wpe.dim(0) < T_)
-    op.fail("wpe has shape " + shape_string(wpe.shape()) + ", expected (maxT >= " + std::to_string(T_) + ", " +
-            std::to_string(C) + ")");
-  if (s.device().on_host())  // a bad token id would read out of bounds
-    for (std::int64_t i = 0; i < inp.numel(); ++i)
-      if (inp.ptr<std::int32_t>()[i] < 0 || inp.ptr<std::int32_t>()[i] >= V)
-        op.fail("token " + std::to_string(inp.ptr<std::int32_t>()[i]) + " outside the vocabulary [0, " +
-                std::to_string(V) + ")");
+  auto [B, T_, C] = check_encoder(op, inp, wte, "wte", wpe, "wpe", out, "out");
   with_storage(d, [&](auto z) {
     using T = decltype(z);
     PB_DISPATCH(T, ref::encoder_forward(out.ptr<T>(), inp.ptr<std::int32_t>(), wte.ptr<T>(), wpe.ptr<T>(), B, T_, C),
@@ -173,19 +183,7 @@ void encoder_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tens
   op.dtype(inp, "inp", DType::i32);
   op.dtype(dwte, "dwte", d);
   op.dtype(dwpe, "dwpe", d);
-  if (inp.rank() != 2) op.fail("inp must be (B, T), got " + shape_string(inp.shape()));
-  int B = int(inp.dim(0)), T_ = int(inp.dim(1));
-  int C = int(op.last_dim(dwte, "dwte"));
-  int V = int(dwte.numel() / std::max(C, 1));
-  op.shape(dout, "dout", {B, T_, C});
-  if (dwpe.rank() != 2 || dwpe.dim(1) != C || dwpe.dim(0) < T_)
-    op.fail("dwpe has shape " + shape_string(dwpe.shape()) + ", expected (maxT >= " + std::to_string(T_) + ", " +
-            std::to_string(C) + ")");
-  if (s.device().on_host())
-    for (std::int64_t i = 0; i < inp.numel(); ++i)
-      if (inp.ptr<std::int32_t>()[i] < 0 || inp.ptr<std::int32_t>()[i] >= V)
-        op.fail("token " + std::to_string(inp.ptr<std::int32_t>()[i]) + " outside the vocabulary [0, " +
-                std::to_string(V) + ")");
+  auto [B, T_, C] = check_encoder(op, inp, dwte, "dwte", dwpe, "dwpe", dout, "dout");
   with_storage(d, [&](auto z) {
     using T = decltype(z);
     PB_DISPATCH(T, ref::encoder_backward(dwte.ptr<T>(), dwpe.ptr<T>(), dout.ptr<T>(), inp.ptr<std::int32_t>(), B, T_, C),
