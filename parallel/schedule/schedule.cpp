@@ -38,6 +38,14 @@ void single_chunk(std::string_view name, int v) {
                      std::to_string(v) + "; use the interleaved schedule for v > 1");
 }
 
+// 1F1B-shaped schedules: one chunk per stage and a full pipeline (m >= p) after the warm-up.
+void validate_one_f_one_b(std::string_view name, int p, int m, int v) {
+  validate_common(p, m, v), single_chunk(name, v);
+  if (m < p)
+    throw UsageError(std::string(name) + " needs microbatches >= stages, got " + std::to_string(m) +
+                     " microbatches for " + std::to_string(p) + " stages; use gpipe or more microbatches");
+}
+
 }  // namespace
 
 const std::vector<ScheduleKind>& schedule_kinds() {
@@ -45,13 +53,7 @@ const std::vector<ScheduleKind>& schedule_kinds() {
       {"gpipe", "all forwards, then all backwards", false,
        [](int p, int m, int v) { validate_common(p, m, v), single_chunk("gpipe", v); }, gpipe_order},
       {"1f1b", "warm-up forwards, then one forward one backward, then cool-down backwards", false,
-       [](int p, int m, int v) {
-         validate_common(p, m, v), single_chunk("1f1b", v);
-         if (m < p)
-           throw UsageError("1f1b needs microbatches >= stages, got " + std::to_string(m) + " microbatches for " +
-                            std::to_string(p) + " stages; use gpipe or more microbatches");
-       },
-       one_f_one_b_order},
+       [](int p, int m, int v) { validate_one_f_one_b("1f1b", p, m, v); }, one_f_one_b_order},
       {"interleaved", "1F1B over v model chunks per stage (Megatron)", false,
        [](int p, int m, int v) {
          validate_common(p, m, v);
@@ -61,13 +63,7 @@ const std::vector<ScheduleKind>& schedule_kinds() {
        },
        interleaved_order},
       {"zb-h1", "1F1B with the backward split into input and weight gradients; weight passes fill idle slots", true,
-       [](int p, int m, int v) {
-         validate_common(p, m, v), single_chunk("zb-h1", v);
-         if (m < p)
-           throw UsageError("zb-h1 needs microbatches >= stages, got " + std::to_string(m) + " microbatches for " +
-                            std::to_string(p) + " stages");
-       },
-       zb_h1_order},
+       [](int p, int m, int v) { validate_one_f_one_b("zb-h1", p, m, v); }, zb_h1_order},
   };
   return kinds;
 }
