@@ -14,5 +14,8 @@ echo "== ctest (default build)"
 echo "== build (sanitizers)"
 BUILD_DIR=build-asan scripts/build.sh -DPARBENCH_SANITIZE=ON -DPARBENCH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
 echo "== ctest (sanitizers, unit tests)"
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j "$jobs" -L unit)
+# OpenMPI's own allocations outlive MPI_Finalize, so the unit tests that start mpirun check memory errors but
+# not leaks; every other unit test checks leaks too.
+export UBSAN_OPTIONS=print_stacktrace=1
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -L unit -E 'Mpi')
+(cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L unit -R 'Mpi')

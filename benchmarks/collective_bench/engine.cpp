@@ -120,7 +120,7 @@ class Bench {
       : coll_(c), o_(o), device_(d), sizes_(std::move(sizes)), dtypes_(std::move(dtypes)), ops_(std::move(ops)),
         impls_(std::move(impls)),
         table_({{"collective"}, {"impl"}, {"device"}, {"ranks"}, {"nodes"}, {"dtype"}, {"op"}, {"root"},
-                {"inplace"}, {"bytes"}, {"count"}, {"time_us", 2}, {"algbw_gbps", 3}, {"busbw_gbps", 3},
+                {"inplace"}, {"bytes"}, {"count"}, {"time_us", 3}, {"algbw_gbps", 6}, {"busbw_gbps", 6},
                 {"wrong"}}) {}
 
   // Runs on every rank; returns the program's exit status (meaningful on rank 0).
