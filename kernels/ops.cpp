@@ -192,10 +192,10 @@ void encoder_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tens
   });
 }
 
-void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
-                    MatmulAlgo algo) {
-  Op op{"matmul_forward", s};
-  DType d = op.storage(out, "out");
+// The matmul ops' checks: inp (...,C) and weight (OC,C) in dtype d, and `out` (the output or its gradient) with
+// BT x OC elements. Returns {BT, C, OC}.
+static std::array<int, 3> check_matmul(const Op& op, DType d, const Tensor& inp, const Tensor& weight,
+                                       const Tensor& out, const char* out_name) {
   op.dtype(inp, "inp", d);
   op.dtype(weight, "weight", d);
   if (weight.rank() != 2) op.fail("weight must be (OC, C), got " + shape_string(weight.shape()));
@@ -203,7 +203,15 @@ void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
   if (op.last_dim(inp, "inp") != C)
     op.fail("inp " + shape_string(inp.shape()) + " does not end in C=" + std::to_string(C) + " of weight");
   int BT = int(inp.numel() / std::max(C, 1));
-  op.numel(out, "out", std::int64_t(BT) * OC);
+  op.numel(out, out_name, std::int64_t(BT) * OC);
+  return {BT, C, OC};
+}
+
+void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
+                    MatmulAlgo algo) {
+  Op op{"matmul_forward", s};
+  DType d = op.storage(out, "out");
+  auto [BT, C, OC] = check_matmul(op, d, inp, weight, out, "out");
   if (bias) {
     op.dtype(*bias, "bias", d);
     op.numel(*bias, "bias", OC);
@@ -228,14 +236,7 @@ void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor&
                      const Tensor& weight, bool accumulate, const Stream& s) {
   Op op{"matmul_backward", s};
   DType d = op.storage(dout, "dout");
-  op.dtype(inp, "inp", d);
-  op.dtype(weight, "weight", d);
-  if (weight.rank() != 2) op.fail("weight must be (OC, C), got " + shape_string(weight.shape()));
-  int OC = int(weight.dim(0)), C = int(weight.dim(1));
-  if (op.last_dim(inp, "inp") != C)
-    op.fail("inp " + shape_string(inp.shape()) + " does not end in C=" + std::to_string(C) + " of weight");
-  int BT = int(inp.numel() / std::max(C, 1));
-  op.numel(dout, "dout", std::int64_t(BT) * OC);
+  auto [BT, C, OC] = check_matmul(op, d, inp, weight, dout, "dout");
   if (dinp) {
     op.dtype(*dinp, "dinp", d);
     op.numel(*dinp, "dinp", inp.numel());
