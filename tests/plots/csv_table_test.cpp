@@ -12,20 +12,10 @@ namespace parbench::plots {
 namespace {
 
 using test::ScratchDir;
+using test::usage_error;
 using test::write_file;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
-
-template <class F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
 
 const std::vector<ColumnSpec> kColumns = {{"impl"}, {"bytes"}, {"busbw_gbps"}, {"estimate", false}, {"note", false}};
 

@@ -14,21 +14,11 @@ namespace parbench::plots {
 namespace {
 
 using test::ScratchDir;
+using test::usage_error;
 using test::write_file;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-template <class F>
-std::string usage_error(F&& f) {
-  try {
-    f();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no UsageError";
-  return "";
-}
 
 std::string num(double v) {
   char buf[64];

@@ -1,8 +1,12 @@
 // Test helpers for plots: a scratch directory, file writing, image checks (PNG decoded with zlib, SVG size),
 // running parbench-plot and capturing its exit status and stderr.
 #pragma once
+#include <gtest/gtest.h>
+
 #include <string>
 #include <vector>
+
+#include "core/error.h"
 
 namespace parbench::plots::test {
 
@@ -22,6 +26,18 @@ class ScratchDir {
 };
 
 void write_file(const std::string& path, const std::string& content);
+
+// The message of the UsageError that f() throws; a test failure (and "") when it throws none.
+template <class F>
+std::string usage_error(F&& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no UsageError";
+  return "";
+}
 std::string read_file(const std::string& path);
 bool file_exists(const std::string& path);
 
