@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/error.h"
 #include "core/memory.h"
 #include "models/data.h"
 
@@ -33,6 +34,66 @@ std::vector<float> Model::initial_params(std::uint64_t seed) const {
     }
   }
   return flat;
+}
+
+Shape Model::boundary_shape(std::int64_t samples) const {
+  if (config_.kind == ModelKind::gpt) return {samples, config_.seq, config_.hidden};
+  return {samples, config_.hidden};
+}
+
+std::unique_ptr<Activations> Model::forward(const Batch& batch, UnitRange r, const Tensor& input, UnitAccess& access,
+                                            float dloss, const Stream& s, double* loss) {
+  if (r.first < 0 || r.last > units() || r.first >= r.last)
+    throw Error("unit range [" + std::to_string(r.first) + ", " + std::to_string(r.last) + ") is not inside [0, " +
+                std::to_string(units()) + ")");
+  auto acts = new_activations();
+  acts->range = r;
+  acts->dloss = dloss;
+  acts->x.resize(std::size_t(units() + 1));
+  acts->stash.resize(std::size_t(units()));
+  if (r.first > 0) {
+    if (input.shape() != boundary_shape(batch.samples)) throw Error("forward of a model piece: input has the wrong shape");
+    acts->x[std::size_t(r.first)] = input;
+  }
+  for (int u = r.first; u < r.last; ++u) {
+    forward_unit(*acts, u, batch, access, s);
+    access.forward_done(u);
+  }
+  if (r.last == units()) *loss = mean_on_host(acts->losses, s);
+  return acts;
+}
+
+Tensor Model::backward(Activations& acts, const Batch& batch, const Tensor& dout, UnitAccess& access, const Stream& s,
+                       BackwardPart part) {
+  const UnitRange r = acts.range;
+  if (part == BackwardPart::weight) {
+    for (int u = r.last - 1; u >= r.first; --u) {
+      backward_weight_unit(acts, u, batch, access, s);
+      access.backward_done(u);
+    }
+    return {};
+  }
+  Tensor dres = work(config_.dtype, boundary_shape(batch.samples));
+  if (r.last == units()) {
+    loss_backward(acts, batch, dres, s);
+  } else {
+    if (dout.shape() != dres.shape()) throw Error("backward of a model piece: output gradient has the wrong shape");
+    device_memcpy(dres.device(), dres.data(), dout.device(), dout.data(), dres.bytes());
+  }
+  for (int u = r.last - 1; u >= r.first; --u) {
+    backward_input_unit(acts, u, batch, dres, access, s);
+    if (part == BackwardPart::all) {
+      backward_weight_unit(acts, u, batch, access, s);
+      access.backward_done(u);
+    }
+  }
+  return r.first > 0 ? dres : Tensor{};
+}
+
+Tensor Model::keep(const Tensor& t) const {
+  Tensor out = act(t.dtype(), t.shape());
+  device_memcpy(out.device(), out.data(), t.device(), t.data(), t.bytes());
+  return out;
 }
 
 Tensor Model::param(const Tensor& unit_flat, int unit, std::string_view name) const {

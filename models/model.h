@@ -25,9 +25,26 @@ class UnitAccess {
   virtual void backward_done(int /*unit*/) {}
 };
 
-// What a forward keeps for its backward; freed with it.
+// The units [first, last) one forward/backward runs: the whole model, a pipeline stage or one model chunk.
+struct UnitRange {
+  int first = 0, last = 0;
+  int size() const { return last - first; }
+};
+
+// Which part of a backward to run. Zero-bubble schedules split it: `input` computes the gradient at the piece's
+// input (the critical path to the previous stage) and keeps each matmul's output gradient; `weight` later turns
+// those into the weight gradients. `all` does both, unit by unit.
+enum class BackwardPart { all, input, weight };
+
+// What a forward keeps for its backward; freed with it. Indexed by absolute unit.
 struct Activations {
   virtual ~Activations() = default;
+  UnitRange range;
+  float dloss = 1;
+  std::vector<Tensor> x;                   // x[u]: input of unit u, x[u + 1] its output
+  std::vector<std::vector<Tensor>> stash;  // [unit]: output gradients kept by the input part for the weight part
+  Tensor losses;                           // per-sample or per-token losses (last piece only)
+  const Tensor& output() const { return x[std::size_t(range.last)]; }
 };
 
 class Model {
@@ -38,24 +55,54 @@ class Model {
   const ModelConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
   int units() const { return int(layout_.units.size()); }
+  // The activation between two units: (B,T,C) for gpt, (B,C) for the MLP.
+  Shape boundary_shape(std::int64_t samples) const;
 
   // Seeded initial values of the whole flat buffer (padding zero), as floats on the host.
   std::vector<float> initial_params(std::uint64_t seed) const;
 
-  // Forward of one microbatch; returns its mean loss in *loss. `dloss` is the weight of this microbatch's mean
-  // loss in the step's objective (1 / (microbatches x data-parallel ranks) when averaging), used by the fused
-  // loss gradient.
-  virtual std::unique_ptr<Activations> forward(const Batch& batch, UnitAccess& access, float dloss, const Stream& s,
-                                               double* loss) = 0;
-  // Backward of that microbatch, units in reverse order, adding into each unit's gradients.
-  virtual void backward(Activations& acts, const Batch& batch, UnitAccess& access, const Stream& s) = 0;
+  // Forward of one microbatch through units `r`. `input` is the previous piece's output (unused when r.first is
+  // 0: the batch is the input); the result's output() is this piece's output. On the last piece *loss gets the
+  // microbatch's mean loss. `dloss` is the weight of that mean loss in the step's objective (1 / (microbatches x
+  // data-parallel ranks) when averaging), used by the fused loss gradient.
+  std::unique_ptr<Activations> forward(const Batch& batch, UnitRange r, const Tensor& input, UnitAccess& access,
+                                       float dloss, const Stream& s, double* loss);
+  // Backward of that piece, units in reverse order, adding into each unit's gradients. `dout` is the gradient
+  // at the piece's output (unused on the last piece). Returns the gradient at the piece's input (an empty
+  // tensor when r.first is 0, and for the weight part).
+  Tensor backward(Activations& acts, const Batch& batch, const Tensor& dout, UnitAccess& access, const Stream& s,
+                  BackwardPart part = BackwardPart::all);
+
+  // The whole model at once.
+  std::unique_ptr<Activations> forward(const Batch& batch, UnitAccess& access, float dloss, const Stream& s,
+                                       double* loss) {
+    return forward(batch, {0, units()}, Tensor{}, access, dloss, s, loss);
+  }
+  void backward(Activations& acts, const Batch& batch, UnitAccess& access, const Stream& s) {
+    backward(acts, batch, Tensor{}, access, s);
+  }
 
  protected:
   Model(const ModelConfig& config, TrackedAllocator& alloc)
       : config_(config), layout_(make_layout(config)), alloc_(alloc) {}
+  // One unit's forward: reads acts.x[u] (or the batch), writes acts.x[u + 1] (or acts.losses on the last unit).
+  virtual void forward_unit(Activations& acts, int u, const Batch& batch, UnitAccess& access, const Stream& s) = 0;
+  // The loss gradient at the last unit's output, into dres (the last piece only).
+  virtual void loss_backward(Activations& acts, const Batch& batch, Tensor& dres, const Stream& s) = 0;
+  // dres holds the gradient at unit u's output on entry and at its input on return; output gradients that the
+  // weight gradients need go to acts.stash[u].
+  virtual void backward_input_unit(Activations& acts, int u, const Batch& batch, Tensor& dres, UnitAccess& access,
+                                   const Stream& s) = 0;
+  // Unit u's weight gradients from acts.stash[u] (which it then frees).
+  virtual void backward_weight_unit(Activations& acts, int u, const Batch& batch, UnitAccess& access,
+                                    const Stream& s) = 0;
+  virtual std::unique_ptr<Activations> new_activations() const { return std::make_unique<Activations>(); }
+
   Tensor param(const Tensor& unit_flat, int unit, std::string_view name) const;
   Tensor act(DType t, Shape shape) const { return Tensor(alloc_, t, std::move(shape), MemCategory::activations); }
   Tensor work(DType t, Shape shape) const { return Tensor(alloc_, t, std::move(shape), MemCategory::workspace); }
+  // A copy of t kept as an activation (stashed output gradients).
+  Tensor keep(const Tensor& t) const;
   void zero(Tensor& t) const;
   // Waits for the stream and returns the mean of a small statistics tensor (losses).
   double mean_on_host(const Tensor& t, const Stream& s) const;

@@ -86,7 +86,52 @@ void check_gradients(ModelKind kind, bool flash) {
   EXPECT_GT(checked, 20);
 }
 
+// Runs the model as pieces (pipeline stages) with the split backward: input part of every piece in reverse, then
+// the weight parts; the gradients must equal the whole-model backward's exactly in float64 up to summation order.
+void check_pieces(ModelKind kind, std::vector<int> cuts) {
+  Fixture f(tiny(kind, DType::f64));
+  Batch b = f.data->batch(0, 0, 3, f.alloc);
+  f.gradient(b);
+  std::vector<double> whole(f.grads.ptr<double>(), f.grads.ptr<double>() + f.grads.numel());
+  double whole_loss = f.loss(b);
+
+  device_memset(Device{}, f.grads.data(), 0, f.grads.bytes());
+  FlatAccess access(f.model->layout(), f.params, f.grads);
+  std::vector<std::unique_ptr<Activations>> acts;
+  Tensor x;
+  double loss = -1;
+  for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
+    acts.push_back(f.model->forward(b, {cuts[i], cuts[i + 1]}, x, access, 1.0f, f.stream, &loss));
+    x = acts.back()->output();
+  }
+  EXPECT_EQ(loss, whole_loss);
+  Tensor dx;
+  for (std::size_t i = acts.size(); i-- > 0;) dx = f.model->backward(*acts[i], b, dx, access, f.stream, BackwardPart::input);
+  EXPECT_EQ(dx.data(), nullptr);  // the first piece has no input gradient
+  for (std::size_t i = 0; i < acts.size(); ++i)
+    f.model->backward(*acts[i], b, Tensor{}, access, f.stream, BackwardPart::weight);
+  const double* g = f.grads.ptr<double>();
+  for (std::size_t i = 0; i < whole.size(); ++i) ASSERT_NEAR(g[i], whole[i], 1e-12 * (1 + std::fabs(whole[i]))) << i;
+}
+
 }  // namespace
+
+TEST(Models, GptPiecesWithSplitBackwardMatchWholeModel) {
+  check_pieces(ModelKind::gpt, {0, 1, 3, 4});
+  check_pieces(ModelKind::gpt, {0, 2, 4});
+}
+TEST(Models, MlpPiecesWithSplitBackwardMatchWholeModel) { check_pieces(ModelKind::mlp, {0, 1, 2}); }
+
+TEST(Models, PieceRangesAndShapesAreChecked) {
+  Fixture f(tiny(ModelKind::gpt, DType::f64));
+  Batch b = f.data->batch(0, 0, 2, f.alloc);
+  FlatAccess access(f.model->layout(), f.params, f.grads);
+  double loss = 0;
+  EXPECT_THROW(f.model->forward(b, {2, 2}, Tensor{}, access, 1.0f, f.stream, &loss), Error);
+  EXPECT_THROW(f.model->forward(b, {0, 5}, Tensor{}, access, 1.0f, f.stream, &loss), Error);
+  Tensor wrong(f.alloc, DType::f64, {2, 5, 11}, MemCategory::activations);
+  EXPECT_THROW(f.model->forward(b, {1, 4}, wrong, access, 1.0f, f.stream, &loss), Error);
+}
 
 TEST(Models, GptBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::gpt, true); }
 TEST(Models, GptPlainAttentionBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::gpt, false); }
