@@ -7,6 +7,14 @@ template <class T>
 void encoder_forward(T* out, const std::int32_t* inp, const T* wte, const T* wpe, int B, int T_, int C, void* stream);
 template <class T>
 void encoder_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, int B, int T_, int C, void* stream);
+// Vocabulary shard (tensor parallelism): wte/dwte (Vs,C) hold rows [vocab_begin, vocab_begin + Vs) of the
+// table and tokens outside contribute nothing; wpe / dwpe may be null (position embedding left out).
+template <class T>
+void encoder_forward_shard(T* out, const std::int32_t* inp, const T* wte, const T* wpe, int B, int T_, int C, int Vs,
+                           std::int64_t vocab_begin, void* stream);
+template <class T>
+void encoder_backward_shard(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, int B, int T_, int C, int Vs,
+                            std::int64_t vocab_begin, void* stream);
 
 // Matmul versions, numbered as in the benchmark: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D
 // tiles with 16-byte loads, 4 tensor cores through WMMA (bf16 in, fp32 accumulate; fp32 storage is
@@ -61,6 +69,17 @@ void flash_attention_backward(T* dinp, float* scratch, const T* dout, const T* i
 template <class T>
 void crossentropy_forward_backward(float* losses, T* dlogits, const T* logits, const std::int32_t* targets, int N,
                                    int V, float dloss, void* stream);
+// Vocabulary-parallel cross-entropy over logits (N,Vs), the columns [vocab_begin, vocab_begin + Vs) of (N,V);
+// targets are global ids. Between the calls the caller combines row_max (max) and sumexp, target_logit (sum).
+template <class T>
+void crossentropy_shard_max(float* row_max, const T* logits, int N, int Vs, void* stream);
+template <class T>
+void crossentropy_shard_sums(float* sumexp, float* target_logit, const T* logits, const std::int32_t* targets,
+                             const float* row_max, int N, int Vs, std::int64_t vocab_begin, void* stream);
+template <class T>
+void crossentropy_shard_finish(float* losses, T* dlogits, const T* logits, const std::int32_t* targets,
+                               const float* row_max, const float* sumexp, const float* target_logit, int N, int Vs,
+                               std::int64_t vocab_begin, float dloss, void* stream);
 
 template <class T>
 void adamw_update(T* params, const T* grads, float* m, float* v, std::int64_t n, float lr, float beta1, float beta2,

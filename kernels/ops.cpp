@@ -3,8 +3,11 @@
 #include "kernels/ops.h"
 
 #include <array>
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/launchers.h"
@@ -142,25 +145,32 @@ std::string_view matmul_algo_name(MatmulAlgo a) {
   return "?";
 }
 
-// The embedding ops' checks: inp (B,T) token ids inside the vocabulary of `table` (V,C), `positions`
-// (maxT >= T, C), and the activation `act` (B,T,C). Returns {B, T, C}.
-static std::array<int, 3> check_encoder(const Op& op, const Tensor& inp, const Tensor& table, const char* table_name,
-                                 const Tensor& positions, const char* positions_name, const Tensor& act,
-                                 const char* act_name) {
+// The embedding ops' checks: inp (B,T) token ids, `table` (V,C), `positions` (maxT >= T, C) when not null, and
+// the activation `act` (B,T,C). The tokens of a full table must lie inside it; a vocabulary shard (`shard`)
+// skips the others. Returns {B, T, C, V}.
+static std::array<int, 4> check_encoder(const Op& op, const Tensor& inp, const Tensor& table, const char* table_name,
+                                        const Tensor* positions, const char* positions_name, const Tensor& act,
+                                        const char* act_name, bool shard) {
   if (inp.rank() != 2) op.fail("inp must be (B, T), got " + shape_string(inp.shape()));
   int B = int(inp.dim(0)), T_ = int(inp.dim(1));
   int C = int(op.last_dim(table, table_name));
   int V = int(table.numel() / std::max(C, 1));
   op.shape(act, act_name, {B, T_, C});
-  if (positions.rank() != 2 || positions.dim(1) != C || positions.dim(0) < T_)
-    op.fail(std::string(positions_name) + " has shape " + shape_string(positions.shape()) + ", expected (maxT >= " +
+  if (positions && (positions->rank() != 2 || positions->dim(1) != C || positions->dim(0) < T_))
+    op.fail(std::string(positions_name) + " has shape " + shape_string(positions->shape()) + ", expected (maxT >= " +
             std::to_string(T_) + ", " + std::to_string(C) + ")");
-  if (op.s.device().on_host())  // a bad token id would read out of bounds
+  if (!shard && op.s.device().on_host())  // a bad token id would read out of bounds
     for (std::int64_t i = 0; i < inp.numel(); ++i)
       if (inp.ptr<std::int32_t>()[i] < 0 || inp.ptr<std::int32_t>()[i] >= V)
         op.fail("token " + std::to_string(inp.ptr<std::int32_t>()[i]) + " outside the vocabulary [0, " +
                 std::to_string(V) + ")");
-  return {B, T_, C};
+  return {B, T_, C, V};
+}
+
+// A vocabulary shard's first token id; ids are i32, so it lies in [0, 2^31).
+static void check_vocab_begin(const Op& op, std::int64_t vocab_begin) {
+  if (vocab_begin < 0 || vocab_begin > INT32_MAX)
+    op.fail("vocab_begin " + std::to_string(vocab_begin) + " outside [0, " + std::to_string(INT32_MAX) + "]");
 }
 
 void encoder_forward(Tensor& out, const Tensor& inp, const Tensor& wte, const Tensor& wpe, const Stream& s) {
@@ -169,7 +179,7 @@ void encoder_forward(Tensor& out, const Tensor& inp, const Tensor& wte, const Te
   op.dtype(inp, "inp", DType::i32);
   op.dtype(wte, "wte", d);
   op.dtype(wpe, "wpe", d);
-  auto [B, T_, C] = check_encoder(op, inp, wte, "wte", wpe, "wpe", out, "out");
+  auto [B, T_, C, V] = check_encoder(op, inp, wte, "wte", &wpe, "wpe", out, "out", false);
   with_storage(d, [&](auto z) {
     using T = decltype(z);
     PB_DISPATCH(T, ref::encoder_forward(out.ptr<T>(), inp.ptr<std::int32_t>(), wte.ptr<T>(), wpe.ptr<T>(), B, T_, C),
@@ -183,12 +193,52 @@ void encoder_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tens
   op.dtype(inp, "inp", DType::i32);
   op.dtype(dwte, "dwte", d);
   op.dtype(dwpe, "dwpe", d);
-  auto [B, T_, C] = check_encoder(op, inp, dwte, "dwte", dwpe, "dwpe", dout, "dout");
+  auto [B, T_, C, V] = check_encoder(op, inp, dwte, "dwte", &dwpe, "dwpe", dout, "dout", false);
   with_storage(d, [&](auto z) {
     using T = decltype(z);
     PB_DISPATCH(T, ref::encoder_backward(dwte.ptr<T>(), dwpe.ptr<T>(), dout.ptr<T>(), inp.ptr<std::int32_t>(), B, T_, C),
                 K::encoder_backward(dwte.ptr<T>(), dwpe.ptr<T>(), dout.ptr<T>(), inp.ptr<std::int32_t>(), B, T_, C,
                                     stream));
+  });
+}
+
+void encoder_forward_shard(Tensor& out, const Tensor& inp, const Tensor& wte, const Tensor* wpe,
+                           std::int64_t vocab_begin, const Stream& s) {
+  Op op{"encoder_forward_shard", s};
+  DType d = op.storage(out, "out");
+  op.dtype(inp, "inp", DType::i32);
+  op.dtype(wte, "wte", d);
+  if (wpe) op.dtype(*wpe, "wpe", d);
+  check_vocab_begin(op, vocab_begin);
+  auto [B, T_, C, Vs] = check_encoder(op, inp, wte, "wte", wpe, "wpe", out, "out", true);
+  with_storage(d, [&](auto z) {
+    using T = decltype(z);
+    const T* p = wpe ? wpe->ptr<T>() : nullptr;
+    PB_DISPATCH(T,
+                ref::encoder_forward_shard(out.ptr<T>(), inp.ptr<std::int32_t>(), wte.ptr<T>(), p, B, T_, C, Vs,
+                                           vocab_begin),
+                K::encoder_forward_shard(out.ptr<T>(), inp.ptr<std::int32_t>(), wte.ptr<T>(), p, B, T_, C, Vs,
+                                         vocab_begin, stream));
+  });
+}
+
+void encoder_backward_shard(Tensor& dwte, Tensor* dwpe, const Tensor& dout, const Tensor& inp,
+                            std::int64_t vocab_begin, const Stream& s) {
+  Op op{"encoder_backward_shard", s};
+  DType d = op.storage(dout, "dout");
+  op.dtype(inp, "inp", DType::i32);
+  op.dtype(dwte, "dwte", d);
+  if (dwpe) op.dtype(*dwpe, "dwpe", d);
+  check_vocab_begin(op, vocab_begin);
+  auto [B, T_, C, Vs] = check_encoder(op, inp, dwte, "dwte", dwpe, "dwpe", dout, "dout", true);
+  with_storage(d, [&](auto z) {
+    using T = decltype(z);
+    T* dp = dwpe ? dwpe->ptr<T>() : nullptr;
+    PB_DISPATCH(T,
+                ref::encoder_backward_shard(dwte.ptr<T>(), dp, dout.ptr<T>(), inp.ptr<std::int32_t>(), B, T_, C, Vs,
+                                            vocab_begin),
+                K::encoder_backward_shard(dwte.ptr<T>(), dp, dout.ptr<T>(), inp.ptr<std::int32_t>(), B, T_, C, Vs,
+                                          vocab_begin, stream));
   });
 }
 
@@ -529,6 +579,86 @@ void crossentropy_forward_backward(Tensor& losses, Tensor* dlogits, const Tensor
                                                    N, V, dloss),
                 K::crossentropy_forward_backward(losses.ptr<float>(), dl, logits.ptr<T>(), targets.ptr<std::int32_t>(),
                                                  N, V, dloss, stream));
+  });
+}
+
+namespace {
+// The vocabulary-parallel cross-entropy ops' common checks: logits (..., Vs) in a storage dtype, targets (...)
+// i32 global ids (non-negative: a negative id would silently belong to no shard), and each statistics tensor
+// (...) in the statistics dtype.
+struct CeShard {
+  DType d;
+  int N, Vs;
+};
+CeShard check_ce_shard(const Op& op, const Tensor& logits, const Tensor* targets, std::int64_t vocab_begin,
+                       std::initializer_list<std::pair<const Tensor*, const char*>> stats) {
+  DType d = op.storage(logits, "logits");
+  int Vs = int(op.last_dim(logits, "logits"));
+  int N = int(logits.numel() / std::max(Vs, 1));
+  for (auto [t, name] : stats) {
+    op.dtype(*t, name, acc_dtype(d));
+    op.numel(*t, name, N);
+  }
+  check_vocab_begin(op, vocab_begin);
+  if (targets) {
+    op.dtype(*targets, "targets", DType::i32);
+    op.numel(*targets, "targets", N);
+    if (op.s.device().on_host())
+      for (std::int64_t i = 0; i < N; ++i)
+        if (targets->ptr<std::int32_t>()[i] < 0)
+          op.fail("target " + std::to_string(targets->ptr<std::int32_t>()[i]) + " is negative");
+  }
+  return {d, N, Vs};
+}
+}  // namespace
+
+void crossentropy_shard_max(Tensor& row_max, const Tensor& logits, const Stream& s) {
+  Op op{"crossentropy_shard_max", s};
+  auto [d, N, Vs] = check_ce_shard(op, logits, nullptr, 0, {{&row_max, "row_max"}});
+  with_storage(d, [&](auto z) {
+    using T = decltype(z);
+    PB_DISPATCH(T, ref::crossentropy_shard_max(row_max.ptr<Acc<T>>(), logits.ptr<T>(), N, Vs),
+                K::crossentropy_shard_max(row_max.ptr<float>(), logits.ptr<T>(), N, Vs, stream));
+  });
+}
+
+void crossentropy_shard_sums(Tensor& sumexp, Tensor& target_logit, const Tensor& logits, const Tensor& targets,
+                             const Tensor& row_max, std::int64_t vocab_begin, const Stream& s) {
+  Op op{"crossentropy_shard_sums", s};
+  auto [d, N, Vs] = check_ce_shard(op, logits, &targets, vocab_begin,
+                                   {{&sumexp, "sumexp"}, {&target_logit, "target_logit"}, {&row_max, "row_max"}});
+  with_storage(d, [&](auto z) {
+    using T = decltype(z);
+    PB_DISPATCH(T,
+                ref::crossentropy_shard_sums(sumexp.ptr<Acc<T>>(), target_logit.ptr<Acc<T>>(), logits.ptr<T>(),
+                                             targets.ptr<std::int32_t>(), row_max.ptr<Acc<T>>(), N, Vs, vocab_begin),
+                K::crossentropy_shard_sums(sumexp.ptr<float>(), target_logit.ptr<float>(), logits.ptr<T>(),
+                                           targets.ptr<std::int32_t>(), row_max.ptr<float>(), N, Vs, vocab_begin,
+                                           stream));
+  });
+}
+
+void crossentropy_shard_finish(Tensor& losses, Tensor* dlogits, const Tensor& logits, const Tensor& targets,
+                               const Tensor& row_max, const Tensor& sumexp, const Tensor& target_logit,
+                               std::int64_t vocab_begin, float dloss, const Stream& s) {
+  Op op{"crossentropy_shard_finish", s};
+  auto [d, N, Vs] = check_ce_shard(
+      op, logits, &targets, vocab_begin,
+      {{&losses, "losses"}, {&row_max, "row_max"}, {&sumexp, "sumexp"}, {&target_logit, "target_logit"}});
+  if (dlogits) {
+    op.dtype(*dlogits, "dlogits", d);
+    op.numel(*dlogits, "dlogits", logits.numel());
+  }
+  with_storage(d, [&](auto z) {
+    using T = decltype(z);
+    T* dl = dlogits ? dlogits->ptr<T>() : nullptr;
+    PB_DISPATCH(T,
+                ref::crossentropy_shard_finish(losses.ptr<Acc<T>>(), dl, logits.ptr<T>(), targets.ptr<std::int32_t>(),
+                                               row_max.ptr<Acc<T>>(), sumexp.ptr<Acc<T>>(),
+                                               target_logit.ptr<Acc<T>>(), N, Vs, vocab_begin, dloss),
+                K::crossentropy_shard_finish(losses.ptr<float>(), dl, logits.ptr<T>(), targets.ptr<std::int32_t>(),
+                                             row_max.ptr<float>(), sumexp.ptr<float>(), target_logit.ptr<float>(), N,
+                                             Vs, vocab_begin, dloss, stream));
   });
 }
 

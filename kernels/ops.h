@@ -1,9 +1,11 @@
 // The one dispatch API for every op, on tensors: the device comes from the tensors and the stream
 // (cpu -> kernels/ref, simt -> simt_kernels, cuda -> cuda_kernels). Shapes in llm.c notation.
 // Storage dtype f32 or bf16 (and f64 on cpu, for gradient checks); statistics (mean, rstd, att, lse,
-// losses, norms) and optimizer moments are f32 (f64 when the storage is f64). Shape, dtype and device
+// losses, norms, the vocabulary-parallel row statistics) and optimizer moments are f32 (f64 when the storage is
+// f64). Shape, dtype and device
 // mismatches throw parbench::Error naming the op and the tensor.
 #pragma once
+#include <cstdint>
 #include <string_view>
 
 #include "core/stream.h"
@@ -15,6 +17,16 @@ namespace parbench::ops {
 void encoder_forward(Tensor& out, const Tensor& inp, const Tensor& wte, const Tensor& wpe, const Stream& s);
 // dwte, dwpe += (accumulate)
 void encoder_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& inp, const Stream& s);
+
+// Vocabulary-parallel embedding (tensor parallelism): wte (Vs,C) holds rows [vocab_begin, vocab_begin + Vs) of the
+// full table; tokens outside that range contribute zero. wpe (maxT,C) is added when not null.
+// out (B,T,C) = wte[inp - vocab_begin] (or 0) + wpe[t]
+void encoder_forward_shard(Tensor& out, const Tensor& inp, const Tensor& wte, const Tensor* wpe,
+                           std::int64_t vocab_begin, const Stream& s);
+// dwte += rows of dout for tokens in range; dwpe (nullable) += dout summed over the batch (accumulate, like
+// encoder_backward).
+void encoder_backward_shard(Tensor& dwte, Tensor* dwpe, const Tensor& dout, const Tensor& inp,
+                            std::int64_t vocab_begin, const Stream& s);
 
 // Matmul algorithms: the numbered kernel versions and the vendor baseline (cuda only).
 enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, cublas = 5 };
@@ -61,6 +73,22 @@ void flash_attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout,
 // logits itself) = (softmax - onehot) * dloss.
 void crossentropy_forward_backward(Tensor& losses, Tensor* dlogits, const Tensor& logits, const Tensor& targets,
                                    float dloss, const Stream& s);
+
+// Vocabulary-parallel cross-entropy: logits (..., Vs) are columns [vocab_begin, vocab_begin + Vs) of the full
+// (..., V) logits; targets (...) i32 are global token ids. The caller combines the per-row statistics over the tp
+// ranks between the calls (allreduce max of row_max, allreduce sum of sumexp and target_logit), so the full
+// logits are never gathered. Statistics tensors (...) are f32 (f64 when logits are f64).
+// row_max = max over the local columns
+void crossentropy_shard_max(Tensor& row_max, const Tensor& logits, const Stream& s);
+// sumexp = sum over local columns of exp(logit - row_max); target_logit = logit of the target when it lies in
+// this shard, else 0
+void crossentropy_shard_sums(Tensor& sumexp, Tensor& target_logit, const Tensor& logits, const Tensor& targets,
+                             const Tensor& row_max, std::int64_t vocab_begin, const Stream& s);
+// losses (...) = log(sumexp) + row_max - target_logit; dlogits (nullable, may be logits itself) =
+// (exp(logit - row_max) / sumexp - onehot(target in this shard)) * dloss
+void crossentropy_shard_finish(Tensor& losses, Tensor* dlogits, const Tensor& logits, const Tensor& targets,
+                               const Tensor& row_max, const Tensor& sumexp, const Tensor& target_logit,
+                               std::int64_t vocab_begin, float dloss, const Stream& s);
 
 struct AdamWConfig {
   float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;

@@ -42,6 +42,14 @@ inline A gelu_grad(A x) {
 template <class T> void encoder_forward(T* out, const std::int32_t* inp, const T* wte, const T* wpe, int B, int T_, int C);
 // dwte (V,C) += scatter of dout by token; dwpe (T,C) += sum over b of dout.
 template <class T> void encoder_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, int B, int T_, int C);
+// Vocabulary shard: wte / dwte (Vs,C) hold rows [vocab_begin, vocab_begin + Vs) of the table; tokens outside
+// contribute nothing. wpe / dwpe may be null (no position embedding in this shard).
+template <class T>
+void encoder_forward_shard(T* out, const std::int32_t* inp, const T* wte, const T* wpe, int B, int T_, int C, int Vs,
+                           std::int64_t vocab_begin);
+template <class T>
+void encoder_backward_shard(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, int B, int T_, int C, int Vs,
+                            std::int64_t vocab_begin);
 
 // out (BT,OC) = inp (BT,C) weight^T (OC,C) + bias (OC); bias may be null.
 template <class T> void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC);
@@ -87,6 +95,18 @@ void flash_attention_backward(T* dinp, const T* dout, const T* inp, const T* out
 template <class T>
 void crossentropy_forward_backward(acc_t<T>* losses, T* dlogits, const T* logits, const std::int32_t* targets, int N,
                                    int V, float dloss);
+// Vocabulary-parallel cross-entropy: logits (N,Vs) are the columns [vocab_begin, vocab_begin + Vs) of (N,V),
+// targets global ids. row_max = local row max; sumexp = sum of exp(logit - row_max) with the combined row_max,
+// target_logit = the target's logit if this shard holds it, else 0; losses = log(sumexp) + row_max -
+// target_logit and dlogits (nullable, may alias logits) = (softmax - onehot) * dloss with the combined statistics.
+template <class T> void crossentropy_shard_max(acc_t<T>* row_max, const T* logits, int N, int Vs);
+template <class T>
+void crossentropy_shard_sums(acc_t<T>* sumexp, acc_t<T>* target_logit, const T* logits, const std::int32_t* targets,
+                             const acc_t<T>* row_max, int N, int Vs, std::int64_t vocab_begin);
+template <class T>
+void crossentropy_shard_finish(acc_t<T>* losses, T* dlogits, const T* logits, const std::int32_t* targets,
+                               const acc_t<T>* row_max, const acc_t<T>* sumexp, const acc_t<T>* target_logit, int N,
+                               int Vs, std::int64_t vocab_begin, float dloss);
 
 // AdamW (decoupled weight decay, bias-corrected, step counts from 1); m, v are the moment estimates.
 template <class T>

@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "kernels/ref/ref.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/shard_test_util.h"
 
 namespace parbench {
 namespace {
@@ -195,6 +196,125 @@ TEST_P(RefVsF64, CrossEntropyInPlace) {
   ops::crossentropy_forward_backward(losses, &logits, logits, targets, float(dloss), s);  // in place
   expect_close(losses, wl, "crossentropy losses");
   expect_close(logits, wd, "crossentropy dlogits");
+}
+
+// Vocabulary-parallel embedding on a hand-checked example: the shard holds tokens 2 and 3 of the table.
+TEST_P(RefVsF64, EncoderShardHandChecked) {
+  auto fill = [](Tensor& t, const V& v) {
+    ASSERT_EQ(t.numel(), std::int64_t(v.size()));
+    for (std::size_t i = 0; i < v.size(); ++i) store_from_double(t.data(), t.dtype(), i, v[i]);
+  };
+  Tensor inp = make(DType::i32, {2, 2}), wte = make(d, {2, 2}), wpe = make(d, {3, 2});
+  const std::int32_t toks[] = {2, 0, 3, 5};
+  std::copy(toks, toks + 4, inp.ptr<std::int32_t>());
+  fill(wte, {1, 2, 3, 4});
+  fill(wpe, {10, 20, 30, 40, 99, 99});
+  Tensor out = poisoned(d, {2, 2, 2});
+  ops::encoder_forward_shard(out, inp, wte, &wpe, 2, s);
+  EXPECT_EQ(test::to_vector(out), V({11, 22, 30, 40, 13, 24, 30, 40}));
+  Tensor out2 = poisoned(d, {2, 2, 2});
+  ops::encoder_forward_shard(out2, inp, wte, nullptr, 2, s);
+  EXPECT_EQ(test::to_vector(out2), V({1, 2, 0, 0, 3, 4, 0, 0}));
+
+  Tensor dout = make(d, {2, 2, 2}), dwte = make(d, {2, 2}), dwpe = make(d, {3, 2});
+  fill(dout, {1, 2, 3, 4, 5, 6, 7, 8});
+  fill(dwte, {0.5, 0.5, 0.5, 0.5});
+  fill(dwpe, {0, 0, 0, 0, 1, 1});
+  ops::encoder_backward_shard(dwte, &dwpe, dout, inp, 2, s);
+  EXPECT_EQ(test::to_vector(dwte), V({1.5, 2.5, 5.5, 6.5}));
+  EXPECT_EQ(test::to_vector(dwpe), V({6, 8, 10, 12, 1, 1}));  // row t=2 untouched
+  ops::encoder_backward_shard(dwte, nullptr, dout, inp, 2, s);
+  EXPECT_EQ(test::to_vector(dwte), V({2.5, 4.5, 10.5, 12.5}));
+}
+
+// Vocabulary-parallel cross-entropy on two hand-derived rows of V=4 split 2 | 2: row 0 = (1, 0 | 0, 0) with
+// target 3 (in the second shard), row 1 = (2, -1 | 0.5, 0.5) with target 0 (in the first).
+TEST_P(RefVsF64, CrossEntropyShardHandChecked) {
+  Tensor x0 = make(d, {2, 2}), x1 = make(d, {2, 2}), targets = make(DType::i32, {2});
+  const double v0[] = {1, 0, 2, -1}, v1[] = {0, 0, 0.5, 0.5};
+  for (int i = 0; i < 4; ++i) {
+    store_from_double(x0.data(), d, std::size_t(i), v0[i]);
+    store_from_double(x1.data(), d, std::size_t(i), v1[i]);
+  }
+  targets.ptr<std::int32_t>()[0] = 3;
+  targets.ptr<std::int32_t>()[1] = 0;
+  Tensor m0 = poisoned(acc, {2}), m1 = poisoned(acc, {2});
+  ops::crossentropy_shard_max(m0, x0, s);
+  ops::crossentropy_shard_max(m1, x1, s);
+  EXPECT_EQ(test::to_vector(m0), V({1, 2}));
+  EXPECT_EQ(test::to_vector(m1), V({0, 0.5}));
+  Tensor m = make(acc, {2});  // allreduce(max)
+  store_from_double(m.data(), acc, 0, 1);
+  store_from_double(m.data(), acc, 1, 2);
+  Tensor se0 = poisoned(acc, {2}), se1 = poisoned(acc, {2}), tl0 = poisoned(acc, {2}), tl1 = poisoned(acc, {2});
+  ops::crossentropy_shard_sums(se0, tl0, x0, targets, m, 0, s);
+  ops::crossentropy_shard_sums(se1, tl1, x1, targets, m, 2, s);
+  const double e1 = std::exp(-1.0), e15 = std::exp(-1.5), e3 = std::exp(-3.0);
+  expect_close(se0, {1 + e1, 1 + e3}, "sumexp shard 0");
+  expect_close(se1, {2 * e1, 2 * e15}, "sumexp shard 1");
+  EXPECT_EQ(test::to_vector(tl0), V({0, 2}));  // row 0's target lies in shard 1
+  EXPECT_EQ(test::to_vector(tl1), V({0, 0}));  // its logit is 0 there
+  const double S0 = 1 + 3 * e1, S1 = 1 + e3 + 2 * e15;
+  Tensor se = make(acc, {2}), tl = make(acc, {2});  // allreduce(sum)
+  for (int r = 0; r < 2; ++r) {
+    store_from_double(se.data(), acc, std::size_t(r), at(se0, r) + at(se1, r));
+    store_from_double(tl.data(), acc, std::size_t(r), at(tl0, r) + at(tl1, r));
+  }
+  Tensor l0 = poisoned(acc, {2}), l1 = poisoned(acc, {2}), d0 = poisoned(d, {2, 2});
+  ops::crossentropy_shard_finish(l0, &d0, x0, targets, m, se, tl, 0, 0.5f, s);
+  ops::crossentropy_shard_finish(l1, &x1, x1, targets, m, se, tl, 2, 0.5f, s);  // in place
+  V want_loss = {std::log(S0) + 1, std::log(S1)};
+  expect_close(l0, want_loss, "losses shard 0");
+  expect_close(l1, want_loss, "losses shard 1");
+  expect_close(d0, {0.5 / S0, 0.5 * e1 / S0, 0.5 * (1 / S1 - 1), 0.5 * e3 / S1}, "dlogits shard 0");
+  expect_close(x1, {0.5 * e1 / S0, 0.5 * (e1 / S0 - 1), 0.5 * e15 / S1, 0.5 * e15 / S1}, "dlogits shard 1");
+}
+
+// The key property: random (B,T,V) logits split into 2 and 3 column shards, statistics combined as the
+// ranks would, give the losses and (concatenated) dlogits of the unsplit op.
+TEST_P(RefVsF64, CrossEntropyShardsMatchTheFullRow) {
+  const int Vf = 41;
+  Tensor logits = rnd(d, {B, T_, Vf}, -4, 4), targets = tokens({B, T_}, Vf);
+  Tensor losses = poisoned(acc, {B, T_}), dl = poisoned(d, {B, T_, Vf});
+  const float dloss = 1.f / (B * T_);
+  ops::crossentropy_forward_backward(losses, &dl, logits, targets, dloss, s);
+  for (int parts : {2, 3})
+    for (bool in_place : {false, true}) {
+      auto got = test::crossentropy_by_shards(alloc, s, logits, targets, test::shard_bounds(Vf, parts), dloss,
+                                              in_place);
+      for (const Tensor& l : got.losses) expect_close(l, test::to_vector(losses), "sharded losses");
+      expect_close(got.dlogits, test::to_vector(dl), "sharded dlogits");
+    }
+}
+
+// Embedding shards: the outputs summed over the shards (wpe given to one of them) equal the full forward;
+// the dwte shards concatenated and the one dwpe equal the full backward, bit for bit (same sum order).
+TEST_P(RefVsF64, EncoderShardsSumToTheFullTable) {
+  Tensor inp = tokens({B, T_}, Vocab), wte = rnd(d, {Vocab, C}), wpe = rnd(d, {T_ + 1, C}), out = poisoned(d, {B, T_, C});
+  ops::encoder_forward(out, inp, wte, wpe, s);
+  Tensor dout = rnd(d, {B, T_, C}), dwte = rnd(d, {Vocab, C}), dwpe = rnd(d, {T_ + 1, C});
+  Tensor dwte_full = make(d, {Vocab, C}), dwpe_full = make(d, {T_ + 1, C});
+  test::copy_into(dwte_full, dwte);
+  test::copy_into(dwpe_full, dwpe);
+  ops::encoder_backward(dwte_full, dwpe_full, dout, inp, s);
+  for (int parts : {2, 3}) {
+    std::vector<int> b = test::shard_bounds(Vocab, parts);
+    V sum(out.numel(), 0.0);
+    Tensor dwte_cat = poisoned(d, {Vocab, C}), dwpe_one = make(d, {T_ + 1, C});
+    test::copy_into(dwpe_one, dwpe);
+    for (int p = 0; p < parts; ++p) {
+      bool last = p == parts - 1;  // the rank that owns the position embedding
+      Tensor w = test::take_rows(alloc, wte, b[p], b[p + 1] - b[p]), o = poisoned(d, {B, T_, C});
+      ops::encoder_forward_shard(o, inp, w, last ? &wpe : nullptr, b[p], s);
+      for (std::int64_t i = 0; i < o.numel(); ++i) sum[i] += at(o, i);
+      Tensor dw = test::take_rows(alloc, dwte, b[p], b[p + 1] - b[p]);
+      ops::encoder_backward_shard(dw, last ? &dwpe_one : nullptr, dout, inp, b[p], s);
+      test::put_rows(dwte_cat, dw, b[p]);
+    }
+    expect_close(out, sum, "encoder shards summed");
+    EXPECT_EQ(test::to_vector(dwte_cat), test::to_vector(dwte_full)) << parts << " shards";
+    EXPECT_EQ(test::to_vector(dwpe_one), test::to_vector(dwpe_full)) << parts << " shards";
+  }
 }
 
 TEST_P(RefVsF64, OptimizersNormClipMse) {
@@ -447,6 +567,61 @@ TEST_F(CpuOps, BadInputIsRejectedWithItsName) {
     EXPECT_THAT(e.what(), HasSubstr("gelu_forward: out is on simt but the stream is on cpu"));
   }
   EXPECT_TRUE(ops::kernels_available(DeviceKind::cpu));
+}
+
+TEST_F(CpuOps, ShardOpsRejectBadInput) {
+  using ::testing::HasSubstr;
+  auto expect_error = [](const std::function<void()>& f, const std::string& want) {
+    try {
+      f();
+      ADD_FAILURE() << "no error, expected: " << want;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(want));
+    }
+  };
+  Tensor toks = make(DType::i32, {1, 2}), wte = rnd(DType::f32, {3, 4}), wpe = rnd(DType::f32, {1, 4}),
+         eo = make(DType::f32, {1, 2, 4});
+  toks.ptr<std::int32_t>()[0] = 7;  // outside the shard: fine
+  toks.ptr<std::int32_t>()[1] = -1;
+  expect_error([&] { ops::encoder_forward_shard(eo, toks, wte, &wpe, 0, s); },
+               "encoder_forward_shard: wpe has shape (1, 4), expected (maxT >= 2, 4)");
+  expect_error([&] { ops::encoder_forward_shard(eo, toks, wte, nullptr, -3, s); },
+               "encoder_forward_shard: vocab_begin -3 outside [0, 2147483647]");
+  Tensor bad_out = make(DType::f32, {1, 2, 5});
+  expect_error([&] { ops::encoder_forward_shard(bad_out, toks, wte, nullptr, 3, s); },
+               "encoder_forward_shard: out has shape (1, 2, 5), expected (1, 2, 4)");
+  Tensor dwte_bf16 = rnd(DType::bf16, {3, 4});
+  expect_error([&] { ops::encoder_backward_shard(dwte_bf16, nullptr, eo, toks, 3, s); },
+               "encoder_backward_shard: dwte has dtype bf16, expected f32");
+  ops::encoder_forward_shard(eo, toks, wte, nullptr, 3, s);  // tokens 7 and -1 lie outside [3, 6): zeros
+  EXPECT_EQ(test::to_vector(eo), V(8, 0.0));
+
+  Tensor logits = rnd(DType::f32, {2, 3, 5}), targets = make(DType::i32, {2, 3});
+  std::fill_n(targets.ptr<std::int32_t>(), 6, 9);
+  Tensor stat = make(DType::f32, {2, 3}), stat2 = make(DType::f32, {2, 3}), stat3 = make(DType::f32, {2, 3}),
+         loss = make(DType::f32, {6});
+  expect_error([&] { ops::crossentropy_shard_max(wte, logits, s); },
+               "crossentropy_shard_max: row_max has 12 elements (3, 4), expected 6");
+  Tensor stat_bf16 = make(DType::bf16, {2, 3});
+  expect_error([&] { ops::crossentropy_shard_max(stat_bf16, logits, s); },
+               "crossentropy_shard_max: row_max has dtype bf16, expected f32");
+  Tensor short_targets = make(DType::i32, {5});
+  expect_error([&] { ops::crossentropy_shard_sums(stat, stat2, logits, short_targets, stat3, 0, s); },
+               "crossentropy_shard_sums: targets has 5 elements (5), expected 6");
+  expect_error([&] { ops::crossentropy_shard_sums(stat, wte, logits, targets, stat3, 0, s); },
+               "crossentropy_shard_sums: target_logit has 12 elements");
+  expect_error([&] { ops::crossentropy_shard_sums(stat, stat2, logits, targets, stat3, std::int64_t(1) << 31, s); },
+               "crossentropy_shard_sums: vocab_begin 2147483648 outside [0, 2147483647]");
+  targets.ptr<std::int32_t>()[4] = -2;
+  expect_error([&] { ops::crossentropy_shard_finish(loss, nullptr, logits, targets, stat, stat2, stat3, 0, 1.f, s); },
+               "crossentropy_shard_finish: target -2 is negative");
+  targets.ptr<std::int32_t>()[4] = 9;
+  Tensor bad_dl = make(DType::f32, {2, 3, 4});
+  expect_error([&] { ops::crossentropy_shard_finish(loss, &bad_dl, logits, targets, stat, stat2, stat3, 0, 1.f, s); },
+               "crossentropy_shard_finish: dlogits has 24 elements (2, 3, 4), expected 30");
+  Tensor logits_i32 = make(DType::i32, {2, 3, 5});
+  expect_error([&] { ops::crossentropy_shard_max(stat, logits_i32, s); },
+               "crossentropy_shard_max: logits has dtype i32; supported: f32, bf16, f64");
 }
 
 }  // namespace

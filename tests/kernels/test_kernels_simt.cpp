@@ -12,6 +12,7 @@
 #include "kernels/ops.h"
 #include "kernels/simt/simt_runtime.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/shard_test_util.h"
 
 namespace parbench {
 namespace {
@@ -217,6 +218,110 @@ TEST_P(SimtOps, CrossEntropy) {
     ops::crossentropy_forward_backward(losses2.c, &logits.c, logits.c, targets.c, dloss, cs);
     ops::crossentropy_forward_backward(losses2.s, &logits.s, logits.s, targets.s, dloss, ss);
     check(logits, "crossentropy dlogits in place" + sz);
+  }
+}
+
+// One vocabulary shard, rows [12, 29) of a 37-token table, each kernel against the reference; then the
+// shards of the table (2 and 3 of them) against the unsplit kernels.
+TEST_P(SimtOps, EncoderShard) {
+  const int vb = 12, Vs = 17;
+  Dual inp = tokens({B, T_}, V), wte = in(d, {Vs, C}), wpe = in(d, {T_ + 1, C});
+  for (bool with_wpe : {true, false}) {
+    std::string what = with_wpe ? "" : " (no wpe)";
+    Dual o = out(d, {B, T_, C});
+    ops::encoder_forward_shard(o.c, inp.c, wte.c, with_wpe ? &wpe.c : nullptr, vb, cs);
+    ops::encoder_forward_shard(o.s, inp.s, wte.s, with_wpe ? &wpe.s : nullptr, vb, ss);
+    check(o, "encoder_forward_shard" + what);
+    Dual dout = in(d, {B, T_, C}), dwte = in(d, {Vs, C}), dwpe = in(d, {T_ + 1, C});
+    ops::encoder_backward_shard(dwte.c, with_wpe ? &dwpe.c : nullptr, dout.c, inp.c, vb, cs);
+    ops::encoder_backward_shard(dwte.s, with_wpe ? &dwpe.s : nullptr, dout.s, inp.s, vb, ss);
+    check(dwte, "encoder_backward_shard dwte" + what);
+    if (with_wpe) check(dwpe, "encoder_backward_shard dwpe");
+  }
+
+  Dual full = in(d, {V, C}), o = out(d, {B, T_, C}), dout = in(d, {B, T_, C});
+  Dual dwte = in(d, {V, C}), dwpe = in(d, {T_ + 1, C});
+  Tensor dwte0 = test::take_rows(simt_alloc, dwte.s, 0, V), dwpe0 = test::take_rows(simt_alloc, dwpe.s, 0, T_ + 1);
+  ops::encoder_forward(o.s, inp.s, full.s, wpe.s, ss);
+  ops::encoder_backward(dwte.s, dwpe.s, dout.s, inp.s, ss);
+  for (int parts : {2, 3}) {
+    std::vector<int> b = test::shard_bounds(V, parts);
+    std::vector<double> sum(std::size_t(o.s.numel()), 0.0);
+    Tensor dwte_cat = make(d, {V, C}).s, dwpe_one = test::take_rows(simt_alloc, dwpe0, 0, T_ + 1);
+    test::fill_nan(dwte_cat);
+    for (int p = 0; p < parts; ++p) {
+      bool first = p == 0;  // the rank that owns the position embedding
+      Tensor w = test::take_rows(simt_alloc, full.s, b[p], b[p + 1] - b[p]), os = out(d, {B, T_, C}).s;
+      ops::encoder_forward_shard(os, inp.s, w, first ? &wpe.s : nullptr, b[p], ss);
+      for (std::int64_t i = 0; i < os.numel(); ++i) sum[std::size_t(i)] += test::at(os, i);
+      Tensor dw = test::take_rows(simt_alloc, dwte0, b[p], b[p + 1] - b[p]);
+      ops::encoder_backward_shard(dw, first ? &dwpe_one : nullptr, dout.s, inp.s, b[p], ss);
+      test::put_rows(dwte_cat, dw, b[p]);
+    }
+    std::string sz = " " + std::to_string(parts) + " shards";
+    double e = test::rel_l2(test::to_vector(o.s), sum);
+    std::printf("[simt-err] %-34s %-4s %-8s %.2e\n", ("encoder shards summed" + sz).c_str(),
+                std::string(dtype_name(d)).c_str(), sched.c_str(), e);
+    EXPECT_LE(e, bound(d, false)) << sz;
+    // Each channel's tokens are summed in the same order in a shard as in the full table: bit for bit.
+    EXPECT_EQ(std::memcmp(dwte_cat.data(), dwte.s.data(), dwte.s.bytes()), 0) << "dwte" << sz;
+    EXPECT_EQ(std::memcmp(dwpe_one.data(), dwpe.s.data(), dwpe.s.bytes()), 0) << "dwpe" << sz;
+  }
+}
+
+// Each pass of the vocabulary-parallel cross-entropy against the reference on one shard (columns
+// [vb, vb + Vs) of V), then 2 and 3 shards with the statistics combined against the unsplit kernel.
+TEST_P(SimtOps, CrossEntropyShard) {
+  for (int v : {V, 601}) {  // 601: shards wider than the block's 256 threads
+    const int vb = v / 3, Vs = v / 2;
+    std::string sz = " V=" + std::to_string(v);
+    Dual logits = in(d, {B, T_, v}, -3, 3), targets = tokens({B, T_}, v);
+    Dual x{test::take_columns(cpu_alloc, logits.c, vb, Vs), test::take_columns(simt_alloc, logits.s, vb, Vs)};
+    Dual mx = out(acc(), {B, T_});
+    ops::crossentropy_shard_max(mx.c, x.c, cs);
+    ops::crossentropy_shard_max(mx.s, x.s, ss);
+    check(mx, "crossentropy_shard_max" + sz, false, bound(d, false));
+    // Another rank's larger maximum, as the allreduce may bring: the local one plus up to 1.
+    Dual m = in(acc(), {B, T_}, 0, 1);
+    for (std::int64_t r = 0; r < m.c.numel(); ++r) m.c.ptr<float>()[r] += mx.c.ptr<float>()[r];
+    test::copy_into(m.s, m.c);
+    Dual se = out(acc(), {B, T_}), tl = out(acc(), {B, T_});
+    ops::crossentropy_shard_sums(se.c, tl.c, x.c, targets.c, m.c, vb, cs);
+    ops::crossentropy_shard_sums(se.s, tl.s, x.s, targets.s, m.s, vb, ss);
+    check(se, "crossentropy_shard_sums sumexp" + sz, false, bound(d, false));
+    check(tl, "crossentropy_shard_sums target_logit" + sz, false, bound(d, false));
+    // Other ranks' share of the sum, so the softmax of this shard is not complete.
+    Dual se_all = in(acc(), {B, T_}, 0.5, 2);
+    for (std::int64_t r = 0; r < se_all.c.numel(); ++r) se_all.c.ptr<float>()[r] += se.c.ptr<float>()[r];
+    test::copy_into(se_all.s, se_all.c);
+    const float dloss = 1.f / (B * T_);
+    Dual losses = out(acc(), {B, T_}), dl = out(d, {B, T_, Vs});
+    ops::crossentropy_shard_finish(losses.c, &dl.c, x.c, targets.c, m.c, se_all.c, tl.c, vb, dloss, cs);
+    ops::crossentropy_shard_finish(losses.s, &dl.s, x.s, targets.s, m.s, se_all.s, tl.s, vb, dloss, ss);
+    check(losses, "crossentropy_shard_finish losses" + sz, false, bound(d, false));
+    check(dl, "crossentropy_shard_finish dlogits" + sz);
+    ops::crossentropy_shard_finish(losses.c, &x.c, x.c, targets.c, m.c, se_all.c, tl.c, vb, dloss, cs);
+    ops::crossentropy_shard_finish(losses.s, &x.s, x.s, targets.s, m.s, se_all.s, tl.s, vb, dloss, ss);
+    check(x, "crossentropy_shard_finish in place" + sz);
+
+    Dual full_losses = out(acc(), {B, T_}), full_dl = out(d, {B, T_, v});
+    ops::crossentropy_forward_backward(full_losses.s, &full_dl.s, logits.s, targets.s, dloss, ss);
+    for (int parts : {2, 3})
+      for (bool in_place : {false, true}) {
+        auto got = test::crossentropy_by_shards(simt_alloc, ss, logits.s, targets.s, test::shard_bounds(v, parts),
+                                                dloss, in_place);
+        std::string what = std::to_string(parts) + " shards" + (in_place ? " in place" : "") + sz;
+        for (const Tensor& l : got.losses) {
+          double e = test::rel_l2(l, full_losses.s);
+          std::printf("[simt-err] %-34s %-4s %-8s %.2e\n", ("sharded losses " + what).c_str(),
+                      std::string(dtype_name(d)).c_str(), sched.c_str(), e);
+          EXPECT_LE(e, bound(d, false)) << what;
+        }
+        double e = test::rel_l2(got.dlogits, full_dl.s);
+        std::printf("[simt-err] %-34s %-4s %-8s %.2e\n", ("sharded dlogits " + what).c_str(),
+                    std::string(dtype_name(d)).c_str(), sched.c_str(), e);
+        EXPECT_LE(e, bound(d, false)) << what;
+      }
   }
 }
 
