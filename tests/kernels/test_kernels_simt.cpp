@@ -270,7 +270,7 @@ TEST_P(SimtOps, EncoderShard) {
 }
 
 // Each pass of the vocabulary-parallel cross-entropy against the reference on one shard (columns
-// [vb, vb + Vs) of V), then 2 and 3 shards with the statistics combined against the unsplit kernel.
+// [vb, vb + Vs) of V), then 2 or 3 shards with the statistics combined against the unsplit kernel.
 TEST_P(SimtOps, CrossEntropyShard) {
   for (int v : {V, 601}) {  // 601: shards wider than the block's 256 threads
     const int vb = v / 3, Vs = v / 2;
@@ -306,22 +306,23 @@ TEST_P(SimtOps, CrossEntropyShard) {
 
     Dual full_losses = out(acc(), {B, T_}), full_dl = out(d, {B, T_, v});
     ops::crossentropy_forward_backward(full_losses.s, &full_dl.s, logits.s, targets.s, dloss, ss);
-    for (int parts : {2, 3})
-      for (bool in_place : {false, true}) {
-        auto got = test::crossentropy_by_shards(simt_alloc, ss, logits.s, targets.s, test::shard_bounds(v, parts),
-                                                dloss, in_place);
-        std::string what = std::to_string(parts) + " shards" + (in_place ? " in place" : "") + sz;
-        for (const Tensor& l : got.losses) {
-          double e = test::rel_l2(l, full_losses.s);
-          std::printf("[simt-err] %-34s %-4s %-8s %.2e\n", ("sharded losses " + what).c_str(),
-                      std::string(dtype_name(d)).c_str(), sched.c_str(), e);
-          EXPECT_LE(e, bound(d, false)) << what;
-        }
-        double e = test::rel_l2(got.dlogits, full_dl.s);
-        std::printf("[simt-err] %-34s %-4s %-8s %.2e\n", ("sharded dlogits " + what).c_str(),
-                    std::string(dtype_name(d)).c_str(), sched.c_str(), e);
-        EXPECT_LE(e, bound(d, false)) << what;
-      }
+    // 2 shards apart at V=37, 3 in place at V=601: every combination runs in the reference's tests, and the
+    // emulator is too slow to repeat them all under three schedules.
+    const int parts = v == V ? 2 : 3;
+    const bool in_place = v != V;
+    auto got = test::crossentropy_by_shards(simt_alloc, ss, logits.s, targets.s, test::shard_bounds(v, parts), dloss,
+                                            in_place);
+    std::string what = std::to_string(parts) + " shards" + (in_place ? " in place" : "") + sz;
+    for (const Tensor& l : got.losses) {
+      double e = test::rel_l2(l, full_losses.s);
+      std::printf("[simt-err] %-34s %-4s %-8s %.2e\n", ("sharded losses " + what).c_str(),
+                  std::string(dtype_name(d)).c_str(), sched.c_str(), e);
+      EXPECT_LE(e, bound(d, false)) << what;
+    }
+    double e = test::rel_l2(got.dlogits, full_dl.s);
+    std::printf("[simt-err] %-34s %-4s %-8s %.2e\n", ("sharded dlogits " + what).c_str(),
+                std::string(dtype_name(d)).c_str(), sched.c_str(), e);
+    EXPECT_LE(e, bound(d, false)) << what;
   }
 }
 
