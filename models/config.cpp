@@ -30,6 +30,25 @@ void ModelConfig::validate() const {
     if (hidden % heads != 0)
       throw UsageError("--heads " + std::to_string(heads) + " does not divide --hidden " + std::to_string(hidden));
   }
+  positive("tp", tp);
+  auto divisible = [&](const std::string& what, int v) {
+    if (v % tp != 0)
+      throw UsageError(what + " " + std::to_string(v) + " is not divisible by --tp " + std::to_string(tp));
+  };
+  if (kind == ModelKind::gpt) {
+    divisible("--heads", heads);
+    divisible(ffn > 0 ? std::string("--ffn") : std::string("--ffn (4 x --hidden)"), ffn_dim());
+    divisible("--vocab", vocab);
+  } else {
+    divisible(ffn > 0 ? std::string("--ffn") : std::string("--ffn (4 x --hidden)"), ffn_dim());
+  }
+  if (sequence_parallel) {
+    if (kind != ModelKind::gpt)
+      throw UsageError("--sequence-parallel needs --model gpt (the mlp has no sequence dimension)");
+    if (seq % tp != 0)
+      throw UsageError("--seq " + std::to_string(seq) + " is not divisible by --tp " + std::to_string(tp) +
+                       " (sequence parallelism splits the sequence over the tp ranks)");
+  }
 }
 
 const ParamSpec& ParamLayout::find(int unit, std::string_view name) const {
@@ -39,7 +58,7 @@ const ParamSpec& ParamLayout::find(int unit, std::string_view name) const {
 }
 
 ParamLayout make_layout(const ModelConfig& c) {
-  const std::int64_t C = c.hidden, F = c.ffn_dim(), V = c.vocab, T = c.seq;
+  const std::int64_t C = c.hidden, F = c.ffn_dim(), V = c.vocab, T = c.seq, n = c.tp;
   ParamLayout layout;
   auto add_unit = [&](std::string name, std::vector<std::pair<std::string, Shape>> params) {
     UnitLayout u{std::move(name), {}, layout.total, 0};
@@ -52,17 +71,18 @@ ParamLayout make_layout(const ModelConfig& c) {
     layout.total += u.numel;
     layout.units.push_back(std::move(u));
   };
-  if (c.kind == ModelKind::gpt) add_unit("embedding", {{"wte", {V, C}}, {"wpe", {T, C}}});
+  // Column-parallel matmuls split their output rows, row-parallel ones their input columns (tensor_parallel.h).
+  if (c.kind == ModelKind::gpt) add_unit("embedding", {{"wte", {V / n, C}}, {"wpe", {T, C}}});
   for (int l = 0; l < c.layers; ++l) {
     std::string name = "block" + std::to_string(l);
     if (c.kind == ModelKind::gpt)
-      add_unit(name, {{"ln1w", {C}}, {"ln1b", {C}}, {"qkvw", {3 * C, C}}, {"qkvb", {3 * C}},
-                      {"projw", {C, C}}, {"projb", {C}}, {"ln2w", {C}}, {"ln2b", {C}},
-                      {"fcw", {F, C}}, {"fcb", {F}}, {"fcprojw", {C, F}}, {"fcprojb", {C}}});
+      add_unit(name, {{"ln1w", {C}}, {"ln1b", {C}}, {"qkvw", {3 * C / n, C}}, {"qkvb", {3 * C / n}},
+                      {"projw", {C, C / n}}, {"projb", {C}}, {"ln2w", {C}}, {"ln2b", {C}},
+                      {"fcw", {F / n, C}}, {"fcb", {F / n}}, {"fcprojw", {C, F / n}}, {"fcprojb", {C}}});
     else
-      add_unit(name, {{"fcw", {F, C}}, {"fcb", {F}}, {"fcprojw", {C, F}}, {"fcprojb", {C}}});
+      add_unit(name, {{"fcw", {F / n, C}}, {"fcb", {F / n}}, {"fcprojw", {C, F / n}}, {"fcprojb", {C}}});
   }
-  if (c.kind == ModelKind::gpt) add_unit("head", {{"lnfw", {C}}, {"lnfb", {C}}, {"lmw", {V, C}}});
+  if (c.kind == ModelKind::gpt) add_unit("head", {{"lnfw", {C}}, {"lnfb", {C}}, {"lmw", {V / n, C}}});
   return layout;
 }
 

@@ -26,12 +26,19 @@ struct ModelConfig {
   // device only (exact gradient checks).
   DType dtype = DType::f32;
   bool flash_attention = true;
+  // Megatron tensor parallelism over `tp` ranks (heads, MLP columns and the vocabulary split), and sequence
+  // parallelism on top of it (gpt: layernorms, residuals and the boundary activations on a T/tp shard).
+  int tp = 1;
+  bool sequence_parallel = false;
 
   int ffn_dim() const { return ffn > 0 ? ffn : 4 * hidden; }
   int tokens_per_sample() const { return kind == ModelKind::gpt ? seq : 1; }
   // Statistics (layernorm mean/rstd, attention probabilities, losses): f32, or f64 for f64 models.
   DType stat_dtype() const { return dtype == DType::f64 ? DType::f64 : DType::f32; }
-  // Throws UsageError naming the bad value (heads not dividing hidden, non-positive sizes, unsupported dtype).
+  // Sequence positions each rank holds between units: seq / tp under sequence parallelism, else seq.
+  int local_seq() const { return sequence_parallel && tp > 1 ? seq / tp : seq; }
+  // Throws UsageError naming the bad value (heads not dividing hidden, non-positive sizes, unsupported dtype,
+  // heads, ffn, vocab or seq (sequence parallel) not divisible by tp).
   void validate() const;
 };
 
@@ -60,6 +67,9 @@ struct ParamLayout {
   const ParamSpec& find(int unit, std::string_view name) const;
 };
 
+// The layout of one tensor-parallel rank (the same on every tp rank; the full model's when tp is 1): qkvw
+// (3C/tp, C) with the q, k and v rows of the rank's heads, qkvb (3C/tp), projw (C, C/tp), fcw (F/tp, C),
+// fcb (F/tp), fcprojw (C, F/tp), wte and lmw (V/tp, C); layernorms, projb, fcprojb and wpe replicated.
 ParamLayout make_layout(const ModelConfig& c);
 
 // Model FLOPs of one training step (forward + backward = 3x forward matmul FLOPs), PaLM-style model FLOPs:

@@ -1,6 +1,11 @@
 // GPT-style decoder: token + position embeddings, L pre-LN blocks of causal attention and MLP with residuals,
 // a final layernorm, an untied LM head and the fused softmax cross-entropy (llm.c's layer order).
 // Units: 0 the embedding, 1..L the blocks, L+1 the head.
+// Tensor parallelism (Megatron): each tp rank runs NH/tp heads and F/tp MLP columns (qkv and fc column-parallel,
+// proj and fcproj row-parallel, an allreduce after each row-parallel matmul in forward and before each layernorm
+// backward), the embedding and the LM head split over the vocabulary (the cross-entropy combines row statistics
+// instead of gathering logits). Sequence parallelism keeps the layernorms, residuals and boundaries on a T/tp shard:
+// all-gather before the column-parallel matmuls, reduce-scatter after the row-parallel ones.
 #include <vector>
 
 #include "core/memory.h"
@@ -12,6 +17,7 @@ namespace parbench {
 
 namespace {
 
+// ln1, ln2 are the full-sequence layernorm outputs the column-parallel matmuls read (gathered under sp).
 struct BlockActivations {
   Tensor ln1, mean1, rstd1, qkv, atty, att_or_lse, x2, ln2, mean2, rstd2, fch, fch_gelu;
 };
@@ -21,55 +27,126 @@ enum BlockStash { kDx3, kDfch, kDx2, kDqkv };
 
 struct GptActivations : Activations {
   std::vector<BlockActivations> blocks;  // [unit]
-  Tensor lnf, meanf, rstdf, dlogits;     // dlogits (B,T,V): the fused loss gradient, computed in forward
+  // lnf: the head's full-sequence layernorm output; dlogits (B,T,V/tp): the fused loss gradient, made in forward.
+  Tensor lnf, meanf, rstdf, dlogits;
 };
 
 class Gpt : public Model {
  public:
-  Gpt(const ModelConfig& c, TrackedAllocator& a) : Model(c, a) {}
+  Gpt(const ModelConfig& c, TrackedAllocator& a, TensorParallel* tp) : Model(c, a, tp) {}
 
  private:
   int head_unit() const { return config_.layers + 1; }
+  std::int64_t vocab_begin() const { return std::int64_t(tp_rank()) * (config_.vocab / config_.tp); }
   std::unique_ptr<Activations> new_activations() const override {
     auto a = std::make_unique<GptActivations>();
     a->blocks.resize(std::size_t(config_.layers + 2));
     return a;
   }
 
+  // Megatron's f and g at a sequence shard (B,T/tp,C) <-> full sequence (B,T,C) boundary. Without sp the shard is
+  // the whole sequence: gathering is the identity and reducing an allreduce in place.
+  Tensor gather_seq(const Tensor& local, std::int64_t B, bool keep_result, const Stream& s) const {
+    if (!sp_active()) return local;
+    Tensor full = keep_result ? act(local.dtype(), {B, config_.seq, config_.hidden})
+                              : work(local.dtype(), {B, config_.seq, config_.hidden});
+    tp_comm::all_gather_seq(*tp_, full, local, alloc_, s);
+    return full;
+  }
+  // Sums the tp ranks' partial (B,T,C) and returns this rank's part of it (in place without sp).
+  Tensor reduce_seq(Tensor& full, std::int64_t B, const Stream& s) const {
+    if (!tp_active()) return full;
+    if (!sp_active()) {
+      tp_comm::allreduce(*tp_, full, ReduceOp::sum, s);
+      return full;
+    }
+    Tensor local = work(full.dtype(), {B, config_.local_seq(), config_.hidden});
+    tp_comm::reduce_scatter_seq(*tp_, local, full, alloc_, s);
+    return local;
+  }
+  // Row-parallel biases go in once, on tp rank 0, before the sum over the ranks.
+  const Tensor* row_bias(const Tensor& b) const { return tp_rank() == 0 ? &b : nullptr; }
+
+  // A layernorm backward. Under sp each rank sees only its tokens, so the weight and bias gradients are partial:
+  // they are summed over the tp ranks before being added, so that the replicated copies stay equal.
+  void layernorm_backward(Tensor& dres, Tensor& dw, Tensor& db, const Tensor& dln, const Tensor& x, const Tensor& w,
+                          const Tensor& mean, const Tensor& rstd, const Stream& s) const {
+    if (!sp_active()) {
+      ops::layernorm_backward(dres, dw, db, dln, x, w, mean, rstd, s);
+      return;
+    }
+    const std::int64_t C = config_.hidden;
+    Tensor partial = work(dw.dtype(), {2, C});
+    zero(partial);
+    Tensor pw = partial.slice(0, {C}), pb = partial.slice(C, {C});
+    ops::layernorm_backward(dres, pw, pb, dln, x, w, mean, rstd, s);
+    tp_comm::allreduce(*tp_, partial, ReduceOp::sum, s);
+    ops::residual_forward(dw, dw, pw, s);
+    ops::residual_forward(db, db, pb, s);
+  }
+
   void forward_unit(Activations& base, int u, const Batch& batch, UnitAccess& access, const Stream& s) override {
     auto& acts = static_cast<GptActivations&>(base);
-    const std::int64_t B = batch.samples, T = config_.seq, C = config_.hidden, F = config_.ffn_dim(),
-                       V = config_.vocab, NH = config_.heads;
+    const int n = config_.tp;
+    const std::int64_t B = batch.samples, T = config_.seq, Ts = config_.local_seq(), C = config_.hidden,
+                       F = config_.ffn_dim() / n, V = config_.vocab / n, NH = config_.heads / n, Ch = C / n;
     const DType t = config_.dtype, st = config_.stat_dtype();
     Tensor p = access.params(u);
     if (u == 0) {
       PB_RANGE("forward embedding", Category::compute, {.layer = 0});
-      Tensor x0 = act(t, {B, T, C});
-      ops::encoder_forward(x0, batch.inputs, param(p, 0, "wte"), param(p, 0, "wpe"), s);
-      acts.x[1] = std::move(x0);
+      Tensor wpe = param(p, 0, "wpe");
+      if (!tp_active()) {
+        Tensor x0 = act(t, {B, T, C});
+        ops::encoder_forward(x0, batch.inputs, param(p, 0, "wte"), wpe, s);
+        acts.x[1] = std::move(x0);
+        return;
+      }
+      // Each rank embeds the tokens of its vocabulary rows (zero for the others); the sum over ranks is the table.
+      Tensor partial = sp_active() ? work(t, {B, T, C}) : act(t, {B, T, C});
+      ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, "wte"), row_bias(wpe), vocab_begin(), s);
+      Tensor x0 = reduce_seq(partial, B, s);
+      acts.x[1] = sp_active() ? keep(x0) : x0;
       return;
     }
     const Tensor& x = acts.x[std::size_t(u)];
     if (u == head_unit()) {
       PB_RANGE("forward head", Category::compute, {.layer = u});
-      acts.lnf = act(t, {B, T, C}), acts.meanf = act(st, {B, T}), acts.rstdf = act(st, {B, T});
+      Tensor lnf = sp_active() ? work(t, {B, Ts, C}) : act(t, {B, Ts, C});
+      acts.meanf = act(st, {B, Ts}), acts.rstdf = act(st, {B, Ts});
       acts.dlogits = act(t, {B, T, V});
       acts.losses = work(st, {B, T});
-      ops::layernorm_forward(acts.lnf, acts.meanf, acts.rstdf, x, param(p, u, "lnfw"), param(p, u, "lnfb"), s);
+      ops::layernorm_forward(lnf, acts.meanf, acts.rstdf, x, param(p, u, "lnfw"), param(p, u, "lnfb"), s);
+      acts.lnf = gather_seq(lnf, B, true, s);
       ops::matmul_forward(acts.dlogits, acts.lnf, param(p, u, "lmw"), nullptr, s);
       // The microbatch loss is the mean over its B*T tokens, weighted by dloss in the step's objective.
-      ops::crossentropy_forward_backward(acts.losses, &acts.dlogits, acts.dlogits, batch.targets,
-                                         acts.dloss / float(B * T), s);
+      const float dloss = acts.dloss / float(B * T);
+      if (!tp_active()) {
+        ops::crossentropy_forward_backward(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, dloss, s);
+        return;
+      }
+      // Vocabulary-parallel: the row maximum, then the sums of exponentials and the target logits, each combined
+      // over the ranks, give every rank the full-vocabulary loss and its columns of the gradient.
+      Tensor row_max = work(st, {B, T}), sums = work(st, {2, B, T});
+      Tensor sumexp = sums.slice(0, {B, T}), target_logit = sums.slice(B * T, {B, T});
+      ops::crossentropy_shard_max(row_max, acts.dlogits, s);
+      tp_comm::allreduce(*tp_, row_max, ReduceOp::max, s);
+      ops::crossentropy_shard_sums(sumexp, target_logit, acts.dlogits, batch.targets, row_max, vocab_begin(), s);
+      tp_comm::allreduce(*tp_, sums, ReduceOp::sum, s);
+      ops::crossentropy_shard_finish(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, row_max, sumexp,
+                                     target_logit, vocab_begin(), dloss, s);
       return;
     }
     PB_RANGE("forward block", Category::compute, {.layer = u});
     BlockActivations& b = acts.blocks[std::size_t(u)];
-    b.ln1 = act(t, {B, T, C}), b.mean1 = act(st, {B, T}), b.rstd1 = act(st, {B, T});
-    b.qkv = act(t, {B, T, 3 * C}), b.atty = act(t, {B, T, C}), b.x2 = act(t, {B, T, C});
-    b.ln2 = act(t, {B, T, C}), b.mean2 = act(st, {B, T}), b.rstd2 = act(st, {B, T});
+    Tensor ln1 = sp_active() ? work(t, {B, Ts, C}) : act(t, {B, Ts, C});
+    Tensor ln2 = sp_active() ? work(t, {B, Ts, C}) : act(t, {B, Ts, C});
+    b.mean1 = act(st, {B, Ts}), b.rstd1 = act(st, {B, Ts});
+    b.qkv = act(t, {B, T, 3 * Ch}), b.atty = act(t, {B, T, Ch}), b.x2 = act(t, {B, Ts, C});
+    b.mean2 = act(st, {B, Ts}), b.rstd2 = act(st, {B, Ts});
     b.fch = act(t, {B, T, F}), b.fch_gelu = act(t, {B, T, F});
-    Tensor proj = work(t, {B, T, C}), next = act(t, {B, T, C});
-    ops::layernorm_forward(b.ln1, b.mean1, b.rstd1, x, param(p, u, "ln1w"), param(p, u, "ln1b"), s);
+    Tensor proj = work(t, {B, T, C}), next = act(t, {B, Ts, C});
+    ops::layernorm_forward(ln1, b.mean1, b.rstd1, x, param(p, u, "ln1w"), param(p, u, "ln1b"), s);
+    b.ln1 = gather_seq(ln1, B, true, s);
     Tensor qkvb = param(p, u, "qkvb"), projb = param(p, u, "projb");
     Tensor fcb = param(p, u, "fcb"), fcprojb = param(p, u, "fcprojb");
     ops::matmul_forward(b.qkv, b.ln1, param(p, u, "qkvw"), &qkvb, s);
@@ -80,13 +157,14 @@ class Gpt : public Model {
       b.att_or_lse = act(st, {B, NH, T, T});
       ops::attention_forward(b.atty, b.att_or_lse, b.qkv, int(NH), s);
     }
-    ops::matmul_forward(proj, b.atty, param(p, u, "projw"), &projb, s);
-    ops::residual_forward(b.x2, x, proj, s);
-    ops::layernorm_forward(b.ln2, b.mean2, b.rstd2, b.x2, param(p, u, "ln2w"), param(p, u, "ln2b"), s);
+    ops::matmul_forward(proj, b.atty, param(p, u, "projw"), row_bias(projb), s);
+    ops::residual_forward(b.x2, x, reduce_seq(proj, B, s), s);
+    ops::layernorm_forward(ln2, b.mean2, b.rstd2, b.x2, param(p, u, "ln2w"), param(p, u, "ln2b"), s);
+    b.ln2 = gather_seq(ln2, B, true, s);
     ops::matmul_forward(b.fch, b.ln2, param(p, u, "fcw"), &fcb, s);
     ops::gelu_forward(b.fch_gelu, b.fch, s);
-    ops::matmul_forward(proj, b.fch_gelu, param(p, u, "fcprojw"), &fcprojb, s);
-    ops::residual_forward(next, b.x2, proj, s);
+    ops::matmul_forward(proj, b.fch_gelu, param(p, u, "fcprojw"), row_bias(fcprojb), s);
+    ops::residual_forward(next, b.x2, reduce_seq(proj, B, s), s);
     acts.x[std::size_t(u + 1)] = std::move(next);
   }
 
@@ -96,12 +174,13 @@ class Gpt : public Model {
   void backward_input_unit(Activations& base, int u, const Batch& batch, Tensor& dres, UnitAccess& access,
                            const Stream& s) override {
     auto& acts = static_cast<GptActivations&>(base);
-    const std::int64_t B = batch.samples, T = config_.seq, C = config_.hidden, F = config_.ffn_dim(),
-                       NH = config_.heads;
+    const int n = config_.tp;
+    const std::int64_t B = batch.samples, T = config_.seq, C = config_.hidden, F = config_.ffn_dim() / n,
+                       NH = config_.heads / n, Ch = C / n;
     const DType t = config_.dtype, st = config_.stat_dtype();
     auto& stash = acts.stash[std::size_t(u)];
-    if (u == 0) {  // the embedding has no input gradient: keep the gradient at its output for the weight part
-      stash = {dres};
+    if (u == 0) {  // the embedding has no input gradient: keep the (full-sequence) gradient at its output
+      stash = {gather_seq(dres, B, true, s)};
       return;
     }
     Tensor p = access.params(u), g = access.grads(u);
@@ -111,40 +190,44 @@ class Gpt : public Model {
       Tensor dlnfw = param(g, u, "lnfw"), dlnfb = param(g, u, "lnfb");
       zero(dln);
       ops::matmul_backward(&dln, nullptr, nullptr, acts.dlogits, acts.lnf, param(p, u, "lmw"), true, s);
+      Tensor dln_local = reduce_seq(dln, B, s);
       zero(dres);
-      ops::layernorm_backward(dres, dlnfw, dlnfb, dln, acts.x[std::size_t(u)], param(p, u, "lnfw"), acts.meanf,
-                              acts.rstdf, s);
+      layernorm_backward(dres, dlnfw, dlnfb, dln_local, acts.x[std::size_t(u)], param(p, u, "lnfw"), acts.meanf,
+                         acts.rstdf, s);
       return;
     }
     PB_RANGE("backward block", Category::compute, {.layer = u});
     BlockActivations& b = acts.blocks[std::size_t(u)];
     Tensor dln2w = param(g, u, "ln2w"), dln2b = param(g, u, "ln2b");
     Tensor dln1w = param(g, u, "ln1w"), dln1b = param(g, u, "ln1b");
-    Tensor dfch = act(t, {B, T, F}), dqkv = act(t, {B, T, 3 * C}), datty = work(t, {B, T, C});
+    Tensor dfch = act(t, {B, T, F}), dqkv = act(t, {B, T, 3 * Ch}), datty = work(t, {B, T, Ch});
     Tensor scratch = config_.flash_attention ? work(st, {B, NH, T}) : work(st, {B, NH, T, T});
-    // MLP branch: dres holds the gradient at the block output x3 = x2 + fcproj(...).
-    Tensor dx3 = keep(dres);
+    // MLP branch: dres holds the gradient at the block output x3 = x2 + fcproj(...) (this rank's shard under sp;
+    // dx3 is then the full sequence's, which the row-parallel fcproj needs).
+    Tensor dx3 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres);
     zero(dfch);
-    ops::matmul_backward(&dfch, nullptr, nullptr, dres, b.fch_gelu, param(p, u, "fcprojw"), true, s);
+    ops::matmul_backward(&dfch, nullptr, nullptr, dx3, b.fch_gelu, param(p, u, "fcprojw"), true, s);
     ops::gelu_backward(dfch, b.fch, dfch, s);
     zero(dln);
     ops::matmul_backward(&dln, nullptr, nullptr, dfch, b.ln2, param(p, u, "fcw"), true, s);
-    ops::layernorm_backward(dres, dln2w, dln2b, dln, b.x2, param(p, u, "ln2w"), b.mean2, b.rstd2, s);
+    layernorm_backward(dres, dln2w, dln2b, reduce_seq(dln, B, s), b.x2, param(p, u, "ln2w"), b.mean2, b.rstd2, s);
     // Attention branch: dres now holds the gradient at x2 = x + proj(attention(...)).
-    Tensor dx2 = keep(dres);
+    Tensor dx2 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres);
     zero(datty);
-    ops::matmul_backward(&datty, nullptr, nullptr, dres, b.atty, param(p, u, "projw"), true, s);
+    ops::matmul_backward(&datty, nullptr, nullptr, dx2, b.atty, param(p, u, "projw"), true, s);
     if (config_.flash_attention)
       ops::flash_attention_backward(dqkv, scratch, datty, b.qkv, b.atty, b.att_or_lse, int(NH), s);
     else
       ops::attention_backward(dqkv, scratch, datty, b.qkv, b.att_or_lse, int(NH), s);
     zero(dln);
     ops::matmul_backward(&dln, nullptr, nullptr, dqkv, b.ln1, param(p, u, "qkvw"), true, s);
-    ops::layernorm_backward(dres, dln1w, dln1b, dln, acts.x[std::size_t(u)], param(p, u, "ln1w"), b.mean1, b.rstd1,
-                            s);
+    layernorm_backward(dres, dln1w, dln1b, reduce_seq(dln, B, s), acts.x[std::size_t(u)], param(p, u, "ln1w"),
+                       b.mean1, b.rstd1, s);
     stash = {dx3, dfch, dx2, dqkv};
   }
 
+  // No communication here: row-parallel bias gradients come from the full-sequence output gradients, which are the
+  // same on every tp rank, so the replicated biases get identical gradients.
   void backward_weight_unit(Activations& base, int u, const Batch& batch, UnitAccess& access,
                             const Stream& s) override {
     auto& acts = static_cast<GptActivations&>(base);
@@ -154,7 +237,10 @@ class Gpt : public Model {
     if (u == 0) {
       PB_RANGE("weight grad embedding", Category::compute, {.layer = 0});
       Tensor dwte = grad("wte"), dwpe = grad("wpe");  // the embedding backward needs no parameter values
-      ops::encoder_backward(dwte, dwpe, stash[0], batch.inputs, s);
+      if (tp_active())
+        ops::encoder_backward_shard(dwte, &dwpe, stash[0], batch.inputs, vocab_begin(), s);
+      else
+        ops::encoder_backward(dwte, dwpe, stash[0], batch.inputs, s);
     } else if (u == head_unit()) {
       PB_RANGE("weight grad head", Category::compute, {.layer = u});
       Tensor p = access.params(u), dlmw = grad("lmw");
@@ -178,8 +264,8 @@ class Gpt : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_gpt(const ModelConfig& config, TrackedAllocator& alloc) {
-  return std::make_unique<Gpt>(config, alloc);
+std::unique_ptr<Model> make_gpt(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp) {
+  return std::make_unique<Gpt>(config, alloc, tp);
 }
 
 }  // namespace parbench

@@ -1,4 +1,6 @@
 // MLP: L residual blocks x + fcproj(gelu(fc(x))) on (B, C) vectors, MSE loss against the targets.
+// Tensor parallelism: fc column-parallel and fcproj row-parallel over F/tp columns, the branch output summed over
+// the tp ranks in forward and the branch's input gradient in backward (one allreduce each per block).
 #include <vector>
 
 #include "core/memory.h"
@@ -20,7 +22,7 @@ enum BlockStash { kDy, kDpre };
 
 class Mlp : public Model {
  public:
-  Mlp(const ModelConfig& c, TrackedAllocator& a) : Model(c, a) {}
+  Mlp(const ModelConfig& c, TrackedAllocator& a, TensorParallel* tp) : Model(c, a, tp) {}
 
  private:
   std::unique_ptr<Activations> new_activations() const override {
@@ -32,7 +34,7 @@ class Mlp : public Model {
 
   void forward_unit(Activations& base, int l, const Batch& batch, UnitAccess& access, const Stream& s) override {
     auto& acts = static_cast<MlpActivations&>(base);
-    const std::int64_t B = batch.samples, C = config_.hidden, F = config_.ffn_dim();
+    const std::int64_t B = batch.samples, C = config_.hidden, F = config_.ffn_dim() / config_.tp;
     const DType t = config_.dtype;
     if (l == 0) acts.x[0] = batch.inputs;
     PB_RANGE("forward", Category::compute, {.layer = l});
@@ -42,7 +44,9 @@ class Mlp : public Model {
     ops::matmul_forward(pre, x, param(p, l, "fcw"), nullptr, s);
     ops::bias_gelu_forward(a, pre, param(p, l, "fcb"), s);
     Tensor fcprojb = param(p, l, "fcprojb");
-    ops::matmul_forward(y, a, param(p, l, "fcprojw"), &fcprojb, s);
+    // The row-parallel bias goes in once, on tp rank 0, before the sum over the ranks.
+    ops::matmul_forward(y, a, param(p, l, "fcprojw"), tp_rank() == 0 ? &fcprojb : nullptr, s);
+    if (tp_active()) tp_comm::allreduce(*tp_, y, ReduceOp::sum, s);
     ops::residual_forward(next, x, y, s);
     acts.pre[std::size_t(l)] = std::move(pre);
     acts.a[std::size_t(l)] = std::move(a);
@@ -60,7 +64,7 @@ class Mlp : public Model {
   void backward_input_unit(Activations& base, int l, const Batch& batch, Tensor& dres, UnitAccess& access,
                            const Stream& s) override {
     auto& acts = static_cast<MlpActivations&>(base);
-    const std::int64_t B = batch.samples, F = config_.ffn_dim();
+    const std::int64_t B = batch.samples, F = config_.ffn_dim() / config_.tp;
     const DType t = config_.dtype;
     PB_RANGE("backward", Category::compute, {.layer = l});
     Tensor p = access.params(l);
@@ -70,8 +74,13 @@ class Mlp : public Model {
     ops::bias_gelu_backward(dpre, nullptr, acts.pre[std::size_t(l)], param(p, l, "fcb"), da, s);
     // The residual: dres (gradient at x[l+1]) plus the branch's input gradient is the gradient at x[l]; the
     // model's own input needs none.
-    if (l > 0)
+    if (l > 0) {
+      // Under tp each rank's branch gradient is partial: rank 0 adds it to the residual gradient (the same on every
+      // rank), the others contribute theirs alone, and the allreduce sums them.
+      if (tp_active() && tp_rank() != 0) zero(dres);
       ops::matmul_backward(&dres, nullptr, nullptr, dpre, acts.x[std::size_t(l)], param(p, l, "fcw"), true, s);
+      if (tp_active()) tp_comm::allreduce(*tp_, dres, ReduceOp::sum, s);
+    }
     acts.stash[std::size_t(l)] = {dy, dpre};
   }
 
@@ -91,8 +100,8 @@ class Mlp : public Model {
 
 }  // namespace
 
-std::unique_ptr<Model> make_mlp(const ModelConfig& config, TrackedAllocator& alloc) {
-  return std::make_unique<Mlp>(config, alloc);
+std::unique_ptr<Model> make_mlp(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp) {
+  return std::make_unique<Mlp>(config, alloc, tp);
 }
 
 }  // namespace parbench

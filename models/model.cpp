@@ -9,15 +9,13 @@
 
 namespace parbench {
 
-std::unique_ptr<Model> Model::create(const ModelConfig& config, TrackedAllocator& alloc) {
-  config.validate();
-  return config.kind == ModelKind::gpt ? make_gpt(config, alloc) : make_mlp(config, alloc);
-}
+namespace {
 
-std::vector<float> Model::initial_params(std::uint64_t seed) const {
-  std::vector<float> flat(layout_.total, 0.0f);
-  for (std::size_t u = 0; u < layout_.units.size(); ++u) {
-    const UnitLayout& unit = layout_.units[u];
+// The values depend on each element's index in the full model's flat buffer only.
+std::vector<float> seeded_params(const ParamLayout& layout, std::uint64_t seed) {
+  std::vector<float> flat(layout.total, 0.0f);
+  for (std::size_t u = 0; u < layout.units.size(); ++u) {
+    const UnitLayout& unit = layout.units[u];
     for (const ParamSpec& p : unit.params) {
       const std::int64_t n = shape_numel(p.shape), base = unit.offset + p.offset;
       const bool is_bias = p.shape.size() == 1 && p.name.back() == 'b';
@@ -36,8 +34,40 @@ std::vector<float> Model::initial_params(std::uint64_t seed) const {
   return flat;
 }
 
+}  // namespace
+
+std::unique_ptr<Model> Model::create(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp) {
+  config.validate();
+  if (config.tp > 1 && (tp == nullptr || tp->comm == nullptr))
+    throw Error("a model with tp " + std::to_string(config.tp) + " needs its tensor-parallel group");
+  if (tp && tp->comm && tp->comm->size() != config.tp)
+    throw Error("the tensor-parallel group has " + std::to_string(tp->comm->size()) + " ranks but the model tp is " +
+                std::to_string(config.tp));
+  return config.kind == ModelKind::gpt ? make_gpt(config, alloc, tp) : make_mlp(config, alloc, tp);
+}
+
+std::vector<float> Model::initial_params(std::uint64_t seed) const {
+  if (config_.tp > 1) {
+    ModelConfig full_config = config_;
+    full_config.tp = 1;
+    full_config.sequence_parallel = false;
+    const ParamLayout full_layout = make_layout(full_config);
+    const std::vector<float> full = seeded_params(full_layout, seed);
+    std::vector<float> flat(std::size_t(layout_.total), 0.0f);
+    for (int u = 0; u < units(); ++u) {
+      const TpIndex map = tp_index(config_, tp_rank(), u);
+      const std::int64_t base = layout_.units[std::size_t(u)].offset;
+      const std::int64_t full_base = full_layout.units[std::size_t(u)].offset;
+      for (std::size_t i = 0; i < map.full.size(); ++i)
+        if (map.full[i] >= 0) flat[std::size_t(base) + i] = full[std::size_t(full_base + map.full[i])];
+    }
+    return flat;
+  }
+  return seeded_params(layout_, seed);
+}
+
 Shape Model::boundary_shape(std::int64_t samples) const {
-  if (config_.kind == ModelKind::gpt) return {samples, config_.seq, config_.hidden};
+  if (config_.kind == ModelKind::gpt) return {samples, config_.local_seq(), config_.hidden};
   return {samples, config_.hidden};
 }
 

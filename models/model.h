@@ -10,6 +10,7 @@
 #include "core/stream.h"
 #include "models/config.h"
 #include "models/data.h"
+#include "models/tensor_parallel.h"
 
 namespace parbench {
 
@@ -49,16 +50,21 @@ struct Activations {
 
 class Model {
  public:
-  static std::unique_ptr<Model> create(const ModelConfig& config, TrackedAllocator& alloc);
+  // With config.tp > 1 the model is one tensor-parallel rank (tensor_parallel.h) and `tp` (its group, size
+  // config.tp, rank = tp rank) is required; it must outlive the model, which adds its traffic to tp->bytes.
+  static std::unique_ptr<Model> create(const ModelConfig& config, TrackedAllocator& alloc,
+                                       TensorParallel* tp = nullptr);
   virtual ~Model() = default;
 
   const ModelConfig& config() const { return config_; }
   const ParamLayout& layout() const { return layout_; }
   int units() const { return int(layout_.units.size()); }
-  // The activation between two units: (B,T,C) for gpt, (B,C) for the MLP.
+  // The activation between two units: (B,T,C) for gpt ((B,T/tp,C), this rank's sequence shard, under sequence
+  // parallelism), (B,C) for the MLP.
   Shape boundary_shape(std::int64_t samples) const;
 
-  // Seeded initial values of the whole flat buffer (padding zero), as floats on the host.
+  // Seeded initial values of the whole flat buffer (padding zero), as floats on the host. A tensor-parallel rank
+  // gets its part of the full (tp = 1) model's values (tp_index), so tp runs start from the single-rank model.
   std::vector<float> initial_params(std::uint64_t seed) const;
 
   // Forward of one microbatch through units `r`. `input` is the previous piece's output (unused when r.first is
@@ -83,8 +89,8 @@ class Model {
   }
 
  protected:
-  Model(const ModelConfig& config, TrackedAllocator& alloc)
-      : config_(config), layout_(make_layout(config)), alloc_(alloc) {}
+  Model(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp)
+      : config_(config), layout_(make_layout(config)), alloc_(alloc), tp_(tp) {}
   // One unit's forward: reads acts.x[u] (or the batch), writes acts.x[u + 1] (or acts.losses on the last unit).
   virtual void forward_unit(Activations& acts, int u, const Batch& batch, UnitAccess& access, const Stream& s) = 0;
   // The loss gradient at the last unit's output, into dres (the last piece only).
@@ -107,13 +113,20 @@ class Model {
   // Waits for the stream and returns the mean of a small statistics tensor (losses).
   double mean_on_host(const Tensor& t, const Stream& s) const;
 
+  // Tensor parallelism: the rank in the tp group (0 without one) and whether this rank must communicate.
+  int tp_rank() const { return tp_ && tp_->comm ? tp_->comm->rank() : 0; }
+  bool tp_active() const { return config_.tp > 1; }
+  // Sequence parallelism with more than one rank (with one it changes nothing).
+  bool sp_active() const { return config_.sequence_parallel && config_.tp > 1; }
+
   ModelConfig config_;
   ParamLayout layout_;
   TrackedAllocator& alloc_;
+  TensorParallel* tp_ = nullptr;
 };
 
-std::unique_ptr<Model> make_mlp(const ModelConfig& config, TrackedAllocator& alloc);
-std::unique_ptr<Model> make_gpt(const ModelConfig& config, TrackedAllocator& alloc);
+std::unique_ptr<Model> make_mlp(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp);
+std::unique_ptr<Model> make_gpt(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp);
 
 // A UnitAccess over whole flat buffers (single rank, DDP, ZeRO-1/2): views of `params` and `grads`.
 class FlatAccess : public UnitAccess {

@@ -1,0 +1,131 @@
+// The tp parameter map and the counted tp collectives (allreduce, and the sequence all-gather / reduce-scatter
+// with their (B, T, C) <-> rank-major reordering).
+#include "models/tensor_parallel.h"
+
+#include "core/error.h"
+#include "core/memory.h"
+
+namespace parbench {
+
+TpIndex tp_index(const ModelConfig& c, int tp_rank, int unit) {
+  if (tp_rank < 0 || tp_rank >= c.tp)
+    throw Error("tp_index: rank " + std::to_string(tp_rank) + " is not in [0, " + std::to_string(c.tp) + ")");
+  ModelConfig full_config = c;
+  full_config.tp = 1;
+  full_config.sequence_parallel = false;
+  const ParamLayout local = make_layout(c), full = make_layout(full_config);
+  const UnitLayout& lu = local.units.at(std::size_t(unit));
+  const UnitLayout& fu = full.units.at(std::size_t(unit));
+  const std::int64_t n = c.tp, r = tp_rank;
+  TpIndex map{std::vector<std::int64_t>(std::size_t(lu.numel), -1), std::vector<bool>(std::size_t(lu.numel), false)};
+  for (std::size_t k = 0; k < lu.params.size(); ++k) {
+    const ParamSpec& lp = lu.params[k];
+    const ParamSpec& fp = fu.params.at(k);
+    const std::int64_t numel = shape_numel(lp.shape);
+    const std::int64_t cols = lp.shape.size() == 2 ? lp.shape[1] : 1;        // local columns
+    const std::int64_t full_cols = fp.shape.size() == 2 ? fp.shape[1] : 1;
+    const bool replicated = lp.shape == fp.shape;
+    const bool qkv = lp.name == "qkvw" || lp.name == "qkvb";
+    const std::int64_t rows = lp.shape[0];
+    for (std::int64_t i = 0; i < numel; ++i) {
+      const std::int64_t row = i / cols, col = i % cols;
+      std::int64_t frow = row, fcol = col;
+      if (replicated) {
+      } else if (qkv) {  // rows q | k | v, each C/n of this rank's heads, taken from q, k and v of the full C each
+        const std::int64_t part = rows / 3, which = row / part, within = row % part;
+        frow = which * (part * n) + r * part + within;
+      } else if (lp.shape[0] != fp.shape[0]) {  // column-parallel: a block of output rows
+        frow = r * rows + row;
+      } else {  // row-parallel: a block of input columns
+        fcol = r * cols + col;
+      }
+      map.full[std::size_t(lp.offset + i)] = fp.offset + frow * full_cols + fcol;
+      map.replicated[std::size_t(lp.offset + i)] = replicated;
+    }
+  }
+  return map;
+}
+
+namespace tp_comm {
+
+namespace {
+
+std::uint64_t sharded_bytes(std::uint64_t s, int n) { return s * std::uint64_t(n - 1) / std::uint64_t(n); }
+
+// Moves `chunks_b` x `chunks_a` blocks of `block` bytes from layout [a][b] (src) to [b][a] (dst).
+void transpose_blocks(const Device& d, void* dst, const void* src, std::int64_t chunks_a, std::int64_t chunks_b,
+                      std::size_t block) {
+  auto* out = static_cast<char*>(dst);
+  const auto* in = static_cast<const char*>(src);
+  for (std::int64_t a = 0; a < chunks_a; ++a)
+    for (std::int64_t b = 0; b < chunks_b; ++b)
+      device_memcpy(d, out + std::size_t(b * chunks_a + a) * block, d, in + std::size_t(a * chunks_b + b) * block,
+                    block);
+}
+
+void check_seq_shapes(const char* what, const Tensor& full, const Tensor& local, int n) {
+  Shape expect = full.shape();
+  if (expect.size() < 2 || expect[1] % n != 0 || full.dtype() != local.dtype())
+    throw Error(std::string(what) + ": full tensor " + shape_string(full.shape()) + " cannot be split over " +
+                std::to_string(n) + " ranks along the sequence");
+  expect[1] /= n;
+  if (local.shape() != expect)
+    throw Error(std::string(what) + ": shard " + shape_string(local.shape()) + " should be " + shape_string(expect));
+}
+
+}  // namespace
+
+void allreduce(TensorParallel& tp, Tensor& t, ReduceOp op, const Stream& s) {
+  const int n = tp.comm ? tp.comm->size() : 1;
+  if (n == 1) return;
+  s.synchronize();
+  tp.comm->allreduce(t.data(), t.data(), std::size_t(t.numel()), t.dtype(), op, tp.impl);
+  tp.bytes += 2 * sharded_bytes(t.bytes(), n);
+}
+
+void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, TrackedAllocator& alloc, const Stream& s) {
+  const int n = tp.comm ? tp.comm->size() : 1;
+  check_seq_shapes("all_gather_seq", full, local, n);
+  s.synchronize();
+  if (n == 1) {
+    device_memcpy(full.device(), full.data(), local.device(), local.data(), local.bytes());
+    return;
+  }
+  const std::int64_t B = full.dim(0);
+  const std::size_t count = std::size_t(local.numel());
+  if (B == 1) {  // the rank-major result is already (1, T, ...)
+    tp.comm->allgather(local.data(), full.data(), count, local.dtype(), tp.impl);
+  } else {
+    // The gather concatenates whole shards: (n, B, T/n, ...); each sample's T/n rows go back in place.
+    Tensor staging(alloc, full.dtype(), full.shape(), MemCategory::communication);
+    tp.comm->allgather(local.data(), staging.data(), count, local.dtype(), tp.impl);
+    transpose_blocks(full.device(), full.data(), staging.data(), n, B, local.bytes() / std::size_t(B));
+  }
+  tp.bytes += sharded_bytes(full.bytes(), n);
+}
+
+void reduce_scatter_seq(TensorParallel& tp, Tensor& local, const Tensor& full, TrackedAllocator& alloc,
+                        const Stream& s) {
+  const int n = tp.comm ? tp.comm->size() : 1;
+  check_seq_shapes("reduce_scatter_seq", full, local, n);
+  s.synchronize();
+  if (n == 1) {
+    device_memcpy(local.device(), local.data(), full.device(), full.data(), local.bytes());
+    return;
+  }
+  const std::int64_t B = full.dim(0);
+  const std::size_t count = std::size_t(local.numel());
+  if (B == 1) {
+    tp.comm->reduce_scatter(full.data(), local.data(), count, full.dtype(), ReduceOp::sum, tp.impl);
+  } else {
+    // Rank-major first, (B, n, T/n, ...) -> (n, B, T/n, ...), so that rank r's block is its shard of every sample.
+    Tensor staging(alloc, full.dtype(), full.shape(), MemCategory::communication);
+    transpose_blocks(full.device(), staging.data(), full.data(), B, n, local.bytes() / std::size_t(B));
+    tp.comm->reduce_scatter(staging.data(), local.data(), count, full.dtype(), ReduceOp::sum, tp.impl);
+  }
+  tp.bytes += sharded_bytes(full.bytes(), n);
+}
+
+}  // namespace tp_comm
+
+}  // namespace parbench
