@@ -149,7 +149,10 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   MPI_CHECK(MPI_Initialized(&initialized));
   if (!initialized) {
     int provided = 0;
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
+    // Communication threads (DDP buckets, pipeline sends) call MPI beside the main thread.
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+    if (provided < MPI_THREAD_MULTIPLE)
+      throw Error("this MPI library does not support MPI_THREAD_MULTIPLE, which the communication threads need");
     std::atexit([] {
       int finalized = 0;
       MPI_Finalized(&finalized);

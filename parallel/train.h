@@ -31,6 +31,12 @@ struct TrainConfig {
   int sync_every = 1;         // localsgd
   bool offload = false;       // zero1..3: optimizer state and update in host memory
   std::uint64_t seed = 1234;
+  // Model-parallel schemes (tp, sp, mp, pp, hybrid); 0 means "derived from the rank count and the scheme".
+  int tp = 0, pp = 0, dp = 0;
+  std::string schedule = "1f1b";  // pp, hybrid: gpipe, 1f1b, interleaved, zb-h1
+  int microbatches = 0;           // pp, hybrid: 0 means global batch / (dp x micro-batch), or pp when unset
+  int virtual_stages = 1;         // interleaved: model chunks per stage
+  std::string dp_scheme = "ddp";  // hybrid: ddp or zero1 across the data-parallel groups
 };
 
 // Bytes a rank moved per step, by nominal collective volume (the alpha-beta "bus" bytes each rank sends:
@@ -40,6 +46,21 @@ struct CommCounter {
   std::uint64_t host_device_bytes = 0;  // offload traffic
   void allreduce(std::uint64_t s, int n) { bytes += n > 1 ? 2 * s * std::uint64_t(n - 1) / std::uint64_t(n) : 0; }
   void sharded(std::uint64_t s, int n) { bytes += n > 1 ? s * std::uint64_t(n - 1) / std::uint64_t(n) : 0; }
+};
+
+// A pipeline stage's compute time and the step's pipeline span, for the measured bubble 1 - busy / span.
+struct PipelineTiming {
+  double busy_ms = 0;       // this rank's forward and backward compute
+  double span_ms = 0;       // from the step's common start to this rank's last pipeline action
+  int peak_in_flight = 0;   // microbatch-chunks forwarded but not yet fully backpropagated
+};
+
+// How a scheme lays the ranks out: data x tensor x pipeline parallel degrees, the schedule and its microbatches.
+struct ParallelShape {
+  int dp = 1, tp = 1, pp = 1;
+  std::string schedule;  // empty without a pipeline
+  int microbatches = 1;  // per step and data-parallel rank (the accumulation steps of the data-parallel schemes)
+  int virtual_stages = 1;
 };
 
 class Scheme {
@@ -56,6 +77,9 @@ class Scheme {
   virtual MemSplit estimated_state_bytes() const = 0;
   int data_parallel_ranks() const { return dp_; }
   int accumulation_steps() const { return accum_; }
+  virtual ParallelShape shape() const { return {dp_, 1, 1, "", accum_, 1}; }
+  // The last step's pipeline timing of this rank; null for schemes without a pipeline.
+  virtual const PipelineTiming* last_step_pipeline() const { return nullptr; }
 
  protected:
   int dp_ = 1, accum_ = 1;

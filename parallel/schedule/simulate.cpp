@@ -204,6 +204,21 @@ std::vector<std::string> check_schedule(const PipeSchedule& s) {
                          ": " + std::to_string(n) + " sends, " + std::to_string(recvs[key]) + " receives");
   for (const auto& [key, n] : recvs)
     if (!sends.count(key)) problems.push_back("receive without a send: mb=" + std::to_string(std::get<1>(key)));
+  // Messages between two stages are received in the order they are sent (the executor keeps one ordered
+  // sender per destination, as MPI keeps messages between a pair in order).
+  std::map<std::pair<int, int>, std::vector<std::tuple<bool, int, int>>> sent, received;  // (from, to) -> messages
+  for (int st = 0; st < p; ++st)
+    for (const auto& a : s.actions[st]) {
+      const int vs = s.virtual_stage(st, a.chunk);
+      if (a.op == PipeOp::send_activation) sent[{st, a.peer}].push_back({false, a.microbatch, vs + 1});
+      if (a.op == PipeOp::send_gradient) sent[{st, a.peer}].push_back({true, a.microbatch, vs - 1});
+      if (a.op == PipeOp::recv_activation) received[{a.peer, st}].push_back({false, a.microbatch, vs});
+      if (a.op == PipeOp::recv_gradient) received[{a.peer, st}].push_back({true, a.microbatch, vs});
+    }
+  for (const auto& [pair, messages] : sent)
+    if (messages != received[pair])
+      problems.push_back("stage " + std::to_string(pair.second) + " receives the messages of stage " +
+                         std::to_string(pair.first) + " in another order than they are sent");
   if (problems.empty()) {
     try {
       simulate_schedule(s);

@@ -80,12 +80,14 @@ Tensor DataParallelScheme::initial_full_params(MemCategory category) {
   return out;
 }
 
-std::string DataParallelScheme::impl_for(Collective c) const {
-  if (ctx_.comm.resolve(cfg_.impl).unsupported(c, ctx_.comm).empty()) return cfg_.impl;
+std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c) {
+  if (comm.resolve(impl).unsupported(c, comm).empty()) return impl;
   for (const auto& name : handwritten_algorithm_names())
-    if (find_algorithm(name).unsupported(c, ctx_.comm).empty()) return name;
+    if (find_algorithm(name).unsupported(c, comm).empty()) return name;
   throw Error("no collective implementation here can run " + std::string(collective_name(c)));
 }
+
+std::string DataParallelScheme::impl_for(Collective c) const { return implementation_for(ctx_.comm, cfg_.impl, c); }
 
 void DataParallelScheme::zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
 

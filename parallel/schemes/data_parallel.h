@@ -62,6 +62,10 @@ class DataParallelScheme : public Scheme {
   ShardLayout shards_;
 };
 
+// `impl` for collective `c` on `comm`, or the first hand-written algorithm that can run it when `impl` cannot (ring
+// has no scatter, for example); the same answer on every rank.
+std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c);
+
 // The closed forms (ZeRO paper) for one rank: bytes of parameters, gradients and optimizer state for a model of
 // psi parameters over n data-parallel ranks, with the stage's sharding (0 = replicated).
 MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage);
@@ -71,5 +75,6 @@ std::unique_ptr<Scheme> make_dp(const TrainConfig& cfg, RankContext ctx);
 std::unique_ptr<Scheme> make_ddp(const TrainConfig& cfg, RankContext ctx);
 std::unique_ptr<Scheme> make_zero(const TrainConfig& cfg, RankContext ctx, int stage);
 std::unique_ptr<Scheme> make_localsgd(const TrainConfig& cfg, RankContext ctx);
+std::unique_ptr<Scheme> make_model_parallel(const TrainConfig& cfg, RankContext ctx);
 
 }  // namespace parbench

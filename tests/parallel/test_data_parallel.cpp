@@ -11,59 +11,12 @@
 #include "core/error.h"
 #include "kernels/ops.h"
 #include "parallel/train.h"
+#include "train_test_util.h"
 
 using namespace parbench;
+using namespace parbench::test;
 
 namespace {
-
-TrainConfig base_config(ModelKind kind = ModelKind::gpt) {
-  TrainConfig c;
-  c.model.kind = kind;
-  c.model.layers = 2;
-  c.model.hidden = 16;
-  c.model.heads = 2;
-  c.model.seq = 6;
-  c.model.vocab = 24;
-  c.model.ffn = 40;
-  c.optimizer = OptimizerKind::sgd;
-  c.adamw.lr = 0.1f;
-  c.impl = "ring";
-  c.seed = 4321;
-  return c;
-}
-
-struct RankOutcome {
-  std::vector<float> params;
-  double loss = 0;
-  MemSplit current{};
-  std::uint64_t comm = 0;
-  MemSplit estimate{};
-};
-
-std::vector<RankOutcome> train(const TrainConfig& c, int ranks, int steps = 3, Device dev = Device{}) {
-  std::vector<RankOutcome> out(ranks);
-  run_ranks({ranks, dev, 60}, [&](Communicator& comm) {
-    TrackedAllocator alloc(comm.device());
-    Stream stream(comm.device());
-    auto scheme = make_scheme(c, {comm, alloc, stream});
-    RankOutcome& o = out[comm.rank()];
-    for (int s = 0; s < steps; ++s) o.loss = scheme->step(s);
-    for (int k = 0; k < kMemCategories; ++k) o.current[k] = alloc.current(MemCategory(k));
-    o.comm = scheme->last_step_comm().bytes;
-    o.estimate = scheme->estimated_state_bytes();
-    o.params = scheme->full_params();
-  });
-  return out;
-}
-
-double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    diff = std::max(diff, double(std::fabs(a[i] - b[i])));
-    scale = std::max(scale, double(std::fabs(b[i])));
-  }
-  return diff / scale;
-}
 
 const char* kSchemes[] = {"dp", "ddp", "zero1", "zero2", "zero3", "localsgd"};
 

@@ -121,6 +121,21 @@ TEST(Schedules, CheckerCatchesBrokenLists) {
     ASSERT_FALSE(problems.empty());
     EXPECT_NE(problems[0].find("2 sends, 1 receives"), std::string::npos) << problems[0];
   }
+  {
+    // Stage 1 receives activations 0 and 1 in the other order: with ordered channels it would wait for 1 while
+    // 0 is in front of it.
+    PipeSchedule reordered = s;
+    auto& list = reordered.actions[1];
+    auto r0 = std::find(list.begin(), list.end(), PipeAction{PipeOp::recv_activation, 0, 0, 0});
+    auto r1 = std::find(list.begin(), list.end(), PipeAction{PipeOp::recv_activation, 1, 0, 0});
+    std::swap(r0->microbatch, r1->microbatch);
+    std::iter_swap(std::find(list.begin(), list.end(), PipeAction{PipeOp::forward, 0, 0}),
+                   std::find(list.begin(), list.end(), PipeAction{PipeOp::forward, 1, 0}));
+    auto problems = check_schedule(reordered);
+    ASSERT_FALSE(problems.empty());
+    EXPECT_NE(problems.back().find("stage 1 receives the messages of stage 0 in another order"), std::string::npos)
+        << problems.back();
+  }
 }
 
 TEST(Schedules, BadConfigurationsAreRefused) {

@@ -1,0 +1,193 @@
+// The pipeline executor: one interpreter for every schedule's action lists.
+#include "parallel/pipeline_executor.h"
+
+#include <chrono>
+#include <map>
+#include <memory>
+
+#include "core/error.h"
+#include "parallel/comm_worker.h"
+#include "profiles/range.h"
+
+namespace parbench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// User point-to-point tags start above the Communicator's internal channels (0..2).
+constexpr int kFirstTag = 16;
+
+class StageRun {
+ public:
+  explicit StageRun(const PipelineStage& s)
+      : s_(s),
+        stage_(s.pipeline.rank()),
+        m_(s.schedule.microbatches),
+        vstages_(s.schedule.virtual_stages()),
+        slots_(std::size_t(m_ * vstages_)),
+        batches_(std::size_t(m_)) {
+    if (s.pipeline.size() != s.schedule.stages)
+      throw Error("pipeline group of " + std::to_string(s.pipeline.size()) + " ranks runs a schedule of " +
+                  std::to_string(s.schedule.stages) + " stages");
+    if (int(s.chunk_units.size()) != s.schedule.chunks)
+      throw Error("pipeline stage has " + std::to_string(s.chunk_units.size()) + " model chunks, the schedule " +
+                  std::to_string(s.schedule.chunks));
+  }
+
+  PipelineStepResult run() {
+    const auto t0 = Clock::now();
+    const auto& list = s_.schedule.actions[std::size_t(stage_)];
+    for (std::size_t i = 0; i < list.size();) {
+      if (is_compute(list[i].op)) {
+        compute(list[i++]);
+        continue;
+      }
+      std::size_t end = i;
+      while (end < list.size() && !is_compute(list[end].op)) ++end;
+      exchange(list, i, end);
+      i = end;
+    }
+    for (auto& [peer, worker] : senders_) worker->wait();
+    result_.timing.span_ms = ms_since(t0);
+    return result_;
+  }
+
+ private:
+  // What one (microbatch, virtual stage) holds between its actions.
+  struct Slot {
+    Tensor input;        // activation at its input (received, or handed over on this rank)
+    Tensor output_grad;  // gradient at its output
+    Tensor input_grad;   // gradient at its input, until sent
+    std::unique_ptr<Activations> acts;
+  };
+
+  int vstage(const PipeAction& a) const { return s_.schedule.virtual_stage(stage_, a.chunk); }
+  Slot& slot(int mb, int vs) { return slots_[std::size_t(mb * vstages_ + vs)]; }
+  bool here(int vs) const { return vs % s_.schedule.stages == stage_; }
+  int tag(bool gradient, int mb, int receiving_vs) const {
+    return kFirstTag + 2 * (mb * vstages_ + receiving_vs) + (gradient ? 1 : 0);
+  }
+  const Batch& batch(int mb) {
+    Batch& b = batches_[std::size_t(mb)];
+    if (b.samples == 0) b = s_.batch(mb);
+    return b;
+  }
+
+  void compute(const PipeAction& a) {
+    const int vs = vstage(a), mb = a.microbatch;
+    Slot& sl = slot(mb, vs);
+    const RangeArgs args{.microbatch = mb, .stage = stage_, .chunk = a.chunk};
+    const auto t0 = Clock::now();
+    switch (a.op) {
+      case PipeOp::forward: {
+        PB_RANGE("F", Category::compute, args);
+        double loss = 0;
+        sl.acts = s_.model.forward(batch(mb), s_.chunk_units[std::size_t(a.chunk)], sl.input, s_.access, s_.dloss,
+                                   s_.stream, &loss);
+        sl.input = Tensor{};
+        if (vs == vstages_ - 1) result_.loss_sum += loss;
+        else if (here(vs + 1)) slot(mb, vs + 1).input = sl.acts->output();
+        ++in_flight_;
+        result_.timing.peak_in_flight = std::max(result_.timing.peak_in_flight, in_flight_);
+        break;
+      }
+      case PipeOp::backward:
+      case PipeOp::backward_input: {
+        const bool whole = a.op == PipeOp::backward;
+        PB_RANGE(whole ? "B" : "B input", Category::compute, args);
+        if (!sl.acts) throw Error("pipeline: backward of microbatch " + std::to_string(mb) + " before its forward");
+        Tensor dx = s_.model.backward(*sl.acts, batch(mb), sl.output_grad, s_.access, s_.stream,
+                                      whole ? BackwardPart::all : BackwardPart::input);
+        sl.output_grad = Tensor{};
+        if (vs > 0) (here(vs - 1) ? slot(mb, vs - 1).output_grad : sl.input_grad) = dx;
+        if (whole) release(sl);
+        break;
+      }
+      case PipeOp::backward_weight: {
+        PB_RANGE("W", Category::compute, args);
+        s_.model.backward(*sl.acts, batch(mb), Tensor{}, s_.access, s_.stream, BackwardPart::weight);
+        release(sl);
+        break;
+      }
+      default: throw Error("pipeline: not a compute action");
+    }
+    s_.stream.synchronize();  // the action's kernels are part of its busy time
+    result_.timing.busy_ms += ms_since(t0);
+  }
+
+  void release(Slot& sl) {
+    sl.acts.reset();
+    --in_flight_;
+  }
+
+  // Actions [begin, end): sends are handed to the destination's sender thread and never block this one
+  // (the schedules assume buffered sends; a blocking send to a neighbour that is sending to us can deadlock);
+  // receives are posted together and waited for here.
+  void exchange(const std::vector<PipeAction>& list, std::size_t begin, std::size_t end) {
+    std::vector<P2POp> recvs;
+    s_.stream.synchronize();  // what we send was written on the stream
+    for (std::size_t i = begin; i < end; ++i) {
+      const PipeAction& a = list[i];
+      const int vs = vstage(a), mb = a.microbatch;
+      Slot& sl = slot(mb, vs);
+      auto fresh = [&] {
+        return Tensor(s_.alloc, s_.model.config().dtype, s_.model.boundary_shape(batch(mb).samples),
+                      MemCategory::communication);
+      };
+      switch (a.op) {
+        case PipeOp::recv_activation:
+          sl.input = fresh();
+          recvs.push_back(recv_op(sl.input.data(), sl.input.bytes(), a.peer));
+          recvs.back().tag = tag(false, mb, vs);
+          break;
+        case PipeOp::recv_gradient:
+          sl.output_grad = fresh();
+          recvs.push_back(recv_op(sl.output_grad.data(), sl.output_grad.bytes(), a.peer));
+          recvs.back().tag = tag(true, mb, vs);
+          break;
+        case PipeOp::send_activation: send(sl.acts->output(), a.peer, tag(false, mb, vs + 1), mb); break;
+        case PipeOp::send_gradient:
+          send(sl.input_grad, a.peer, tag(true, mb, vs - 1), mb);
+          sl.input_grad = Tensor{};
+          break;
+        default: throw Error("pipeline: not a communication action");
+      }
+    }
+    if (recvs.empty()) return;
+    PB_RANGE("recv", Category::communication, {.stage = stage_});
+    s_.pipeline.group(recvs);
+  }
+
+  // The sender thread holds the tensor (and so its memory) until the peer has taken it.
+  void send(const Tensor& t, int peer, int tag, int mb) {
+    result_.sent_bytes += t.bytes();
+    auto& worker = senders_[peer];
+    if (!worker) worker = std::make_unique<CommWorker>();
+    worker->submit([this, t, peer, tag, mb] {
+      TraceTrack track(s_.trace_rank, "send " + std::to_string(peer));
+      PB_RANGE("send", Category::communication, {.microbatch = mb, .stage = stage_, .bytes = std::int64_t(t.bytes())});
+      P2POp op = send_op(t.data(), t.bytes(), peer);
+      op.tag = tag;
+      s_.pipeline.group({&op, 1});
+    });
+  }
+
+  const PipelineStage& s_;
+  const int stage_, m_, vstages_;
+  std::vector<Slot> slots_;
+  std::vector<Batch> batches_;
+  PipelineStepResult result_;
+  int in_flight_ = 0;
+  std::map<int, std::unique_ptr<CommWorker>> senders_;  // per destination: sends to one peer stay in order
+};
+
+}  // namespace
+
+PipelineStepResult run_pipeline_stage(const PipelineStage& stage) { return StageRun(stage).run(); }
+
+}  // namespace parbench

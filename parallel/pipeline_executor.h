@@ -1,0 +1,40 @@
+// The one pipeline executor: runs a stage's action list of any schedule (parallel/schedule) for one step.
+// Compute actions run model pieces; sends and receives go over the pipeline communicator, each consecutive run
+// of them posted as one group (so a send to a neighbour that is sending to us at the same time cannot
+// deadlock), each message tagged by its microbatch and virtual stage (so the order of messages between two
+// stages never matters).
+#pragma once
+#include <functional>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "core/stream.h"
+#include "models/model.h"
+#include "parallel/schedule/schedule.h"
+#include "parallel/train.h"
+
+namespace parbench {
+
+struct PipelineStage {
+  Model& model;
+  UnitAccess& access;
+  Communicator& pipeline;  // rank = stage
+  const Stream& stream;
+  TrackedAllocator& alloc;
+  const PipeSchedule& schedule;
+  std::vector<UnitRange> chunk_units;         // [local chunk] -> its units
+  std::function<Batch(int microbatch)> batch;  // this rank's samples of a microbatch
+  float dloss = 1;                             // weight of one microbatch's mean loss in the step objective
+  int trace_rank = 0;                          // the world rank, for the trace's process track
+};
+
+struct PipelineStepResult {
+  PipelineTiming timing;
+  double loss_sum = 0;          // of the microbatch losses computed here (last virtual stage only)
+  std::uint64_t sent_bytes = 0;  // activations and gradients this rank sent
+};
+
+// Runs this rank's actions. Timing starts now: call it right after a barrier of the pipeline group.
+PipelineStepResult run_pipeline_stage(const PipelineStage& stage);
+
+}  // namespace parbench

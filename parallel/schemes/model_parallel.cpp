@@ -1,0 +1,300 @@
+// The model-parallel family on one grid of dp x tp x pp ranks:
+//   tp      tensor parallel over all ranks (Megatron column/row splits inside the model), sp the same with
+//           sequence parallelism;
+//   mp      naive model parallelism: contiguous stages, the whole batch passed along, no microbatches;
+//   pp      pipeline parallelism with a schedule (gpipe, 1f1b, interleaved, zb-h1) over --microbatches;
+//   hybrid  --dp a --tp b --pp c, with ddp or zero1 (--dp-scheme) across the data-parallel groups.
+// Rank layout (Megatron's order, tensor-parallel ranks adjacent so they share a node):
+//   rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
+// Virtual stage k (of pp * v) holds layers [k L/(pp v), (k+1) L/(pp v)); the embedding goes with the first, the
+// head with the last; virtual stage k runs on pipeline rank k % pp as its chunk k / pp.
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "core/error.h"
+#include "core/memory.h"
+#include "models/data.h"
+#include "models/model.h"
+#include "parallel/optimizer.h"
+#include "parallel/pipeline_executor.h"
+#include "parallel/schedule/schedule.h"
+#include "parallel/schemes/data_parallel.h"
+#include "parallel/schemes/model_parallel.h"
+#include "profiles/range.h"
+
+namespace parbench {
+
+bool is_model_parallel_scheme(std::string_view name) {
+  return name == "tp" || name == "sp" || name == "mp" || name == "pp" || name == "hybrid";
+}
+
+ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
+  ParallelGrid g{dp, tp, pp};
+  g.tp_rank = rank % tp;
+  g.dp_rank = rank / tp % dp;
+  g.pp_rank = rank / (tp * dp);
+  return g;
+}
+
+UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages) {
+  const int per = c.layers / virtual_stages;
+  if (c.kind == ModelKind::mlp) return {virtual_stage * per, (virtual_stage + 1) * per};
+  const int units = c.layers + 2;  // embedding, blocks, head
+  return {virtual_stage == 0 ? 0 : 1 + virtual_stage * per,
+          virtual_stage == virtual_stages - 1 ? units : 1 + (virtual_stage + 1) * per};
+}
+
+ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
+  ModelParallelPlan p;
+  const std::string& s = cfg.scheme;
+  auto derive = [&](int given, int fallback) { return given > 0 ? given : fallback; };
+  ParallelShape& sh = p.shape;
+  if (s == "tp" || s == "sp") {
+    sh.tp = derive(cfg.tp, ranks), sh.pp = derive(cfg.pp, 1);
+  } else if (s == "mp" || s == "pp") {
+    sh.pp = derive(cfg.pp, ranks), sh.tp = derive(cfg.tp, 1);
+  } else {
+    sh.tp = derive(cfg.tp, 1), sh.pp = derive(cfg.pp, 1);
+  }
+  for (auto [name, v] : {std::pair{"--tp", cfg.tp}, {"--pp", cfg.pp}, {"--dp", cfg.dp}})
+    if (v < 0) throw UsageError(std::string(name) + " " + std::to_string(v) + " must be >= 1 (or 0: derived)");
+  sh.dp = derive(cfg.dp, std::max(1, ranks / (sh.tp * sh.pp)));
+  if (sh.dp * sh.tp * sh.pp != ranks)
+    throw UsageError("--dp " + std::to_string(sh.dp) + " x --tp " + std::to_string(sh.tp) + " x --pp " +
+                     std::to_string(sh.pp) + " = " + std::to_string(sh.dp * sh.tp * sh.pp) + " ranks, but " +
+                     std::to_string(ranks) + " ranks run; choose degrees whose product is the rank count");
+  p.sequence_parallel = s == "sp";
+  if (s == "mp") {
+    if (cfg.microbatches > 1)
+      throw UsageError("scheme mp passes the whole batch from stage to stage, without microbatches; got "
+                       "--microbatches " + std::to_string(cfg.microbatches) + ", use --scheme pp for a pipeline");
+    sh.schedule = "gpipe", sh.microbatches = 1, sh.virtual_stages = 1;
+  } else {
+    sh.schedule = sh.pp > 1 || s == "pp" ? cfg.schedule : "";
+    sh.virtual_stages = cfg.virtual_stages;
+    if (cfg.virtual_stages > 1 && sh.schedule != "interleaved")
+      throw UsageError("--virtual-stages " + std::to_string(cfg.virtual_stages) +
+                       " needs --schedule interleaved, got '" + sh.schedule + "'");
+    if (cfg.microbatches > 0) sh.microbatches = cfg.microbatches;
+    else if (cfg.micro_batch > 0) sh.microbatches = std::max(1, cfg.global_batch / (sh.dp * cfg.micro_batch));
+    else sh.microbatches = sh.schedule.empty() ? 1 : sh.pp;
+  }
+  if (cfg.global_batch < 1 || cfg.global_batch % (sh.dp * sh.microbatches) != 0)
+    throw UsageError("global batch " + std::to_string(cfg.global_batch) + " is not divisible by " +
+                     std::to_string(sh.dp) + " data-parallel groups x " + std::to_string(sh.microbatches) +
+                     " microbatches; choose --global-batch = dp x microbatches x micro-batch");
+  if (cfg.micro_batch > 0 && cfg.micro_batch * sh.dp * sh.microbatches != cfg.global_batch)
+    throw UsageError("--micro-batch " + std::to_string(cfg.micro_batch) + " x " + std::to_string(sh.dp) +
+                     " data-parallel groups x " + std::to_string(sh.microbatches) + " microbatches is not --global-batch " +
+                     std::to_string(cfg.global_batch));
+  const int vstages = sh.pp * sh.virtual_stages;
+  if (cfg.model.layers % vstages != 0)
+    throw UsageError("--layers " + std::to_string(cfg.model.layers) + " is not divisible by --pp " +
+                     std::to_string(sh.pp) + " x --virtual-stages " + std::to_string(sh.virtual_stages) +
+                     "; every virtual stage holds the same number of layers");
+  if (!sh.schedule.empty())  // the schedule's own rules: m >= p for 1f1b, m a multiple of p for interleaved, ...
+    find_schedule_kind(sh.schedule).validate(sh.pp, sh.microbatches, sh.virtual_stages);
+  if (cfg.dp_scheme != "ddp" && cfg.dp_scheme != "zero1")
+    throw UsageError("--dp-scheme '" + cfg.dp_scheme + "' is not supported with model parallelism; accepted: ddp, zero1");
+  if (cfg.offload) throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + s + "'");
+  p.model = cfg.model;
+  if (sh.tp > 1 || p.sequence_parallel)
+    throw UsageError("tensor and sequence parallelism (--tp " + std::to_string(sh.tp) + ") are not built yet");
+  p.model.validate();
+  return p;
+}
+
+namespace {
+
+class ModelParallel : public Scheme {
+ public:
+  ModelParallel(const TrainConfig& cfg, RankContext ctx)
+      : cfg_(cfg),
+        ctx_(ctx),
+        plan_(plan_model_parallel(cfg, ctx.comm.size())),
+        grid_(ParallelGrid::of(ctx.comm.rank(), plan_.shape.dp, plan_.shape.tp, plan_.shape.pp)),
+        // split is collective over the world: every rank makes the three calls in the same order.
+        tp_comm_(ctx.comm.split(grid_.pp_rank * grid_.dp + grid_.dp_rank, grid_.tp_rank)),
+        dp_comm_(ctx.comm.split(grid_.pp_rank * grid_.tp + grid_.tp_rank, grid_.dp_rank)),
+        pp_comm_(ctx.comm.split(grid_.dp_rank * grid_.tp + grid_.tp_rank, grid_.pp_rank)),
+        data_(cfg.model, cfg.seed) {
+    const ParallelShape& sh = plan_.shape;
+    dp_ = sh.dp;
+    accum_ = sh.microbatches;
+    micro_ = cfg.global_batch / (sh.dp * sh.microbatches);
+    model_ = Model::create(plan_.model, ctx.alloc);
+    if (!sh.schedule.empty()) schedule_ = make_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
+    else schedule_ = make_schedule("gpipe", 1, sh.microbatches, 1);
+    const int vstages = sh.pp * sh.virtual_stages;
+    for (int c = 0; c < sh.virtual_stages; ++c)
+      chunk_units_.push_back(virtual_stage_units(cfg.model, c * sh.pp + grid_.pp_rank, vstages));
+    // This rank's units, packed in one buffer (a stage holds only its own layers).
+    for (const UnitRange& r : chunk_units_)
+      for (int u = r.first; u < r.last; ++u) {
+        offset_[u] = local_numel_;
+        local_numel_ += model_->layout().units[std::size_t(u)].numel;
+      }
+    padded_numel_ = (local_numel_ + sh.dp * kParamAlign - 1) / (sh.dp * kParamAlign) * (sh.dp * kParamAlign);
+    params_ = make(padded_numel_, MemCategory::parameters);
+    grads_ = make(padded_numel_, MemCategory::gradients);
+    zero(params_);
+    load_initial_params();
+    zero1_ = cfg.dp_scheme == "zero1" && sh.dp > 1;
+    opt_.emplace(cfg_, ctx.alloc, zero1_ ? shard_of(params_) : params_);
+  }
+
+  double step(int step_index) override {
+    comm_bytes_ = {};
+    zero(grads_);
+    Access access(*this);
+    PipelineStage stage{*model_, access, pp_comm_, ctx_.stream, ctx_.alloc, schedule_, chunk_units_,
+                        [&](int mb) {
+                          const std::int64_t first = std::int64_t(mb * grid_.dp + grid_.dp_rank) * micro_;
+                          return data_.batch(step_index, first, micro_, ctx_.alloc);
+                        },
+                        1.0f / float(plan_.shape.microbatches * plan_.shape.dp), ctx_.comm.rank()};
+    pp_comm_.barrier();
+    PipelineStepResult r = run_pipeline_stage(stage);
+    timing_ = r.timing;
+    comm_bytes_.bytes += r.sent_bytes;
+    sync_data_parallel_and_update(step_index);
+    // The loss: the last virtual stage's microbatch losses, once per data-parallel group.
+    const bool reports = grid_.pp_rank == (schedule_.virtual_stages() - 1) % plan_.shape.pp && grid_.tp_rank == 0;
+    double loss = reports ? r.loss_sum / (plan_.shape.microbatches * plan_.shape.dp) : 0;
+    ctx_.comm.allreduce(&loss, &loss, 1, DType::f64, ReduceOp::sum, "auto");
+    return loss;
+  }
+
+  std::vector<float> full_params() override {
+    const ParamLayout full = make_layout(cfg_.model);
+    std::vector<float> out(std::size_t(full.total), 0.0f);
+    if (grid_.dp_rank == 0) {
+      const std::vector<float> mine = host_floats(params_);
+      for (const auto& [u, off] : offset_) {
+        const UnitLayout& unit = full.units[std::size_t(u)];
+        std::copy_n(mine.begin() + off, unit.numel, out.begin() + unit.offset);
+      }
+    }
+    // Every element is written by exactly one rank: the sum is the assembly.
+    ctx_.comm.allreduce(out.data(), out.data(), out.size(), DType::f32, ReduceOp::sum, "auto");
+    return out;
+  }
+
+  const CommCounter& last_step_comm() const override { return comm_bytes_; }
+  MemSplit estimated_state_bytes() const override {
+    return zero_closed_form(cfg_, local_numel_, plan_.shape.dp, zero1_ ? 1 : 0);
+  }
+  ParallelShape shape() const override { return plan_.shape; }
+  const PipelineTiming* last_step_pipeline() const override { return plan_.shape.schedule.empty() ? nullptr : &timing_; }
+
+ private:
+  struct Access : UnitAccess {
+    explicit Access(ModelParallel& s) : s(s) {}
+    Tensor params(int u) override { return s.unit_of(s.params_, u); }
+    Tensor grads(int u) override { return s.unit_of(s.grads_, u); }
+    ModelParallel& s;
+  };
+
+  Tensor unit_of(const Tensor& flat, int u) const {
+    const auto it = offset_.find(u);
+    if (it == offset_.end())
+      throw Error("unit " + std::to_string(u) + " is not on pipeline rank " + std::to_string(grid_.pp_rank));
+    return flat.slice(it->second, {model_->layout().units[std::size_t(u)].numel});
+  }
+
+  Tensor make(std::int64_t n, MemCategory c) { return Tensor(ctx_.alloc, cfg_.model.dtype, {n}, c); }
+  void zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
+  Tensor shard_of(const Tensor& flat) const {
+    const std::int64_t piece = padded_numel_ / plan_.shape.dp;
+    return flat.slice(piece * grid_.dp_rank, {piece});
+  }
+
+  // The single-rank model's seeded parameters, cut to this rank's units and tensor-parallel pieces.
+  void load_initial_params() {
+    TrackedAllocator scratch(Device{});
+    const std::vector<float> init = Model::create(cfg_.model, scratch)->initial_params(cfg_.seed);
+    const ParamLayout full = make_layout(cfg_.model);
+    std::vector<char> raw(params_.bytes(), 0);
+    for (const auto& [u, off] : offset_) {
+      const UnitLayout& unit = full.units[std::size_t(u)];
+      for (std::int64_t i = 0; i < unit.numel; ++i)
+        store_from_double(raw.data(), params_.dtype(), std::size_t(off + i), init[std::size_t(unit.offset + i)]);
+    }
+    device_memcpy(params_.device(), params_.data(), Device{}, raw.data(), raw.size());
+  }
+
+  std::vector<float> host_floats(const Tensor& t) const {
+    ctx_.stream.synchronize();
+    std::vector<char> raw(t.bytes());
+    device_memcpy(Device{}, raw.data(), t.device(), t.data(), t.bytes());
+    std::vector<float> out(std::size_t(t.numel()));
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = float(load_as_double(raw.data(), t.dtype(), i));
+    return out;
+  }
+
+  // Gradients summed over the data-parallel group (each microbatch's loss already carries 1 / (m dp)), then the
+  // update: replicated (ddp) or on this rank's shard followed by an all-gather of the parameters (zero1).
+  void sync_data_parallel_and_update(int step_index) {
+    const int dp = plan_.shape.dp;
+    ctx_.stream.synchronize();
+    const std::string impl = impl_for(Collective::allreduce);
+    if (!zero1_) {
+      if (dp > 1) {
+        PB_RANGE("allreduce gradients", Category::communication, {.bytes = std::int64_t(grads_.bytes())});
+        dp_comm_.allreduce(grads_.data(), grads_.data(), std::size_t(padded_numel_), grads_.dtype(), ReduceOp::sum,
+                           impl);
+        comm_bytes_.allreduce(std::uint64_t(local_numel_) * dtype_size(grads_.dtype()), dp);
+      }
+      opt_->step(params_, grads_, step_index, ctx_.stream);
+      return;
+    }
+    const std::int64_t piece = padded_numel_ / dp;
+    Tensor shard_grads = make(piece, MemCategory::gradients);
+    {
+      PB_RANGE("reduce_scatter gradients", Category::communication, {.bytes = std::int64_t(grads_.bytes())});
+      dp_comm_.reduce_scatter(grads_.data(), shard_grads.data(), std::size_t(piece), grads_.dtype(), ReduceOp::sum,
+                              impl_for(Collective::reduce_scatter));
+    }
+    comm_bytes_.sharded(std::uint64_t(local_numel_) * dtype_size(grads_.dtype()), dp);
+    Tensor shard = shard_of(params_);
+    opt_->step(shard, shard_grads, step_index, ctx_.stream);
+    ctx_.stream.synchronize();
+    Tensor gathered = make(padded_numel_, MemCategory::communication);
+    {
+      PB_RANGE("all_gather parameters", Category::communication, {.bytes = std::int64_t(params_.bytes())});
+      dp_comm_.allgather(shard.data(), gathered.data(), std::size_t(piece), params_.dtype(),
+                         impl_for(Collective::allgather));
+    }
+    comm_bytes_.sharded(std::uint64_t(local_numel_) * dtype_size(params_.dtype()), dp);
+    device_memcpy(params_.device(), params_.data(), gathered.device(), gathered.data(), params_.bytes());
+  }
+
+  std::string impl_for(Collective c) const { return implementation_for(dp_comm_, cfg_.impl, c); }
+
+  TrainConfig cfg_;
+  RankContext ctx_;
+  ModelParallelPlan plan_;
+  ParallelGrid grid_;
+  Communicator tp_comm_, dp_comm_, pp_comm_;
+  SyntheticData data_;
+  std::unique_ptr<Model> model_;
+  PipeSchedule schedule_;
+  std::vector<UnitRange> chunk_units_;
+  std::map<int, std::int64_t> offset_;  // unit -> offset in this rank's packed buffers
+  std::int64_t local_numel_ = 0, padded_numel_ = 0;
+  std::int64_t micro_ = 1;
+  bool zero1_ = false;
+  Tensor params_, grads_;
+  std::optional<FlatOptimizer> opt_;
+  CommCounter comm_bytes_;
+  PipelineTiming timing_;
+};
+
+}  // namespace
+
+std::unique_ptr<Scheme> make_model_parallel(const TrainConfig& cfg, RankContext ctx) {
+  return std::make_unique<ModelParallel>(cfg, ctx);
+}
+
+}  // namespace parbench

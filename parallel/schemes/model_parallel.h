@@ -1,0 +1,32 @@
+// The model-parallel family's plan: the dp x tp x pp grid, each rank's place in it, and which units each
+// virtual pipeline stage holds. Used by the scheme and by the tests.
+#pragma once
+#include "models/model.h"
+#include "parallel/train.h"
+
+namespace parbench {
+
+// rank = (pp_rank * dp + dp_rank) * tp + tp_rank: tensor-parallel ranks adjacent (Megatron's order).
+struct ParallelGrid {
+  int dp = 1, tp = 1, pp = 1;
+  int dp_rank = 0, tp_rank = 0, pp_rank = 0;
+  static ParallelGrid of(int rank, int dp, int tp, int pp);
+};
+
+struct ModelParallelPlan {
+  ParallelShape shape;
+  bool sequence_parallel = false;
+  ModelConfig model;  // the model as each rank builds it (tensor-parallel degree set)
+};
+
+// tp, sp, mp, pp, hybrid.
+bool is_model_parallel_scheme(std::string_view name);
+
+// Resolves the degrees, schedule and microbatches of schemes tp, sp, mp, pp and hybrid for `ranks` ranks, and
+// refuses bad configurations with a UsageError naming the values.
+ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks);
+
+// Units of virtual stage k of n: an equal share of the layers; the embedding with the first, the head with the last.
+UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages);
+
+}  // namespace parbench

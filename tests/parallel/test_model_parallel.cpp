@@ -1,0 +1,156 @@
+// The model-parallel family on cpu threads: every pipeline schedule, naive model parallelism and hybrid grids
+// match the single-rank run; the grid layout, stage assignment, activation peaks and bad configurations.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "core/error.h"
+#include "parallel/schemes/model_parallel.h"
+#include "train_test_util.h"
+
+using namespace parbench;
+using namespace parbench::test;
+using ::testing::HasSubstr;
+
+namespace {
+
+TrainConfig four_layers(ModelKind kind) {
+  TrainConfig c = base_config(kind);
+  c.model.layers = 4;
+  c.global_batch = 8;
+  return c;
+}
+
+std::string usage_error(const TrainConfig& c, int ranks) {
+  try {
+    plan_model_parallel(c, ranks);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+struct Case {
+  const char* scheme;
+  const char* schedule;
+  int ranks, dp, tp, pp, microbatches, virtual_stages;
+  const char* dp_scheme = "ddp";
+};
+
+void expect_matches_single(ModelKind kind, const Case& k) {
+  TrainConfig c = four_layers(kind);
+  c.scheme = k.scheme, c.schedule = k.schedule, c.dp = k.dp, c.tp = k.tp, c.pp = k.pp;
+  c.microbatches = k.microbatches, c.virtual_stages = k.virtual_stages, c.dp_scheme = k.dp_scheme;
+  TrainConfig single = base_config(kind);
+  single.model = c.model;
+  single.scheme = "single";
+  single.global_batch = c.global_batch;
+  single.micro_batch = c.global_batch / (std::max(k.dp, 1) * std::max(k.microbatches, 1));
+  const auto ref = train(single, 1)[0];
+  const auto got = train(c, k.ranks);
+  const std::string what = std::string(k.scheme) + " " + k.schedule + " " + std::string(model_kind_name(kind)) +
+                           " ranks=" + std::to_string(k.ranks) + " m=" + std::to_string(k.microbatches) +
+                           " v=" + std::to_string(k.virtual_stages) + " " + k.dp_scheme;
+  // SGD: the same arithmetic, summed in another order; float rounding only.
+  EXPECT_LT(max_rel_diff(got[0].params, ref.params), 2e-6) << what;
+  for (int r = 0; r < k.ranks; ++r) {
+    EXPECT_NEAR(got[r].loss, ref.loss, 1e-5 * std::fabs(ref.loss)) << what << " rank " << r;
+    EXPECT_EQ(got[r].params, got[0].params) << what << " rank " << r;
+  }
+}
+
+}  // namespace
+
+TEST(ModelParallel, GridLayoutPutsTensorRanksAdjacent) {
+  // 2 x 2 x 2: rank = (pp * dp + dp_rank) * tp + tp_rank.
+  const ParallelGrid g = ParallelGrid::of(6, 2, 2, 2);
+  EXPECT_EQ(g.tp_rank, 0);
+  EXPECT_EQ(g.dp_rank, 1);
+  EXPECT_EQ(g.pp_rank, 1);
+  const ParallelGrid h = ParallelGrid::of(5, 3, 1, 2);
+  EXPECT_EQ(h.dp_rank, 2);
+  EXPECT_EQ(h.pp_rank, 1);
+}
+
+TEST(ModelParallel, VirtualStagesSplitLayersEvenly) {
+  ModelConfig c;
+  c.layers = 4;
+  // gpt units: 0 embedding, 1..4 blocks, 5 head.
+  EXPECT_EQ(virtual_stage_units(c, 0, 2).first, 0);
+  EXPECT_EQ(virtual_stage_units(c, 0, 2).last, 3);
+  EXPECT_EQ(virtual_stage_units(c, 1, 2).first, 3);
+  EXPECT_EQ(virtual_stage_units(c, 1, 2).last, 6);
+  EXPECT_EQ(virtual_stage_units(c, 2, 4).first, 3);
+  EXPECT_EQ(virtual_stage_units(c, 2, 4).last, 4);
+  c.kind = ModelKind::mlp;
+  EXPECT_EQ(virtual_stage_units(c, 3, 4).first, 3);
+  EXPECT_EQ(virtual_stage_units(c, 3, 4).last, 4);
+}
+
+TEST(ModelParallel, EveryScheduleMatchesSingleRank) {
+  const Case cases[] = {
+      {"pp", "gpipe", 2, 1, 1, 2, 2, 1},       {"pp", "gpipe", 2, 1, 1, 2, 4, 1},
+      {"pp", "1f1b", 2, 1, 1, 2, 4, 1},        {"pp", "1f1b", 4, 1, 1, 4, 4, 1},
+      {"pp", "1f1b", 4, 1, 1, 4, 8, 1},        {"pp", "interleaved", 2, 1, 1, 2, 4, 2},
+      {"pp", "interleaved", 2, 1, 1, 2, 2, 2}, {"pp", "zb-h1", 2, 1, 1, 2, 4, 1},
+      {"pp", "zb-h1", 4, 1, 1, 4, 4, 1},       {"mp", "", 2, 1, 1, 2, 1, 1},
+      {"mp", "", 4, 1, 1, 4, 1, 1},
+  };
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::mlp})
+    for (const Case& k : cases) expect_matches_single(kind, k);
+}
+
+TEST(ModelParallel, HybridDataAndPipelineMatchesSingleRank) {
+  expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "ddp"});
+  expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "zero1"});
+  expect_matches_single(ModelKind::mlp, {"hybrid", "gpipe", 4, 2, 1, 2, 4, 1, "zero1"});
+}
+
+TEST(ModelParallel, OneFOneBHoldsFewerActivationsThanGpipe) {
+  // m = 8 > p = 2: GPipe keeps all 8 microbatches' activations on stage 0, 1F1B at most p = 2.
+  std::map<std::string, std::vector<std::size_t>> peak;
+  for (const char* schedule : {"gpipe", "1f1b"}) {
+    TrainConfig c = four_layers(ModelKind::gpt);
+    c.scheme = "pp", c.schedule = schedule, c.microbatches = 8, c.global_batch = 16;
+    std::mutex mu;
+    peak[schedule].resize(2);
+    run_ranks({2, Device{}, 60}, [&](Communicator& comm) {
+      TrackedAllocator alloc(comm.device());
+      Stream stream(comm.device());
+      auto scheme = make_scheme(c, {comm, alloc, stream});
+      scheme->step(0);
+      alloc.reset_peaks();
+      scheme->step(1);
+      std::lock_guard lock(mu);
+      peak[schedule][std::size_t(comm.rank())] = alloc.split_at_peak()[int(MemCategory::activations)];
+      EXPECT_EQ(scheme->last_step_pipeline()->peak_in_flight, std::string(schedule) == "gpipe" ? 8 : 2 - comm.rank());
+    });
+  }
+  EXPECT_LT(peak["1f1b"][0] * 3, peak["gpipe"][0]) << "1f1b " << peak["1f1b"][0] << " gpipe " << peak["gpipe"][0];
+}
+
+TEST(ModelParallel, BadConfigurationsAreRefused) {
+  TrainConfig c = four_layers(ModelKind::gpt);
+  c.scheme = "hybrid", c.dp = 2, c.tp = 1, c.pp = 3;
+  EXPECT_THAT(usage_error(c, 8), HasSubstr("--dp 2 x --tp 1 x --pp 3 = 6 ranks, but 8 ranks run"));
+  c.scheme = "pp", c.dp = 0, c.pp = 0, c.microbatches = 4;
+  c.model.layers = 3;
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("--layers 3 is not divisible by --pp 2 x --virtual-stages 1"));
+  c.model.layers = 4, c.schedule = "interleaved", c.virtual_stages = 4;
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("--layers 4 is not divisible by --pp 2 x --virtual-stages 4"));
+  c.schedule = "1f1b", c.virtual_stages = 1, c.microbatches = 2;
+  EXPECT_THAT(usage_error(c, 4), HasSubstr("1f1b needs microbatches >= stages, got 2 microbatches for 4 stages"));
+  c.microbatches = 3;
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("global batch 8 is not divisible by 1 data-parallel groups x 3"));
+  c.microbatches = 4, c.schedule = "bogus";
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("unknown pipeline schedule 'bogus'"));
+  c.schedule = "gpipe", c.virtual_stages = 2;
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("--virtual-stages 2 needs --schedule interleaved"));
+  c.virtual_stages = 1, c.scheme = "mp";
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("scheme mp passes the whole batch"));
+  c.scheme = "hybrid", c.microbatches = 4, c.dp_scheme = "zero3";
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("--dp-scheme 'zero3' is not supported"));
+  c.dp_scheme = "ddp";
+  EXPECT_EQ(usage_error(c, 2), "(accepted)");
+}
