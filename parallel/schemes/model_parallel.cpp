@@ -16,6 +16,7 @@
 #include "core/memory.h"
 #include "models/data.h"
 #include "models/model.h"
+#include "models/tensor_parallel.h"
 #include "parallel/optimizer.h"
 #include "parallel/pipeline_executor.h"
 #include "parallel/schedule/schedule.h"
@@ -99,8 +100,8 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
     throw UsageError("--dp-scheme '" + cfg.dp_scheme + "' is not supported with model parallelism; accepted: ddp, zero1");
   if (cfg.offload) throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + s + "'");
   p.model = cfg.model;
-  if (sh.tp > 1 || p.sequence_parallel)
-    throw UsageError("tensor and sequence parallelism (--tp " + std::to_string(sh.tp) + ") are not built yet");
+  p.model.tp = sh.tp;
+  p.model.sequence_parallel = p.sequence_parallel;
   p.model.validate();
   return p;
 }
@@ -123,7 +124,9 @@ class ModelParallel : public Scheme {
     dp_ = sh.dp;
     accum_ = sh.microbatches;
     micro_ = cfg.global_batch / (sh.dp * sh.microbatches);
-    model_ = Model::create(plan_.model, ctx.alloc);
+    tp_.comm = &tp_comm_;
+    tp_.impl = cfg.impl;
+    model_ = Model::create(plan_.model, ctx.alloc, &tp_);
     if (!sh.schedule.empty()) schedule_ = make_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
     else schedule_ = make_schedule("gpipe", 1, sh.microbatches, 1);
     const int vstages = sh.pp * sh.virtual_stages;
@@ -146,6 +149,7 @@ class ModelParallel : public Scheme {
 
   double step(int step_index) override {
     comm_bytes_ = {};
+    tp_.bytes = 0;
     zero(grads_);
     Access access(*this);
     PipelineStage stage{*model_, access, pp_comm_, ctx_.stream, ctx_.alloc, schedule_, chunk_units_,
@@ -157,7 +161,7 @@ class ModelParallel : public Scheme {
     pp_comm_.barrier();
     PipelineStepResult r = run_pipeline_stage(stage);
     timing_ = r.timing;
-    comm_bytes_.bytes += r.sent_bytes;
+    comm_bytes_.bytes += r.sent_bytes + tp_.bytes;
     sync_data_parallel_and_update(step_index);
     // The loss: the last virtual stage's microbatch losses, once per data-parallel group.
     const bool reports = grid_.pp_rank == (schedule_.virtual_stages() - 1) % plan_.shape.pp && grid_.tp_rank == 0;
@@ -167,13 +171,15 @@ class ModelParallel : public Scheme {
   }
 
   std::vector<float> full_params() override {
-    const ParamLayout full = make_layout(cfg_.model);
+    const ParamLayout full = make_layout(full_model());
     std::vector<float> out(std::size_t(full.total), 0.0f);
     if (grid_.dp_rank == 0) {
       const std::vector<float> mine = host_floats(params_);
       for (const auto& [u, off] : offset_) {
-        const UnitLayout& unit = full.units[std::size_t(u)];
-        std::copy_n(mine.begin() + off, unit.numel, out.begin() + unit.offset);
+        const TpIndex idx = tp_index(plan_.model, grid_.tp_rank, u);
+        for (std::size_t i = 0; i < idx.full.size(); ++i)
+          if (idx.full[i] >= 0 && (!idx.replicated[i] || grid_.tp_rank == 0))
+            out[std::size_t(full.units[std::size_t(u)].offset + idx.full[i])] = mine[std::size_t(off) + i];
       }
     }
     // Every element is written by exactly one rank: the sum is the assembly.
@@ -210,16 +216,25 @@ class ModelParallel : public Scheme {
     return flat.slice(piece * grid_.dp_rank, {piece});
   }
 
+  ModelConfig full_model() const {
+    ModelConfig c = cfg_.model;
+    c.tp = 1;
+    c.sequence_parallel = false;
+    return c;
+  }
+
   // The single-rank model's seeded parameters, cut to this rank's units and tensor-parallel pieces.
   void load_initial_params() {
     TrackedAllocator scratch(Device{});
-    const std::vector<float> init = Model::create(cfg_.model, scratch)->initial_params(cfg_.seed);
-    const ParamLayout full = make_layout(cfg_.model);
+    const std::vector<float> init = Model::create(full_model(), scratch)->initial_params(cfg_.seed);
+    const ParamLayout full = make_layout(full_model());
     std::vector<char> raw(params_.bytes(), 0);
     for (const auto& [u, off] : offset_) {
-      const UnitLayout& unit = full.units[std::size_t(u)];
-      for (std::int64_t i = 0; i < unit.numel; ++i)
-        store_from_double(raw.data(), params_.dtype(), std::size_t(off + i), init[std::size_t(unit.offset + i)]);
+      const TpIndex idx = tp_index(plan_.model, grid_.tp_rank, u);
+      for (std::size_t i = 0; i < idx.full.size(); ++i)
+        if (idx.full[i] >= 0)
+          store_from_double(raw.data(), params_.dtype(), std::size_t(off) + i,
+                            init[std::size_t(full.units[std::size_t(u)].offset + idx.full[i])]);
     }
     device_memcpy(params_.device(), params_.data(), Device{}, raw.data(), raw.size());
   }
@@ -277,6 +292,7 @@ class ModelParallel : public Scheme {
   ModelParallelPlan plan_;
   ParallelGrid grid_;
   Communicator tp_comm_, dp_comm_, pp_comm_;
+  TensorParallel tp_;
   SyntheticData data_;
   std::unique_ptr<Model> model_;
   PipeSchedule schedule_;

@@ -101,6 +101,22 @@ TEST(ModelParallel, EveryScheduleMatchesSingleRank) {
     for (const Case& k : cases) expect_matches_single(kind, k);
 }
 
+TEST(ModelParallel, TensorAndSequenceParallelMatchSingleRank) {
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::mlp}) {
+    expect_matches_single(kind, {"tp", "", 2, 1, 2, 1, 1, 1});
+    expect_matches_single(kind, {"tp", "", 2, 1, 2, 1, 2, 1});  // with gradient accumulation
+  }
+  expect_matches_single(ModelKind::gpt, {"sp", "", 2, 1, 2, 1, 1, 1});
+  expect_matches_single(ModelKind::gpt, {"tp", "", 4, 2, 2, 1, 1, 1});  // tp inside data parallelism
+}
+
+TEST(ModelParallel, HybridGridsMatchSingleRank) {
+  expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 1, 2, 2, 2, 1});            // 1 x 2 x 2
+  expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 8, 2, 2, 2, 2, 1, "zero1"});   // 2 x 2 x 2
+  expect_matches_single(ModelKind::gpt, {"hybrid", "interleaved", 8, 2, 2, 2, 2, 2});     // 2 x 2 x 2, v = 2
+  expect_matches_single(ModelKind::mlp, {"hybrid", "zb-h1", 8, 2, 2, 2, 2, 1});
+}
+
 TEST(ModelParallel, HybridDataAndPipelineMatchesSingleRank) {
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "ddp"});
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "zero1"});
@@ -153,4 +169,8 @@ TEST(ModelParallel, BadConfigurationsAreRefused) {
   EXPECT_THAT(usage_error(c, 2), HasSubstr("--dp-scheme 'zero3' is not supported"));
   c.dp_scheme = "ddp";
   EXPECT_EQ(usage_error(c, 2), "(accepted)");
+  c.scheme = "tp", c.tp = 0, c.microbatches = 1, c.model.heads = 2;
+  EXPECT_THAT(usage_error(c, 4), HasSubstr("--heads 2 is not divisible by --tp 4"));
+  c.model.heads = 4, c.model.ffn = 42;
+  EXPECT_THAT(usage_error(c, 4), HasSubstr("--ffn 42 is not divisible by --tp 4"));
 }
