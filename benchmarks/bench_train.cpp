@@ -11,6 +11,8 @@
 #include "core/cli.h"
 #include "core/error.h"
 #include "core/report.h"
+#include "parallel/schedule/simulate.h"
+#include "parallel/schemes/model_parallel.h"
 #include "parallel/train.h"
 #include "profiles/range.h"
 
@@ -30,7 +32,8 @@ struct Options {
 };
 
 // What each rank measured, gathered to every rank as doubles.
-enum Field { kPeak, kSplit0, kComm = kSplit0 + kMemCategories, kHostDevice, kFields };
+// kBusy, kSpan: pipeline compute time and the step's pipeline span (max over ranks), summed over timed steps.
+enum Field { kPeak, kSplit0, kComm = kSplit0 + kMemCategories, kHostDevice, kBusy, kSpan, kInFlight, kFields };
 
 struct RunResult {
   std::vector<double> step_ms;             // per timed step, slowest rank
@@ -38,7 +41,8 @@ struct RunResult {
   MemSplit estimate{};                     // closed form for the rank with the largest peak
   double loss = 0;
   std::optional<double> max_diff;
-  int dp = 1, accum = 1;
+  ParallelShape shape;
+  bool pipeline = false;
 };
 
 // max over parameter tensors of max|p - ref| / max|ref|.
@@ -63,7 +67,8 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   Stream stream(comm.device());
   auto scheme = make_scheme(o.train, {comm, alloc, stream});
   alloc.reset_peaks();  // measure training, not set-up temporaries
-  double loss = 0;
+  double loss = 0, busy = 0, span = 0;
+  int in_flight = 0;
   std::vector<double> times;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     comm.barrier();
@@ -77,6 +82,12 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     comm.allreduce(&ms, &ms, 1, DType::f64, ReduceOp::max);
     if (s >= o.warmup) times.push_back(ms);
+    if (const PipelineTiming* p = scheme->last_step_pipeline()) {
+      double step_span = p->span_ms;  // the pipeline ends when its last rank ends
+      comm.allreduce(&step_span, &step_span, 1, DType::f64, ReduceOp::max);
+      if (s >= o.warmup) busy += p->busy_ms, span += step_span;
+      in_flight = std::max(in_flight, p->peak_in_flight);
+    }
   }
   if (o.profile_end >= o.warmup + o.steps) cuda_profiler(false);
   std::vector<double> mine(kFields, 0.0), all(std::size_t(kFields) * comm.size());
@@ -85,6 +96,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   for (int c = 0; c < kMemCategories; ++c) mine[kSplit0 + c] = double(split[c]);
   mine[kComm] = double(scheme->last_step_comm().bytes);
   mine[kHostDevice] = double(scheme->last_step_comm().host_device_bytes);
+  mine[kBusy] = busy, mine[kSpan] = span, mine[kInFlight] = in_flight;
   comm.allgather(mine.data(), all.data(), kFields, DType::f64);
   std::vector<double> estimates(kMemCategories * comm.size()), my_est(kMemCategories);
   MemSplit est = scheme->estimated_state_bytes();
@@ -100,7 +112,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
       TrainConfig single = o.train;
       single.scheme = "single";
       single.offload = false;
-      single.micro_batch = o.train.global_batch / (scheme->data_parallel_ranks() * scheme->accumulation_steps());
+      single.micro_batch = o.train.global_batch / (scheme->shape().dp * scheme->shape().microbatches);
       TrackedAllocator ref_alloc(comm.device());
       auto ref = make_scheme(single, {alone, ref_alloc, stream});
       for (int s = 0; s < o.warmup + o.steps; ++s) ref->step(s);
@@ -112,8 +124,8 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   out.step_ms = times;
   out.loss = loss;
   out.max_diff = diff;
-  out.dp = scheme->data_parallel_ranks();
-  out.accum = scheme->accumulation_steps();
+  out.shape = scheme->shape();
+  out.pipeline = scheme->last_step_pipeline() != nullptr;
   int heaviest = 0;
   for (int r = 0; r < comm.size(); ++r) {
     out.ranks.emplace_back(all.begin() + r * kFields, all.begin() + (r + 1) * kFields);
@@ -159,7 +171,10 @@ int run(Options& o) {
   t.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
   t.overlap = !o.no_overlap;
   t.model.validate();
-  find_scheme_kind(t.scheme);
+  if (!is_model_parallel_scheme(find_scheme_kind(t.scheme).name) &&
+      (t.tp > 1 || t.pp > 1 || t.dp > 0 || t.microbatches > 0 || t.virtual_stages != 1))
+    throw UsageError("--tp, --pp, --dp, --microbatches and --virtual-stages apply to schemes tp, sp, mp, pp and "
+                     "hybrid, not to '" + t.scheme + "'");
   if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
   if (!o.profile_steps.empty()) {
     const auto colon = o.profile_steps.find(':');
@@ -187,7 +202,9 @@ int run(Options& o) {
   run_ranks(launch, [&](Communicator& comm) {
     if (comm.rank() == 0) world = comm.size();
     if (launched_by_mpirun()) process_rank = comm.rank();
-    accumulation_steps(t, comm.size());  // refuse bad batches before anything is allocated
+    // Refuse bad batches and grids before anything is allocated.
+    if (is_model_parallel_scheme(find_scheme_kind(t.scheme).name)) plan_model_parallel(t, comm.size());
+    else accumulation_steps(t, comm.size());
     run_rank(o, comm, result);
   });
   if (world == 0) {  // not rank 0 of an mpirun job: rank 0 reports; each process writes its own trace
@@ -208,23 +225,41 @@ int run(Options& o) {
   std::size_t estimate_total = 0;  // closed-form parameters + gradients + optimizer state of that rank
   for (std::size_t b : result.estimate) estimate_total += b;
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
+  const ParallelShape& sh = result.shape;
+  // Bubble: per rank 1 - busy / span over the timed steps; the mean over ranks, and per pipeline stage.
+  std::vector<double> stage_bubble(std::size_t(sh.pp), 0.0);
+  double bubble = 0;
+  if (result.pipeline) {
+    for (int r = 0; r < world; ++r) {
+      const double b = result.ranks[r][kSpan] > 0 ? 1 - result.ranks[r][kBusy] / result.ranks[r][kSpan] : 0;
+      bubble += b / world;
+      stage_bubble[std::size_t(ParallelGrid::of(r, sh.dp, sh.tp, sh.pp).pp_rank)] += b / (sh.dp * sh.tp);
+    }
+  }
+  const Cell bubble_measured = result.pipeline ? Cell(bubble) : Cell{};
+  const Cell bubble_theory =
+      result.pipeline ? Cell(bubble_closed_form(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages)) : Cell{};
   Table csv(csv_columns());
-  csv.add_row({std::string(model_kind_name(t.model.kind)), t.scheme, std::monostate{}, device_name(dev), t.impl,
-               std::int64_t(world), std::int64_t(1), std::int64_t(1), std::int64_t(result.dp),
-               std::int64_t(result.accum), std::int64_t(t.global_batch),
-               std::int64_t(t.global_batch / (result.dp * result.accum)), step_ms, samples_per_s,
-               samples_per_s * t.model.tokens_per_sample(), tflops_per_rank,
-               o.peak_tflops > 0 ? Cell(tflops_per_rank / o.peak_tflops) : Cell{}, std::monostate{}, std::monostate{},
+  csv.add_row({std::string(model_kind_name(t.model.kind)), t.scheme,
+               sh.schedule.empty() ? Cell{} : Cell(sh.schedule), device_name(dev), t.impl, std::int64_t(world),
+               std::int64_t(sh.tp), std::int64_t(sh.pp), std::int64_t(sh.dp), std::int64_t(sh.microbatches),
+               std::int64_t(t.global_batch), std::int64_t(t.global_batch / (sh.dp * sh.microbatches)), step_ms,
+               samples_per_s, samples_per_s * t.model.tokens_per_sample(), tflops_per_rank,
+               o.peak_tflops > 0 ? Cell(tflops_per_rank / o.peak_tflops) : Cell{}, bubble_measured, bubble_theory,
                i64(h[kPeak]), i64(h[kSplit0 + 0]), i64(h[kSplit0 + 1]), i64(h[kSplit0 + 2]), i64(h[kSplit0 + 3]),
                i64(h[kSplit0 + 4]), i64(h[kSplit0 + 5]), i64(comm_max), result.loss,
                result.max_diff ? Cell(*result.max_diff) : Cell{}, std::int64_t(estimate_total)});
   if (!o.common.quiet) {
-    Table text({{"scheme"}, {"ranks"}, {"accum"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
-                {"TFLOP/s/rank", 5}, {"peak_MiB", 2}, {"comm_MiB/step", 3}, {"loss", 5}, {"diff_vs_single", 3}});
-    text.add_row({t.scheme, std::int64_t(world), std::int64_t(result.accum), step_ms, samples_per_s,
-                  samples_per_s * t.model.tokens_per_sample(), tflops_per_rank, h[kPeak] / 1048576.0,
-                  comm_max / 1048576.0, result.loss,
-                  result.max_diff ? Cell(*result.max_diff) : Cell(std::string("-"))});
+    const std::string dash = "-";
+    Table text({{"scheme"}, {"schedule"}, {"dp.tp.pp"}, {"mb"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
+                {"TFLOP/s/rank", 5}, {"bubble", 3}, {"theory", 3}, {"peak_MiB", 2}, {"comm_MiB/step", 3}, {"loss", 5},
+                {"diff_vs_single", 3}});
+    text.add_row({t.scheme, sh.schedule.empty() ? dash : sh.schedule,
+                  std::to_string(sh.dp) + "." + std::to_string(sh.tp) + "." + std::to_string(sh.pp),
+                  std::int64_t(sh.microbatches), step_ms, samples_per_s, samples_per_s * t.model.tokens_per_sample(),
+                  tflops_per_rank, result.pipeline ? bubble_measured : Cell(dash),
+                  result.pipeline ? bubble_theory : Cell(dash), h[kPeak] / 1048576.0, comm_max / 1048576.0,
+                  result.loss, result.max_diff ? Cell(*result.max_diff) : Cell(dash)});
     text.write_text(std::cout);
   }
   if (o.estimate_memory) {
@@ -241,11 +276,22 @@ int run(Options& o) {
   if (!o.common.json.empty()) {
     nlohmann::json j = {{"results", csv.to_json()}, {"per_rank", nlohmann::json::array()}, {"step_ms", result.step_ms}};
     for (int r = 0; r < world; ++r) {
-      nlohmann::json pr = {{"rank", r}, {"peak_bytes", result.ranks[r][kPeak]}, {"comm_bytes", result.ranks[r][kComm]},
+      const ParallelGrid g = ParallelGrid::of(r, sh.dp, sh.tp, sh.pp);
+      nlohmann::json pr = {{"rank", r}, {"dp_rank", g.dp_rank}, {"tp_rank", g.tp_rank}, {"pp_rank", g.pp_rank},
+                           {"peak_bytes", result.ranks[r][kPeak]}, {"comm_bytes", result.ranks[r][kComm]},
                            {"host_device_bytes", result.ranks[r][kHostDevice]}};
+      if (result.pipeline) {
+        pr["busy_ms"] = result.ranks[r][kBusy] / o.steps;
+        pr["pipeline_span_ms"] = result.ranks[r][kSpan] / o.steps;
+        pr["peak_microbatches_in_flight"] = result.ranks[r][kInFlight];
+      }
       for (int c = 0; c < kMemCategories; ++c)
         pr[std::string(mem_category_name(MemCategory(c))) + "_bytes"] = result.ranks[r][kSplit0 + c];
       j["per_rank"].push_back(pr);
+    }
+    if (result.pipeline) {
+      j["per_stage"] = nlohmann::json::array();
+      for (int st = 0; st < sh.pp; ++st) j["per_stage"].push_back({{"stage", st}, {"bubble_measured", stage_bubble[st]}});
     }
     write_file_atomically(o.common.json, j.dump(2) + "\n");
   }
@@ -278,9 +324,22 @@ int main(int argc, char** argv) {
   app.add_option("--global-batch", o.train.global_batch, "samples per step over all ranks")->capture_default_str();
   app.add_option("--micro-batch", o.train.micro_batch, "samples per microbatch (0: global / ranks)")
       ->capture_default_str();
-  app.add_option("--scheme", o.train.scheme, "single, dp, ddp, zero1, zero2, zero3 (fsdp), localsgd")
+  app.add_option("--scheme", o.train.scheme,
+                 "single, dp, ddp, zero1, zero2, zero3 (fsdp), localsgd, tp, sp, mp, pp, hybrid")
       ->capture_default_str();
   app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)");
+  app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str();
+  app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str();
+  app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str();
+  app.add_option("--schedule", o.train.schedule, "pipeline schedule: gpipe, 1f1b, interleaved, zb-h1")
+      ->capture_default_str();
+  app.add_option("--microbatches", o.train.microbatches,
+                 "pipeline microbatches per step (0: global batch / (dp x micro-batch), or pp)")
+      ->capture_default_str();
+  app.add_option("--virtual-stages", o.train.virtual_stages, "interleaved: model chunks per pipeline rank")
+      ->capture_default_str();
+  app.add_option("--dp-scheme", o.train.dp_scheme, "hybrid: ddp or zero1 across data-parallel groups")
+      ->capture_default_str();
   app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps")->capture_default_str();
