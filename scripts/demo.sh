@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs parbench's main job on whatever this machine has (a GPU when usable, the cpu otherwise):
-# the allreduce sweep over rank counts and implementations, bench_train over every data-parallel scheme at 4
-# ranks, a scaling sweep, a step timeline, and every figure, written to results/ with a summary at the end.
+# the allreduce sweep over rank counts and implementations, bench_train over every data-parallel and
+# model-parallel scheme at 4 ranks, a scaling sweep, a pipeline bubble sweep, step timelines, and every figure,
+# written to results/ with a summary at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -61,11 +62,38 @@ $bin/bench_train --device $device --ranks 2 --scheme ddp "${model[@]}" --bucket-
   --trace $out/ddp_trace.json
 build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png
 
+deep=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --steps 4 --warmup 1)
+step "pipeline bubble: gpipe and 1f1b on 2 stages over 1 to 8 microbatches (measured vs (p-1)/(m+p-1))"
+for schedule in gpipe 1f1b; do
+  for m in 1 2 4 8; do
+    [ $schedule = 1f1b ] && [ $m -lt 2 ] && continue
+    $bin/bench_train --device $device --ranks 2 --scheme pp --schedule $schedule --microbatches $m \
+      --global-batch $((4 * m)) "${deep[@]}" --quiet --csv $out/train_pipeline.csv
+  done
+done
+column -s, -t < <(cut -d, -f2,3,10,13,18,19,20,24 $out/train_pipeline.csv)
+build/bin/parbench-plot bubble -i $out/train_pipeline.csv -o $out/pipeline_bubble.png
+
+step "model-parallel schemes at 4 ranks, each checked against a single-rank run"
+for run in "tp" "sp" "mp" "pp --schedule 1f1b" "pp --schedule interleaved --virtual-stages 2 --pp 2 --dp 2" \
+           "pp --schedule zb-h1" "hybrid --dp 2 --tp 2" "hybrid --tp 2 --pp 2 --microbatches 4"; do
+  # shellcheck disable=SC2086
+  $bin/bench_train --device $device --ranks 4 --scheme $run --global-batch 16 "${deep[@]}" --check --quiet \
+    --csv $out/train_model_parallel.csv
+done
+column -s, -t < <(cut -d, -f2,3,7,8,9,10,13,18,19,20,24,27,29 $out/train_model_parallel.csv)
+
+step "one 1f1b step of 4 stages on a timeline"
+$bin/bench_train --device $device --ranks 4 --scheme pp --schedule 1f1b --microbatches 8 --global-batch 16 \
+  "${deep[@]}" --quiet --trace $out/pp_trace.json
+build/bin/parbench-plot timeline -i $out/pp_trace.json -o $out/pp_timeline.png
+
 step "summary"
 awk -F, 'NR > 1 && $4 == 4 && $9 == 0 { if ($10 + 0 >= max[$2] + 0) { max[$2] = $10; bw[$2] = $14 } }
   END { printf "allreduce busbw at %s bytes, 4 ranks (GB/s):", max["ring"]; for (i in bw) printf " %s %s", i, bw[i]; print "" }' \
   $out/allreduce.csv
 awk -F, 'NR > 1 { printf "%-9s %d ranks: %8.2f ms/step, peak %6.2f MiB, comm %6.3f MiB/step, diff vs single %s\n",
   $2, $6, $13, $20 / 1048576, $27 / 1048576, ($29 == "" ? "-" : $29) }' $out/train_schemes.csv
+awk -F, 'NR > 1 { printf "%-6s m=%d: bubble measured %.3f, theory %.3f\n", $3, $10, $18, $19 }' $out/train_pipeline.csv
 echo "figures: $(cd $out && ls *.png | tr '\n' ' ')"
 echo "demo: done in $(( $(date +%s) - start )) s; results in $out/"

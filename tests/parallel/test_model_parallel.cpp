@@ -110,6 +110,21 @@ TEST(ModelParallel, TensorAndSequenceParallelMatchSingleRank) {
   expect_matches_single(ModelKind::gpt, {"tp", "", 4, 2, 2, 1, 1, 1});  // tp inside data parallelism
 }
 
+TEST(ModelParallel, TensorParallelBytesPerStepAreMegatronsFourAllreducesPerLayer) {
+  // tp = 2, m = 2 microbatches of b = 4 (global batch 8): per layer and microbatch 4 allreduces of b s h (2 forward, 2 backward);
+  // besides the blocks, the vocabulary-parallel embedding (1 allreduce of b s h forward), the head's input
+  // gradient (1 backward) and the loss statistics (max: b s floats, sums: 2 b s floats).
+  TrainConfig c = four_layers(ModelKind::gpt);
+  c.scheme = "tp", c.microbatches = 2;
+  const auto got = train(c, 2, 1);
+  const std::uint64_t b = 4, s = std::uint64_t(c.model.seq), h = std::uint64_t(c.model.hidden), n = 2, m = 2;
+  auto allreduce = [&](std::uint64_t bytes) { return 2 * bytes * (n - 1) / n; };
+  const std::uint64_t bsh = b * s * h * 4, stats = b * s * 4;
+  const std::uint64_t blocks = m * 4 * std::uint64_t(c.model.layers) * allreduce(bsh);
+  const std::uint64_t rest = m * (2 * allreduce(bsh) + allreduce(stats) + allreduce(2 * stats));
+  for (const auto& r : got) EXPECT_EQ(r.comm, blocks + rest);
+}
+
 TEST(ModelParallel, HybridGridsMatchSingleRank) {
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 1, 2, 2, 2, 1});            // 1 x 2 x 2
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 8, 2, 2, 2, 2, 1, "zero1"});   // 2 x 2 x 2
