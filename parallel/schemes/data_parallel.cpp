@@ -62,8 +62,8 @@ double DataParallelScheme::global_loss(double local) const {
   return out;
 }
 
-std::vector<float> DataParallelScheme::to_host_floats(const Tensor& t) const {
-  ctx_.stream.synchronize();
+std::vector<float> host_floats(const Tensor& t, const Stream& s) {
+  s.synchronize();
   std::vector<char> raw(t.bytes());
   device_memcpy(Device{}, raw.data(), t.device(), t.data(), t.bytes());
   std::vector<float> out(std::size_t(t.numel()));

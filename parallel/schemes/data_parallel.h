@@ -26,6 +26,9 @@ struct ShardLayout {
   int ranks = 1;
 };
 
+// fp32 copy of a model-dtype tensor, on the host, once the stream has written it.
+std::vector<float> host_floats(const Tensor& t, const Stream& s);
+
 class DataParallelScheme : public Scheme {
  public:
   DataParallelScheme(const TrainConfig& cfg, RankContext ctx);
@@ -39,8 +42,7 @@ class DataParallelScheme : public Scheme {
                           bool local_objective = false);
   // Global mean of the per-rank losses (a tiny allreduce that is not counted as training traffic).
   double global_loss(double local) const;
-  // fp32 copy of a model-dtype tensor, on the host.
-  std::vector<float> to_host_floats(const Tensor& t) const;
+  std::vector<float> to_host_floats(const Tensor& t) const { return host_floats(t, ctx_.stream); }
   // Initial parameters (model dtype) of the whole model, on this rank's device.
   Tensor initial_full_params(MemCategory category);
   // Whole-buffer <-> shard copies (this rank's pieces), and the per-unit reduce-scatter / all-gather.

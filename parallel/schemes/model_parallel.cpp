@@ -174,7 +174,7 @@ class ModelParallel : public Scheme {
     const ParamLayout full = make_layout(full_model());
     std::vector<float> out(std::size_t(full.total), 0.0f);
     if (grid_.dp_rank == 0) {
-      const std::vector<float> mine = host_floats(params_);
+      const std::vector<float> mine = host_floats(params_, ctx_.stream);
       for (const auto& [u, off] : offset_) {
         const TpIndex idx = tp_index(plan_.model, grid_.tp_rank, u);
         for (std::size_t i = 0; i < idx.full.size(); ++i)
@@ -237,15 +237,6 @@ class ModelParallel : public Scheme {
                             init[std::size_t(full.units[std::size_t(u)].offset + idx.full[i])]);
     }
     device_memcpy(params_.device(), params_.data(), Device{}, raw.data(), raw.size());
-  }
-
-  std::vector<float> host_floats(const Tensor& t) const {
-    ctx_.stream.synchronize();
-    std::vector<char> raw(t.bytes());
-    device_memcpy(Device{}, raw.data(), t.device(), t.data(), t.bytes());
-    std::vector<float> out(std::size_t(t.numel()));
-    for (std::size_t i = 0; i < out.size(); ++i) out[i] = float(load_as_double(raw.data(), t.dtype(), i));
-    return out;
   }
 
   // Gradients summed over the data-parallel group (each microbatch's loss already carries 1 / (m dp)), then the
