@@ -5,7 +5,10 @@
 // proj and fcproj row-parallel, an allreduce after each row-parallel matmul in forward and before each layernorm
 // backward), the embedding and the LM head split over the vocabulary (the cross-entropy combines row statistics
 // instead of gathering logits). Sequence parallelism keeps the layernorms, residuals and boundaries on a T/tp shard:
-// all-gather before the column-parallel matmuls, reduce-scatter after the row-parallel ones.
+// all-gather before the column-parallel matmuls, reduce-scatter after the row-parallel ones; the head gathers the
+// final layernorm's output and computes the cross-entropy over the whole sequence (every rank gets all B*T losses).
+// The gathered layernorm outputs are kept for the weight gradients (not gathered again in backward, as Megatron
+// does): (B,T,C) twice per block more activation memory than the T/tp shards, no extra traffic.
 #include <vector>
 
 #include "core/memory.h"

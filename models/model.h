@@ -44,7 +44,7 @@ struct Activations {
   float dloss = 1;
   std::vector<Tensor> x;                   // x[u]: input of unit u, x[u + 1] its output
   std::vector<std::vector<Tensor>> stash;  // [unit]: output gradients kept by the input part for the weight part
-  Tensor losses;                           // per-sample or per-token losses (last piece only)
+  Tensor losses;  // per-sample or per-token losses (last piece only; all B*T tokens on every tp rank)
   const Tensor& output() const { return x[std::size_t(range.last)]; }
 };
 

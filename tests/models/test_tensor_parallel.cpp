@@ -201,8 +201,7 @@ std::vector<double> assemble(const ModelConfig& c, const std::vector<std::vector
 void check_tp(const ModelConfig& c, Device device, std::int64_t B, double tol) {
   const std::vector<int> cuts = c.kind == ModelKind::gpt ? std::vector<int>{0, 2, c.layers + 2}
                                                          : std::vector<int>{0, 1, c.layers};
-  ModelConfig ref_config = full_of(c);
-  ref_config.dtype = c.dtype;
+  const ModelConfig ref_config = full_of(c);
   const RankResult ref = run_rank(ref_config, Device{}, nullptr, B, cuts);
   const std::vector<RankResult> ranks = run_tp(c, device, B, cuts);
   std::vector<std::vector<double>> grads, split;
@@ -242,7 +241,6 @@ void check_tp(const ModelConfig& c, Device device, std::int64_t B, double tol) {
                             ref.grads.begin() + std::ptrdiff_t(first + count));
       EXPECT_LT(rel_error(a, e), tol) << unit.name << "." << p.name;
     }
-  EXPECT_GT(expected_bytes(c, B), 0u);
 }
 
 std::string usage_message(const ModelConfig& c) {
@@ -272,6 +270,10 @@ TEST(TensorParallel, GptSequenceParallelTp3MatchesSingleRank) {
 }
 TEST(TensorParallel, GptSequenceParallelOneSampleMatchesSingleRank) {  // B = 1 gathers without reordering
   check_tp(gpt_config(DType::f64, 4, true), Device{}, 1, 1e-12);
+}
+// bf16 storage (f32 statistics): the tp sums round differently, so only about bf16's precision is expected.
+TEST(TensorParallel, GptSequenceParallelBf16NearSingleRank) {
+  check_tp(gpt_config(DType::bf16, 2, true), Device{}, 2, 2e-2);
 }
 TEST(TensorParallel, MlpTp2MatchesSingleRank) { check_tp(mlp_config(DType::f64, 2), Device{}, 5, 1e-12); }
 TEST(TensorParallel, MlpTp4F32MatchesSingleRank) {
