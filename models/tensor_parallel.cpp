@@ -50,7 +50,9 @@ namespace tp_comm {
 
 namespace {
 
+// As parallel/train.h's CommCounter rounds them.
 std::uint64_t sharded_bytes(std::uint64_t s, int n) { return s * std::uint64_t(n - 1) / std::uint64_t(n); }
+std::uint64_t allreduce_bytes(std::uint64_t s, int n) { return 2 * s * std::uint64_t(n - 1) / std::uint64_t(n); }
 
 // Moves `chunks_b` x `chunks_a` blocks of `block` bytes from layout [a][b] (src) to [b][a] (dst).
 void transpose_blocks(const Device& d, void* dst, const void* src, std::int64_t chunks_a, std::int64_t chunks_b,
@@ -80,7 +82,7 @@ void allreduce(TensorParallel& tp, Tensor& t, ReduceOp op, const Stream& s) {
   if (n == 1) return;
   s.synchronize();
   tp.comm->allreduce(t.data(), t.data(), std::size_t(t.numel()), t.dtype(), op, tp.impl);
-  tp.bytes += 2 * sharded_bytes(t.bytes(), n);
+  tp.bytes += allreduce_bytes(t.bytes(), n);
 }
 
 void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, TrackedAllocator& alloc, const Stream& s) {

@@ -276,6 +276,12 @@ TEST(TensorParallel, GptSequenceParallelBf16NearSingleRank) {
   check_tp(gpt_config(DType::bf16, 2, true), Device{}, 2, 2e-2);
 }
 TEST(TensorParallel, MlpTp2MatchesSingleRank) { check_tp(mlp_config(DType::f64, 2), Device{}, 5, 1e-12); }
+// 4 x 11 f64 values = 352 bytes: 2 x 352 x 2 / 3 = 469 per allreduce, CommCounter's rounding (not 2 x 234).
+TEST(TensorParallel, MlpTp3OddSizesMatchesSingleRank) {
+  ModelConfig c = mlp_config(DType::f64, 3);
+  c.hidden = 11, c.ffn = 21;
+  check_tp(c, Device{}, 4, 1e-12);
+}
 TEST(TensorParallel, MlpTp4F32MatchesSingleRank) {
   ModelConfig c = mlp_config(DType::f32, 4);
   check_tp(c, Device{}, 5, 1e-5);
