@@ -35,13 +35,9 @@ void ModelConfig::validate() const {
     if (v % tp != 0)
       throw UsageError(what + " " + std::to_string(v) + " is not divisible by --tp " + std::to_string(tp));
   };
-  if (kind == ModelKind::gpt) {
-    divisible("--heads", heads);
-    divisible(ffn > 0 ? std::string("--ffn") : std::string("--ffn (4 x --hidden)"), ffn_dim());
-    divisible("--vocab", vocab);
-  } else {
-    divisible(ffn > 0 ? std::string("--ffn") : std::string("--ffn (4 x --hidden)"), ffn_dim());
-  }
+  if (kind == ModelKind::gpt) divisible("--heads", heads);
+  divisible(ffn > 0 ? "--ffn" : "--ffn (4 x --hidden)", ffn_dim());
+  if (kind == ModelKind::gpt) divisible("--vocab", vocab);
   if (sequence_parallel) {
     if (kind != ModelKind::gpt)
       throw UsageError("--sequence-parallel needs --model gpt (the mlp has no sequence dimension)");

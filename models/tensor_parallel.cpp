@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/memory.h"
+#include "profiles/range.h"
 
 namespace parbench {
 
@@ -46,6 +47,32 @@ TpIndex tp_index(const ModelConfig& c, int tp_rank, int unit) {
   return map;
 }
 
+std::uint64_t tp_bytes_per_microbatch(const ModelConfig& c, std::int64_t samples, int first_unit, int last_unit) {
+  const std::uint64_t n = std::uint64_t(c.tp);
+  if (n == 1) return 0;
+  auto ar = [&](std::uint64_t s) { return 2 * s * (n - 1) / n; };  // allreduce
+  auto sh = [&](std::uint64_t s) { return s * (n - 1) / n; };      // all-gather, reduce-scatter
+  const std::uint64_t B = std::uint64_t(samples), C = std::uint64_t(c.hidden), d = dtype_size(c.dtype);
+  std::uint64_t total = 0;
+  for (int u = first_unit; u < last_unit; ++u) {
+    if (c.kind == ModelKind::mlp) {  // the branch output forward, its input gradient backward (none for the input)
+      total += ar(B * C * d) * (u > 0 ? 2 : 1);
+      continue;
+    }
+    const std::uint64_t S = B * std::uint64_t(c.seq) * C * d;           // a full (B,T,C) activation
+    const std::uint64_t stats = B * std::uint64_t(c.seq) * dtype_size(c.stat_dtype());  // (B,T) statistics
+    const std::uint64_t ln = ar(2 * C * d);  // sp: a layernorm's weight and bias gradients
+    const bool sp = c.sequence_parallel;
+    if (u == 0)  // the embedding's output: allreduce (sp: reduce-scatter, all-gather of its gradient)
+      total += sp ? 2 * sh(S) : ar(S);
+    else if (u == c.layers + 1)  // the head: input (gradient) and the cross-entropy's row max and sums
+      total += (sp ? 2 * sh(S) + ln : ar(S)) + ar(stats) + ar(2 * stats);
+    else  // a block: after proj and fcproj, and before both layernorm backwards
+      total += sp ? 8 * sh(S) + 2 * ln : 4 * ar(S);
+  }
+  return total;
+}
+
 namespace tp_comm {
 
 namespace {
@@ -81,6 +108,7 @@ void allreduce(TensorParallel& tp, Tensor& t, ReduceOp op, const Stream& s) {
   const int n = tp.comm ? tp.comm->size() : 1;
   if (n == 1) return;
   s.synchronize();
+  PB_RANGE("tp allreduce", Category::communication, {.bytes = std::int64_t(t.bytes())});
   tp.comm->allreduce(t.data(), t.data(), std::size_t(t.numel()), t.dtype(), op, tp.impl);
   tp.bytes += allreduce_bytes(t.bytes(), n);
 }
@@ -93,6 +121,7 @@ void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, Track
     device_memcpy(full.device(), full.data(), local.device(), local.data(), local.bytes());
     return;
   }
+  PB_RANGE("tp all-gather", Category::communication, {.bytes = std::int64_t(full.bytes())});
   const std::int64_t B = full.dim(0);
   const std::size_t count = std::size_t(local.numel());
   if (B == 1) {  // the rank-major result is already (1, T, ...)
@@ -115,6 +144,7 @@ void reduce_scatter_seq(TensorParallel& tp, Tensor& local, const Tensor& full, T
     device_memcpy(local.device(), local.data(), full.device(), full.data(), local.bytes());
     return;
   }
+  PB_RANGE("tp reduce-scatter", Category::communication, {.bytes = std::int64_t(full.bytes())});
   const std::int64_t B = full.dim(0);
   const std::size_t count = std::size_t(local.numel());
   if (B == 1) {

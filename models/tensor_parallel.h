@@ -31,6 +31,10 @@ struct TpIndex {
 // (qkv: the q, k and v rows of heads [r NH/tp, (r+1) NH/tp)), row-parallel weights (projw, fcprojw) columns.
 TpIndex tp_index(const ModelConfig& c, int tp_rank, int unit);
 
+// Bytes per rank (counted as TensorParallel::bytes) of one microbatch of `samples` through units
+// [first_unit, last_unit), forward and backward (either all at once or split into input and weight parts).
+std::uint64_t tp_bytes_per_microbatch(const ModelConfig& c, std::int64_t samples, int first_unit, int last_unit);
+
 // Collectives on model tensors over tp.comm, each counted in tp.bytes. The stream is synchronised first (the
 // collectives run outside it and return when done). Nothing is sent when the group has one rank.
 namespace tp_comm {

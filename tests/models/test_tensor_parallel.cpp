@@ -71,6 +71,7 @@ struct RankResult {
   double split_loss = 0;
   std::vector<double> boundary;     // the first piece's output (B, T/tp, C) or (B, C)
   std::uint64_t bytes = 0;          // TensorParallel::bytes of the whole-model forward + backward
+  std::uint64_t split_bytes = 0;    // and of the pieces with the split backward
   bool init_matches = false;        // Model::initial_params equals the full values mapped through tp_index
 };
 
@@ -115,6 +116,7 @@ RankResult run_rank(const ModelConfig& c, Device device, Communicator* comm, std
   res.grads = to_host(grads);
 
   device_memset(device, grads.data(), 0, grads.bytes());
+  tp.bytes = 0;
   std::vector<std::unique_ptr<Activations>> pieces;
   Tensor x;
   for (std::size_t i = 0; i + 1 < cuts.size(); ++i) {
@@ -128,6 +130,7 @@ RankResult run_rank(const ModelConfig& c, Device device, Communicator* comm, std
   for (auto& piece : pieces) model->backward(*piece, b, Tensor{}, access, stream, BackwardPart::weight);
   stream.synchronize();
   res.split_grads = to_host(grads);
+  res.split_bytes = tp.bytes;
   return res;
 }
 
@@ -214,6 +217,10 @@ void check_tp(const ModelConfig& c, Device device, std::int64_t B, double tol) {
     EXPECT_EQ(res.split_loss, res.loss);
     EXPECT_LT(rel_error(res.split_grads, res.grads), 1e-12 + (c.dtype == DType::f64 ? 0 : 1e-6));
     EXPECT_EQ(res.bytes, expected_bytes(c, B));
+    EXPECT_EQ(res.bytes, tp_bytes_per_microbatch(c, B, 0, int(cuts.back())));
+    std::uint64_t pieces = 0;
+    for (std::size_t i = 0; i + 1 < cuts.size(); ++i) pieces += tp_bytes_per_microbatch(c, B, cuts[i], cuts[i + 1]);
+    EXPECT_EQ(res.split_bytes, pieces);
     grads.push_back(res.grads);
     split.push_back(res.split_grads);
   }
