@@ -338,7 +338,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--virtual-stages", o.train.virtual_stages, "interleaved: model chunks per pipeline rank")
       ->capture_default_str();
-  app.add_option("--dp-scheme", o.train.dp_scheme, "hybrid: ddp or zero1 across data-parallel groups")
+  app.add_option("--dp-scheme", o.train.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
       ->capture_default_str();
   app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
       ->capture_default_str();

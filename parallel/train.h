@@ -36,7 +36,7 @@ struct TrainConfig {
   std::string schedule = "1f1b";  // pp, hybrid: gpipe, 1f1b, interleaved, zb-h1
   int microbatches = 0;           // pp, hybrid: 0 means global batch / (dp x micro-batch), or pp when unset
   int virtual_stages = 1;         // interleaved: model chunks per stage
-  std::string dp_scheme = "ddp";  // hybrid: ddp or zero1 across the data-parallel groups
+  std::string dp_scheme = "ddp";  // hybrid: ddp, zero1, zero2 or zero3 across the data-parallel groups
 };
 
 // Bytes a rank moved per step, by nominal collective volume (the alpha-beta "bus" bytes each rank sends:

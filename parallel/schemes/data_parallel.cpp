@@ -8,21 +8,11 @@
 
 namespace parbench {
 
-ShardLayout::ShardLayout(const ParamLayout& layout, int n) : ranks(n) {
-  const std::int64_t quantum = std::int64_t(n) * kParamAlign;
-  for (const UnitLayout& u : layout.units) {
-    const std::int64_t padded = (u.numel + quantum - 1) / quantum * quantum;
-    units.push_back({u.offset, u.numel, padded / n, shard_numel});
-    shard_numel += padded / n;
-  }
-}
-
 DataParallelScheme::DataParallelScheme(const TrainConfig& cfg, RankContext ctx)
     : cfg_(cfg),
       ctx_(ctx),
       model_(Model::create(cfg.model, ctx.alloc)),
-      data_(cfg.model, cfg.seed),
-      shards_(model_->layout(), ctx.comm.size()) {
+      data_(cfg.model, cfg.seed) {
   dp_ = ctx.comm.size();
   accum_ = parbench::accumulation_steps(cfg, dp_);
 }
@@ -90,45 +80,6 @@ std::string implementation_for(const Communicator& comm, const std::string& impl
 std::string DataParallelScheme::impl_for(Collective c) const { return implementation_for(ctx_.comm, cfg_.impl, c); }
 
 void DataParallelScheme::zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
-
-void DataParallelScheme::copy_shard_out(const Tensor& full, Tensor& shard) const {
-  zero(shard);
-  const std::size_t es = dtype_size(full.dtype());
-  const int r = ctx_.comm.rank();
-  for (const auto& u : shards_.units) {
-    const std::int64_t begin = r * u.piece, len = std::max<std::int64_t>(0, std::min(u.piece, u.numel - begin));
-    if (len > 0)
-      device_memcpy(shard.device(), static_cast<char*>(shard.data()) + u.shard_offset * es, full.device(),
-                    static_cast<const char*>(full.data()) + (u.full_offset + begin) * es, len * es);
-  }
-}
-
-void DataParallelScheme::reduce_scatter_unit(int unit, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate) {
-  PB_RANGE("reduce_scatter", Category::communication,
-           {.layer = unit, .bytes = std::int64_t(unit_grads.bytes())});
-  const auto& u = shards_.units[unit];
-  const std::int64_t n = dp_;
-  // The unit's gradient, padded to n pieces, reduced so that this rank receives the average of its piece.
-  Tensor padded = Tensor(ctx_.alloc, unit_grads.dtype(), {u.piece * n}, MemCategory::communication);
-  zero(padded);
-  device_memcpy(padded.device(), padded.data(), unit_grads.device(), unit_grads.data(), unit_grads.bytes());
-  Tensor piece = shard_grads.slice(u.shard_offset, {u.piece});
-  Tensor result = accumulate ? Tensor(ctx_.alloc, unit_grads.dtype(), {u.piece}, MemCategory::communication) : piece;
-  ctx_.comm.reduce_scatter(padded.data(), result.data(), std::size_t(u.piece), unit_grads.dtype(), ReduceOp::sum,
-                           impl_for(Collective::reduce_scatter));
-  comm_bytes_.sharded(std::uint64_t(u.numel) * dtype_size(unit_grads.dtype()), dp_);
-  if (accumulate) ops::residual_forward(piece, piece, result, ctx_.stream);
-}
-
-void DataParallelScheme::all_gather_unit(int unit, const Tensor& shard, Tensor& unit_params) {
-  PB_RANGE("all_gather", Category::communication, {.layer = unit, .bytes = std::int64_t(unit_params.bytes())});
-  const auto& u = shards_.units[unit];
-  Tensor padded = Tensor(ctx_.alloc, shard.dtype(), {u.piece * dp_}, MemCategory::communication);
-  Tensor piece = shard.slice(u.shard_offset, {u.piece});
-  ctx_.comm.allgather(piece.data(), padded.data(), std::size_t(u.piece), shard.dtype(), impl_for(Collective::allgather));
-  comm_bytes_.sharded(std::uint64_t(u.numel) * dtype_size(shard.dtype()), dp_);
-  device_memcpy(unit_params.device(), unit_params.data(), padded.device(), padded.data(), unit_params.bytes());
-}
 
 MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage) {
   const std::int64_t p = std::int64_t(dtype_size(cfg.model.dtype)), k = FlatOptimizer::state_bytes_per_param(cfg);

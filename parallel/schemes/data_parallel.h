@@ -1,5 +1,5 @@
 // What the data-parallel family shares: the model and data on this rank, the microbatch loop with the loss
-// weighting of gradient accumulation, per-unit sharding of the flat parameter buffer, and the loss average.
+// weighting of gradient accumulation, and the loss average (ZeRO's sharding is in zero_state.h).
 #pragma once
 #include <memory>
 #include <vector>
@@ -10,21 +10,6 @@
 #include "parallel/train.h"
 
 namespace parbench {
-
-// Rank r's piece of every unit: unit u is padded to a multiple of n * kParamAlign elements and split in n equal
-// pieces; a rank's shard is its pieces of all units, concatenated. Used by zero1..3 alike.
-struct ShardLayout {
-  ShardLayout(const ParamLayout& layout, int ranks);
-  struct Unit {
-    std::int64_t full_offset;   // unit start in the full flat buffer
-    std::int64_t numel;         // unit elements in the full buffer
-    std::int64_t piece;         // elements per rank (padded numel / ranks)
-    std::int64_t shard_offset;  // this unit's piece inside a rank's shard
-  };
-  std::vector<Unit> units;
-  std::int64_t shard_numel = 0;  // elements of one rank's shard
-  int ranks = 1;
-};
 
 // fp32 copy of a model-dtype tensor, on the host, once the stream has written it.
 std::vector<float> host_floats(const Tensor& t, const Stream& s);
@@ -45,10 +30,6 @@ class DataParallelScheme : public Scheme {
   std::vector<float> to_host_floats(const Tensor& t) const { return host_floats(t, ctx_.stream); }
   // Initial parameters (model dtype) of the whole model, on this rank's device.
   Tensor initial_full_params(MemCategory category);
-  // Whole-buffer <-> shard copies (this rank's pieces), and the per-unit reduce-scatter / all-gather.
-  void copy_shard_out(const Tensor& full, Tensor& shard) const;
-  void reduce_scatter_unit(int unit, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate);
-  void all_gather_unit(int unit, const Tensor& shard, Tensor& unit_params);
   // Model-dtype tensor of n elements.
   Tensor make(std::int64_t n, MemCategory c) { return Tensor(ctx_.alloc, cfg_.model.dtype, {n}, c); }
   void zero(Tensor& t) const;
@@ -61,7 +42,6 @@ class DataParallelScheme : public Scheme {
   std::unique_ptr<Model> model_;
   SyntheticData data_;
   CommCounter comm_bytes_;
-  ShardLayout shards_;
 };
 
 // `impl` for collective `c` on `comm`, or the first hand-written algorithm that can run it when `impl` cannot (ring

@@ -3,7 +3,9 @@
 //           sequence parallelism;
 //   mp      naive model parallelism: contiguous stages, the whole batch passed along, no microbatches;
 //   pp      pipeline parallelism with a schedule (gpipe, 1f1b, interleaved, zb-h1) over --microbatches;
-//   hybrid  --dp a --tp b --pp c, with ddp or zero1 (--dp-scheme) across the data-parallel groups.
+//   hybrid  --dp a --tp b --pp c, with ddp or zero1..3 (--dp-scheme) across the data-parallel groups (ZeroState
+//           over the stage's units: zero2 reduce-scatters each microbatch's gradients as its backward ends, zero3
+//           gathers a unit at each use, so both move more data per step in a pipeline).
 // Rank layout (Megatron's order, tensor-parallel ranks adjacent so they share a node):
 //   rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
 // Virtual stage k (of pp * v) holds layers [k L/(pp v), (k+1) L/(pp v)); the embedding goes with the first, the
@@ -17,11 +19,11 @@
 #include "models/data.h"
 #include "models/model.h"
 #include "models/tensor_parallel.h"
-#include "parallel/optimizer.h"
 #include "parallel/pipeline_executor.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schemes/data_parallel.h"
 #include "parallel/schemes/model_parallel.h"
+#include "parallel/schemes/zero_state.h"
 #include "profiles/range.h"
 
 namespace parbench {
@@ -96,8 +98,8 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
                      "; every virtual stage holds the same number of layers");
   if (!sh.schedule.empty())  // the schedule's own rules: m >= p for 1f1b, m a multiple of p for interleaved, ...
     find_schedule_kind(sh.schedule).validate(sh.pp, sh.microbatches, sh.virtual_stages);
-  if (cfg.dp_scheme != "ddp" && cfg.dp_scheme != "zero1")
-    throw UsageError("--dp-scheme '" + cfg.dp_scheme + "' is not supported with model parallelism; accepted: ddp, zero1");
+  if (cfg.dp_scheme != "ddp" && cfg.dp_scheme != "zero1" && cfg.dp_scheme != "zero2" && cfg.dp_scheme != "zero3")
+    throw UsageError("--dp-scheme '" + cfg.dp_scheme + "' is unknown; accepted: ddp, zero1, zero2, zero3");
   if (cfg.offload) throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + s + "'");
   p.model = cfg.model;
   p.model.tp = sh.tp;
@@ -132,26 +134,24 @@ class ModelParallel : public Scheme {
     const int vstages = sh.pp * sh.virtual_stages;
     for (int c = 0; c < sh.virtual_stages; ++c)
       chunk_units_.push_back(virtual_stage_units(cfg.model, c * sh.pp + grid_.pp_rank, vstages));
-    // This rank's units, packed in one buffer (a stage holds only its own layers).
+    // This rank's units, packed in one buffer (a stage holds only its own layers), replicated or ZeRO-sharded
+    // over the data-parallel group.
     for (const UnitRange& r : chunk_units_)
       for (int u = r.first; u < r.last; ++u) {
         offset_[u] = local_numel_;
         local_numel_ += model_->layout().units[std::size_t(u)].numel;
+        units_.push_back(u);
       }
-    padded_numel_ = (local_numel_ + sh.dp * kParamAlign - 1) / (sh.dp * kParamAlign) * (sh.dp * kParamAlign);
-    params_ = make(padded_numel_, MemCategory::parameters);
-    grads_ = make(padded_numel_, MemCategory::gradients);
-    zero(params_);
-    load_initial_params();
-    zero1_ = cfg.dp_scheme == "zero1" && sh.dp > 1;
-    opt_.emplace(cfg_, ctx.alloc, zero1_ ? shard_of(params_) : params_);
+    const int stage = cfg.dp_scheme == "ddp" ? 0 : cfg.dp_scheme.back() - '0';
+    state_.emplace(cfg_, stage, model_->layout(), units_, dp_comm_, ctx.alloc, ctx.stream, comm_bytes_,
+                   initial_params());
   }
 
   double step(int step_index) override {
     comm_bytes_ = {};
     tp_.bytes = 0;
-    zero(grads_);
-    Access access(*this);
+    // Gathering one unit ahead (ZeRO-3) follows the whole model's pass order: only without a pipeline.
+    UnitAccess& access = state_->begin_step(/*prefetch=*/plan_.shape.pp == 1);
     PipelineStage stage{*model_, access, pp_comm_, ctx_.stream, ctx_.alloc, schedule_, chunk_units_,
                         [&](int mb) {
                           const std::int64_t first = std::int64_t(mb * grid_.dp + grid_.dp_rank) * micro_;
@@ -162,7 +162,7 @@ class ModelParallel : public Scheme {
     PipelineStepResult r = run_pipeline_stage(stage);
     timing_ = r.timing;
     comm_bytes_.bytes += r.sent_bytes + tp_.bytes;
-    sync_data_parallel_and_update(step_index);
+    state_->finish_step(step_index);
     // The loss: the last virtual stage's microbatch losses, once per data-parallel group.
     const bool reports = grid_.pp_rank == (schedule_.virtual_stages() - 1) % plan_.shape.pp && grid_.tp_rank == 0;
     double loss = reports ? r.loss_sum / (plan_.shape.microbatches * plan_.shape.dp) : 0;
@@ -173,8 +173,8 @@ class ModelParallel : public Scheme {
   std::vector<float> full_params() override {
     const ParamLayout full = make_layout(full_model());
     std::vector<float> out(std::size_t(full.total), 0.0f);
+    const std::vector<float> mine = state_->packed_params();  // collective over the group at ZeRO-3
     if (grid_.dp_rank == 0) {
-      const std::vector<float> mine = host_floats(params_, ctx_.stream);
       for (const auto& [u, off] : offset_) {
         const TpIndex idx = tp_index(plan_.model, grid_.tp_rank, u);
         for (std::size_t i = 0; i < idx.full.size(); ++i)
@@ -189,33 +189,13 @@ class ModelParallel : public Scheme {
 
   const CommCounter& last_step_comm() const override { return comm_bytes_; }
   MemSplit estimated_state_bytes() const override {
-    return zero_closed_form(cfg_, local_numel_, plan_.shape.dp, zero1_ ? 1 : 0);
+    const int stage = cfg_.dp_scheme == "ddp" ? 0 : cfg_.dp_scheme.back() - '0';
+    return zero_closed_form(cfg_, local_numel_, plan_.shape.dp, stage);
   }
   ParallelShape shape() const override { return plan_.shape; }
   const PipelineTiming* last_step_pipeline() const override { return plan_.shape.schedule.empty() ? nullptr : &timing_; }
 
  private:
-  struct Access : UnitAccess {
-    explicit Access(ModelParallel& s) : s(s) {}
-    Tensor params(int u) override { return s.unit_of(s.params_, u); }
-    Tensor grads(int u) override { return s.unit_of(s.grads_, u); }
-    ModelParallel& s;
-  };
-
-  Tensor unit_of(const Tensor& flat, int u) const {
-    const auto it = offset_.find(u);
-    if (it == offset_.end())
-      throw Error("unit " + std::to_string(u) + " is not on pipeline rank " + std::to_string(grid_.pp_rank));
-    return flat.slice(it->second, {model_->layout().units[std::size_t(u)].numel});
-  }
-
-  Tensor make(std::int64_t n, MemCategory c) { return Tensor(ctx_.alloc, cfg_.model.dtype, {n}, c); }
-  void zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
-  Tensor shard_of(const Tensor& flat) const {
-    const std::int64_t piece = padded_numel_ / plan_.shape.dp;
-    return flat.slice(piece * grid_.dp_rank, {piece});
-  }
-
   ModelConfig full_model() const {
     ModelConfig c = cfg_.model;
     c.tp = 1;
@@ -223,60 +203,23 @@ class ModelParallel : public Scheme {
     return c;
   }
 
-  // The single-rank model's seeded parameters, cut to this rank's units and tensor-parallel pieces.
-  void load_initial_params() {
+  // The single-rank model's seeded parameters, cut to this rank's units and tensor-parallel pieces, packed.
+  Tensor initial_params() {
     TrackedAllocator scratch(Device{});
     const std::vector<float> init = Model::create(full_model(), scratch)->initial_params(cfg_.seed);
     const ParamLayout full = make_layout(full_model());
-    std::vector<char> raw(params_.bytes(), 0);
+    Tensor packed(ctx_.alloc, cfg_.model.dtype, {local_numel_}, MemCategory::workspace);
+    std::vector<char> raw(packed.bytes(), 0);
     for (const auto& [u, off] : offset_) {
       const TpIndex idx = tp_index(plan_.model, grid_.tp_rank, u);
       for (std::size_t i = 0; i < idx.full.size(); ++i)
         if (idx.full[i] >= 0)
-          store_from_double(raw.data(), params_.dtype(), std::size_t(off) + i,
+          store_from_double(raw.data(), packed.dtype(), std::size_t(off) + i,
                             init[std::size_t(full.units[std::size_t(u)].offset + idx.full[i])]);
     }
-    device_memcpy(params_.device(), params_.data(), Device{}, raw.data(), raw.size());
+    device_memcpy(packed.device(), packed.data(), Device{}, raw.data(), raw.size());
+    return packed;
   }
-
-  // Gradients summed over the data-parallel group (each microbatch's loss already carries 1 / (m dp)), then the
-  // update: replicated (ddp) or on this rank's shard followed by an all-gather of the parameters (zero1).
-  void sync_data_parallel_and_update(int step_index) {
-    const int dp = plan_.shape.dp;
-    ctx_.stream.synchronize();
-    const std::string impl = impl_for(Collective::allreduce);
-    if (!zero1_) {
-      if (dp > 1) {
-        PB_RANGE("allreduce gradients", Category::communication, {.bytes = std::int64_t(grads_.bytes())});
-        dp_comm_.allreduce(grads_.data(), grads_.data(), std::size_t(padded_numel_), grads_.dtype(), ReduceOp::sum,
-                           impl);
-        comm_bytes_.allreduce(std::uint64_t(local_numel_) * dtype_size(grads_.dtype()), dp);
-      }
-      opt_->step(params_, grads_, step_index, ctx_.stream);
-      return;
-    }
-    const std::int64_t piece = padded_numel_ / dp;
-    Tensor shard_grads = make(piece, MemCategory::gradients);
-    {
-      PB_RANGE("reduce_scatter gradients", Category::communication, {.bytes = std::int64_t(grads_.bytes())});
-      dp_comm_.reduce_scatter(grads_.data(), shard_grads.data(), std::size_t(piece), grads_.dtype(), ReduceOp::sum,
-                              impl_for(Collective::reduce_scatter));
-    }
-    comm_bytes_.sharded(std::uint64_t(local_numel_) * dtype_size(grads_.dtype()), dp);
-    Tensor shard = shard_of(params_);
-    opt_->step(shard, shard_grads, step_index, ctx_.stream);
-    ctx_.stream.synchronize();
-    Tensor gathered = make(padded_numel_, MemCategory::communication);
-    {
-      PB_RANGE("all_gather parameters", Category::communication, {.bytes = std::int64_t(params_.bytes())});
-      dp_comm_.allgather(shard.data(), gathered.data(), std::size_t(piece), params_.dtype(),
-                         impl_for(Collective::allgather));
-    }
-    comm_bytes_.sharded(std::uint64_t(local_numel_) * dtype_size(params_.dtype()), dp);
-    device_memcpy(params_.device(), params_.data(), gathered.device(), gathered.data(), params_.bytes());
-  }
-
-  std::string impl_for(Collective c) const { return implementation_for(dp_comm_, cfg_.impl, c); }
 
   TrainConfig cfg_;
   RankContext ctx_;
@@ -289,12 +232,11 @@ class ModelParallel : public Scheme {
   PipeSchedule schedule_;
   std::vector<UnitRange> chunk_units_;
   std::map<int, std::int64_t> offset_;  // unit -> offset in this rank's packed buffers
-  std::int64_t local_numel_ = 0, padded_numel_ = 0;
+  std::vector<int> units_;              // this rank's units, ascending
+  std::int64_t local_numel_ = 0;
   std::int64_t micro_ = 1;
-  bool zero1_ = false;
-  Tensor params_, grads_;
-  std::optional<FlatOptimizer> opt_;
-  CommCounter comm_bytes_;
+  CommCounter comm_bytes_;  // before state_, which counts into it
+  std::optional<ZeroState> state_;
   PipelineTiming timing_;
 };
 

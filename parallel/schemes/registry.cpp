@@ -20,7 +20,8 @@ const std::vector<SchemeKind>& scheme_kinds() {
       {"sp", "tensor parallel with sequence parallelism in the layernorm regions", make_model_parallel},
       {"mp", "naive model parallel: contiguous stages, the whole batch passed along", make_model_parallel},
       {"pp", "pipeline parallel: --schedule gpipe, 1f1b, interleaved or zb-h1 over --microbatches", make_model_parallel},
-      {"hybrid", "--dp x --tp x --pp, with --dp-scheme ddp or zero1 across data-parallel groups", make_model_parallel},
+      {"hybrid", "--dp x --tp x --pp, with --dp-scheme ddp, zero1, zero2 or zero3 across data-parallel groups",
+       make_model_parallel},
   };
   return kinds;
 }

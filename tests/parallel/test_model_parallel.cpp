@@ -136,6 +136,9 @@ TEST(ModelParallel, HybridDataAndPipelineMatchesSingleRank) {
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "ddp"});
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "zero1"});
   expect_matches_single(ModelKind::mlp, {"hybrid", "gpipe", 4, 2, 1, 2, 4, 1, "zero1"});
+  expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "zero2"});
+  expect_matches_single(ModelKind::gpt, {"hybrid", "zb-h1", 4, 2, 1, 2, 2, 1, "zero3"});
+  expect_matches_single(ModelKind::gpt, {"hybrid", "", 4, 2, 2, 1, 2, 1, "zero3"});  // dp x tp, prefetching
 }
 
 TEST(ModelParallel, OneFOneBHoldsFewerActivationsThanGpipe) {
@@ -180,8 +183,8 @@ TEST(ModelParallel, BadConfigurationsAreRefused) {
   EXPECT_THAT(usage_error(c, 2), HasSubstr("--virtual-stages 2 needs --schedule interleaved"));
   c.virtual_stages = 1, c.scheme = "mp";
   EXPECT_THAT(usage_error(c, 2), HasSubstr("scheme mp passes the whole batch"));
-  c.scheme = "hybrid", c.microbatches = 4, c.dp_scheme = "zero3";
-  EXPECT_THAT(usage_error(c, 2), HasSubstr("--dp-scheme 'zero3' is not supported"));
+  c.scheme = "hybrid", c.microbatches = 4, c.dp_scheme = "fsdp2";
+  EXPECT_THAT(usage_error(c, 2), HasSubstr("--dp-scheme 'fsdp2' is unknown; accepted: ddp, zero1, zero2, zero3"));
   c.dp_scheme = "ddp";
   EXPECT_EQ(usage_error(c, 2), "(accepted)");
   c.scheme = "tp", c.tp = 0, c.microbatches = 1, c.model.heads = 2;
