@@ -32,11 +32,13 @@ struct Options {
 };
 
 // What each rank measured, gathered to every rank as doubles.
-// kBusy, kSpan: pipeline compute time and the step's pipeline span (max over ranks), summed over timed steps.
-enum Field { kPeak, kSplit0, kComm = kSplit0 + kMemCategories, kHostDevice, kBusy, kSpan, kInFlight, kFields };
+// kBusy, kSpan: pipeline compute time and the step's pipeline span (max over ranks), summed over timed steps;
+// kBubble: the median over timed steps of this rank's 1 - busy / span.
+enum Field { kPeak, kSplit0, kComm = kSplit0 + kMemCategories, kHostDevice, kBusy, kSpan, kBubble, kInFlight, kFields };
 
 struct RunResult {
   std::vector<double> step_ms;             // per timed step, slowest rank
+  std::vector<double> step_bubble;         // per timed step, mean over ranks (pipeline schemes)
   std::vector<std::vector<double>> ranks;  // [rank][Field]
   MemSplit estimate{};                     // closed form for the rank with the largest peak
   double loss = 0;
@@ -61,6 +63,11 @@ double max_param_diff(const ParamLayout& layout, const std::vector<float>& p, co
   return worst;
 }
 
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
 void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   TraceTrack track(comm.rank(), "compute");
   TrackedAllocator alloc(comm.device());
@@ -69,7 +76,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   alloc.reset_peaks();  // measure training, not set-up temporaries
   double loss = 0, busy = 0, span = 0;
   int in_flight = 0;
-  std::vector<double> times;
+  std::vector<double> times, my_bubbles, mean_bubbles;
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     comm.barrier();
     if (s == o.profile_begin) cuda_profiler(true);
@@ -85,8 +92,14 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
     if (const PipelineTiming* p = scheme->last_step_pipeline()) {
       double step_span = p->span_ms;  // the pipeline ends when its last rank ends
       comm.allreduce(&step_span, &step_span, 1, DType::f64, ReduceOp::max);
-      if (s >= o.warmup) busy += p->busy_ms, span += step_span;
       in_flight = std::max(in_flight, p->peak_in_flight);
+      if (s >= o.warmup) {
+        busy += p->busy_ms, span += step_span;
+        double bubble = step_span > 0 ? 1 - p->busy_ms / step_span : 0;
+        my_bubbles.push_back(bubble);
+        comm.allreduce(&bubble, &bubble, 1, DType::f64, ReduceOp::sum);
+        mean_bubbles.push_back(bubble / comm.size());
+      }
     }
   }
   if (o.profile_end >= o.warmup + o.steps) cuda_profiler(false);
@@ -96,7 +109,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   for (int c = 0; c < kMemCategories; ++c) mine[kSplit0 + c] = double(split[c]);
   mine[kComm] = double(scheme->last_step_comm().bytes);
   mine[kHostDevice] = double(scheme->last_step_comm().host_device_bytes);
-  mine[kBusy] = busy, mine[kSpan] = span, mine[kInFlight] = in_flight;
+  mine[kBusy] = busy, mine[kSpan] = span, mine[kBubble] = median(my_bubbles), mine[kInFlight] = in_flight;
   comm.allgather(mine.data(), all.data(), kFields, DType::f64);
   std::vector<double> estimates(kMemCategories * comm.size()), my_est(kMemCategories);
   MemSplit est = scheme->estimated_state_bytes();
@@ -122,6 +135,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   }
   if (comm.rank() != 0) return;
   out.step_ms = times;
+  out.step_bubble = mean_bubbles;
   out.loss = loss;
   out.max_diff = diff;
   out.shape = scheme->shape();
@@ -140,11 +154,6 @@ std::string per_rank_path(const std::string& path, int rank) {
   const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash);
   const std::string tag = ".rank" + std::to_string(rank);
   return has_ext ? path.substr(0, dot) + tag + path.substr(dot) : path + tag;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 const std::vector<Column>& csv_columns() {
@@ -226,16 +235,14 @@ int run(Options& o) {
   for (std::size_t b : result.estimate) estimate_total += b;
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
   const ParallelShape& sh = result.shape;
-  // Bubble: per rank 1 - busy / span over the timed steps; the mean over ranks, and per pipeline stage.
+  // Bubble: per step and rank 1 - busy / span; the median over steps of the mean over ranks (robust to a step
+  // slowed by something else on the machine), and per stage the mean of its ranks' medians.
   std::vector<double> stage_bubble(std::size_t(sh.pp), 0.0);
-  double bubble = 0;
-  if (result.pipeline) {
-    for (int r = 0; r < world; ++r) {
-      const double b = result.ranks[r][kSpan] > 0 ? 1 - result.ranks[r][kBusy] / result.ranks[r][kSpan] : 0;
-      bubble += b / world;
-      stage_bubble[std::size_t(ParallelGrid::of(r, sh.dp, sh.tp, sh.pp).pp_rank)] += b / (sh.dp * sh.tp);
-    }
-  }
+  const double bubble = median(result.step_bubble);
+  if (result.pipeline)
+    for (int r = 0; r < world; ++r)
+      stage_bubble[std::size_t(ParallelGrid::of(r, sh.dp, sh.tp, sh.pp).pp_rank)] +=
+          result.ranks[r][kBubble] / (sh.dp * sh.tp);
   const Cell bubble_measured = result.pipeline ? Cell(bubble) : Cell{};
   const Cell bubble_theory =
       result.pipeline ? Cell(bubble_closed_form(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages)) : Cell{};
@@ -275,6 +282,7 @@ int run(Options& o) {
   if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
   if (!o.common.json.empty()) {
     nlohmann::json j = {{"results", csv.to_json()}, {"per_rank", nlohmann::json::array()}, {"step_ms", result.step_ms}};
+    if (result.pipeline) j["step_bubble"] = result.step_bubble;
     for (int r = 0; r < world; ++r) {
       const ParallelGrid g = ParallelGrid::of(r, sh.dp, sh.tp, sh.pp);
       nlohmann::json pr = {{"rank", r}, {"dp_rank", g.dp_rank}, {"tp_rank", g.tp_rank}, {"pp_rank", g.pp_rank},
@@ -283,6 +291,7 @@ int run(Options& o) {
       if (result.pipeline) {
         pr["busy_ms"] = result.ranks[r][kBusy] / o.steps;
         pr["pipeline_span_ms"] = result.ranks[r][kSpan] / o.steps;
+        pr["bubble_median"] = result.ranks[r][kBubble];
         pr["peak_microbatches_in_flight"] = result.ranks[r][kInFlight];
       }
       for (int c = 0; c < kMemCategories; ++c)

@@ -238,18 +238,18 @@ class Gpt : public Model {
     Tensor g = access.grads(u);
     auto grad = [&](const char* name) { return param(g, u, name); };
     if (u == 0) {
-      PB_RANGE("weight grad embedding", Category::compute, {.layer = 0});
+      PB_RANGE("dW embedding", Category::compute, {.layer = 0});
       Tensor dwte = grad("wte"), dwpe = grad("wpe");  // the embedding backward needs no parameter values
       if (tp_active())
         ops::encoder_backward_shard(dwte, &dwpe, stash[0], batch.inputs, vocab_begin(), s);
       else
         ops::encoder_backward(dwte, dwpe, stash[0], batch.inputs, s);
     } else if (u == head_unit()) {
-      PB_RANGE("weight grad head", Category::compute, {.layer = u});
+      PB_RANGE("dW head", Category::compute, {.layer = u});
       Tensor p = access.params(u), dlmw = grad("lmw");
       ops::matmul_backward(nullptr, &dlmw, nullptr, acts.dlogits, acts.lnf, param(p, u, "lmw"), true, s);
     } else {
-      PB_RANGE("weight grad block", Category::compute, {.layer = u});
+      PB_RANGE("dW block", Category::compute, {.layer = u});
       const BlockActivations& b = acts.blocks[std::size_t(u)];
       Tensor p = access.params(u);
       auto linear = [&](const char* w, const char* bias, int dout, const Tensor& inp) {

@@ -86,7 +86,7 @@ class Mlp : public Model {
 
   void backward_weight_unit(Activations& base, int l, const Batch&, UnitAccess& access, const Stream& s) override {
     auto& acts = static_cast<MlpActivations&>(base);
-    PB_RANGE("weight grad", Category::compute, {.layer = l});
+    PB_RANGE("dW", Category::compute, {.layer = l});
     auto& stash = acts.stash[std::size_t(l)];
     Tensor p = access.params(l), g = access.grads(l);
     Tensor dfcw = param(g, l, "fcw"), dfcb = param(g, l, "fcb");

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "models/data.h"
+#include "profiles/range.h"
 
 namespace parbench {
 
@@ -111,11 +112,15 @@ Tensor Model::backward(Activations& acts, const Batch& batch, const Tensor& dout
     device_memcpy(dres.device(), dres.data(), dout.device(), dout.data(), dres.bytes());
   }
   for (int u = r.last - 1; u >= r.first; --u) {
-    backward_input_unit(acts, u, batch, dres, access, s);
-    if (part == BackwardPart::all) {
-      backward_weight_unit(acts, u, batch, access, s);
-      access.backward_done(u);
+    if (part == BackwardPart::input) {
+      backward_input_unit(acts, u, batch, dres, access, s);
+      continue;
     }
+    // One range per unit, so a timeline shows the weight-gradient part ("dW ...") as part of the backward.
+    PB_RANGE("backward", Category::compute, {.layer = u});
+    backward_input_unit(acts, u, batch, dres, access, s);
+    backward_weight_unit(acts, u, batch, access, s);
+    access.backward_done(u);
   }
   return r.first > 0 ? dres : Tensor{};
 }
