@@ -96,6 +96,16 @@ void Communicator::group(std::span<const P2POp> ops) {
   transport_->group(tagged, d);
 }
 
+void Communicator::post_sends(std::span<const P2POp> ops) {
+  if (channel_ != 0) throw Error("post_sends inside a collective");
+  transport_->post_sends(ops);
+}
+
+void Communicator::finish_sends() {
+  transport_->finish_sends(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                              std::chrono::duration<double>(timeout_s_)));
+}
+
 void Communicator::send(const void* buf, std::size_t bytes, int peer) {
   P2POp op = send_op(buf, bytes, peer);
   group({&op, 1});

@@ -43,6 +43,11 @@ class Communicator {
 
   // Point-to-point: every op of the group is posted, then all complete, within the timeout.
   void group(std::span<const P2POp> ops);
+  // Sends that complete in the background (the pipeline's activations and gradients): keep the buffers unchanged
+  // until finish_sends() returns, which waits, within the timeout, until the peers have received them all.
+  void post_sends(std::span<const P2POp> ops);
+  void finish_sends();
+  void abandon_sends() { transport_->abandon_sends(); }  // after a failure, before the buffers go
   void send(const void* buf, std::size_t bytes, int peer);
   void recv(void* buf, std::size_t bytes, int peer);
   void barrier();

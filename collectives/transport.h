@@ -55,6 +55,13 @@ class Transport {
   // Posts every op of the group, then completes them all before `deadline` (TimeoutError after it). Messages
   // between two ranks with the same tag match in posting order; a send and its receive must have the same size.
   virtual void group(std::span<const P2POp> ops, Deadline deadline) = 0;
+  // Sends posted now and completed in the background (MPI_Isend): the caller keeps the buffers unchanged until
+  // finish_sends, which waits until every posted send has been received (TimeoutError after `deadline`). The
+  // messages match receives like those of group().
+  virtual void post_sends(std::span<const P2POp> ops) = 0;
+  virtual void finish_sends(Deadline deadline) = 0;
+  // After a failure: takes back the posted sends (waiting for copies already in flight), so their buffers can go.
+  virtual void abandon_sends() = 0;
   // A transport for the ranks that passed the same color, ordered by (key, rank). `members` lists their ranks
   // here in that order and `new_rank` is this rank's place in it (the Communicator computed both).
   virtual std::unique_ptr<Transport> split(int color, int key, const std::vector<int>& members, int new_rank) = 0;

@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <deque>
 #include <vector>
 
 #include "core/memory.h"
@@ -36,6 +37,45 @@ class MpiTransport final : public Transport {
     MPI_Comm sub;
     MPI_CHECK(MPI_Comm_split(comm_, color, key, &sub));
     return std::make_unique<MpiTransport>(sub, device_);
+  }
+
+  void post_sends(std::span<const P2POp> ops) override {
+    for (const P2POp& op : ops) {
+      if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
+      if (op.peer < 0 || op.peer >= size_)
+        throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
+      const char* buf = static_cast<const char*>(op.buf);
+      if (!device_.on_host()) {  // staged: the host copy lives until finish_sends
+        posted_host_.emplace_back(op.bytes);
+        device_memcpy(Device{}, posted_host_.back().data(), device_, op.buf, op.bytes);
+        buf = posted_host_.back().data();
+      }
+      std::size_t done = 0;
+      do {
+        int part = int(std::min(kMaxMessage, op.bytes - done));
+        MPI_Request req;
+        MPI_CHECK(MPI_Isend(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
+        posted_.push_back(req);
+        done += std::size_t(part);
+      } while (done < op.bytes);
+    }
+  }
+
+  void finish_sends(Deadline deadline) override {
+    std::vector<MPI_Request> reqs;
+    reqs.swap(posted_);
+    mpi_wait_all(reqs.data(), int(reqs.size()), deadline,
+                 "rank " + std::to_string(rank_) + " waited for its posted sends to be received");
+    posted_host_.clear();
+  }
+
+  void abandon_sends() override {
+    for (MPI_Request& r : posted_) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+    posted_.clear();
+    posted_host_.clear();
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
@@ -75,6 +115,8 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_;
   Device device_;
   int rank_ = 0, size_ = 1;
+  std::vector<MPI_Request> posted_;            // post_sends not yet finished
+  std::deque<std::vector<char>> posted_host_;  // their staged copies (device memory)
 };
 
 }  // namespace

@@ -63,6 +63,13 @@ class NcclTransport final : public Transport {
     return std::make_unique<NcclTransport>(sub, stream_, new_rank, int(members.size()), device_);
   }
 
+  // NCCL point-to-point is stream-ordered; posting without a group is not offered here.
+  void post_sends(std::span<const P2POp>) override {
+    throw Error("the nccl transport has no posted sends; use group()");
+  }
+  void finish_sends(Deadline) override {}
+  void abandon_sends() override {}
+
   void group(std::span<const P2POp> ops, Deadline deadline) override {
     NCCL_CHECK(ncclGroupStart());
     for (const P2POp& op : ops) {

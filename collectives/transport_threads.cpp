@@ -66,6 +66,37 @@ class ThreadsTransport final : public Transport {
     return std::make_unique<ThreadsTransport>(world_, ctx, std::move(world_members), new_rank, device_);
   }
 
+  ~ThreadsTransport() override { abandon_sends(); }
+
+  void abandon_sends() override {
+    if (!posted_.empty()) withdraw(posted_);
+    posted_.clear();
+  }
+
+  void post_sends(std::span<const P2POp> ops) override {
+    ThreadsWorld& w = *world_;
+    const int me = members_[std::size_t(rank_)];
+    for (const P2POp& op : ops) check_peer(op.peer);
+    std::lock_guard lock(w.mu);
+    throw_if_aborted();
+    for (const P2POp& op : ops) {
+      if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
+      posted_.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, device_, op.peer}));
+      w.mailboxes[{context_, me, members_[std::size_t(op.peer)], op.tag}].push_back(posted_.back().get());
+    }
+    w.cv.notify_all();
+  }
+
+  void finish_sends(Deadline deadline) override {
+    try {
+      wait_sent(posted_, deadline);
+    } catch (...) {
+      abandon_sends();
+      throw;
+    }
+    posted_.clear();
+  }
+
   void group(std::span<const P2POp> ops, Deadline deadline) override {
     ThreadsWorld& w = *world_;
     const int me = members_[std::size_t(rank_)];
@@ -87,19 +118,7 @@ class ThreadsTransport final : public Transport {
     }
     try {
       receive_all(recvs, deadline);
-      std::unique_lock lock(w.mu);
-      auto all_done = [&] {
-        return std::all_of(sends.begin(), sends.end(), [](const auto& s) { return s->taken == 2; });
-      };
-      while (!all_done()) {
-        throw_if_aborted();
-        if (w.cv.wait_until(lock, deadline) == std::cv_status::timeout && !all_done()) {
-          for (const auto& s : sends)
-            if (s->taken != 2)
-              throw TimeoutError("rank " + std::to_string(rank_) + " sent " + std::to_string(s->bytes) +
-                                 " bytes to rank " + std::to_string(s->peer) + ", which never received them");
-        }
-      }
+      wait_sent(sends, deadline);
     } catch (...) {
       withdraw(sends);
       throw;
@@ -162,6 +181,24 @@ class ThreadsTransport final : public Transport {
     }
   }
 
+  // Until every one of `sends` is received.
+  void wait_sent(const std::vector<std::unique_ptr<ThreadsWorld::Slot>>& sends, Deadline deadline) {
+    ThreadsWorld& w = *world_;
+    std::unique_lock lock(w.mu);
+    auto all_done = [&] {
+      return std::all_of(sends.begin(), sends.end(), [](const auto& s) { return s->taken == 2; });
+    };
+    while (!all_done()) {
+      throw_if_aborted();
+      if (w.cv.wait_until(lock, deadline) == std::cv_status::timeout && !all_done()) {
+        for (const auto& s : sends)
+          if (s->taken != 2)
+            throw TimeoutError("rank " + std::to_string(rank_) + " sent " + std::to_string(s->bytes) +
+                               " bytes to rank " + std::to_string(s->peer) + ", which never received them");
+      }
+    }
+  }
+
   // On failure: take back sends nobody started reading, and wait for copies in flight out of our buffers.
   void withdraw(std::vector<std::unique_ptr<ThreadsWorld::Slot>>& sends) {
     ThreadsWorld& w = *world_;
@@ -184,6 +221,7 @@ class ThreadsTransport final : public Transport {
   int rank_;
   Device device_;
   std::uint64_t splits_ = 0;
+  std::vector<std::unique_ptr<ThreadsWorld::Slot>> posted_;  // post_sends not yet finished
 };
 
 }  // namespace

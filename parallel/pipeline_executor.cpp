@@ -2,11 +2,9 @@
 #include "parallel/pipeline_executor.h"
 
 #include <chrono>
-#include <map>
 #include <memory>
 
 #include "core/error.h"
-#include "parallel/comm_worker.h"
 #include "profiles/range.h"
 
 namespace parbench {
@@ -39,6 +37,10 @@ class StageRun {
                   std::to_string(s.schedule.chunks));
   }
 
+  ~StageRun() {
+    if (!posted_.empty()) s_.pipeline.abandon_sends();  // a failure: no peer may read the buffers after this
+  }
+
   PipelineStepResult run() {
     const auto t0 = Clock::now();
     const auto& list = s_.schedule.actions[std::size_t(stage_)];
@@ -52,7 +54,11 @@ class StageRun {
       exchange(list, i, end);
       i = end;
     }
-    for (auto& [peer, worker] : senders_) worker->wait();
+    {
+      PB_RANGE("finish sends", Category::communication, {.stage = stage_});
+      s_.pipeline.finish_sends();
+      posted_.clear();
+    }
     result_.timing.span_ms = ms_since(t0);
     return result_;
   }
@@ -125,9 +131,9 @@ class StageRun {
     --in_flight_;
   }
 
-  // Actions [begin, end): sends are handed to the destination's sender thread and never block this one
-  // (the schedules assume buffered sends; a blocking send to a neighbour that is sending to us can deadlock);
-  // receives are posted together and waited for here.
+  // Actions [begin, end): sends are posted and complete in the background (the schedules assume buffered
+  // sends: a blocking send to a neighbour that is sending to us can deadlock, and a thread per send would add a
+  // wake-up to every hand-over); receives are posted together and waited for here.
   void exchange(const std::vector<PipeAction>& list, std::size_t begin, std::size_t end) {
     std::vector<P2POp> recvs;
     s_.stream.synchronize();  // what we send was written on the stream
@@ -163,18 +169,14 @@ class StageRun {
     s_.pipeline.group(recvs);
   }
 
-  // The sender thread holds the tensor (and so its memory) until the peer has taken it.
+  // The tensor (and so its memory) is held until the step's sends are finished.
   void send(const Tensor& t, int peer, int tag, int mb) {
+    PB_RANGE("send", Category::communication, {.microbatch = mb, .stage = stage_, .bytes = std::int64_t(t.bytes())});
     result_.sent_bytes += t.bytes();
-    auto& worker = senders_[peer];
-    if (!worker) worker = std::make_unique<CommWorker>();
-    worker->submit([this, t, peer, tag, mb] {
-      TraceTrack track(s_.trace_rank, "send " + std::to_string(peer));
-      PB_RANGE("send", Category::communication, {.microbatch = mb, .stage = stage_, .bytes = std::int64_t(t.bytes())});
-      P2POp op = send_op(t.data(), t.bytes(), peer);
-      op.tag = tag;
-      s_.pipeline.group({&op, 1});
-    });
+    P2POp op = send_op(t.data(), t.bytes(), peer);
+    op.tag = tag;
+    s_.pipeline.post_sends({&op, 1});
+    posted_.push_back(t);
   }
 
   const PipelineStage& s_;
@@ -183,7 +185,7 @@ class StageRun {
   std::vector<Batch> batches_;
   PipelineStepResult result_;
   int in_flight_ = 0;
-  std::map<int, std::unique_ptr<CommWorker>> senders_;  // per destination: sends to one peer stay in order
+  std::vector<Tensor> posted_;  // sent tensors, alive until finish_sends
 };
 
 }  // namespace

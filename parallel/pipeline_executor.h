@@ -1,8 +1,7 @@
 // The one pipeline executor: runs a stage's action list of any schedule (parallel/schedule) for one step.
-// Compute actions run model pieces; sends and receives go over the pipeline communicator, each consecutive run
-// of them posted as one group (so a send to a neighbour that is sending to us at the same time cannot
-// deadlock), each message tagged by its microbatch and virtual stage (so the order of messages between two
-// stages never matters).
+// Compute actions run model pieces; sends are posted and complete in the background (so a send to a neighbour
+// that is sending to us at the same time cannot deadlock), receives block, and each message is tagged by its
+// microbatch and virtual stage (so the order of messages between two stages never matters).
 #pragma once
 #include <functional>
 #include <vector>

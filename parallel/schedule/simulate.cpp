@@ -204,8 +204,8 @@ std::vector<std::string> check_schedule(const PipeSchedule& s) {
                          ": " + std::to_string(n) + " sends, " + std::to_string(recvs[key]) + " receives");
   for (const auto& [key, n] : recvs)
     if (!sends.count(key)) problems.push_back("receive without a send: mb=" + std::to_string(std::get<1>(key)));
-  // Messages between two stages are received in the order they are sent (the executor keeps one ordered
-  // sender per destination, as MPI keeps messages between a pair in order).
+  // Messages between two stages are received in the order they are sent, so the schedule also runs on
+  // transports that match messages between a pair in order without per-message tags.
   std::map<std::pair<int, int>, std::vector<std::tuple<bool, int, int>>> sent, received;  // (from, to) -> messages
   for (int st = 0; st < p; ++st)
     for (const auto& a : s.actions[st]) {

@@ -76,6 +76,46 @@ TEST(Communicator, MissingRankEndsWithTimeoutNotHang) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 10.0);
 }
 
+TEST(Communicator, PostedSendsCompleteInTheBackgroundAndMatchByTag) {
+  // Rank 0 posts three tagged messages and goes on; rank 1 receives them in another order (tags match them).
+  std::vector<int> got(3, -1);
+  run_threads(2, 20, [&](Communicator& comm) {
+    std::vector<int> data = {10, 11, 12};
+    if (comm.rank() == 0) {
+      for (int i = 0; i < 3; ++i) {
+        P2POp op = send_op(&data[std::size_t(i)], sizeof(int), 1);
+        op.tag = 16 + i;
+        comm.post_sends({&op, 1});
+      }
+      comm.finish_sends();
+    } else {
+      for (int i : {2, 0, 1}) {
+        P2POp op = recv_op(&got[std::size_t(i)], sizeof(int), 0);
+        op.tag = 16 + i;
+        comm.group({&op, 1});
+      }
+    }
+  });
+  EXPECT_EQ(got, (std::vector<int>{10, 11, 12}));
+}
+
+TEST(Communicator, UnreceivedPostedSendTimesOutNamingTheRank) {
+  std::string message;
+  try {
+    run_threads(2, 0.3, [&](Communicator& comm) {
+      int v = 1;
+      if (comm.rank() == 1) return;
+      P2POp op = send_op(&v, sizeof v, 1);
+      op.tag = 20;
+      comm.post_sends({&op, 1});
+      comm.finish_sends();
+    });
+  } catch (const TimeoutError& e) {
+    message = e.what();
+  }
+  EXPECT_THAT(message, HasSubstr("rank 0 sent 4 bytes to rank 1, which never received them"));
+}
+
 TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
   run_threads(3, 10, [&](Communicator& comm) {
     std::vector<float> buf(8);
