@@ -280,7 +280,7 @@ void plot_timeline(const FigureOptions& o, int step) {
   const int rows = static_cast<int>(tl.rows.size());
   std::string title = o.title;
   if (title.empty()) {
-    title = "Pipeline timeline";
+    title = "Step timeline";
     if (tl.step >= 0) title += ": step " + std::to_string(tl.step) + " of " + std::to_string(tl.steps) + " (0-based)";
     title += ", " + std::to_string(rows) + (rows == 1 ? " rank" : " ranks");
   }

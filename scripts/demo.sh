@@ -60,15 +60,18 @@ build/bin/parbench-plot scaling -i $out/train_scaling.csv -o $out/train_scaling.
 step "one ddp step on a timeline (Chrome trace; open it in https://ui.perfetto.dev)"
 $bin/bench_train --device $device --ranks 2 --scheme ddp "${model[@]}" --bucket-mb 0.05 --quiet \
   --trace $out/ddp_trace.json
-build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png
+build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png \
+  --title "DDP, 2 ranks: one step, bucket allreduces on the communication thread"
 
 deep=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --steps 4 --warmup 1)
+# The bubble is the median over 9 steps: a step slowed by something else on the machine does not decide it.
+balanced=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 32 --steps 9 --warmup 1)
 step "pipeline bubble: gpipe and 1f1b on 2 stages over 1 to 8 microbatches (measured vs (p-1)/(m+p-1))"
 for schedule in gpipe 1f1b; do
   for m in 1 2 4 8; do
     [ $schedule = 1f1b ] && [ $m -lt 2 ] && continue
     $bin/bench_train --device $device --ranks 2 --scheme pp --schedule $schedule --microbatches $m \
-      --global-batch $((4 * m)) "${deep[@]}" --quiet --csv $out/train_pipeline.csv
+      --global-batch $((4 * m)) "${balanced[@]}" --quiet --csv $out/train_pipeline.csv
   done
 done
 column -s, -t < <(cut -d, -f2,3,10,13,18,19,20,24 $out/train_pipeline.csv)
@@ -86,7 +89,8 @@ column -s, -t < <(cut -d, -f2,3,7,8,9,10,13,18,19,20,24,27,29 $out/train_model_p
 step "one 1f1b step of 4 stages on a timeline"
 $bin/bench_train --device $device --ranks 4 --scheme pp --schedule 1f1b --microbatches 8 --global-batch 16 \
   "${deep[@]}" --quiet --trace $out/pp_trace.json
-build/bin/parbench-plot timeline -i $out/pp_trace.json -o $out/pp_timeline.png
+build/bin/parbench-plot timeline -i $out/pp_trace.json -o $out/pp_timeline.png \
+  --title "1F1B pipeline, 4 stages, 8 microbatches: one step"
 
 step "summary"
 awk -F, 'NR > 1 && $4 == 4 && $9 == 0 { if ($10 + 0 >= max[$2] + 0) { max[$2] = $10; bw[$2] = $14 } }
