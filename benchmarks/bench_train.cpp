@@ -1,10 +1,14 @@
 // bench_train: trains the MLP or the GPT-style model under one parallelism scheme and reports step time,
 // throughput, model FLOP/s, memory per category, communication per step and, with --check, the largest
 // parameter difference from a single-rank run on the same global batch.
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "collectives/bootstrap.h"
@@ -28,7 +32,7 @@ struct Options {
   std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop
   int profile_begin = -1, profile_end = -1;
   double timeout = 300, peak_tflops = 0, check_tolerance = 0;
-  bool check = false, estimate_memory = false, no_overlap = false;
+  bool check = false, estimate_memory = false, no_overlap = false, pin = false;
 };
 
 // What each rank measured, gathered to every rank as doubles.
@@ -68,7 +72,20 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// Binds the calling thread to core (local rank mod cores), so that each pipeline stage keeps a core of its own.
+void pin_to_core(int local_rank) {
+  const int cores = int(std::thread::hardware_concurrency());
+  if (cores < 1) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(local_rank % cores, &set);
+  if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set); e != 0)
+    throw Error("--pin: cannot bind rank " + std::to_string(local_rank) + " to core " +
+                std::to_string(local_rank % cores) + " (error " + std::to_string(e) + ")");
+}
+
 void run_rank(const Options& o, Communicator& comm, RunResult& out) {
+  if (o.pin) pin_to_core(comm.local_rank());
   TraceTrack track(comm.rank(), "compute");
   TrackedAllocator alloc(comm.device());
   Stream stream(comm.device());
@@ -364,6 +381,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.train.seed, "seed of parameters and data")->capture_default_str();
   app.add_option("--timeout", o.timeout, "seconds any collective may wait")->capture_default_str();
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s per rank for MFU (0: leave mfu empty)");
+  app.add_flag("--pin", o.pin, "bind each rank to core (node-local rank mod cores)");
   app.add_flag("--check", o.check, "compare parameters with a single-rank run on the same global batch");
   app.add_option("--check-tolerance", o.check_tolerance,
                  "with --check: fail (exit 1) when the relative parameter difference exceeds this");

@@ -64,14 +64,15 @@ build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png
   --title "DDP, 2 ranks: one step, bucket allreduces on the communication thread"
 
 deep=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --steps 4 --warmup 1)
-# The bubble is the median over 9 steps: a step slowed by something else on the machine does not decide it.
+# One core per stage (--pin); the bubble is the median over 9 steps, so a step slowed by something else on the
+# machine does not decide it.
 balanced=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 32 --steps 9 --warmup 1)
 step "pipeline bubble: gpipe and 1f1b on 2 stages over 1 to 8 microbatches (measured vs (p-1)/(m+p-1))"
 for schedule in gpipe 1f1b; do
   for m in 1 2 4 8; do
     [ $schedule = 1f1b ] && [ $m -lt 2 ] && continue
     $bin/bench_train --device $device --ranks 2 --scheme pp --schedule $schedule --microbatches $m \
-      --global-batch $((4 * m)) "${balanced[@]}" --quiet --csv $out/train_pipeline.csv
+      --global-batch $((4 * m)) "${balanced[@]}" --pin --quiet --csv $out/train_pipeline.csv
   done
 done
 column -s, -t < <(cut -d, -f2,3,10,13,18,19,20,24 $out/train_pipeline.csv)
