@@ -37,6 +37,13 @@ struct ModelConfig {
   DType stat_dtype() const { return dtype == DType::f64 ? DType::f64 : DType::f32; }
   // Sequence positions each rank holds between units: seq / tp under sequence parallelism, else seq.
   int local_seq() const { return sequence_parallel && tp > 1 ? seq / tp : seq; }
+  // The whole model a tensor-parallel rank holds a piece of: the same shapes with tp = 1.
+  ModelConfig unsplit() const {
+    ModelConfig c = *this;
+    c.tp = 1;
+    c.sequence_parallel = false;
+    return c;
+  }
   // Throws UsageError naming the bad value (heads not dividing hidden, non-positive sizes, unsupported dtype,
   // heads, ffn, vocab or seq (sequence parallel) not divisible by tp).
   void validate() const;

@@ -49,10 +49,7 @@ std::unique_ptr<Model> Model::create(const ModelConfig& config, TrackedAllocator
 
 std::vector<float> Model::initial_params(std::uint64_t seed) const {
   if (config_.tp > 1) {
-    ModelConfig full_config = config_;
-    full_config.tp = 1;
-    full_config.sequence_parallel = false;
-    const ParamLayout full_layout = make_layout(full_config);
+    const ParamLayout full_layout = make_layout(config_.unsplit());
     const std::vector<float> full = seeded_params(full_layout, seed);
     std::vector<float> flat(std::size_t(layout_.total), 0.0f);
     for (int u = 0; u < units(); ++u) {

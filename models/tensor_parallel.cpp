@@ -11,10 +11,7 @@ namespace parbench {
 TpIndex tp_index(const ModelConfig& c, int tp_rank, int unit) {
   if (tp_rank < 0 || tp_rank >= c.tp)
     throw Error("tp_index: rank " + std::to_string(tp_rank) + " is not in [0, " + std::to_string(c.tp) + ")");
-  ModelConfig full_config = c;
-  full_config.tp = 1;
-  full_config.sequence_parallel = false;
-  const ParamLayout local = make_layout(c), full = make_layout(full_config);
+  const ParamLayout local = make_layout(c), full = make_layout(c.unsplit());
   const UnitLayout& lu = local.units.at(std::size_t(unit));
   const UnitLayout& fu = full.units.at(std::size_t(unit));
   const std::int64_t n = c.tp, r = tp_rank;

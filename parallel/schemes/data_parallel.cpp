@@ -61,13 +61,16 @@ std::vector<float> host_floats(const Tensor& t, const Stream& s) {
   return out;
 }
 
-Tensor DataParallelScheme::initial_full_params(MemCategory category) {
-  std::vector<float> init = model_->initial_params(cfg_.seed);
-  Tensor out = make(model_->layout().total, category);
+Tensor device_tensor(const std::vector<float>& values, DType t, TrackedAllocator& alloc, MemCategory category) {
+  Tensor out(alloc, t, {std::int64_t(values.size())}, category);
   std::vector<char> raw(out.bytes());
-  for (std::size_t i = 0; i < init.size(); ++i) store_from_double(raw.data(), out.dtype(), i, init[i]);
+  for (std::size_t i = 0; i < values.size(); ++i) store_from_double(raw.data(), t, i, values[i]);
   device_memcpy(out.device(), out.data(), Device{}, raw.data(), raw.size());
   return out;
+}
+
+Tensor DataParallelScheme::initial_full_params(MemCategory category) {
+  return device_tensor(model_->initial_params(cfg_.seed), cfg_.model.dtype, ctx_.alloc, category);
 }
 
 std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c) {

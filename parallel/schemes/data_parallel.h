@@ -13,6 +13,8 @@ namespace parbench {
 
 // fp32 copy of a model-dtype tensor, on the host, once the stream has written it.
 std::vector<float> host_floats(const Tensor& t, const Stream& s);
+// Its inverse: a tensor of `values` in dtype `t` on `alloc`'s device.
+Tensor device_tensor(const std::vector<float>& values, DType t, TrackedAllocator& alloc, MemCategory category);
 
 class DataParallelScheme : public Scheme {
  public:

@@ -11,11 +11,9 @@
 // Virtual stage k (of pp * v) holds layers [k L/(pp v), (k+1) L/(pp v)); the embedding goes with the first, the
 // head with the last; virtual stage k runs on pipeline rank k % pp as its chunk k / pp.
 #include <algorithm>
-#include <chrono>
 #include <map>
 
 #include "core/error.h"
-#include "core/memory.h"
 #include "models/data.h"
 #include "models/model.h"
 #include "models/tensor_parallel.h"
@@ -24,7 +22,6 @@
 #include "parallel/schemes/data_parallel.h"
 #include "parallel/schemes/model_parallel.h"
 #include "parallel/schemes/zero_state.h"
-#include "profiles/range.h"
 
 namespace parbench {
 
@@ -100,6 +97,7 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
     find_schedule_kind(sh.schedule).validate(sh.pp, sh.microbatches, sh.virtual_stages);
   if (cfg.dp_scheme != "ddp" && cfg.dp_scheme != "zero1" && cfg.dp_scheme != "zero2" && cfg.dp_scheme != "zero3")
     throw UsageError("--dp-scheme '" + cfg.dp_scheme + "' is unknown; accepted: ddp, zero1, zero2, zero3");
+  p.zero_stage = cfg.dp_scheme == "ddp" ? 0 : cfg.dp_scheme.back() - '0';
   if (cfg.offload) throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + s + "'");
   p.model = cfg.model;
   p.model.tp = sh.tp;
@@ -142,8 +140,7 @@ class ModelParallel : public Scheme {
         local_numel_ += model_->layout().units[std::size_t(u)].numel;
         units_.push_back(u);
       }
-    const int stage = cfg.dp_scheme == "ddp" ? 0 : cfg.dp_scheme.back() - '0';
-    state_.emplace(cfg_, stage, model_->layout(), units_, dp_comm_, ctx.alloc, ctx.stream, comm_bytes_,
+    state_.emplace(cfg_, plan_.zero_stage, model_->layout(), units_, dp_comm_, ctx.alloc, ctx.stream, comm_bytes_,
                    initial_params());
   }
 
@@ -171,7 +168,7 @@ class ModelParallel : public Scheme {
   }
 
   std::vector<float> full_params() override {
-    const ParamLayout full = make_layout(full_model());
+    const ParamLayout full = make_layout(plan_.model.unsplit());
     std::vector<float> out(std::size_t(full.total), 0.0f);
     const std::vector<float> mine = state_->packed_params();  // collective over the group at ZeRO-3
     if (grid_.dp_rank == 0) {
@@ -189,36 +186,22 @@ class ModelParallel : public Scheme {
 
   const CommCounter& last_step_comm() const override { return comm_bytes_; }
   MemSplit estimated_state_bytes() const override {
-    const int stage = cfg_.dp_scheme == "ddp" ? 0 : cfg_.dp_scheme.back() - '0';
-    return zero_closed_form(cfg_, local_numel_, plan_.shape.dp, stage);
+    return zero_closed_form(cfg_, local_numel_, plan_.shape.dp, plan_.zero_stage);
   }
   ParallelShape shape() const override { return plan_.shape; }
   const PipelineTiming* last_step_pipeline() const override { return plan_.shape.schedule.empty() ? nullptr : &timing_; }
 
  private:
-  ModelConfig full_model() const {
-    ModelConfig c = cfg_.model;
-    c.tp = 1;
-    c.sequence_parallel = false;
-    return c;
-  }
-
-  // The single-rank model's seeded parameters, cut to this rank's units and tensor-parallel pieces, packed.
-  Tensor initial_params() {
-    TrackedAllocator scratch(Device{});
-    const std::vector<float> init = Model::create(full_model(), scratch)->initial_params(cfg_.seed);
-    const ParamLayout full = make_layout(full_model());
-    Tensor packed(ctx_.alloc, cfg_.model.dtype, {local_numel_}, MemCategory::workspace);
-    std::vector<char> raw(packed.bytes(), 0);
+  // This rank's units of the model's seeded parameters (the single-rank model's values, cut to this tensor-parallel
+  // rank by Model::initial_params), packed.
+  Tensor initial_params() const {
+    const std::vector<float> init = model_->initial_params(cfg_.seed);
+    std::vector<float> packed(static_cast<std::size_t>(local_numel_));
     for (const auto& [u, off] : offset_) {
-      const TpIndex idx = tp_index(plan_.model, grid_.tp_rank, u);
-      for (std::size_t i = 0; i < idx.full.size(); ++i)
-        if (idx.full[i] >= 0)
-          store_from_double(raw.data(), packed.dtype(), std::size_t(off) + i,
-                            init[std::size_t(full.units[std::size_t(u)].offset + idx.full[i])]);
+      const UnitLayout& unit = model_->layout().units[std::size_t(u)];
+      std::copy_n(init.begin() + unit.offset, unit.numel, packed.begin() + off);
     }
-    device_memcpy(packed.device(), packed.data(), Device{}, raw.data(), raw.size());
-    return packed;
+    return device_tensor(packed, cfg_.model.dtype, ctx_.alloc, MemCategory::workspace);
   }
 
   TrainConfig cfg_;

@@ -16,6 +16,7 @@ struct ParallelGrid {
 struct ModelParallelPlan {
   ParallelShape shape;
   bool sequence_parallel = false;
+  int zero_stage = 0;  // of the data-parallel dimension: 0 replicated (ddp), 1..3 ZeRO (--dp-scheme)
   ModelConfig model;  // the model as each rank builds it (tensor-parallel degree set)
 };
 

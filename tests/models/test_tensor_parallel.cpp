@@ -43,12 +43,6 @@ ModelConfig mlp_config(DType t, int tp) {
   return c;
 }
 
-ModelConfig full_of(ModelConfig c) {
-  c.tp = 1;
-  c.sequence_parallel = false;
-  return c;
-}
-
 std::vector<double> to_host(const Tensor& t) {
   std::vector<char> raw(t.bytes());
   device_memcpy(Device{}, raw.data(), t.device(), t.data(), t.bytes());
@@ -85,9 +79,9 @@ RankResult run_rank(const ModelConfig& c, Device device, Communicator* comm, std
   auto model = Model::create(c, alloc, comm ? &tp : nullptr);
   const int rank = comm ? comm->rank() : 0;
   const ParamLayout& layout = model->layout();
-  const ParamLayout full_layout = make_layout(full_of(c));
+  const ParamLayout full_layout = make_layout(c.unsplit());
   TrackedAllocator host_alloc(Device{});
-  const std::vector<float> full_init = Model::create(full_of(c), host_alloc)->initial_params(kSeed);
+  const std::vector<float> full_init = Model::create(c.unsplit(), host_alloc)->initial_params(kSeed);
   std::vector<double> init(std::size_t(layout.total), 0.0);
   for (int u = 0; u < model->units(); ++u) {
     const TpIndex map = tp_index(c, rank, u);
@@ -103,7 +97,7 @@ RankResult run_rank(const ModelConfig& c, Device device, Communicator* comm, std
   Tensor params(alloc, c.dtype, {layout.total}, MemCategory::parameters);
   Tensor grads(alloc, c.dtype, {layout.total}, MemCategory::gradients);
   from_host(params, init);
-  SyntheticData data(full_of(c), 99);
+  SyntheticData data(c.unsplit(), 99);
   Batch b = data.batch(0, 0, B, alloc);
   FlatAccess access(layout, params, grads);
 
@@ -171,7 +165,7 @@ std::uint64_t expected_bytes(const ModelConfig& c, std::int64_t B) {
 // Puts the ranks' gradients together into the full layout: every full element must come from exactly one rank's
 // split element or from the replicated copies, which must be equal on all ranks.
 std::vector<double> assemble(const ModelConfig& c, const std::vector<std::vector<double>>& per_rank) {
-  const ParamLayout local = make_layout(c), full = make_layout(full_of(c));
+  const ParamLayout local = make_layout(c), full = make_layout(c.unsplit());
   std::vector<double> out(std::size_t(full.total), 0.0);
   std::vector<int> hits(std::size_t(full.total), 0);
   for (int u = 0; u < int(full.units.size()); ++u) {
@@ -204,7 +198,7 @@ std::vector<double> assemble(const ModelConfig& c, const std::vector<std::vector
 void check_tp(const ModelConfig& c, Device device, std::int64_t B, double tol) {
   const std::vector<int> cuts = c.kind == ModelKind::gpt ? std::vector<int>{0, 2, c.layers + 2}
                                                          : std::vector<int>{0, 1, c.layers};
-  const ModelConfig ref_config = full_of(c);
+  const ModelConfig ref_config = c.unsplit();
   const RankResult ref = run_rank(ref_config, Device{}, nullptr, B, cuts);
   const std::vector<RankResult> ranks = run_tp(c, device, B, cuts);
   std::vector<std::vector<double>> grads, split;
@@ -309,7 +303,7 @@ TEST(TensorParallel, SequenceParallelWithOneRankIsTheSingleRankModel) {
   ModelConfig c = gpt_config(DType::f64, 1, true);
   const std::vector<int> cuts{0, 2, c.layers + 2};
   const RankResult sp = run_rank(c, Device{}, nullptr, 2, cuts);
-  const RankResult plain = run_rank(full_of(c), Device{}, nullptr, 2, cuts);
+  const RankResult plain = run_rank(c.unsplit(), Device{}, nullptr, 2, cuts);
   EXPECT_EQ(sp.loss, plain.loss);
   EXPECT_EQ(sp.grads, plain.grads);
   EXPECT_EQ(sp.bytes, 0u);
@@ -330,7 +324,7 @@ TEST(TensorParallel, LocalLayoutAndBoundaryShapes) {
   EXPECT_EQ(l.find(3, "lmw").shape, (Shape{V / 3, C}));
   // Rank 1 of 3 holds heads 4..7: q rows 8..15, k rows 32..39, v rows 56..63 of the full qkvw.
   const TpIndex map = tp_index(c, 1, 1);
-  const std::int64_t qkvw = l.find(1, "qkvw").offset, full_qkvw = make_layout(full_of(c)).find(1, "qkvw").offset;
+  const std::int64_t qkvw = l.find(1, "qkvw").offset, full_qkvw = make_layout(c.unsplit()).find(1, "qkvw").offset;
   EXPECT_EQ(map.full[std::size_t(qkvw)], full_qkvw + 8 * C);
   EXPECT_EQ(map.full[std::size_t(qkvw + 8 * C)], full_qkvw + 32 * C);
   EXPECT_EQ(map.full[std::size_t(qkvw + 16 * C + 3)], full_qkvw + 56 * C + 3);
