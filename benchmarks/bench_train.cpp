@@ -197,7 +197,8 @@ int run(Options& o) {
   t.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
   t.overlap = !o.no_overlap;
   t.model.validate();
-  if (!is_model_parallel_scheme(find_scheme_kind(t.scheme).name) &&
+  const bool model_parallel = find_scheme_kind(t.scheme).model_parallel;
+  if (!model_parallel &&
       (t.tp > 1 || t.pp > 1 || t.dp > 0 || t.microbatches > 0 || t.virtual_stages != 1))
     throw UsageError("--tp, --pp, --dp, --microbatches and --virtual-stages apply to schemes tp, sp, mp, pp and "
                      "hybrid, not to '" + t.scheme + "'");
@@ -229,7 +230,7 @@ int run(Options& o) {
     if (comm.rank() == 0) world = comm.size();
     if (launched_by_mpirun()) process_rank = comm.rank();
     // Refuse bad batches and grids before anything is allocated.
-    if (is_model_parallel_scheme(find_scheme_kind(t.scheme).name)) plan_model_parallel(t, comm.size());
+    if (model_parallel) plan_model_parallel(t, comm.size());
     else accumulation_steps(t, comm.size());
     run_rank(o, comm, result);
   });
@@ -317,7 +318,8 @@ int run(Options& o) {
     }
     if (result.pipeline) {
       j["per_stage"] = nlohmann::json::array();
-      for (int st = 0; st < sh.pp; ++st) j["per_stage"].push_back({{"stage", st}, {"bubble_measured", stage_bubble[st]}});
+      for (int st = 0; st < sh.pp; ++st)
+        j["per_stage"].push_back({{"stage", st}, {"bubble_measured", stage_bubble[st]}});
     }
     write_file_atomically(o.common.json, j.dump(2) + "\n");
   }

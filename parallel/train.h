@@ -95,6 +95,7 @@ struct SchemeKind {
   std::string_view name;
   std::string_view summary;
   std::function<std::unique_ptr<Scheme>(const TrainConfig&, RankContext)> make;
+  bool model_parallel = false;  // tp, sp, mp, pp, hybrid: --tp/--pp/--dp/--microbatches apply, own checks
 };
 const std::vector<SchemeKind>& scheme_kinds();
 const SchemeKind& find_scheme_kind(std::string_view name);  // aliases: fsdp = zero3; UsageError otherwise

@@ -25,10 +25,6 @@
 
 namespace parbench {
 
-bool is_model_parallel_scheme(std::string_view name) {
-  return name == "tp" || name == "sp" || name == "mp" || name == "pp" || name == "hybrid";
-}
-
 ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
   ParallelGrid g{dp, tp, pp};
   g.tp_rank = rank % tp;
@@ -86,7 +82,8 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
                      " microbatches; choose --global-batch = dp x microbatches x micro-batch");
   if (cfg.micro_batch > 0 && cfg.micro_batch * sh.dp * sh.microbatches != cfg.global_batch)
     throw UsageError("--micro-batch " + std::to_string(cfg.micro_batch) + " x " + std::to_string(sh.dp) +
-                     " data-parallel groups x " + std::to_string(sh.microbatches) + " microbatches is not --global-batch " +
+                     " data-parallel groups x " + std::to_string(sh.microbatches) +
+                     " microbatches is not --global-batch " +
                      std::to_string(cfg.global_batch));
   const int vstages = sh.pp * sh.virtual_stages;
   if (cfg.model.layers % vstages != 0)
@@ -189,7 +186,9 @@ class ModelParallel : public Scheme {
     return zero_closed_form(cfg_, local_numel_, plan_.shape.dp, plan_.zero_stage);
   }
   ParallelShape shape() const override { return plan_.shape; }
-  const PipelineTiming* last_step_pipeline() const override { return plan_.shape.schedule.empty() ? nullptr : &timing_; }
+  const PipelineTiming* last_step_pipeline() const override {
+    return plan_.shape.schedule.empty() ? nullptr : &timing_;
+  }
 
  private:
   // This rank's units of the model's seeded parameters (the single-rank model's values, cut to this tensor-parallel

@@ -20,9 +20,6 @@ struct ModelParallelPlan {
   ModelConfig model;  // the model as each rank builds it (tensor-parallel degree set)
 };
 
-// tp, sp, mp, pp, hybrid.
-bool is_model_parallel_scheme(std::string_view name);
-
 // Resolves the degrees, schedule and microbatches of schemes tp, sp, mp, pp and hybrid for `ranks` ranks, and
 // refuses bad configurations with a UsageError naming the values.
 ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks);

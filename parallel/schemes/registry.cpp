@@ -2,7 +2,6 @@
 #include "core/error.h"
 #include "core/memory.h"
 #include "parallel/schemes/data_parallel.h"
-#include "parallel/schemes/model_parallel.h"
 
 namespace parbench {
 
@@ -16,12 +15,14 @@ const std::vector<SchemeKind>& scheme_kinds() {
       {"zero3", "optimizer state, gradients and parameters sharded (fsdp)",
        [](auto& c, auto x) { return make_zero(c, x, 3); }},
       {"localsgd", "local steps, parameters averaged every --sync-every steps", make_localsgd},
-      {"tp", "tensor parallel: Megatron column/row splits, vocabulary-parallel embedding and loss", make_model_parallel},
-      {"sp", "tensor parallel with sequence parallelism in the layernorm regions", make_model_parallel},
-      {"mp", "naive model parallel: contiguous stages, the whole batch passed along", make_model_parallel},
-      {"pp", "pipeline parallel: --schedule gpipe, 1f1b, interleaved or zb-h1 over --microbatches", make_model_parallel},
+      {"tp", "tensor parallel: Megatron column/row splits, vocabulary-parallel embedding and loss",
+       make_model_parallel, true},
+      {"sp", "tensor parallel with sequence parallelism in the layernorm regions", make_model_parallel, true},
+      {"mp", "naive model parallel: contiguous stages, the whole batch passed along", make_model_parallel, true},
+      {"pp", "pipeline parallel: --schedule gpipe, 1f1b, interleaved or zb-h1 over --microbatches",
+       make_model_parallel, true},
       {"hybrid", "--dp x --tp x --pp, with --dp-scheme ddp, zero1, zero2 or zero3 across data-parallel groups",
-       make_model_parallel},
+       make_model_parallel, true},
   };
   return kinds;
 }
@@ -38,7 +39,7 @@ const SchemeKind& find_scheme_kind(std::string_view name) {
 
 std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx) {
   const SchemeKind& kind = find_scheme_kind(cfg.scheme);
-  if (is_model_parallel_scheme(kind.name)) return kind.make(cfg, ctx);  // refuses its own bad options
+  if (kind.model_parallel) return kind.make(cfg, ctx);  // refuses its own bad options
   if (cfg.offload && kind.name.substr(0, 4) != "zero")
     throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + cfg.scheme + "'");
   // Refuse before allocating: the closed-form model state alone must fit in the device's memory.

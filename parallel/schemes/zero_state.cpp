@@ -145,9 +145,7 @@ void ZeroState::finish_step(int step_index) {
                        ReduceOp::sum, impl_for(Collective::allreduce));
       counter_.allreduce(std::uint64_t(full_grads_.bytes()), n);
     }
-    shard_grads_ = full_grads_;
-    update(full_params_, step_index);
-    shard_grads_ = Tensor();
+    update(full_params_, full_grads_, step_index);
     return;
   }
   if (stage_ == 1) {
@@ -156,7 +154,7 @@ void ZeroState::finish_step(int step_index) {
       reduce_scatter_unit(i, unit_of(full_grads_, i), shard_grads_, false);
   }
   Tensor shard = stage_ >= 3 ? shard_params_ : shard_of_full();
-  update(shard, step_index);
+  update(shard, shard_grads_, step_index);
   if (stage_ < 3)
     for (int i = 0; i < int(packed_.units.size()); ++i) {
       Tensor unit = unit_of(full_params_, i);
@@ -236,12 +234,12 @@ void ZeroState::all_gather_unit(int i, const Tensor& shard, Tensor& unit_params)
   device_memcpy(unit_params.device(), unit_params.data(), padded.device(), padded.data(), unit_params.bytes());
 }
 
-void ZeroState::update(Tensor& shard, int step_index) {
-  if (!cfg_.offload) return opt_->step(shard, shard_grads_, step_index, stream_);
+void ZeroState::update(Tensor& params, const Tensor& grads, int step_index) {
+  if (!cfg_.offload) return opt_->step(params, grads, step_index, stream_);
   stream_.synchronize();
-  device_memcpy(Device{}, host_grads_.data(), shard_grads_.device(), shard_grads_.data(), shard_grads_.bytes());
+  device_memcpy(Device{}, host_grads_.data(), grads.device(), grads.data(), grads.bytes());
   opt_->step(host_params_, host_grads_, step_index, host_stream_);
-  device_memcpy(shard.device(), shard.data(), Device{}, host_params_.data(), host_params_.bytes());
+  device_memcpy(params.device(), params.data(), Device{}, host_params_.data(), host_params_.bytes());
   counter_.host_device_bytes += host_grads_.bytes() + host_params_.bytes();
 }
 

@@ -57,7 +57,8 @@ class ZeroState {
   void copy_shard_out(const Tensor& full, Tensor& shard) const;
   void reduce_scatter_unit(int index, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate);
   void all_gather_unit(int index, const Tensor& shard, Tensor& unit_params);
-  void update(Tensor& shard, int step_index);
+  // params = optimizer step(params, grads): the replicas (stage 0) or this rank's shard.
+  void update(Tensor& params, const Tensor& grads, int step_index);
   std::string impl_for(Collective c) const;
 
   const TrainConfig& cfg_;
