@@ -22,6 +22,11 @@ class SyntheticData {
   SyntheticData(const ModelConfig& config, std::uint64_t seed);
   // Samples [first, first + count) of global step `step`, allocated on `alloc`'s device as activations.
   Batch batch(std::int64_t step, std::int64_t first, std::int64_t count, TrackedAllocator& alloc) const;
+  // Microbatch k of data-parallel rank r: global samples [(k dp + r) micro, +micro). The union over ranks and k is
+  // the global batch whatever dp is, so every scheme (and the single-rank check) sees the same samples.
+  Batch microbatch(std::int64_t step, int k, int dp, int rank, std::int64_t micro, TrackedAllocator& alloc) const {
+    return batch(step, (std::int64_t(k) * dp + rank) * micro, micro, alloc);
+  }
 
  private:
   ModelConfig config_;

@@ -34,10 +34,8 @@ double DataParallelScheme::run_microbatches(int step_index, UnitAccess& access, 
   double loss_sum = 0;
   for (int k = 0; k < accum_; ++k) {
     if (k == accum_ - 1 && before_last) before_last();
-    // Microbatch k of rank r holds global samples [(k dp + r) micro, +micro): the union over ranks and k is the
-    // global batch whatever dp is, so every scheme sees the same samples.
     PB_RANGE("microbatch", Category::compute, {.microbatch = k});
-    Batch batch = data_.batch(step_index, std::int64_t(k * dp_ + rank) * micro, micro, ctx_.alloc);
+    Batch batch = data_.microbatch(step_index, k, dp_, rank, micro, ctx_.alloc);
     double loss = 0;
     auto acts = model_->forward(batch, access, dloss, ctx_.stream, &loss);
     model_->backward(*acts, batch, access, ctx_.stream);

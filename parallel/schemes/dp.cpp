@@ -58,7 +58,7 @@ class ParameterServer : public DataParallelScheme {
     const float dloss = 1.0f / float(accum_ * dp_);
     double loss_sum = 0;
     for (int k = 0; k < accum_; ++k) {
-      Batch mine = data_.batch(step_index, std::int64_t(k * dp_ + rank) * micro, micro, ctx_.alloc);
+      Batch mine = data_.microbatch(step_index, k, dp_, rank, micro, ctx_.alloc);
       std::optional<Batch> all;
       if (root()) all = data_.batch(step_index, std::int64_t(k * dp_) * micro, std::int64_t(dp_) * micro, ctx_.alloc);
       for (auto [src, dst] : {std::pair{root() ? &all->inputs : nullptr, &mine.inputs},

@@ -148,8 +148,7 @@ class ModelParallel : public Scheme {
     UnitAccess& access = state_->begin_step(/*prefetch=*/plan_.shape.pp == 1);
     PipelineStage stage{*model_, access, pp_comm_, ctx_.stream, ctx_.alloc, schedule_, chunk_units_,
                         [&](int mb) {
-                          const std::int64_t first = std::int64_t(mb * grid_.dp + grid_.dp_rank) * micro_;
-                          return data_.batch(step_index, first, micro_, ctx_.alloc);
+                          return data_.microbatch(step_index, mb, grid_.dp, grid_.dp_rank, micro_, ctx_.alloc);
                         },
                         1.0f / float(plan_.shape.microbatches * plan_.shape.dp), ctx_.comm.rank()};
     pp_comm_.barrier();
