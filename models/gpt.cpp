@@ -98,13 +98,8 @@ class Gpt : public Model {
     if (u == 0) {
       PB_RANGE("forward embedding", Category::compute, {.layer = 0});
       Tensor wpe = param(p, 0, "wpe");
-      if (!tp_active()) {
-        Tensor x0 = act(t, {B, T, C});
-        ops::encoder_forward(x0, batch.inputs, param(p, 0, "wte"), wpe, s);
-        acts.x[1] = std::move(x0);
-        return;
-      }
       // Each rank embeds the tokens of its vocabulary rows (zero for the others); the sum over ranks is the table.
+      // Without tp the one rank holds every row and the sum is the identity.
       Tensor partial = sp_active() ? work(t, {B, T, C}) : act(t, {B, T, C});
       ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, "wte"), row_bias(wpe), vocab_begin(), s);
       Tensor x0 = reduce_seq(partial, B, s);
@@ -240,10 +235,7 @@ class Gpt : public Model {
     if (u == 0) {
       PB_RANGE("dW embedding", Category::compute, {.layer = 0});
       Tensor dwte = grad("wte"), dwpe = grad("wpe");  // the embedding backward needs no parameter values
-      if (tp_active())
-        ops::encoder_backward_shard(dwte, &dwpe, stash[0], batch.inputs, vocab_begin(), s);
-      else
-        ops::encoder_backward(dwte, dwpe, stash[0], batch.inputs, s);
+      ops::encoder_backward_shard(dwte, &dwpe, stash[0], batch.inputs, vocab_begin(), s);
     } else if (u == head_unit()) {
       PB_RANGE("dW head", Category::compute, {.layer = u});
       Tensor p = access.params(u), dlmw = grad("lmw");
