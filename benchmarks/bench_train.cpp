@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <iostream>
+#include <map>
+#include <optional>
 #include <thread>
 #include <nlohmann/json.hpp>
 
@@ -43,6 +45,7 @@ enum Field { kPeak, kSplit0, kComm = kSplit0 + kMemCategories, kHostDevice, kBus
 struct RunResult {
   std::vector<double> step_ms;             // per timed step, slowest rank
   std::vector<double> step_bubble;         // per timed step, mean over ranks (pipeline schemes)
+  std::vector<double> step_bubble_replayed;  // per timed step, the same from the replay of the measured actions
   std::vector<std::vector<double>> ranks;  // [rank][Field]
   MemSplit estimate{};                     // closed form for the rank with the largest peak
   double loss = 0;
@@ -72,6 +75,26 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
+// The step's bubble replayed from every stage's measured compute-action times (replay_schedule), each pipeline
+// group (ranks of one data- and tensor-parallel index) on its own, as the mean over all ranks.
+double replayed_bubble(Communicator& world, const ParallelShape& sh, const PipeSchedule& schedule,
+                       const std::vector<double>& my_action_ms) {
+  const std::size_t n = my_action_ms.size();
+  std::vector<double> all(n * std::size_t(world.size()));
+  world.allgather(my_action_ms.data(), all.data(), n, DType::f64);  // every stage runs n compute actions
+  std::map<std::pair<int, int>, std::vector<std::vector<double>>> groups;  // (dp, tp rank) -> [stage] times
+  for (int r = 0; r < world.size(); ++r) {
+    const ParallelGrid g = ParallelGrid::of(r, sh.dp, sh.tp, sh.pp);
+    auto& stages = groups[{g.dp_rank, g.tp_rank}];
+    stages.resize(std::size_t(sh.pp));
+    stages[std::size_t(g.pp_rank)].assign(all.begin() + std::ptrdiff_t(r * n), all.begin() + std::ptrdiff_t((r + 1) * n));
+  }
+  double sum = 0;
+  for (const auto& [group, stages] : groups)
+    for (double b : replay_schedule(schedule, stages).bubble) sum += b;
+  return sum / world.size();
+}
+
 // Binds the calling thread to core (local rank mod cores), so that each pipeline stage keeps a core of its own.
 void pin_to_core(int local_rank) {
   const int cores = int(std::thread::hardware_concurrency());
@@ -93,7 +116,11 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   alloc.reset_peaks();  // measure training, not set-up temporaries
   double loss = 0, busy = 0, span = 0;
   int in_flight = 0;
-  std::vector<double> times, my_bubbles, mean_bubbles;
+  std::vector<double> times, my_bubbles, mean_bubbles, replayed_bubbles;
+  const ParallelShape shape = scheme->shape();
+  std::optional<PipeSchedule> schedule;  // the scheme's, rebuilt for the replay
+  if (scheme->last_step_pipeline())
+    schedule = make_schedule(shape.schedule, shape.pp, shape.microbatches, shape.virtual_stages);
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     comm.barrier();
     if (s == o.profile_begin) cuda_profiler(true);
@@ -116,6 +143,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
         my_bubbles.push_back(bubble);
         comm.allreduce(&bubble, &bubble, 1, DType::f64, ReduceOp::sum);
         mean_bubbles.push_back(bubble / comm.size());
+        replayed_bubbles.push_back(replayed_bubble(comm, shape, *schedule, p->action_ms));
       }
     }
   }
@@ -153,6 +181,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   if (comm.rank() != 0) return;
   out.step_ms = times;
   out.step_bubble = mean_bubbles;
+  out.step_bubble_replayed = replayed_bubbles;
   out.loss = loss;
   out.max_diff = diff;
   out.shape = scheme->shape();
@@ -178,6 +207,7 @@ const std::vector<Column>& csv_columns() {
       {"model"}, {"scheme"}, {"schedule"}, {"device"}, {"impl"}, {"ranks"}, {"tp"}, {"pp"}, {"dp"},
       {"microbatches"}, {"global_batch"}, {"micro_batch"}, {"step_ms", 3}, {"samples_per_s", 2},
       {"tokens_per_s", 1}, {"tflops_per_rank", 6}, {"mfu", 4}, {"bubble_measured", 4}, {"bubble_theory", 4},
+      {"bubble_replayed", 4},
       {"peak_bytes"}, {"params_bytes"}, {"grads_bytes"}, {"optimizer_bytes"}, {"activations_bytes"},
       {"comm_buffer_bytes"}, {"workspace_bytes"}, {"comm_bytes_per_step"}, {"loss", 6},
       {"max_param_diff_vs_single", 9}, {"estimate_bytes"}};
@@ -264,6 +294,7 @@ int run(Options& o) {
   const Cell bubble_measured = result.pipeline ? Cell(bubble) : Cell{};
   const Cell bubble_theory =
       result.pipeline ? Cell(bubble_closed_form(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages)) : Cell{};
+  const Cell bubble_replayed = result.pipeline ? Cell(median(result.step_bubble_replayed)) : Cell{};
   Table csv(csv_columns());
   csv.add_row({std::string(model_kind_name(t.model.kind)), t.scheme,
                sh.schedule.empty() ? Cell{} : Cell(sh.schedule), device_name(dev), t.impl, std::int64_t(world),
@@ -271,19 +302,20 @@ int run(Options& o) {
                std::int64_t(t.global_batch), std::int64_t(t.global_batch / (sh.dp * sh.microbatches)), step_ms,
                samples_per_s, samples_per_s * t.model.tokens_per_sample(), tflops_per_rank,
                o.peak_tflops > 0 ? Cell(tflops_per_rank / o.peak_tflops) : Cell{}, bubble_measured, bubble_theory,
+               bubble_replayed,
                i64(h[kPeak]), i64(h[kSplit0 + 0]), i64(h[kSplit0 + 1]), i64(h[kSplit0 + 2]), i64(h[kSplit0 + 3]),
                i64(h[kSplit0 + 4]), i64(h[kSplit0 + 5]), i64(comm_max), result.loss,
                result.max_diff ? Cell(*result.max_diff) : Cell{}, std::int64_t(estimate_total)});
   if (!o.common.quiet) {
     const std::string dash = "-";
     Table text({{"scheme"}, {"schedule"}, {"dp.tp.pp"}, {"mb"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
-                {"TFLOP/s/rank", 5}, {"bubble", 3}, {"theory", 3}, {"peak_MiB", 2}, {"comm_MiB/step", 3}, {"loss", 5},
+                {"TFLOP/s/rank", 5}, {"bubble", 3}, {"theory", 3}, {"replay", 3}, {"peak_MiB", 2}, {"comm_MiB/step", 3}, {"loss", 5},
                 {"diff_vs_single", 3}});
     text.add_row({t.scheme, sh.schedule.empty() ? dash : sh.schedule,
                   std::to_string(sh.dp) + "." + std::to_string(sh.tp) + "." + std::to_string(sh.pp),
                   std::int64_t(sh.microbatches), step_ms, samples_per_s, samples_per_s * t.model.tokens_per_sample(),
                   tflops_per_rank, result.pipeline ? bubble_measured : Cell(dash),
-                  result.pipeline ? bubble_theory : Cell(dash), h[kPeak] / 1048576.0, comm_max / 1048576.0,
+                  result.pipeline ? bubble_theory : Cell(dash), result.pipeline ? bubble_replayed : Cell(dash), h[kPeak] / 1048576.0, comm_max / 1048576.0,
                   result.loss, result.max_diff ? Cell(*result.max_diff) : Cell(dash)});
     text.write_text(std::cout);
   }
@@ -300,7 +332,10 @@ int run(Options& o) {
   if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
   if (!o.common.json.empty()) {
     nlohmann::json j = {{"results", csv.to_json()}, {"per_rank", nlohmann::json::array()}, {"step_ms", result.step_ms}};
-    if (result.pipeline) j["step_bubble"] = result.step_bubble;
+    if (result.pipeline) {
+      j["step_bubble"] = result.step_bubble;
+      j["step_bubble_replayed"] = result.step_bubble_replayed;
+    }
     for (int r = 0; r < world; ++r) {
       const ParallelGrid g = ParallelGrid::of(r, sh.dp, sh.tp, sh.pp);
       nlohmann::json pr = {{"rank", r}, {"dp_rank", g.dp_rank}, {"tp_rank", g.tp_rank}, {"pp_rank", g.pp_rank},

@@ -23,6 +23,9 @@ void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::si
   cudaMemcpyKind kind = dst_gpu ? (src_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
                                 : (src_gpu ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+  // A device-to-device cudaMemcpy returns before the copy is done; device_memcpy promises a finished copy (the
+  // threads transport hands the source buffer back to its owner right after).
+  if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 void cuda_memset(int index, void* p, int value, std::size_t bytes) {

@@ -8,7 +8,10 @@ namespace parbench::detail {
 void* cuda_stream_create(int index) {
   CUDA_CHECK(cudaSetDevice(index));
   cudaStream_t s;
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  // A blocking stream (not cudaStreamNonBlocking): device_memcpy/device_memset run on the legacy default
+  // stream, which waits for the work already queued on blocking streams and holds back their later work, so
+  // those copies are ordered with our kernels without every caller passing a stream.
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamDefault));
   return s;
 }
 void cuda_stream_destroy(void* s) { cudaStreamDestroy(static_cast<cudaStream_t>(s)); }

@@ -8,8 +8,10 @@ namespace parbench {
 
 void* device_malloc(const Device& d, std::size_t bytes);
 void device_free(const Device& d, void* p);
-// Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous.
+// Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous: it starts after the work
+// already queued on the device's streams (core/stream.h makes blocking CUDA streams) and is done on return.
 void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes);
+// Ordered like device_memcpy; on cuda it may still run after return, but before any later work on the device.
 void device_memset(const Device& d, void* p, int value, std::size_t bytes);
 // Total memory of the device: physical memory for cpu and simt, the GPU's memory for cuda.
 std::size_t device_memory_bytes(const Device& d);

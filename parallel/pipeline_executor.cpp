@@ -123,7 +123,9 @@ class StageRun {
       default: throw Error("pipeline: not a compute action");
     }
     s_.stream.synchronize();  // the action's kernels are part of its busy time
-    result_.timing.busy_ms += ms_since(t0);
+    const double ms = ms_since(t0);
+    result_.timing.busy_ms += ms;
+    result_.timing.action_ms.push_back(ms);
   }
 
   void release(Slot& sl) {

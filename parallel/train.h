@@ -53,6 +53,7 @@ struct PipelineTiming {
   double busy_ms = 0;       // this rank's forward and backward compute
   double span_ms = 0;       // from the step's common start to this rank's last pipeline action
   int peak_in_flight = 0;   // microbatch-chunks forwarded but not yet fully backpropagated
+  std::vector<double> action_ms;  // each compute action's time, in the order of this stage's action list
 };
 
 // How a scheme lays the ranks out: data x tensor x pipeline parallel degrees, the schedule and its microbatches.

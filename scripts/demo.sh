@@ -94,11 +94,17 @@ build/bin/parbench-plot timeline -i $out/pp_trace.json -o $out/pp_timeline.png \
   --title "1F1B pipeline, 4 stages, 8 microbatches: one step"
 
 step "summary"
-awk -F, 'NR > 1 && $4 == 4 && $9 == 0 { if ($10 + 0 >= max[$2] + 0) { max[$2] = $10; bw[$2] = $14 } }
+# Columns by name: a header line maps each name to its field number.
+by_name='NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }'
+awk -F, "$by_name"' $col["ranks"] == 4 && $col["inplace"] == 0 {
+    if ($col["bytes"] + 0 >= max[$col["impl"]] + 0) { max[$col["impl"]] = $col["bytes"]; bw[$col["impl"]] = $col["busbw_gbps"] } }
   END { printf "allreduce busbw at %s bytes, 4 ranks (GB/s):", max["ring"]; for (i in bw) printf " %s %s", i, bw[i]; print "" }' \
   $out/allreduce.csv
-awk -F, 'NR > 1 { printf "%-9s %d ranks: %8.2f ms/step, peak %6.2f MiB, comm %6.3f MiB/step, diff vs single %s\n",
-  $2, $6, $13, $20 / 1048576, $27 / 1048576, ($29 == "" ? "-" : $29) }' $out/train_schemes.csv
-awk -F, 'NR > 1 { printf "%-6s m=%d: bubble measured %.3f, theory %.3f\n", $3, $10, $18, $19 }' $out/train_pipeline.csv
+awk -F, "$by_name"' { printf "%-9s %d ranks: %8.2f ms/step, peak %6.2f MiB, comm %6.3f MiB/step, diff vs single %s\n",
+  $col["scheme"], $col["ranks"], $col["step_ms"], $col["peak_bytes"] / 1048576, $col["comm_bytes_per_step"] / 1048576,
+  ($col["max_param_diff_vs_single"] == "" ? "-" : $col["max_param_diff_vs_single"]) }' $out/train_schemes.csv
+awk -F, "$by_name"' { printf "%-6s m=%d: bubble measured %.3f, theory %.3f, replayed from the measured action times %.3f\n",
+  $col["schedule"], $col["microbatches"], $col["bubble_measured"], $col["bubble_theory"], $col["bubble_replayed"] }' \
+  $out/train_pipeline.csv
 echo "figures: $(cd $out && ls *.png | tr '\n' ' ')"
 echo "demo: done in $(( $(date +%s) - start )) s; results in $out/"

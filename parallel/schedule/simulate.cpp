@@ -52,6 +52,18 @@ PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs) 
   std::vector<std::size_t> next(p, 0);
   std::vector<double> clock(p, 0);
   std::vector<int> in_flight(p, 0);
+  std::vector<std::size_t> computed(p, 0);  // compute actions done per stage, the index into per_action
+  if (!costs.per_action.empty()) {
+    PB_CHECK(int(costs.per_action.size()) == p, "per-action costs for " + std::to_string(costs.per_action.size()) +
+                                                    " stages, the schedule has " + std::to_string(p));
+    for (int st = 0; st < p; ++st) {
+      const auto n = std::size_t(std::count_if(s.actions[st].begin(), s.actions[st].end(),
+                                               [](const PipeAction& a) { return is_compute(a.op); }));
+      PB_CHECK(costs.per_action[st].size() == n, "stage " + std::to_string(st) + " has " + std::to_string(n) +
+                                                     " compute actions but " +
+                                                     std::to_string(costs.per_action[st].size()) + " costs");
+    }
+  }
   std::map<MessageKey, double> sent;       // message -> time available at the receiver
   std::set<MessageKey> received;           // per receiving virtual stage
   std::map<DoneKey, double> done;          // compute step -> end time
@@ -120,7 +132,9 @@ PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs) 
             break;
         }
         if (!can_run) break;  // blocked on a receive: let the other stages move
-        const double end = start + cost_of(a.op, costs);
+        const double cost = costs.per_action.empty() || !is_compute(a.op) ? cost_of(a.op, costs)
+                                                                          : costs.per_action[st][computed[st]++];
+        const double end = start + cost;
         switch (a.op) {
           case PipeOp::recv_activation:
           case PipeOp::recv_gradient: received.insert({a.op == PipeOp::recv_gradient, a.microbatch, vs}); break;
@@ -150,6 +164,12 @@ PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs) 
   for (int st = 0; st < p; ++st) sim.makespan = std::max(sim.makespan, clock[st]);
   for (int st = 0; st < p; ++st) sim.bubble.push_back(sim.makespan > 0 ? 1 - sim.busy[st] / sim.makespan : 0);
   return sim;
+}
+
+PipeSimulation replay_schedule(const PipeSchedule& s, const std::vector<std::vector<double>>& action_ms) {
+  PipeCosts costs;
+  costs.per_action = action_ms;
+  return simulate_schedule(s, costs);
 }
 
 std::vector<std::string> check_schedule(const PipeSchedule& s) {

@@ -14,6 +14,9 @@ struct PipeCosts {
   double backward_input = 1;
   double backward_weight = 1;
   double transfer = 0;         // latency from a send to the matching receive
+  // When not empty: [stage][k] is the cost of the k-th compute action in that stage's list, replacing the four
+  // uniform costs above (a replay of measured action times).
+  std::vector<std::vector<double>> per_action;
 };
 
 struct TimedAction {
@@ -32,6 +35,11 @@ struct PipeSimulation {
 
 // Throws Error with the stage and action where the schedule deadlocks or breaks a dependency.
 PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs = {});
+
+// The schedule replayed with measured compute-action times ([stage][k], in list order) and free communication:
+// the bubble that the schedule and these times alone imply. A run's measured bubble above it is time lost to
+// communication and hand-over; this bubble above the closed form is stage imbalance and time variation.
+PipeSimulation replay_schedule(const PipeSchedule& s, const std::vector<std::vector<double>>& action_ms);
 
 // Verifies: every (microbatch, chunk) forwarded once and backpropagated once (B, or BI then W) on its stage;
 // chunks in range; each send has exactly one matching receive on the peer; dependencies (a forward after its

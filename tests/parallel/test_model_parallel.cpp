@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <numeric>
 
 #include "core/error.h"
 #include "parallel/schemes/model_parallel.h"
@@ -158,7 +159,12 @@ TEST(ModelParallel, OneFOneBHoldsFewerActivationsThanGpipe) {
       scheme->step(1);
       std::lock_guard lock(mu);
       peak[schedule][std::size_t(comm.rank())] = alloc.split_at_peak()[int(MemCategory::activations)];
-      EXPECT_EQ(scheme->last_step_pipeline()->peak_in_flight, std::string(schedule) == "gpipe" ? 8 : 2 - comm.rank());
+      const PipelineTiming& timing = *scheme->last_step_pipeline();
+      EXPECT_EQ(timing.peak_in_flight, std::string(schedule) == "gpipe" ? 8 : 2 - comm.rank());
+      // The replay's input: one time per compute action of this step (8 F, 8 B), adding up to the busy time.
+      EXPECT_EQ(timing.action_ms.size(), 16u);
+      EXPECT_NEAR(std::accumulate(timing.action_ms.begin(), timing.action_ms.end(), 0.0), timing.busy_ms,
+                  1e-9 * timing.busy_ms);
     });
   }
   EXPECT_LT(peak["1f1b"][0] * 3, peak["gpipe"][0]) << "1f1b " << peak["1f1b"][0] << " gpipe " << peak["gpipe"][0];

@@ -49,6 +49,49 @@ TEST(Schedules, UnitCostBubbleEqualsClosedForm) {
         }
 }
 
+// A replay with each action's unit cost listed per action is the uniform-cost simulation, for every schedule.
+TEST(Schedules, ReplayOfUnitCostsIsTheUnitSimulation) {
+  PipeCosts unit;
+  for (const auto& kind : schedule_kinds())
+    for (int p = 1; p <= 4; ++p)
+      for (int m = 1; m <= 8; ++m) {
+        const std::string name(kind.name);
+        const int v = name == "interleaved" ? 2 : 1;
+        if (!allowed(name, p, m, v)) continue;
+        PipeSchedule s = make_schedule(name, p, m, v);
+        std::vector<std::vector<double>> costs(static_cast<std::size_t>(p));
+        for (int st = 0; st < p; ++st)
+          for (const PipeAction& a : s.actions[std::size_t(st)]) {
+            if (a.op == PipeOp::forward) costs[std::size_t(st)].push_back(unit.forward);
+            if (a.op == PipeOp::backward) costs[std::size_t(st)].push_back(unit.backward);
+            if (a.op == PipeOp::backward_input) costs[std::size_t(st)].push_back(unit.backward_input);
+            if (a.op == PipeOp::backward_weight) costs[std::size_t(st)].push_back(unit.backward_weight);
+          }
+        PipeSimulation replay = replay_schedule(s, costs), sim = simulate_schedule(s, unit);
+        EXPECT_DOUBLE_EQ(replay.makespan, sim.makespan) << name << " p=" << p << " m=" << m;
+        EXPECT_EQ(replay.bubble, sim.bubble) << name << " p=" << p << " m=" << m;
+      }
+}
+
+// GPipe, 2 stages, 2 microbatches, stage 0's second forward slow (3). Stage 0: F0 [0,1] F1 [1,4]; stage 1: F0
+// [1,2] F1 [4,5] B0 [5,7] B1 [7,9]; stage 0: B0 [7,9] B1 [9,11]. Makespan 11, busy 8 and 6.
+TEST(Schedules, ReplayOfMeasuredTimesByHand) {
+  PipeSchedule s = make_schedule("gpipe", 2, 2);
+  PipeSimulation r = replay_schedule(s, {{1, 3, 2, 2}, {1, 1, 2, 2}});
+  EXPECT_DOUBLE_EQ(r.makespan, 11);
+  EXPECT_DOUBLE_EQ(r.busy[0], 8);
+  EXPECT_DOUBLE_EQ(r.busy[1], 6);
+  EXPECT_DOUBLE_EQ(r.bubble[0], 3.0 / 11);
+  EXPECT_DOUBLE_EQ(r.bubble[1], 5.0 / 11);
+  try {
+    replay_schedule(s, {{1, 3, 2}, {1, 1, 2, 2}});
+    FAIL() << "three costs for four compute actions were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("stage 0 has 4 compute actions but 3 costs"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(replay_schedule(s, {{1, 3, 2, 2}}), Error);
+}
+
 TEST(Schedules, ZeroBubbleBeatsOneFOneB) {
   PipeCosts unit;  // F = BI = W = 1, full B = 2
   for (int p = 2; p <= 8; ++p)
