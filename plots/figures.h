@@ -80,6 +80,7 @@ struct BubbleSeries {
   std::string label;
   int color = 0;
   std::vector<std::pair<double, double>> measured, theory;
+  std::vector<std::pair<double, double>> replayed;  // bubble_replayed, when the CSV has it
 };
 std::vector<BubbleSeries> bubble_series(const CsvTable& table, const TrainingFilter& filter, std::string* common);
 void plot_bubble(const FigureOptions& options, const TrainingFilter& filter);

@@ -224,8 +224,9 @@ std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter&
                                         {"scheme", as_is},         {"model", as_is},
                                         {"device", as_is},         {"ranks", with_pattern("", " ranks")}};
   struct Acc {
-    std::map<double, std::pair<double, int>> measured, theory;
+    std::map<double, std::pair<double, int>> measured, theory, replayed;
   };
+  const bool has_replay = t.has_column("bubble_replayed");
   std::map<Key, Acc, decltype(&key_less)> grouped(&key_less);
   std::vector<Key> keys;
   for (std::size_t r = 0; r < t.size(); ++r) {
@@ -240,6 +241,8 @@ std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter&
     // Fractions of the step in the CSV, percent on the figure.
     if (measured) acc.measured[m].first += 100 * *measured, acc.measured[m].second += 1;
     if (theory) acc.theory[m].first += 100 * *theory, acc.theory[m].second += 1;
+    if (const auto replayed = has_replay ? t.optional_number(r, "bubble_replayed") : std::nullopt)
+      acc.replayed[m].first += 100 * *replayed, acc.replayed[m].second += 1;
     keys.push_back(std::move(key));
   }
   if (keys.empty()) no_rows(t, "(no row with a schedule and bubble values passes the filters)");
@@ -253,6 +256,7 @@ std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter&
     s.color = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), key, key_less) - distinct.begin());
     for (auto& [m, sum] : acc.measured) s.measured.emplace_back(m, sum.first / sum.second);
     for (auto& [m, sum] : acc.theory) s.theory.emplace_back(m, sum.first / sum.second);
+    for (auto& [m, sum] : acc.replayed) s.replayed.emplace_back(m, sum.first / sum.second);
     out.push_back(std::move(s));
   }
   return out;
@@ -264,6 +268,7 @@ void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
                                               {"microbatches"},
                                               {"bubble_measured"},
                                               {"bubble_theory"},
+                                              {"bubble_replayed", false},
                                               {"scheme"},
                                               {"pp", false},
                                               {"model", false},
@@ -276,6 +281,7 @@ void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
   for (const auto& s : series) {
     for (auto [x, y] : s.measured) micro.insert(x), ymax = std::max(ymax, y);
     for (auto [x, y] : s.theory) micro.insert(x), ymax = std::max(ymax, y);
+    for (auto [x, y] : s.replayed) micro.insert(x), ymax = std::max(ymax, y);
   }
   PlotScript sc;
   sc.cmd("set encoding utf8");
@@ -300,9 +306,15 @@ void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
               (s.measured.empty() ? "title " + quote(s.label + " (theory only)") : std::string("notitle")) + ", ";
       blocks.push_back(&s.theory);
     }
+    if (!s.replayed.empty()) {
+      plot += "'-' using 1:2 with lines lw 1.5 dt 3 lc rgb '" + series_color(s.color) + "' notitle, ";
+      blocks.push_back(&s.replayed);
+    }
   }
+  const bool any_replay = std::any_of(series.begin(), series.end(), [](const auto& s) { return !s.replayed.empty(); });
   plot += "NaN with linespoints lw 2 pt 7 lc rgb 'black' title 'measured', "
           "NaN with linespoints lw 1.5 dt 2 pt 6 lc rgb 'black' title 'theory'";
+  if (any_replay) plot += ", NaN with lines lw 1.5 dt 3 lc rgb 'black' title 'replayed from measured action times'";
   sc.cmd(plot);
   for (const auto* b : blocks) {
     std::vector<std::vector<double>> rows;

@@ -173,6 +173,25 @@ TEST(BubbleSeries, PercentOfStepSkippingNonPipelineRows) {
   EXPECT_THAT(series[1].theory, ElementsAre(std::pair(4.0, 100 * 0.42857142857142855)));
 }
 
+TEST(BubbleSeries, ReplayedWhenTheCsvHasIt) {
+  ScratchDir dir;
+  Random r;
+  const double m2 = r(0.3, 0.6), r2 = r(0.3, 0.6), r8 = r(0.1, 0.3);
+  write_file(dir.file("t.csv"),
+             "scheme,schedule,microbatches,bubble_measured,bubble_theory,bubble_replayed\n"
+             "pp,gpipe,2," + num(m2) + ",0.3333," + num(r2) + "\n"
+             "pp,gpipe,8,0.2,0.1111,\n"
+             "pp,gpipe,8,0.2,0.1111," + num(r8) + "\n");
+  const CsvTable t = CsvTable::read(dir.file("t.csv"), {{"scheme"}, {"schedule"}, {"microbatches"},
+                                                        {"bubble_measured"}, {"bubble_theory"},
+                                                        {"bubble_replayed", false}});
+  const auto series = bubble_series(t, {}, nullptr);
+  ASSERT_EQ(series.size(), 1u);
+  // The empty cell is left out of the mean at m = 8; the measured mean has both rows.
+  EXPECT_THAT(series[0].replayed, ElementsAre(std::pair(2.0, 100 * r2), std::pair(8.0, 100 * r8)));
+  EXPECT_THAT(series[0].measured, ElementsAre(std::pair(2.0, 100 * m2), std::pair(8.0, 20.0)));
+}
+
 TEST(MemoryBars, CategoriesPerSchemeWithEstimate) {
   ScratchDir dir;
   Random r;
