@@ -132,16 +132,18 @@ void Communicator::barrier() {
   }
 }
 
-const Algorithm& Communicator::resolve(std::string_view impl) const {
-  if (impl == "auto") {
-    if (nccl_comm_) return find_algorithm("nccl");
-    if (transport_->name() == "mpi") return find_algorithm("mpi");
-    return find_algorithm("ring");
-  }
-  return find_algorithm(impl);
+const Algorithm& Communicator::resolve(std::string_view impl, Collective c) const {
+  if (impl != "auto") return find_algorithm(impl);
+  std::vector<std::string> order;
+  if (nccl_comm_) order.push_back("nccl");
+  if (transport_->name() == "mpi") order.push_back("mpi");
+  for (const char* name : {"ring", "rhd", "rd", "tree", "naive"}) order.push_back(name);
+  for (const std::string& name : order)
+    if (const Algorithm& a = find_algorithm(name); a.unsupported(c, *this).empty()) return a;
+  throw Error("no collective implementation can run " + std::string(collective_name(c)) + " here");
 }
 
-void Communicator::run(const CollArgs& a, std::string_view impl) { run(a, resolve(impl)); }
+void Communicator::run(const CollArgs& a, std::string_view impl) { run(a, resolve(impl, a.coll)); }
 
 void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   const int n = size();

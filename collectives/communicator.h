@@ -52,12 +52,14 @@ class Communicator {
   void recv(void* buf, std::size_t bytes, int peer);
   void barrier();
 
-  // Runs one collective with implementation `impl` ("auto": nccl when usable, else mpi under mpirun, else ring).
+  // Runs one collective with implementation `impl` (see resolve for "auto").
   // Throws UsageError for bad arguments and for an implementation that does not support the call, TimeoutError
   // (naming rank, collective, implementation and size) when it does not finish within the timeout.
   void run(const CollArgs& a, std::string_view impl = "auto");
   void run(const CollArgs& a, const Algorithm& algo);
-  const Algorithm& resolve(std::string_view impl) const;
+  // The named implementation; "auto" is the first of nccl (when usable), mpi (under mpirun), ring, rhd, rd, tree,
+  // naive that can run collective `c` here (ring, say, has no scatter).
+  const Algorithm& resolve(std::string_view impl, Collective c) const;
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, std::string_view impl = "auto");
   void reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, int root,

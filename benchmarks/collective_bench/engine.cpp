@@ -134,7 +134,7 @@ class Bench {
     int ran_blocks = 0;
     std::string refusals;
     for (const std::string& name : impls_) {
-      const Algorithm& algo = comm.resolve(name);
+      const Algorithm& algo = comm.resolve(name, coll_);
       if (std::string why = algo.unsupported(coll_, comm); !why.empty()) {
         if (out) std::printf("#\n# %s: not run: %s\n", std::string(algo.name()).c_str(), why.c_str());
         refusals += "\n  " + std::string(algo.name()) + ": " + why;

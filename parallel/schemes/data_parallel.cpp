@@ -72,7 +72,7 @@ Tensor DataParallelScheme::initial_full_params(MemCategory category) {
 }
 
 std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c) {
-  if (comm.resolve(impl).unsupported(c, comm).empty()) return impl;
+  if (comm.resolve(impl, c).unsupported(c, comm).empty()) return impl;
   for (const auto& name : handwritten_algorithm_names())
     if (find_algorithm(name).unsupported(c, comm).empty()) return name;
   throw Error("no collective implementation here can run " + std::string(collective_name(c)));

@@ -152,6 +152,31 @@ TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
   });
 }
 
+// "auto" picks per collective: ring where ring runs, another algorithm where it does not (scatter, gather,
+// reduce, alltoall, sendrecv), and every one of those calls delivers the right data.
+TEST(Communicator, AutoChoosesAnAlgorithmThatRunsEachCollective) {
+  std::mutex mu;
+  std::vector<std::string> errors;
+  run_threads(3, 20, [&](Communicator& comm) {
+    const int n = comm.size(), r = comm.rank();
+    auto expect = [&](bool ok, const std::string& what) {
+      if (ok) return;
+      std::lock_guard lock(mu);
+      errors.push_back("rank " + std::to_string(r) + ": " + what);
+    };
+    expect(comm.resolve("auto", Collective::allreduce).name() == "ring", "allreduce is not ring");
+    for (Collective c : {Collective::scatter, Collective::gather, Collective::reduce, Collective::alltoall})
+      expect(comm.resolve("auto", c).unsupported(c, comm).empty(), std::string(collective_name(c)) + " unsupported");
+    std::vector<int> all(std::size_t(2 * n)), mine(2, -1), back(std::size_t(2 * n), -1);
+    for (int i = 0; i < 2 * n; ++i) all[std::size_t(i)] = 100 + i;
+    comm.scatter(all.data(), mine.data(), 2, DType::i32, 1);  // root 1 sends [2r, 2r+1] to rank r
+    expect(mine[0] == 100 + 2 * r && mine[1] == 101 + 2 * r, "scatter delivered " + std::to_string(mine[0]));
+    comm.gather(mine.data(), back.data(), 2, DType::i32, 2);
+    if (r == 2) expect(back == all, "gather at root 2 differs");
+  });
+  EXPECT_TRUE(errors.empty()) << errors.front();
+}
+
 TEST(Communicator, MismatchedMessageSizesAreErrors) {
   try {
     run_threads(2, 5, [&](Communicator& comm) {
