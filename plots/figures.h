@@ -138,4 +138,9 @@ std::string size_tics_command(const std::string& axis, double min_bytes, double 
 // Chooses B/KiB/MiB/GiB for a largest value: {divisor, unit name}.
 std::pair<double, std::string> byte_unit(double max_bytes);
 
+// One Chrome trace from the per-process traces of an mpirun job (bench_train --trace): events concatenated, each
+// file's timestamps shifted onto the earliest file's time origin (steady clock: processes of one node). UsageError
+// for a file that is not a parbench trace or when two files hold the same rank.
+void merge_traces(const std::vector<std::string>& inputs, const std::string& output);
+
 }  // namespace parbench::plots

@@ -92,6 +92,13 @@ int main(int argc, char** argv) {
   int step = -1;
   timeline->add_option("--step", step, "step to show, 0-based (default: the last one in the trace)");
 
+  auto* merge = app.add_subcommand(
+      "merge-traces", "one Chrome trace from the per-rank traces of an mpirun job (FILE, FILE.rank1.json, ...)");
+  std::vector<std::string> traces;
+  std::string merged;
+  merge->add_option("-o,--output", merged, "merged trace (JSON) to write")->required();
+  merge->add_option("traces", traces, "per-rank trace files")->required();
+
   return parbench::run_program(app, argc, argv, [&]() {
     c.figure.render.size = parse_image_size(c.size);
     if (*busbw) plot_busbw(c.figure, cfilter);
@@ -100,6 +107,7 @@ int main(int argc, char** argv) {
     if (*bubble) plot_bubble(c.figure, tfilter);
     if (*memory) plot_memory(c.figure, tfilter);
     if (*timeline) plot_timeline(c.figure, step);
+    if (*merge) merge_traces(traces, merged);
     return 0;
   });
 }
