@@ -19,9 +19,22 @@ void cuda_free(int index, void* p) {
   CUDA_CHECK(cudaFree(p));
 }
 
+namespace {
+cudaMemcpyKind copy_kind(bool dst_gpu, bool src_gpu) {
+  return dst_gpu ? (src_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
+                 : (src_gpu ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+}
+}  // namespace
+
+void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
+                    bool src_gpu, std::size_t width, std::size_t rows) {
+  const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
+  CUDA_CHECK(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, rows, kind));
+  if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaDeviceSynchronize());  // as in cuda_memcpy
+}
+
 void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes) {
-  cudaMemcpyKind kind = dst_gpu ? (src_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
-                                : (src_gpu ? cudaMemcpyDeviceToHost : cudaMemcpyHostToHost);
+  const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
   // A device-to-device cudaMemcpy returns before the copy is done; device_memcpy promises a finished copy (the
   // threads transport hands the source buffer back to its owner right after).

@@ -16,6 +16,8 @@ namespace detail {
 void* cuda_malloc(int index, std::size_t bytes);
 void cuda_free(int index, void* p);
 void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes);
+void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
+                    bool src_gpu, std::size_t width, std::size_t rows);
 void cuda_memset(int index, void* p, int value, std::size_t bytes);
 std::size_t cuda_memory_bytes(int index);
 }  // namespace detail
@@ -26,6 +28,7 @@ namespace detail {
 void* cuda_malloc(int, std::size_t) { no_cuda(); }
 void cuda_free(int, void*) { no_cuda(); }
 void cuda_memcpy(void*, bool, const void*, bool, std::size_t) { no_cuda(); }
+void cuda_memcpy_2d(void*, std::size_t, bool, const void*, std::size_t, bool, std::size_t, std::size_t) { no_cuda(); }
 void cuda_memset(int, void*, int, std::size_t) { no_cuda(); }
 std::size_t cuda_memory_bytes(int) { no_cuda(); }
 }  // namespace detail
@@ -54,6 +57,17 @@ void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, cons
     return;
   }
   detail::cuda_memcpy(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes);
+}
+
+void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev, const void* src,
+                      std::size_t src_pitch, std::size_t width, std::size_t rows) {
+  if (width == 0 || rows == 0) return;
+  if (dst_dev.on_host() && src_dev.on_host()) {
+    for (std::size_t i = 0; i < rows; ++i)
+      std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, width);
+    return;
+  }
+  detail::cuda_memcpy_2d(dst, dst_pitch, !dst_dev.on_host(), src, src_pitch, !src_dev.on_host(), width, rows);
 }
 
 void device_memset(const Device& d, void* p, int value, std::size_t bytes) {

@@ -11,6 +11,10 @@ void device_free(const Device& d, void* p);
 // Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous: it starts after the work
 // already queued on the device's streams (core/stream.h makes blocking CUDA streams) and is done on return.
 void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes);
+// `rows` rows of `width` bytes, row i from src + i * src_pitch to dst + i * dst_pitch (one cudaMemcpy2D on a
+// GPU); synchronous like device_memcpy. Regions must not overlap.
+void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev, const void* src,
+                      std::size_t src_pitch, std::size_t width, std::size_t rows);
 // Ordered like device_memcpy; on cuda it may still run after return, but before any later work on the device.
 void device_memset(const Device& d, void* p, int value, std::size_t bytes);
 // Total memory of the device: physical memory for cpu and simt, the GPU's memory for cuda.

@@ -78,15 +78,15 @@ namespace {
 std::uint64_t sharded_bytes(std::uint64_t s, int n) { return s * std::uint64_t(n - 1) / std::uint64_t(n); }
 std::uint64_t allreduce_bytes(std::uint64_t s, int n) { return 2 * s * std::uint64_t(n - 1) / std::uint64_t(n); }
 
-// Moves `chunks_b` x `chunks_a` blocks of `block` bytes from layout [a][b] (src) to [b][a] (dst).
+// Moves `chunks_b` x `chunks_a` blocks of `block` bytes from layout [a][b] (src) to [b][a] (dst): for each a,
+// one strided copy of its chunks_b blocks.
 void transpose_blocks(const Device& d, void* dst, const void* src, std::int64_t chunks_a, std::int64_t chunks_b,
                       std::size_t block) {
   auto* out = static_cast<char*>(dst);
   const auto* in = static_cast<const char*>(src);
   for (std::int64_t a = 0; a < chunks_a; ++a)
-    for (std::int64_t b = 0; b < chunks_b; ++b)
-      device_memcpy(d, out + std::size_t(b * chunks_a + a) * block, d, in + std::size_t(a * chunks_b + b) * block,
-                    block);
+    device_memcpy_2d(d, out + std::size_t(a) * block, std::size_t(chunks_a) * block, d,
+                     in + std::size_t(a * chunks_b) * block, block, block, std::size_t(chunks_b));
 }
 
 void check_seq_shapes(const char* what, const Tensor& full, const Tensor& local, int n) {
