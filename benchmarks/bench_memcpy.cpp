@@ -77,6 +77,6 @@ int main(int argc, char** argv) {
       ->check(size_list_validator())
       ->capture_default_str();
   app.add_option("-n,--iters", o.iters, "timed copies per size")->capture_default_str();
-  app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str();
+  app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str()->check(at_least(0));
   return run_program(app, argc, argv, [&] { return run(o); });
 }

@@ -262,6 +262,11 @@ int run(Options& o) {
     // Refuse bad batches and grids before anything is allocated.
     if (model_parallel) plan_model_parallel(t, comm.size());
     else accumulation_steps(t, comm.size());
+    if (t.impl != "auto") {  // a library that cannot run here at all (nccl on cpu, mpi without mpirun)
+      const Algorithm& a = comm.resolve(t.impl, Collective::allreduce);
+      if (std::string why = a.unsupported(Collective::allreduce, comm); !why.empty())
+        throw UsageError("--impl " + t.impl + " cannot run here: " + why);
+    }
     run_rank(o, comm, result);
   });
   if (world == 0) {  // not rank 0 of an mpirun job: rank 0 reports; each process writes its own trace
@@ -386,11 +391,13 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--global-batch", o.train.global_batch, "samples per step over all ranks")->capture_default_str();
   app.add_option("--micro-batch", o.train.micro_batch, "samples per microbatch (0: global / ranks)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 30));
   app.add_option("--scheme", o.train.scheme,
                  "single, dp, ddp, zero1, zero2, zero3 (fsdp), localsgd, tp, sp, mp, pp, hybrid")
       ->capture_default_str();
-  app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)");
+  app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)")
+      ->check(in_range(0, 1024));
   app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str();
   app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str();
   app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str();
@@ -398,26 +405,33 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--microbatches", o.train.microbatches,
                  "pipeline microbatches per step (0: global batch / (dp x micro-batch), or pp)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 20));
   app.add_option("--virtual-stages", o.train.virtual_stages, "interleaved: model chunks per pipeline rank")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(in_range(1, 1024));
   app.add_option("--dp-scheme", o.train.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
       ->capture_default_str();
   app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps")->capture_default_str();
-  app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str();
+  app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str()
+      ->check(at_least(0));
   app.add_option("--optimizer", o.optimizer, "adamw or sgd")->capture_default_str();
-  app.add_option("--lr", o.train.adamw.lr, "learning rate")->capture_default_str();
-  app.add_option("--weight-decay", o.train.adamw.weight_decay, "weight decay")->capture_default_str();
+  app.add_option("--lr", o.train.adamw.lr, "learning rate")->capture_default_str()
+      ->check(greater_than(0));
+  app.add_option("--weight-decay", o.train.adamw.weight_decay, "weight decay")->capture_default_str()
+      ->check(at_least(0));
   app.add_option("--bucket-mb", o.train.bucket_mb, "ddp bucket size (MiB)")->capture_default_str();
   app.add_flag("--no-overlap", o.no_overlap, "ddp: allreduce after backward instead of during it");
   app.add_option("--sync-every", o.train.sync_every, "localsgd: average parameters every k steps")
       ->capture_default_str();
   app.add_flag("--offload", o.train.offload, "zero1..3: optimizer state and update in host memory");
   app.add_option("--seed", o.train.seed, "seed of parameters and data")->capture_default_str();
-  app.add_option("--timeout", o.timeout, "seconds any collective may wait")->capture_default_str();
-  app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s per rank for MFU (0: leave mfu empty)");
+  app.add_option("--timeout", o.timeout, "seconds any collective may wait")->capture_default_str()
+      ->check(greater_than(0));
+  app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s per rank for MFU (0: leave mfu empty)")
+      ->check(at_least(0));
   app.add_flag("--pin", o.pin, "bind each rank to core (node-local rank mod cores)");
   app.add_flag("--check", o.check, "compare parameters with a single-rank run on the same global batch");
   app.add_option("--check-tolerance", o.check_tolerance,

@@ -1,7 +1,9 @@
 // Common options and the exit-code policy of every program.
 #include "core/cli.h"
 
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 
 #include "core/error.h"
 #include "core/sizes.h"
@@ -50,6 +52,45 @@ CLI::Validator size_list_validator() {
         }
       },
       "SIZES", "size list");
+}
+
+namespace {
+
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << std::setprecision(16) << v;  // 1048576, not 1.04858e+06
+  return s.str();
+}
+
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& accepted) {
+  return CLI::Validator(
+      [ok = std::move(ok), accepted](std::string& value) -> std::string {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(value, &used);
+          if (used != value.size()) throw std::invalid_argument("junk");
+        } catch (const std::exception&) {
+          return "'" + value + "' is not a number; expected " + accepted;
+        }
+        return ok(v) ? std::string() : value + " is not accepted: expected " + accepted;
+      },
+      accepted);
+}
+
+}  // namespace
+
+CLI::Validator greater_than(double bound) {
+  return number_check([bound](double v) { return v > bound; }, "a number > " + number_text(bound));
+}
+
+CLI::Validator at_least(double min) {
+  return number_check([min](double v) { return v >= min; }, "a number >= " + number_text(min));
+}
+
+CLI::Validator in_range(double min, double max) {
+  return number_check([min, max](double v) { return v >= min && v <= max; },
+                      "a number in " + number_text(min) + ".." + number_text(max));
 }
 
 }  // namespace parbench

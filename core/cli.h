@@ -25,4 +25,10 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
 // A CLI11 validator for size lists, so bad --sizes fail at parse time with the accepted forms.
 CLI::Validator size_list_validator();
 
+// Number validators whose messages name the value and the accepted range, e.g. "--timeout: 0 is not accepted:
+// expected a number > 0" (CLI11's own print the largest double as the upper bound).
+CLI::Validator greater_than(double bound);        // value > bound
+CLI::Validator in_range(double min, double max);  // min <= value <= max
+CLI::Validator at_least(double min);              // value >= min
+
 }  // namespace parbench

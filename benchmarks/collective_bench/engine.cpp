@@ -313,7 +313,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
   app.add_option("--inplace", o.inplace, "both (default), only (in-place only) or off (out-of-place only)")
       ->check(CLI::IsMember({"both", "only", "off"}));
   app.add_option("--timeout", o.timeout, "seconds a collective may take before the run aborts")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(greater_than(0));
   app.add_option("--seed", o.seed, "seed of the data-check inputs")->capture_default_str();
 
   // Under mpirun only rank 0 reports usage errors; the others exit 2 quietly.

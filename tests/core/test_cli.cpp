@@ -43,3 +43,39 @@ TEST(Cli, ExitCodes) {
   EXPECT_NE(err.find("broke"), std::string::npos);
   EXPECT_EQ(run({}, [] { return 3; }), 3);
 }
+
+// The number validators accept their range and refuse the rest with the value and the accepted range named.
+TEST(Cli, NumberValidatorsNameValueAndRange) {
+  struct Case {
+    CLI::Validator check;
+    std::string value;
+    std::string error;  // empty: accepted
+  };
+  const std::vector<Case> cases = {
+      {greater_than(0), "0.5", ""},
+      {greater_than(0), "0", "0 is not accepted: expected a number > 0"},
+      {greater_than(0), "-3", "-3 is not accepted: expected a number > 0"},
+      {greater_than(0), "fast", "'fast' is not a number; expected a number > 0"},
+      {greater_than(0), "2x", "'2x' is not a number; expected a number > 0"},
+      {at_least(0), "0", ""},
+      {at_least(0), "-0.25", "-0.25 is not accepted: expected a number >= 0"},
+      {in_range(1, 1 << 20), "1048576", ""},
+      {in_range(1, 1 << 20), "1048577", "1048577 is not accepted: expected a number in 1..1048576"},
+      {in_range(1, 1 << 20), "0", "0 is not accepted: expected a number in 1..1048576"},
+  };
+  for (Case c : cases) {
+    std::string value = c.value;
+    EXPECT_EQ(c.check(value), c.error) << c.value;
+  }
+  // Through a program: exit 2 with the option's name.
+  CLI::App app("test", "prog");
+  double timeout = 1;
+  app.add_option("--timeout", timeout)->check(greater_than(0));
+  std::vector<std::string> args = {"prog", "--timeout", "0"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run_program(app, int(argv.size()), argv.data(), [] { return 0; }), 2);
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("--timeout: 0 is not accepted: expected a number > 0"),
+            std::string::npos);
+}
