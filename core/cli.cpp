@@ -1,8 +1,8 @@
 // Common options and the exit-code policy of every program.
 #include "core/cli.h"
 
+#include <cstdio>
 #include <iomanip>
-#include <iostream>
 #include <sstream>
 
 #include "core/error.h"
@@ -19,7 +19,16 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_flag("--quiet,-q", o.quiet, "print no table, only errors");
 }
 
+namespace {
+// One write per message, so that the lines of several mpirun processes do not interleave mid-line.
+void print_error(const std::string& message) {
+  std::fputs(message.c_str(), stderr);
+  std::fflush(stderr);
+}
+}  // namespace
+
 int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>& body) {
+  const std::string name = app.get_name();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -27,16 +36,16 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << app.get_name() << ": error: " << e.what() << "\nRun with --help for the accepted options.\n";
+    print_error(name + ": error: " + e.what() + "\nRun with --help for the accepted options.\n");
     return 2;
   }
   try {
     return body();
   } catch (const UsageError& e) {
-    std::cerr << app.get_name() << ": error: " << e.what() << "\n";
+    print_error(name + ": error: " + e.what() + "\n");
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << app.get_name() << ": failed: " << e.what() << "\n";
+    print_error(name + ": failed: " + e.what() + "\n");
     return 1;
   }
 }
