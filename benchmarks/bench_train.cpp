@@ -129,6 +129,7 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
     {
       PB_RANGE("step", Category::compute, {.microbatch = s});
       loss = scheme->step(s);
+      stream.synchronize();  // on a GPU the step's last kernels may still be queued
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     comm.allreduce(&ms, &ms, 1, DType::f64, ReduceOp::max);

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "core/memory.h"
 
 namespace parbench {
 namespace {
@@ -29,12 +30,14 @@ class OneShot final : public Algorithm {
       ops.push_back(send_op(&mine, sizeof(mine), p));
       ops.push_back(recv_op(&inputs[std::size_t(p)], sizeof(mine), p));
     }
+    for (P2POp& op : ops) op.host = true;  // the addresses themselves are host variables
     c.group(ops);
     // Every rank reduces in rank order, so all get bit-identical results.
     void* acc = c.scratch(0, bytes);
     c.copy(acc, inputs[0], bytes);
     for (int p = 1; p < n; ++p) c.combine(acc, inputs[std::size_t(p)], a.count, a.dtype, a.op);
     if (a.op == ReduceOp::avg) c.divide(acc, a.count, a.dtype);
+    device_synchronize(c.device());  // on a GPU the combines run asynchronously: done before the barrier says so
     c.barrier();  // nobody overwrites an input (in place: the output) while another rank still reads it
     c.copy(a.recv, acc, bytes);
   }

@@ -67,7 +67,7 @@ Communicator Communicator::split(int color, int key) {
     ops.push_back(send_op(mine.data(), sizeof(int) * 2, p));
     ops.push_back(recv_op(&all[2 * std::size_t(p)], sizeof(int) * 2, p));
   }
-  for (auto& op : ops) op.tag = 2;  // internal traffic, apart from user messages
+  for (auto& op : ops) op.tag = 2, op.host = true;  // internal traffic, apart from user messages; host ints
   transport_->group(ops, Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_)));
   std::vector<int> members;
@@ -128,6 +128,7 @@ void Communicator::barrier() {
   } restore{channel_, saved};
   for (int d = 1; d < n; d <<= 1) {
     P2POp ops[2] = {send_op(&out, 1, (r + d) % n), recv_op(&in, 1, (r - d + n) % n)};
+    ops[0].host = ops[1].host = true;
     group(ops);
   }
 }
@@ -143,7 +144,34 @@ const Algorithm& Communicator::resolve(std::string_view impl, Collective c) cons
   throw Error("no collective implementation can run " + std::string(collective_name(c)) + " here");
 }
 
-void Communicator::run(const CollArgs& a, std::string_view impl) { run(a, resolve(impl, a.coll)); }
+void Communicator::run(const CollArgs& a, std::string_view impl) {
+  const Algorithm& algo = resolve(impl, a.coll);
+  if (device_.on_host() || ((!a.send || is_device_memory(device_, a.send)) &&
+                            (!a.recv || is_device_memory(device_, a.recv))))
+    return run(a, algo);
+  // Host memory on a GPU communicator (a step time, a loss, a gathered vector): through GPU copies, since the
+  // algorithms combine and transports move device memory.
+  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
+  const std::size_t es = dtype_size(a.dtype), send_bytes = bc.send * es, recv_bytes = bc.recv * es;
+  const bool in_place = a.send == a.recv;
+  struct Staged {
+    Device device;
+    void* send = nullptr;
+    void* recv = nullptr;
+    ~Staged() {
+      device_free(device, send);
+      if (recv != send) device_free(device, recv);
+    }
+  } staged{device_};
+  staged.send = device_malloc(device_, std::max({send_bytes, recv_bytes, std::size_t(1)}));
+  staged.recv = in_place ? staged.send : device_malloc(device_, std::max(recv_bytes, std::size_t(1)));
+  if (a.send && send_bytes) device_memcpy(device_, staged.send, Device{}, a.send, send_bytes);
+  CollArgs on_gpu = a;
+  on_gpu.send = staged.send;
+  on_gpu.recv = staged.recv;
+  run(on_gpu, algo);
+  if (a.recv && recv_bytes) device_memcpy(Device{}, a.recv, device_, staged.recv, recv_bytes);
+}
 
 void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   const int n = size();

@@ -39,6 +39,8 @@ struct P2POp {
   std::size_t bytes;
   int peer;     // rank in this transport's group
   int tag = 0;  // channel: messages match only within one (see Communicator: p2p, collectives, barrier)
+  bool host = false;  // the buffer is host memory even when the transport's device is a GPU (barrier, split)
+  Device device(const Device& transport_device) const { return host ? Device{} : transport_device; }
 };
 
 inline P2POp send_op(const void* buf, std::size_t bytes, int peer) {

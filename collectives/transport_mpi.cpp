@@ -45,7 +45,7 @@ class MpiTransport final : public Transport {
       if (op.peer < 0 || op.peer >= size_)
         throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
       const char* buf = static_cast<const char*>(op.buf);
-      if (!device_.on_host()) {  // staged: the host copy lives until finish_sends
+      if (!op.device(device_).on_host()) {  // staged: the host copy lives until finish_sends
         posted_host_.emplace_back(op.bytes);
         device_memcpy(Device{}, posted_host_.back().data(), device_, op.buf, op.bytes);
         buf = posted_host_.back().data();
@@ -79,15 +79,16 @@ class MpiTransport final : public Transport {
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
-    const bool staged = !device_.on_host();
-    std::vector<std::vector<char>> host(staged ? ops.size() : 0);
+    // Device memory is staged through host buffers, op by op.
+    auto staged = [&](const P2POp& op) { return !op.device(device_).on_host(); };
+    std::vector<std::vector<char>> host(ops.size());
     std::vector<MPI_Request> reqs;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const P2POp& op = ops[i];
       if (op.peer < 0 || op.peer >= size_)
         throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
       char* buf = static_cast<char*>(op.buf);
-      if (staged) {
+      if (staged(op)) {
         host[i].resize(op.bytes);
         if (op.kind == P2POp::send) device_memcpy(Device{}, host[i].data(), device_, op.buf, op.bytes);
         buf = host[i].data();
@@ -106,9 +107,9 @@ class MpiTransport final : public Transport {
     }
     mpi_wait_all(reqs.data(), int(reqs.size()), deadline,
                  "rank " + std::to_string(rank_) + " waited for point-to-point messages");
-    if (staged)
-      for (std::size_t i = 0; i < ops.size(); ++i)
-        if (ops[i].kind == P2POp::recv) device_memcpy(device_, ops[i].buf, Device{}, host[i].data(), ops[i].bytes);
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == P2POp::recv && staged(ops[i]))
+        device_memcpy(device_, ops[i].buf, Device{}, host[i].data(), ops[i].bytes);
   }
 
  private:

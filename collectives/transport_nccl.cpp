@@ -3,6 +3,11 @@
 #ifdef PARBENCH_HAVE_NCCL
 #include <sched.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "core/memory.h"
+
 #include "collectives/nccl_util.h"
 
 namespace parbench {
@@ -71,15 +76,33 @@ class NcclTransport final : public Transport {
   void abandon_sends() override {}
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
+    // NCCL moves GPU memory only: host buffers (barrier, split) go through GPU copies.
+    struct Staging {
+      Device device;
+      std::vector<void*> bufs;
+      ~Staging() {
+        for (void* p : bufs) device_free(device, p);
+      }
+    } staging{device_, std::vector<void*>(ops.size(), nullptr)};
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].host) {
+        staging.bufs[i] = device_malloc(device_, std::max<std::size_t>(ops[i].bytes, 1));
+        if (ops[i].kind == P2POp::send) device_memcpy(device_, staging.bufs[i], Device{}, ops[i].buf, ops[i].bytes);
+      }
     NCCL_CHECK(ncclGroupStart());
-    for (const P2POp& op : ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const P2POp& op = ops[i];
+      void* buf = staging.bufs[i] ? staging.bufs[i] : op.buf;
       if (op.kind == P2POp::send)
-        NCCL_CHECK(ncclSend(op.buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
+        NCCL_CHECK(ncclSend(buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
       else
-        NCCL_CHECK(ncclRecv(op.buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
+        NCCL_CHECK(ncclRecv(buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
     }
     NCCL_CHECK(ncclGroupEnd());
     nccl_wait(comm_, stream_, deadline, "rank " + std::to_string(rank_) + " waited for NCCL send/recv");
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].host && ops[i].kind == P2POp::recv)
+        device_memcpy(Device{}, ops[i].buf, device_, staging.bufs[i], ops[i].bytes);
   }
 
  private:

@@ -77,11 +77,12 @@ class ThreadsTransport final : public Transport {
     ThreadsWorld& w = *world_;
     const int me = members_[std::size_t(rank_)];
     for (const P2POp& op : ops) check_peer(op.peer);
+    settle_sends(ops);
     std::lock_guard lock(w.mu);
     throw_if_aborted();
     for (const P2POp& op : ops) {
       if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
-      posted_.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, device_, op.peer}));
+      posted_.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, op.device(device_), op.peer}));
       w.mailboxes[{context_, me, members_[std::size_t(op.peer)], op.tag}].push_back(posted_.back().get());
     }
     w.cv.notify_all();
@@ -103,6 +104,7 @@ class ThreadsTransport final : public Transport {
     std::vector<std::unique_ptr<ThreadsWorld::Slot>> sends;
     std::vector<const P2POp*> recvs;
     for (const P2POp& op : ops) check_peer(op.peer);
+    settle_sends(ops);
     {
       std::lock_guard lock(w.mu);
       throw_if_aborted();
@@ -111,7 +113,7 @@ class ThreadsTransport final : public Transport {
           recvs.push_back(&op);
           continue;
         }
-        sends.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, device_, op.peer}));
+        sends.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, op.device(device_), op.peer}));
         w.mailboxes[{context_, me, members_[std::size_t(op.peer)], op.tag}].push_back(sends.back().get());
       }
       w.cv.notify_all();
@@ -135,6 +137,14 @@ class ThreadsTransport final : public Transport {
   // Caller holds the world lock.
   void throw_if_aborted() const {
     if (world_->aborted) throw AbortedError("rank " + std::to_string(rank_) + " stopped: " + world_->abort_reason);
+  }
+
+  // A peer on another GPU copies our send buffers on its own device's stream, which is not ordered with the
+  // kernels that may still be writing them here: those finish before the buffers are published.
+  void settle_sends(std::span<const P2POp> ops) const {
+    if (device_.on_host()) return;
+    for (const P2POp& op : ops)
+      if (op.kind == P2POp::send && !op.host) return device_synchronize(device_);
   }
 
   void receive_all(std::vector<const P2POp*>& pending, Deadline deadline) {
@@ -171,7 +181,7 @@ class ThreadsTransport final : public Transport {
         mismatch = "rank " + std::to_string(rank_) + " expected " + std::to_string(op->bytes) +
                    " bytes from rank " + std::to_string(op->peer) + ", which sent " + std::to_string(slot->bytes);
       else
-        device_memcpy(device_, op->buf, slot->device, slot->data, op->bytes);
+        device_memcpy(op->device(device_), op->buf, slot->device, slot->data, op->bytes);
       {
         std::lock_guard lock(w.mu);
         slot->taken = 2;

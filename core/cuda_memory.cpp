@@ -14,6 +14,19 @@ void* cuda_malloc(int index, std::size_t bytes) {
   return p;
 }
 
+void cuda_set_device(int index) { CUDA_CHECK(cudaSetDevice(index)); }
+
+void cuda_device_synchronize(int index) {
+  CUDA_CHECK(cudaSetDevice(index));
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+bool cuda_is_device_pointer(const void* p) {
+  cudaPointerAttributes a{};
+  CUDA_CHECK(cudaPointerGetAttributes(&a, p));  // plain host memory: cudaMemoryTypeUnregistered, no error
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
 void cuda_free(int index, void* p) {
   CUDA_CHECK(cudaSetDevice(index));
   CUDA_CHECK(cudaFree(p));

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -15,6 +17,9 @@ namespace parbench {
 namespace detail {
 void* cuda_malloc(int index, std::size_t bytes);
 void cuda_free(int index, void* p);
+void cuda_set_device(int index);
+bool cuda_is_device_pointer(const void* p);
+void cuda_device_synchronize(int index);
 void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes);
 void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
                     bool src_gpu, std::size_t width, std::size_t rows);
@@ -27,6 +32,9 @@ namespace detail {
 [[noreturn]] static void no_cuda() { throw Error("this build has no CUDA support; use --device cpu or simt"); }
 void* cuda_malloc(int, std::size_t) { no_cuda(); }
 void cuda_free(int, void*) { no_cuda(); }
+void cuda_set_device(int) { no_cuda(); }
+bool cuda_is_device_pointer(const void*) { no_cuda(); }
+void cuda_device_synchronize(int) { no_cuda(); }
 void cuda_memcpy(void*, bool, const void*, bool, std::size_t) { no_cuda(); }
 void cuda_memcpy_2d(void*, std::size_t, bool, const void*, std::size_t, bool, std::size_t, std::size_t) { no_cuda(); }
 void cuda_memset(int, void*, int, std::size_t) { no_cuda(); }
@@ -44,10 +52,25 @@ void* device_malloc(const Device& d, std::size_t bytes) {
   return p;
 }
 
-void device_free(const Device& d, void* p) {
+void device_free(const Device& d, void* p) noexcept {
   if (!p) return;
-  if (!d.on_host()) return detail::cuda_free(d.index, p);
-  std::free(p);
+  if (d.on_host()) return std::free(p);
+  try {
+    detail::cuda_free(d.index, p);
+  } catch (const std::exception& e) {
+    static std::atomic<bool> said{false};
+    if (!said.exchange(true)) std::fprintf(stderr, "parbench: freeing GPU memory failed: %s\n", e.what());
+  }
+}
+
+bool is_device_memory(const Device& d, const void* p) { return d.on_host() || detail::cuda_is_device_pointer(p); }
+
+void device_synchronize(const Device& d) {
+  if (!d.on_host()) detail::cuda_device_synchronize(d.index);
+}
+
+void make_device_current(const Device& d) {
+  if (!d.on_host()) detail::cuda_set_device(d.index);
 }
 
 void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes) {

@@ -3,9 +3,20 @@
 
 #include <utility>
 
+#include "core/memory.h"
+
 namespace parbench {
 
-CommWorker::CommWorker() : thread_([this] { loop(); }) {}
+CommWorker::CommWorker(Device device)
+    : thread_([this, device] {
+        try {
+          make_device_current(device);
+        } catch (...) {
+          std::lock_guard lock(mutex_);
+          error_ = std::current_exception();  // reported by the first wait()
+        }
+        loop();
+      }) {}
 
 CommWorker::~CommWorker() {
   {

@@ -9,11 +9,13 @@
 #include <mutex>
 #include <thread>
 
+#include "core/device.h"
+
 namespace parbench {
 
 class CommWorker {
  public:
-  CommWorker();
+  explicit CommWorker(Device device);  // the thread makes `device` current (core/memory.h) before any work
   ~CommWorker();
   CommWorker(const CommWorker&) = delete;
   CommWorker& operator=(const CommWorker&) = delete;

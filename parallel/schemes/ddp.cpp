@@ -52,7 +52,8 @@ class Ddp : public DataParallelScheme {
         params_(initial_full_params(MemCategory::parameters)),
         grads_(make(params_.numel(), MemCategory::gradients)),
         opt_(cfg_, ctx.alloc, params_),
-        buckets_(plan_buckets(model_->layout(), cfg.model.dtype, cfg.bucket_mb)) {
+        buckets_(plan_buckets(model_->layout(), cfg.model.dtype, cfg.bucket_mb)),
+        worker_(ctx.comm.device()) {
     if (cfg.bucket_mb <= 0) throw UsageError("--bucket-mb " + std::to_string(cfg.bucket_mb) + " must be > 0");
   }
 
