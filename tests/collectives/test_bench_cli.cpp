@@ -147,6 +147,12 @@ TEST(BenchCliMpi, UsageErrorPrintedOnce) {
   std::size_t first = r.output.find("unknown implementation 'bogus'");
   ASSERT_NE(first, std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("unknown implementation 'bogus'", first + 1), std::string::npos) << r.output;
+  // A parse-time refusal too (CLI11 validator, before the program body runs).
+  r = run(mpirun(2) + bench("allreduce") + " --device cpu --timeout 0");
+  EXPECT_NE(r.status, 0);
+  first = r.output.find("--timeout: 0 is not accepted");
+  ASSERT_NE(first, std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("--timeout: 0 is not accepted", first + 1), std::string::npos) << r.output;
 }
 #endif
 
