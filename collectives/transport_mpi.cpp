@@ -42,22 +42,13 @@ class MpiTransport final : public Transport {
   void post_sends(std::span<const P2POp> ops) override {
     for (const P2POp& op : ops) {
       if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
-      if (op.peer < 0 || op.peer >= size_)
-        throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
-      const char* buf = static_cast<const char*>(op.buf);
-      if (!op.device(device_).on_host()) {  // staged: the host copy lives until finish_sends
+      char* buf = static_cast<char*>(op.buf);
+      if (staged(op)) {  // the host copy lives until finish_sends
         posted_host_.emplace_back(op.bytes);
         device_memcpy(Device{}, posted_host_.back().data(), device_, op.buf, op.bytes);
         buf = posted_host_.back().data();
       }
-      std::size_t done = 0;
-      do {
-        int part = int(std::min(kMaxMessage, op.bytes - done));
-        MPI_Request req;
-        MPI_CHECK(MPI_Isend(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
-        posted_.push_back(req);
-        done += std::size_t(part);
-      } while (done < op.bytes);
+      start(op, buf, posted_);
     }
   }
 
@@ -79,31 +70,17 @@ class MpiTransport final : public Transport {
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
-    // Device memory is staged through host buffers, op by op.
-    auto staged = [&](const P2POp& op) { return !op.device(device_).on_host(); };
     std::vector<std::vector<char>> host(ops.size());
     std::vector<MPI_Request> reqs;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const P2POp& op = ops[i];
-      if (op.peer < 0 || op.peer >= size_)
-        throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
       char* buf = static_cast<char*>(op.buf);
       if (staged(op)) {
         host[i].resize(op.bytes);
         if (op.kind == P2POp::send) device_memcpy(Device{}, host[i].data(), device_, op.buf, op.bytes);
         buf = host[i].data();
       }
-      std::size_t done = 0;
-      do {  // zero-byte messages still go, so that they synchronise like the others
-        int part = int(std::min(kMaxMessage, op.bytes - done));
-        MPI_Request req;
-        if (op.kind == P2POp::send)
-          MPI_CHECK(MPI_Isend(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
-        else
-          MPI_CHECK(MPI_Irecv(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
-        reqs.push_back(req);
-        done += std::size_t(part);
-      } while (done < op.bytes);
+      start(op, buf, reqs);
     }
     mpi_wait_all(reqs.data(), int(reqs.size()), deadline,
                  "rank " + std::to_string(rank_) + " waited for point-to-point messages");
@@ -113,6 +90,26 @@ class MpiTransport final : public Transport {
   }
 
  private:
+  // Device memory goes through host buffers, op by op (barrier and split pass host memory on any device).
+  bool staged(const P2POp& op) const { return !op.device(device_).on_host(); }
+
+  // Starts op's MPI_Isend or MPI_Irecv on `buf` (the op's buffer or its host copy), in parts of at most 1 GiB.
+  void start(const P2POp& op, char* buf, std::vector<MPI_Request>& reqs) const {
+    if (op.peer < 0 || op.peer >= size_)
+      throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
+    std::size_t done = 0;
+    do {  // zero-byte messages still go, so that they synchronise like the others
+      const int part = int(std::min(kMaxMessage, op.bytes - done));
+      MPI_Request req;
+      if (op.kind == P2POp::send)
+        MPI_CHECK(MPI_Isend(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
+      else
+        MPI_CHECK(MPI_Irecv(buf + done, part, MPI_BYTE, op.peer, op.tag, comm_, &req));
+      reqs.push_back(req);
+      done += std::size_t(part);
+    } while (done < op.bytes);
+  }
+
   MPI_Comm comm_;
   Device device_;
   int rank_ = 0, size_ = 1;
