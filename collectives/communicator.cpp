@@ -153,24 +153,13 @@ void Communicator::run(const CollArgs& a, std::string_view impl) {
   // algorithms combine and transports move device memory.
   const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
   const std::size_t es = dtype_size(a.dtype), send_bytes = bc.send * es, recv_bytes = bc.recv * es;
-  const bool in_place = a.send == a.recv;
-  struct Staged {
-    Device device;
-    void* send = nullptr;
-    void* recv = nullptr;
-    ~Staged() {
-      device_free(device, send);
-      if (recv != send) device_free(device, recv);
-    }
-  } staged{device_};
-  staged.send = device_malloc(device_, std::max({send_bytes, recv_bytes, std::size_t(1)}));
-  staged.recv = in_place ? staged.send : device_malloc(device_, std::max(recv_bytes, std::size_t(1)));
-  if (a.send && send_bytes) device_memcpy(device_, staged.send, Device{}, a.send, send_bytes);
+  void* send = scratch(2, std::max(send_bytes, recv_bytes));
+  void* recv = a.send == a.recv ? send : scratch(3, recv_bytes);
+  if (a.send && send_bytes) device_memcpy(device_, send, Device{}, a.send, send_bytes);
   CollArgs on_gpu = a;
-  on_gpu.send = staged.send;
-  on_gpu.recv = staged.recv;
+  on_gpu.send = send, on_gpu.recv = recv;
   run(on_gpu, algo);
-  if (a.recv && recv_bytes) device_memcpy(Device{}, a.recv, device_, staged.recv, recv_bytes);
+  if (a.recv && recv_bytes) device_memcpy(Device{}, a.recv, device_, recv, recv_bytes);
 }
 
 void Communicator::run(const CollArgs& a, const Algorithm& algo) {

@@ -77,7 +77,8 @@ class Communicator {
   void combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op);
   void divide(void* buf, std::size_t count, DType t);  // buf /= size(): the end of avg
   void copy(void* dst, const void* src, std::size_t bytes);
-  // A device buffer of at least `bytes`, kept between calls (slots 0..3 are independent).
+  // A device buffer of at least `bytes`, kept between calls (slots 0..3 are independent). Algorithms use slots
+  // 0 and 1; run() stages host buffers on a GPU in 2 and 3.
   void* scratch(int slot, std::size_t bytes);
   // When the collective running now must have finished (library implementations poll against it).
   Deadline deadline() const { return deadline_; }

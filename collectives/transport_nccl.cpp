@@ -3,7 +3,7 @@
 #ifdef PARBENCH_HAVE_NCCL
 #include <sched.h>
 
-#include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "core/memory.h"
@@ -58,6 +58,9 @@ class NcclTransport final : public Transport {
  public:
   NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int size, Device device)
       : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device) {}
+  ~NcclTransport() override { device_free(device_, staging_); }
+  NcclTransport(const NcclTransport&) = delete;
+  NcclTransport& operator=(const NcclTransport&) = delete;
   std::string_view name() const override { return "nccl"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
@@ -76,23 +79,27 @@ class NcclTransport final : public Transport {
   void abandon_sends() override {}
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
-    // NCCL moves GPU memory only: host buffers (barrier, split) go through GPU copies.
-    struct Staging {
-      Device device;
-      std::vector<void*> bufs;
-      ~Staging() {
-        for (void* p : bufs) device_free(device, p);
-      }
-    } staging{device_, std::vector<void*>(ops.size(), nullptr)};
+    // NCCL moves GPU memory only: host buffers (barrier, split) go through a GPU buffer kept between calls
+    // (a cudaMalloc/cudaFree per barrier round would synchronise the device each time).
+    std::vector<void*> bufs(ops.size(), nullptr);
+    std::vector<std::size_t> offset(ops.size(), 0);
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].host) offset[i] = total, total += (ops[i].bytes + 255) / 256 * 256;
+    if (total > staging_bytes_) {
+      device_free(device_, std::exchange(staging_, nullptr));
+      staging_ = device_malloc(device_, total);
+      staging_bytes_ = total;
+    }
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (ops[i].host) {
-        staging.bufs[i] = device_malloc(device_, std::max<std::size_t>(ops[i].bytes, 1));
-        if (ops[i].kind == P2POp::send) device_memcpy(device_, staging.bufs[i], Device{}, ops[i].buf, ops[i].bytes);
+        bufs[i] = static_cast<char*>(staging_) + offset[i];
+        if (ops[i].kind == P2POp::send) device_memcpy(device_, bufs[i], Device{}, ops[i].buf, ops[i].bytes);
       }
     NCCL_CHECK(ncclGroupStart());
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const P2POp& op = ops[i];
-      void* buf = staging.bufs[i] ? staging.bufs[i] : op.buf;
+      void* buf = bufs[i] ? bufs[i] : op.buf;
       if (op.kind == P2POp::send)
         NCCL_CHECK(ncclSend(buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
       else
@@ -102,7 +109,7 @@ class NcclTransport final : public Transport {
     nccl_wait(comm_, stream_, deadline, "rank " + std::to_string(rank_) + " waited for NCCL send/recv");
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (ops[i].host && ops[i].kind == P2POp::recv)
-        device_memcpy(Device{}, ops[i].buf, device_, staging.bufs[i], ops[i].bytes);
+        device_memcpy(Device{}, ops[i].buf, device_, bufs[i], ops[i].bytes);
   }
 
  private:
@@ -110,6 +117,8 @@ class NcclTransport final : public Transport {
   cudaStream_t stream_;
   int rank_, size_;
   Device device_;
+  void* staging_ = nullptr;  // GPU copies of host buffers (see group)
+  std::size_t staging_bytes_ = 0;
 };
 
 }  // namespace
