@@ -1,10 +1,17 @@
 # Feature switches. Each of PARBENCH_CUDA / PARBENCH_MPI / PARBENCH_NCCL is AUTO, ON or OFF:
 # AUTO turns the part on when its toolkit is found, ON fails when it is missing, OFF skips it.
+# PARBENCH_CUDA=EMULATED builds the cuda device against the emulated GPU (gpu_emu/): the same sources, the
+# CUDA toolkit's headers, our runtime and cuBLAS instead of NVIDIA's libraries; no nvcc or GPU needed.
 foreach(part CUDA MPI NCCL)
   set(PARBENCH_${part} AUTO CACHE STRING "Build the ${part} parts: AUTO, ON or OFF")
   set_property(CACHE PARBENCH_${part} PROPERTY STRINGS AUTO ON OFF)
-  if(NOT PARBENCH_${part} MATCHES "^(AUTO|ON|OFF)$")
-    message(FATAL_ERROR "PARBENCH_${part}=${PARBENCH_${part}} is not valid; use AUTO, ON or OFF")
+  set(accepted "AUTO|ON|OFF")
+  if(part STREQUAL "CUDA")
+    set(accepted "AUTO|ON|OFF|EMULATED")
+  endif()
+  if(NOT PARBENCH_${part} MATCHES "^(${accepted})$")
+    string(REPLACE "|" ", " accepted_words "${accepted}")
+    message(FATAL_ERROR "PARBENCH_${part}=${PARBENCH_${part}} is not valid; use ${accepted_words}")
   endif()
 endforeach()
 option(PARBENCH_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
@@ -15,9 +22,22 @@ function(parbench_require part found what)
   endif()
 endfunction()
 
-# --- CUDA: nvcc from PATH or /usr/local/cuda.
+# --- CUDA: nvcc from PATH or /usr/local/cuda; or the emulated GPU, which needs only the toolkit's headers.
 set(PARBENCH_HAVE_CUDA OFF)
-if(NOT PARBENCH_CUDA STREQUAL "OFF")
+set(PARBENCH_CUDA_EMULATED OFF)
+if(PARBENCH_CUDA STREQUAL "EMULATED")
+  find_path(CUDA_RUNTIME_INCLUDE_DIR cuda_runtime_api.h HINTS ENV CUDA_HOME PATH_SUFFIXES include
+            PATHS /usr/local/cuda/include)
+  find_path(CUBLAS_INCLUDE_DIR cublas_v2.h HINTS ${CUDA_RUNTIME_INCLUDE_DIR} PATHS /usr/local/cuda/include)
+  if(NOT CUDA_RUNTIME_INCLUDE_DIR OR NOT CUBLAS_INCLUDE_DIR)
+    message(FATAL_ERROR "PARBENCH_CUDA=EMULATED needs the CUDA toolkit's headers (cuda_runtime_api.h, cublas_v2.h)")
+  endif()
+  set(CUDAToolkit_INCLUDE_DIRS ${CUDA_RUNTIME_INCLUDE_DIR})
+  set(PARBENCH_HAVE_CUDA ON)
+  set(PARBENCH_CUDA_EMULATED ON)
+  # The emulator finds its NVTX hooks with dlsym and names call sites with dladdr.
+  set(CMAKE_ENABLE_EXPORTS ON)
+elseif(NOT PARBENCH_CUDA STREQUAL "OFF")
   if(NOT CMAKE_CUDA_COMPILER AND NOT DEFINED ENV{CUDACXX} AND EXISTS /usr/local/cuda/bin/nvcc)
     find_program(_pb_nvcc nvcc)
     if(NOT _pb_nvcc)
@@ -54,9 +74,23 @@ if(NOT PARBENCH_MPI STREQUAL "OFF")
   parbench_require(MPI "${PARBENCH_HAVE_MPI}" "MPI (OpenMPI)")
 endif()
 
-# --- NCCL: no CMake package; nccl.h and libnccl beside the CUDA toolkit.
+# The CUDA runtime and cuBLAS every target links: NVIDIA's, or the emulated GPU's (gpu_emu/).
+if(PARBENCH_CUDA_EMULATED)
+  add_library(parbench_cudart INTERFACE)
+  target_include_directories(parbench_cudart INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
+  target_link_libraries(parbench_cudart INTERFACE parbench_gpu_emu)
+  add_library(parbench_cublas INTERFACE)
+  target_link_libraries(parbench_cublas INTERFACE parbench_cudart)
+elseif(PARBENCH_HAVE_CUDA)
+  add_library(parbench_cudart INTERFACE)
+  target_link_libraries(parbench_cudart INTERFACE CUDA::cudart)
+  add_library(parbench_cublas INTERFACE)
+  target_link_libraries(parbench_cublas INTERFACE CUDA::cublas)
+endif()
+
+# --- NCCL: no CMake package; nccl.h and libnccl beside the CUDA toolkit. Not yet emulated.
 set(PARBENCH_HAVE_NCCL OFF)
-if(NOT PARBENCH_NCCL STREQUAL "OFF" AND PARBENCH_HAVE_CUDA)
+if(NOT PARBENCH_NCCL STREQUAL "OFF" AND PARBENCH_HAVE_CUDA AND NOT PARBENCH_CUDA_EMULATED)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
   if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
@@ -82,6 +116,11 @@ if(PARBENCH_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-message(STATUS "parbench: CUDA ${PARBENCH_HAVE_CUDA} (${CMAKE_CUDA_COMPILER} archs ${CMAKE_CUDA_ARCHITECTURES}), "
+if(PARBENCH_CUDA_EMULATED)
+  set(_pb_cuda_words "EMULATED (emulated GPUs on the CPU, headers ${CUDAToolkit_INCLUDE_DIRS})")
+else()
+  set(_pb_cuda_words "${PARBENCH_HAVE_CUDA} (${CMAKE_CUDA_COMPILER} archs ${CMAKE_CUDA_ARCHITECTURES})")
+endif()
+message(STATUS "parbench: CUDA ${_pb_cuda_words}, "
                "MPI ${PARBENCH_HAVE_MPI} (${MPIEXEC_EXECUTABLE}), NCCL ${PARBENCH_HAVE_NCCL}, "
                "NVTX ${PARBENCH_HAVE_NVTX}, sanitizers ${PARBENCH_SANITIZE}")

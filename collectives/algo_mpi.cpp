@@ -1,5 +1,6 @@
 // mpi: the MPI library's own collectives (non-blocking forms, polled against the deadline). Needs mpirun.
 // 16-bit floats reduce through user-defined MPI ops that run the cpu reduction reference (fp32 math).
+#include <cstring>
 #include <vector>
 
 #include "collectives/communicator.h"
@@ -94,6 +95,8 @@ class MpiLibrary final : public Algorithm {
   }
 
  private:
+  // MPI is not CUDA-aware here: `send` and `recv` are host memory (the cpu device's, or staged from a GPU), so
+  // every copy, scratch buffer and division in here is a host one, never the communicator's device's.
   static void run_host(Communicator& c, const CollArgs& a, const void* send, void* recv) {
     MPI_Comm mc = mpi_comm_of(c.transport());
     const int n = c.size(), r = c.rank(), cnt = int(a.count);
@@ -102,6 +105,7 @@ class MpiLibrary final : public Algorithm {
     auto at = [&](const void* p, int block) { return byte_ptr(p, a.count * std::size_t(block), a.dtype); };
     std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
     void* finish_from = nullptr;  // reduce-scatter in place lands in scratch first
+    std::vector<char> scratch;
     bool divide = false;
     switch (a.coll) {
       case Collective::allreduce:
@@ -115,7 +119,7 @@ class MpiLibrary final : public Algorithm {
         divide = r == a.root;
         break;
       case Collective::broadcast:
-        if (r == a.root) c.copy(recv, send, bytes);
+        if (r == a.root && recv != send) std::memmove(recv, send, bytes);
         MPI_CHECK(MPI_Ibcast(recv, cnt, dt, a.root, mc, &reqs[0]));
         break;
       case Collective::gather:
@@ -131,24 +135,22 @@ class MpiLibrary final : public Algorithm {
         break;
       case Collective::reduce_scatter: {
         void* out = recv;
-        if (recv == at(send, r)) finish_from = out = c.scratch(0, bytes);
+        if (recv == at(send, r)) scratch.resize(bytes), finish_from = out = scratch.data();
         MPI_CHECK(MPI_Ireduce_scatter_block(send, out, cnt, dt, mpi_op(a.dtype, a.op), mc, &reqs[0]));
         divide = true;
         break;
       }
       case Collective::alltoall:
         if (send == recv) {
-          void* copy = c.scratch(0, bytes * std::size_t(n));
-          c.copy(copy, send, bytes * std::size_t(n));
-          send = copy;
+          scratch.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes * std::size_t(n));
+          send = scratch.data();
         }
         MPI_CHECK(MPI_Ialltoall(send, cnt, dt, recv, cnt, dt, mc, &reqs[0]));
         break;
       case Collective::sendrecv:
         if (send == recv) {
-          void* copy = c.scratch(0, bytes);
-          c.copy(copy, send, bytes);
-          send = copy;
+          scratch.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
+          send = scratch.data();
         }
         MPI_CHECK(MPI_Irecv(recv, cnt, dt, (r - 1 + n) % n, 1, mc, &reqs[0]));
         MPI_CHECK(MPI_Isend(send, cnt, dt, (r + 1) % n, 1, mc, &reqs[1]));
@@ -156,8 +158,8 @@ class MpiLibrary final : public Algorithm {
     }
     mpi_wait_all(reqs.data(), int(reqs.size()), c.deadline(),
                  "rank " + std::to_string(r) + " waited for MPI's " + std::string(collective_name(a.coll)));
-    if (finish_from) c.copy(recv, finish_from, bytes);
-    if (divide && a.op == ReduceOp::avg) c.divide(recv, a.count, a.dtype);
+    if (finish_from) std::memcpy(recv, finish_from, bytes);
+    if (divide && a.op == ReduceOp::avg) reduce_divide(Device{}, recv, a.count, a.dtype, n, nullptr);
   }
 };
 

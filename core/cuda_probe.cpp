@@ -21,6 +21,10 @@ CudaProbe probe_cuda() {
   } else {
     p.usable = true;
     p.count = count;
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess) p.name = prop.name;
+    // The emulated GPU build names its devices so; nothing else in parbench knows the difference.
+    p.emulated = p.name.find("emulated") != std::string::npos;
   }
   if (err != cudaSuccess) cudaGetLastError();  // clear the sticky status so later calls start clean
   return p;

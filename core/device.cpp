@@ -34,7 +34,7 @@ Device resolve_device(std::string_view spec, std::string* choice) {
   if (spec == "auto") {
     CudaProbe p = probe_cuda();
     if (p.usable) {
-      if (choice) *choice = "device auto: cuda (" + std::to_string(p.count) + " GPU(s) found)";
+      if (choice) *choice = "device auto: cuda (" + std::to_string(p.count) + (p.emulated ? " emulated" : "") + " GPU(s) found)";
       return {DeviceKind::cuda, 0};
     }
     if (choice) *choice = "device auto: cpu (no usable GPU: " + p.reason + ")";
@@ -54,6 +54,9 @@ Device resolve_device(std::string_view spec, std::string* choice) {
     if (index >= p.count)
       throw UsageError("device '" + std::string(spec) + "' does not exist: " + std::to_string(p.count) +
                        " GPU(s) found");
+    if (choice && p.emulated)
+      *choice = "device " + std::string(spec) + ": " + std::to_string(p.count) + " emulated GPUs (" + p.name +
+                "); results check correctness and GPU hygiene, not speed";
     return {DeviceKind::cuda, index};
   }
   throw UsageError("unknown device '" + std::string(spec) + "'; " + accepted);

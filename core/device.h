@@ -24,11 +24,13 @@ struct CudaProbe {
   bool usable = false;
   int count = 0;
   std::string reason;  // why not usable, in words
+  std::string name;    // GPU 0's name when usable
+  bool emulated = false;  // the GPUs are the emulated GPU build's (PARBENCH_CUDA=EMULATED), not real ones
 };
 CudaProbe probe_cuda();
 
 // Parses "auto", "cpu", "simt", "cuda" or "cuda:N". For auto, `*choice` receives a sentence saying
-// what was picked and why. Throws UsageError for unknown names and for cuda when no GPU is usable.
+// what was picked and why; for emulated GPUs, a sentence saying so. Throws UsageError for unknown names and for cuda when no GPU is usable.
 Device resolve_device(std::string_view spec, std::string* choice = nullptr);
 
 // cudaProfilerStart / cudaProfilerStop, so `nsys profile --capture-range=cudaProfilerApi` records only the chosen

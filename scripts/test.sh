@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test (ctest), then the unit tests once more in an
-# AddressSanitizer + UndefinedBehaviorSanitizer build (without CUDA, to keep CI short).
+# Sets up, builds and runs every test (ctest), then the unit tests once more and the cuda path (ctest label gpu)
+# in an AddressSanitizer + UndefinedBehaviorSanitizer build on emulated GPUs (PARBENCH_CUDA=EMULATED), where ASan
+# also sees kernels that overrun device buffers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -12,10 +13,12 @@ echo "== ctest (default build)"
 (cd build && ctest --output-on-failure -j "$jobs")
 
 echo "== build (sanitizers)"
-BUILD_DIR=build-asan scripts/build.sh -DPARBENCH_SANITIZE=ON -DPARBENCH_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+BUILD_DIR=build-asan scripts/build.sh -DPARBENCH_SANITIZE=ON -DPARBENCH_CUDA=EMULATED -DCMAKE_BUILD_TYPE=Debug
 echo "== ctest (sanitizers, unit tests)"
 # OpenMPI's own allocations outlive MPI_Finalize, so the unit tests that start mpirun check memory errors but
 # not leaks; every other unit test checks leaks too.
 export UBSAN_OPTIONS=print_stacktrace=1
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -L unit -E 'Mpi')
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -L unit -E 'Mpi|gpu')
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L unit -R 'Mpi')
+echo "== ctest (sanitizers, emulated GPUs: the cuda path under three stream-timing seeds)"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L gpu)

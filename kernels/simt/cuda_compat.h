@@ -19,6 +19,24 @@
   T* const name = reinterpret_cast<T*>(pb_dynamic_shared_)
 #define PB_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
+#elif defined(PB_SIMT) && defined(PB_EMU_CUDA)
+// The emulated GPU build's cuda device: the simt machinery runs the kernels, but a launch is queued on its
+// stream and runs when the stream's worker reaches it (gpu_emu/launch.h).
+#include "core/error.h"
+#include "gpu_emu/launch.h"
+#include "kernels/simt/simt.h"
+
+namespace parbench::cuda_kernels {
+using namespace ::parbench::simt;
+}
+
+#define PB_KERNEL_NS cuda_kernels
+#define PB_LAUNCH(kernel, grid, block, smem, stream)                                                          \
+  ::parbench::gpu_emu::make_stream_launch(kernel, #kernel, ::parbench::simt::dim3(grid),                      \
+                                          ::parbench::simt::dim3(block), (smem), (stream), __FILE__, __LINE__)
+#define PB_DYNAMIC_SHARED(T, name) T* const name = static_cast<T*>(::parbench::simt::detail::dynamic_shared_memory)
+#define PB_CHECK_LAUNCH() ::parbench::gpu_emu::check_launch(__FILE__, __LINE__)
+
 #elif defined(PB_SIMT)
 #include "core/error.h"
 #include "kernels/simt/simt.h"

@@ -36,6 +36,12 @@ int parse_threads(std::string_view text) {
   return n;
 }
 
+}  // namespace
+namespace detail {
+std::atomic<void (*)()> g_block_thread_hook{nullptr};
+}
+namespace {
+
 // One block-running job: the launching thread and up to max_helpers pool threads take block
 // numbers from `next` until none are left.
 struct Job {
@@ -116,6 +122,7 @@ class Pool {
         continue;
       }
       l.unlock();
+      if (auto hook = detail::g_block_thread_hook.load()) hook();
       job->work();
       l.lock();
     }
@@ -268,18 +275,29 @@ cudaError_t set_max_dynamic_shared(const void* kernel, int bytes) {
   return cudaSuccess;
 }
 
-void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
+void validate_launch(const LaunchSpec& spec) {
   Runtime& r = runtime();
-  Schedule sched;
-  std::size_t stack, shared_limit = kDefaultDynamicShared;
-  int threads;
+  std::size_t shared_limit = kDefaultDynamicShared;
   {
     std::lock_guard<std::mutex> l(r.m);
-    sched = r.schedule, stack = r.stack, threads = r.threads;
     if (auto it = r.max_shared.find(spec.kernel); it != r.max_shared.end())
       shared_limit = std::max(shared_limit, std::size_t(it->second));
   }
   validate(spec, shared_limit);
+}
+
+void set_block_thread_hook(void (*hook)()) { g_block_thread_hook = hook; }
+
+void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
+  Runtime& r = runtime();
+  Schedule sched;
+  std::size_t stack;
+  int threads;
+  {
+    std::lock_guard<std::mutex> l(r.m);
+    sched = r.schedule, stack = r.stack, threads = r.threads;
+  }
+  validate_launch(spec);
   install_guard_handler();
   const LaunchState state{&spec, body, ctx, sched, stack};
   auto job = std::make_shared<Job>();

@@ -60,6 +60,11 @@ struct LaunchSpec {
 // Runs every block of the grid and returns when all finished; throws parbench::Error on a bad
 // configuration (before running anything) and rethrows the first exception a thread threw.
 void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx);
+// The checks `launch` makes before running anything (limits, dynamic shared memory); throws parbench::Error.
+void validate_launch(const LaunchSpec& spec);
+// Called on a pool thread before it runs blocks of a launch (the emulated GPU's strict mode grants it access to
+// device memory there).
+void set_block_thread_hook(void (*hook)());
 
 template <class... P>
 class KernelLaunch {
