@@ -2,7 +2,7 @@
 // on Google Benchmark, on cpu (references), simt (the CUDA kernels on the emulator) or cuda, with
 // FLOP/s and bytes/s counters and, on cuda, the percentage of cuBLAS and of the roofline. Each
 // benchmark first checks its result against the reference (float64 on cpu) and reports an error
-// instead of a time when it is wrong.
+// instead of a time when it is wrong. Times are per call, taken over batches of back-to-back calls.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -29,14 +29,29 @@ using namespace parbench;
 
 namespace {
 
-// GPT-2-like shapes in llm.c notation. Host devices get small ones so a run takes seconds.
+// GPT-2-like shapes in llm.c notation. By default host devices run the small ones (so a run takes
+// seconds) and cuda the GPT-2 ones; --shape picks any of them on any device.
 struct GptShape {
   std::string name;
+  bool host_default;
   int B, T, C, NH, V;
 };
-const std::vector<GptShape> kCudaShapes = {{"gpt2-124M", 8, 1024, 768, 12, 50257},
-                                           {"gpt2-1.5B", 4, 1024, 1600, 25, 50257}};
-const std::vector<GptShape> kHostShapes = {{"tiny", 2, 32, 64, 4, 256}, {"small", 1, 64, 128, 4, 512}};
+const GptShape kShapes[] = {{"tiny", true, 2, 32, 64, 4, 256},
+                            {"small", true, 1, 64, 128, 4, 512},
+                            {"gpt2-124M", false, 8, 1024, 768, 12, 50257},
+                            {"gpt2-1.5B", false, 4, 1024, 1600, 25, 50257}};
+
+// The shapes to run: the one named by --shape, or the device's defaults when none is named.
+std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda) {
+  std::vector<GptShape> out;
+  std::string accepted;
+  for (const auto& s : kShapes) {
+    if (name.empty() ? s.host_default != cuda : s.name == name) out.push_back(s);
+    accepted += (accepted.empty() ? "" : ", ") + s.name;
+  }
+  if (out.empty()) throw UsageError("--shape: unknown shape '" + name + "'; accepted: " + accepted);
+  return out;
+}
 
 // Peak dense throughput and memory bandwidth, for the roofline (ANCHORS.md: dense bf16 peaks).
 struct Peak {
@@ -178,18 +193,35 @@ void run_benchmark(benchmark::State& state, Bench& b, DType dtype, const GptShap
     Work w = make(c, shape);
     w.call(true, *b.stream);  // warm-up
     b.stream->synchronize();
+    // One timed sample is a batch of `batch` back-to-back calls between one event pair and one host wait:
+    // timing each call alone adds its launch and synchronize latency (~7 us on an H100, a quarter of a
+    // 30 us layernorm). The batch is sized from one timed call to last about 1 ms; on host devices the
+    // calls are synchronous and the same rule only makes fast ops take fewer samples.
     Event start(b.dev), stop(b.dev);
-    double total_s = 0;
-    for (auto _ : state) {
+    auto time_batch = [&](std::int64_t calls) {
       start.record(*b.stream);
-      w.call(true, *b.stream);
+      for (std::int64_t i = 0; i < calls; ++i) w.call(true, *b.stream);
       stop.record(*b.stream);
       stop.synchronize();
-      double sec = Event::elapsed_ms(start, stop) / 1e3;
+      return Event::elapsed_ms(start, stop) / 1e3;
+    };
+    constexpr double kBatchSeconds = 1e-3;
+    constexpr std::int64_t kMaxBatch = 1000;
+    double one = time_batch(1);
+    std::int64_t batch = one > 0 ? std::int64_t(std::clamp(std::ceil(kBatchSeconds / one), 1.0, double(kMaxBatch)))
+                                 : kMaxBatch;
+    // KeepRunningBatch counts each batch as `batch` iterations and SetIterationTime takes the batch's time,
+    // so Google Benchmark's time per iteration, the iteration-invariant rates below and --min-time are all
+    // per call (with `for (auto _ : state)` and the batch time over `batch`, --min-time would stretch
+    // `batch`-fold).
+    double total_s = 0;
+    while (state.KeepRunningBatch(batch)) {
+      double sec = time_batch(batch);
       total_s += sec;
       state.SetIterationTime(sec);
     }
     double per_iter = total_s / double(std::max<std::int64_t>(state.iterations(), 1));
+    state.counters["batch"] = double(batch);
     state.counters["FLOP/s"] = benchmark::Counter(w.flops, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["bytes/s"] = benchmark::Counter(w.bytes, benchmark::Counter::kIsIterationInvariantRate);
     double peak_tflops = b.peak_tflops_override > 0 ? b.peak_tflops_override
@@ -452,7 +484,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   b.peak_tflops_override = o.peak_tflops;
   b.peak_gbps_override = o.peak_gbps;
   double min_time = o.min_time > 0 ? o.min_time : (b.cuda() ? 0.5 : 0.05);
-  const auto& shapes = b.cuda() ? kCudaShapes : kHostShapes;
+  const auto shapes = shapes_to_run(o.filter_shapes, b.cuda());
   auto ops_list = op_factories();
   std::string dev_name = device_name(b.dev);
   auto add = [&](const std::string& name, DType dt, const GptShape& shape, Factory f, std::string key, bool is_cublas) {
@@ -462,7 +494,6 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
     bm->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(min_time);
   };
   for (const auto& shape : shapes) {
-    if (!o.filter_shapes.empty() && shape.name != o.filter_shapes) continue;
     for (const auto& dname : o.dtypes) {
       DType dt = parse_dtype(dname);
       if (dt != DType::f32 && dt != DType::bf16) throw UsageError("--dtype " + dname + " is not f32 or bf16");
@@ -510,11 +541,14 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&ac, av.data());
 
   CLI::App app{"bench_kernels: hand-written CUDA kernels for MLP and transformer layers vs references and cuBLAS.\n"
-               "Google Benchmark's flags (--benchmark_filter, --benchmark_format=csv|json, ...) work too."};
+               "Google Benchmark's flags (--benchmark_filter, --benchmark_format=csv|json, ...) work too.",
+               "bench_kernels"};
   Options o;
   add_common_options(app, o.common);
   app.add_option("--dtype", o.dtypes, "storage dtypes to run: f32, bf16")->delimiter(',');
-  app.add_option("--shape", o.filter_shapes, "run only this shape (host: tiny, small; cuda: gpt2-124M, gpt2-1.5B)");
+  app.add_option("--shape", o.filter_shapes,
+                 "run only this shape: tiny, small, gpt2-124M or gpt2-1.5B, on any device (default: tiny and small "
+                 "on cpu and simt, the gpt2 ones on cuda)");
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for the roofline (default: device table)")
       ->check(CLI::PositiveNumber);
   app.add_option("--peak-gbps", o.peak_gbps, "peak memory GB/s for the roofline (default: device table)")

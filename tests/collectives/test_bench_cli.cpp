@@ -1,12 +1,15 @@
 // The collective programs end to end: tables and CSV, bad options (exit 2 with a clear message), a misbehaving
-// rank (timeout message, exit 1, no hang), refusals, and the same under mpirun.
+// rank (timeout message, exit 1, no hang), refusals, and the same under mpirun. Also bench_kernels' command
+// line (its shapes and its batch counter), the one Google Benchmark program built beside them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace {
@@ -116,6 +119,50 @@ TEST(BenchCli, WrongResultsFailTheRun) {
   EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 1 FAILED"));
   EXPECT_THAT(r.output, HasSubstr("error: 1 wrong elements"));
 }
+
+#ifdef PB_HAVE_BENCH_KERNELS
+TEST(BenchKernelsCli, UnknownShapeExitsTwoWithAcceptedNames) {
+  Result r = run(bench("kernels") + " --device cpu --shape bogus");
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("bench_kernels: error: --shape: unknown shape 'bogus'; "
+                                  "accepted: tiny, small, gpt2-124M, gpt2-1.5B"));
+  EXPECT_THAT(r.output, Not(HasSubstr("Failed to match")));
+}
+
+// A shape outside the host defaults runs on a host device (it used to match no benchmark and exit 0).
+TEST(BenchKernelsCli, EveryShapeOnEveryDevice) {
+  Result r = run(bench("kernels") + " --device cpu --shape gpt2-124M --min-time 0.01 "
+                 "--benchmark_filter=convert_f32_bf16");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("convert_f32_bf16_roundtrip/cpu/f32/gpt2-124M"));
+  EXPECT_THAT(r.output, Not(HasSubstr("Failed to match")));
+}
+
+// Samples are batches of calls; the time and the rates stay per call: FLOP/s times the time is one call's
+// FLOPs (gelu_forward counts 9 per element of the B x T x 4C = 2 x 32 x 256 tiny output).
+TEST(BenchKernelsCli, BatchCounterAndPerCallRates) {
+  Result r = run(bench("kernels") + " --device cpu --shape tiny --dtype f32 --min-time 0.01 "
+                 "--benchmark_filter=^gelu_forward");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("gelu_forward/cpu/f32/tiny"));
+  EXPECT_THAT(r.output, HasSubstr("batch="));
+
+  r = run(bench("kernels") + " --device cpu --shape tiny --dtype f32 --min-time 0.01 "
+          "--benchmark_filter=^gelu_forward --benchmark_format=json");
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto number = [&](const std::string& key) {
+    std::smatch m;
+    if (!std::regex_search(r.output, m, std::regex("\"" + key + "\": ([-+.0-9eE]+)"))) return -1.0;
+    return std::stod(m[1]);
+  };
+  double batch = number("batch"), iterations = number("iterations"), us = number("real_time"),
+         flops = number("FLOP/s");
+  ASSERT_GE(batch, 1) << r.output;
+  EXPECT_LE(batch, 1000);
+  EXPECT_EQ(std::fmod(iterations, batch), 0) << r.output;  // iterations count calls, whole batches of them
+  EXPECT_NEAR(flops * us * 1e-6, 9.0 * 2 * 32 * 256, 0.01 * 9.0 * 2 * 32 * 256) << r.output;
+}
+#endif
 
 #ifdef PB_MPIEXEC
 std::string mpirun(int n) {
