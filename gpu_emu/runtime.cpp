@@ -21,11 +21,12 @@
 namespace parbench::gpu_emu {
 
 // ---- settings
-namespace {
-[[noreturn]] void bad_env(const char* name, const char* value, const char* accepted) {
+void bad_setting(const char* name, const char* value, const char* accepted) {
   std::fprintf(stderr, "parbench-emu: %s='%s' is not valid; accepted: %s\n", name, value, accepted);
   std::exit(2);
 }
+
+namespace {
 std::size_t parse_bytes(const char* name, const char* v) {
   char* end = nullptr;
   const unsigned long long n = std::strtoull(v, &end, 10);
@@ -33,7 +34,7 @@ std::size_t parse_bytes(const char* name, const char* v) {
   if (*end == 'K') mul = 1ull << 10, ++end;
   else if (*end == 'M') mul = 1ull << 20, ++end;
   else if (*end == 'G') mul = 1ull << 30, ++end;
-  if (end == v || *end || n == 0 || v[0] == '-') bad_env(name, v, "a byte count > 0 with an optional K, M or G suffix");
+  if (end == v || *end || n == 0 || v[0] == '-') bad_setting(name, v, "a byte count > 0 with an optional K, M or G suffix");
   return std::size_t(n) * mul;
 }
 }  // namespace
@@ -44,12 +45,12 @@ const Settings& settings() {
     if (const char* v = std::getenv("PARBENCH_EMU_GPUS"); v && *v) {
       char* end = nullptr;
       const long n = std::strtol(v, &end, 10);
-      if (end == v || *end || n < 1 || n > 64) bad_env("PARBENCH_EMU_GPUS", v, "an integer from 1 to 64");
+      if (end == v || *end || n < 1 || n > 64) bad_setting("PARBENCH_EMU_GPUS", v, "an integer from 1 to 64");
       x.gpus = int(n);
     }
     if (const char* v = std::getenv("PARBENCH_EMU_GPU_MEMORY"); v && *v) x.memory_bytes = parse_bytes("PARBENCH_EMU_GPU_MEMORY", v);
     if (const char* v = std::getenv("PARBENCH_EMU_STRICT"); v && *v) {
-      if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0) bad_env("PARBENCH_EMU_STRICT", v, "0 or 1");
+      if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0) bad_setting("PARBENCH_EMU_STRICT", v, "0 or 1");
       x.strict = v[0] == '1';
     }
     return x;

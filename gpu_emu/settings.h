@@ -11,5 +11,6 @@ struct Settings {
 };
 // A bad value prints the variable, the value and the accepted form, and exits with status 2.
 const Settings& settings();
+[[noreturn]] void bad_setting(const char* name, const char* value, const char* accepted);
 
 }  // namespace parbench::gpu_emu

@@ -15,6 +15,7 @@
 
 #include "gpu_emu/emu.h"
 #include "gpu_emu/internal_streams.h"
+#include "gpu_emu/settings.h"
 
 namespace parbench::gpu_emu {
 
@@ -27,11 +28,6 @@ struct Delay {
   std::uint64_t seed = 0;
   unsigned max_us = 500;
 };
-
-[[noreturn]] void bad_setting(const char* name, const char* value, const char* accepted) {
-  std::fprintf(stderr, "parbench-emu: %s='%s' is not valid; accepted: %s\n", name, value, accepted);
-  std::exit(2);
-}
 
 Delay delay_from_env() {
   Delay d;
