@@ -7,9 +7,11 @@ namespace parbench::ref {
 
 template <class T>
 void norm_squared(acc_t<T>* out, const T* x, std::int64_t n, bool accumulate) {
-  acc_t<T> s = accumulate ? out[0] : acc_t<T>(0);
-  for (std::int64_t i = 0; i < n; ++i) s += load(x[i]) * load(x[i]);
-  out[0] = s;
+  // Summed in double whatever T is: a float running sum of millions of squares loses the small terms (past
+  // 2^24, adding 1 changes nothing), and the reference is what the kernels are checked against.
+  double s = accumulate ? double(out[0]) : 0.0;
+  for (std::int64_t i = 0; i < n; ++i) s += double(load(x[i])) * double(load(x[i]));
+  out[0] = acc_t<T>(s);
 }
 
 template <class T>

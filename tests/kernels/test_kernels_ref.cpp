@@ -372,6 +372,19 @@ TEST_P(RefVsF64, OptimizersNormClipMse) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, RefVsF64, ::testing::Values(DType::f32, DType::bf16, DType::f64),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
+// The reference is what every device is checked against, so its long sums must not lose the small terms:
+// in float, 1 + 1 + ... stops growing at 2^24 (a real H100's norm_squared of 7M gradients failed its check
+// against the float-summed reference, the reference being the wrong side).
+TEST(RefSums, NormSquaredOfManyOnesIsExact) {
+  const std::int64_t n = (std::int64_t(1) << 24) + (std::int64_t(1) << 20);
+  std::vector<float> ones(std::size_t(n), 1.f);
+  float out = -1;
+  ref::norm_squared(&out, ones.data(), n, false);
+  EXPECT_EQ(out, float(n));
+  ref::norm_squared(&out, ones.data(), n, true);
+  EXPECT_EQ(out, float(2 * n));
+}
+
 TEST_F(CpuOps, ConvertRoundsToNearestEven) {
   Tensor f = rnd(DType::f32, {1000}, -100, 100), h = poisoned(DType::bf16, {1000}), back = poisoned(DType::f32, {1000});
   ops::convert(h, f, s);
