@@ -21,6 +21,7 @@
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "kernels/ops.h"
+#include "profiles/range.h"
 #ifdef PARBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -201,6 +202,7 @@ void run_benchmark(benchmark::State& state, Bench& b, DType dtype, const GptShap
     // calls are synchronous and the same rule only makes fast ops take fewer samples.
     Event start(b.dev), stop(b.dev);
     auto time_batch = [&](std::int64_t calls) {
+      PB_RANGE("timed batch", Category::compute, {.chunk = calls});  // NVTX: a tool can count the waits per batch
       start.record(*b.stream);
       for (std::int64_t i = 0; i < calls; ++i) w.call(true, *b.stream);
       stop.record(*b.stream);

@@ -112,6 +112,8 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   TraceTrack track(comm.rank(), "compute");
   TrackedAllocator alloc(comm.device());
   Stream stream(comm.device());
+  std::optional<TraceDeviceWait> gpu_wait;  // a traced range on a GPU lasts until its kernels have run
+  if (!comm.device().on_host()) gpu_wait.emplace([&stream] { stream.synchronize(); });
   auto scheme = make_scheme(o.train, {comm, alloc, stream});
   alloc.reset_peaks();  // measure training, not set-up temporaries
   double loss = 0, busy = 0, span = 0;

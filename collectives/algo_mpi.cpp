@@ -72,22 +72,23 @@ class MpiLibrary final : public Algorithm {
     if (a.count > std::size_t(INT32_MAX) / std::size_t(c.size()))
       throw Error("mpi: " + std::to_string(a.count) + " elements per rank exceed MPI's int counts");
     if (c.device().on_host()) return run_host(c, a, a.send, a.recv);
-    // cuda: stage through host memory, keeping the in-place aliasing between send and receive buffers.
+    // cuda: stage through the communicator's pinned host buffer, keeping the in-place aliasing between send and
+    // receive buffers.
     const BufferCounts bc = buffer_counts(a.coll, a.count, c.size(), c.rank(), a.root);
     const std::size_t es = dtype_size(a.dtype), sb = bc.send * es, rb = bc.recv * es;
     const char *s = static_cast<const char*>(a.send), *r = static_cast<const char*>(a.recv);
-    std::vector<char> hs, hr(rb);
-    void* host_recv = hr.data();
+    void* host_recv;
     const void* host_send;
-    if (s >= r && s + sb <= r + rb && rb) {
-      host_send = hr.data() + (s - r);
-    } else if (r >= s && r + rb <= s + sb && sb) {
-      hs.resize(sb);
-      host_send = hs.data();
-      host_recv = hs.data() + (r - s);
-    } else {
-      hs.resize(sb);
-      host_send = hs.data();
+    if (s >= r && s + sb <= r + rb && rb) {  // send inside recv
+      host_recv = c.host_staging(rb);
+      host_send = static_cast<char*>(host_recv) + (s - r);
+    } else if (r >= s && r + rb <= s + sb && sb) {  // recv inside send
+      host_send = c.host_staging(sb);
+      host_recv = c.host_staging(sb) + (r - s);
+    } else {  // apart: send first, recv after it (256-byte aligned)
+      const std::size_t recv_at = (sb + 255) / 256 * 256;
+      host_send = c.host_staging(recv_at + rb);
+      host_recv = c.host_staging(recv_at + rb) + recv_at;
     }
     if (sb) device_memcpy(Device{}, const_cast<void*>(host_send), c.device(), a.send, sb);
     run_host(c, a, host_send, host_recv);

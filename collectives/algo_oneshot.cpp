@@ -4,6 +4,7 @@
 
 #include "collectives/communicator.h"
 #include "core/memory.h"
+#include "core/stream.h"
 
 namespace parbench {
 namespace {
@@ -24,7 +25,7 @@ class OneShot final : public Algorithm {
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     // On a GPU the input may still be being written by queued work (a copy that returned early, the previous
     // call's in-place result): finish it before publishing the address, since peers read it at once.
-    device_synchronize(c.device());
+    Stream(c.device()).synchronize();
     // Publish input addresses; receiving everyone's also means everyone's input is ready.
     const void* mine = a.send;
     std::vector<const void*> inputs(std::size_t(n), nullptr);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -50,10 +51,13 @@ int gpu_count() {
 #endif
 }
 
+// The GPU of node-local rank `local_rank`: round robin from the one --device names.
+int rank_gpu(const Device& base, int local_rank, int gpus) { return (base.index + local_rank) % gpus; }
+
 Device rank_device(const Device& base, int local_rank, int gpus) {
   Device d = base;
   if (d.kind == DeviceKind::cuda && gpus > 0) {
-    d.index = (base.index + local_rank) % gpus;
+    d.index = rank_gpu(base, local_rank, gpus);
 #ifdef PARBENCH_HAVE_CUDA
     CUDA_CHECK(cudaSetDevice(d.index));
 #endif
@@ -61,11 +65,13 @@ Device rank_device(const Device& base, int local_rank, int gpus) {
   return d;
 }
 
-// Threads on cuda: let this rank's GPU read the others' memory (the one-shot algorithms and peer copies).
-void enable_peer_access([[maybe_unused]] const Device& d, [[maybe_unused]] int gpus) {
+// Threads on cuda: let this rank's GPU read the other ranks' GPUs (the one-shot algorithms and peer copies), and
+// only theirs: a GPU has a limited number of peer mappings (8 without NVSwitch), and every enabled peer makes
+// cudaFree wait for that peer's work too.
+void enable_peer_access([[maybe_unused]] const Device& d, [[maybe_unused]] const std::vector<int>& rank_gpus) {
 #ifdef PARBENCH_HAVE_CUDA
   if (d.kind != DeviceKind::cuda) return;
-  for (int peer = 0; peer < gpus; ++peer) {
+  for (int peer : std::set<int>(rank_gpus.begin(), rank_gpus.end())) {
     int can = 0;
     if (peer == d.index || cudaDeviceCanAccessPeer(&can, d.index, peer) != cudaSuccess || !can) continue;
     cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
@@ -80,6 +86,8 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   auto world = make_threads_world(n);
   const bool cuda = o.device.kind == DeviceKind::cuda;
   const int gpus = cuda ? gpu_count() : 0;
+  std::vector<int> rank_gpus;  // the GPU of every rank
+  for (int q = 0; q < n && gpus > 0; ++q) rank_gpus.push_back(rank_gpu(o.device, q, gpus));
   std::string nccl_reason = "NCCL runs on GPUs only (--device cuda)";
 #ifdef PARBENCH_HAVE_NCCL
   bool use_nccl = false;
@@ -107,7 +115,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
       try {
         TraceTrack track(r, "comm");
         Device d = rank_device(o.device, r, gpus);
-        enable_peer_access(d, gpus);
+        enable_peer_access(d, rank_gpus);
         Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s);
         comm.set_local(r, n);
         void* nccl = nullptr;

@@ -22,7 +22,7 @@ std::string seconds_text(double s) {
 }  // namespace
 
 Communicator::Communicator(std::unique_ptr<Transport> transport, Device device, double timeout_s)
-    : transport_(std::move(transport)), device_(device), timeout_s_(timeout_s) {}
+    : transport_(std::move(transport)), device_(device), timeout_s_(timeout_s), host_staging_(device) {}
 
 Communicator::~Communicator() { release(); }
 
@@ -40,6 +40,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   nccl_reason_ = std::move(o.nccl_reason_);
   splits_ = o.splits_;
   for (int i = 0; i < 4; ++i) scratch_[i] = std::exchange(o.scratch_[i], Scratch{});
+  host_staging_ = std::move(o.host_staging_);
   o.nccl_comm_ = nullptr;
   return *this;
 }

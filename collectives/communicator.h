@@ -12,6 +12,7 @@
 #include "collectives/transport.h"
 #include "collectives/types.h"
 #include "core/device.h"
+#include "core/memory.h"
 
 namespace parbench {
 
@@ -80,6 +81,9 @@ class Communicator {
   // A device buffer of at least `bytes`, kept between calls (slots 0..3 are independent). Algorithms use slots
   // 0 and 1; run() stages host buffers on a GPU in 2 and 3.
   void* scratch(int slot, std::size_t bytes);
+  // A pinned host buffer of at least `bytes`, kept between calls, for implementations that stage GPU data through
+  // host memory (MPI's collectives); a larger request replaces it.
+  char* host_staging(std::size_t bytes) { return host_staging_.get(bytes); }
   // When the collective running now must have finished (library implementations poll against it).
   Deadline deadline() const { return deadline_; }
 
@@ -98,6 +102,7 @@ class Communicator {
     void* ptr = nullptr;
     std::size_t bytes = 0;
   } scratch_[4];
+  HostStaging host_staging_{Device{}};
   std::uint64_t splits_ = 0;
 };
 

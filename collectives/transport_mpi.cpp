@@ -1,12 +1,12 @@
 // MPI transport: MPI_Isend/MPI_Irecv for a group, completed by polling with MPI_Testall against the deadline.
-// Device (cuda) memory is staged through host buffers. Messages over 1 GiB go as several.
+// Device (cuda) memory is staged through pinned host buffers that the transport keeps and reuses. Messages over
+// 1 GiB go as several.
 #include "collectives/transport_mpi.h"
 
 #ifdef PARBENCH_HAVE_MPI
 #include <sched.h>
 
 #include <algorithm>
-#include <deque>
 #include <vector>
 
 #include "core/memory.h"
@@ -18,7 +18,7 @@ constexpr std::size_t kMaxMessage = std::size_t(1) << 30;
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, Device device) : comm_(comm), device_(device) {
+  MpiTransport(MPI_Comm comm, Device device) : comm_(comm), device_(device), group_staging_(device) {
     MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
@@ -44,9 +44,9 @@ class MpiTransport final : public Transport {
       if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
       char* buf = static_cast<char*>(op.buf);
       if (staged(op)) {  // the host copy lives until finish_sends
-        posted_host_.emplace_back(op.bytes);
-        device_memcpy(Device{}, posted_host_.back().data(), device_, op.buf, op.bytes);
-        buf = posted_host_.back().data();
+        if (sends_staged_ == send_staging_.size()) send_staging_.emplace_back(device_);
+        buf = send_staging_[sends_staged_++].get(op.bytes);
+        device_memcpy(Device{}, buf, device_, op.buf, op.bytes);
       }
       start(op, buf, posted_);
     }
@@ -57,7 +57,7 @@ class MpiTransport final : public Transport {
     reqs.swap(posted_);
     mpi_wait_all(reqs.data(), int(reqs.size()), deadline,
                  "rank " + std::to_string(rank_) + " waited for its posted sends to be received");
-    posted_host_.clear();
+    sends_staged_ = 0;
   }
 
   void abandon_sends() override {
@@ -66,19 +66,23 @@ class MpiTransport final : public Transport {
       MPI_Request_free(&r);
     }
     posted_.clear();
-    posted_host_.clear();
+    sends_staged_ = 0;
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
-    std::vector<std::vector<char>> host(ops.size());
+    // Every staged op gets its own 256-byte aligned part of one staging buffer.
+    std::vector<std::size_t> offset(ops.size());
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (staged(ops[i])) offset[i] = total, total += (ops[i].bytes + 255) / 256 * 256;
+    char* host = total ? group_staging_.get(total) : nullptr;
     std::vector<MPI_Request> reqs;
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const P2POp& op = ops[i];
       char* buf = static_cast<char*>(op.buf);
       if (staged(op)) {
-        host[i].resize(op.bytes);
-        if (op.kind == P2POp::send) device_memcpy(Device{}, host[i].data(), device_, op.buf, op.bytes);
-        buf = host[i].data();
+        buf = host + offset[i];
+        if (op.kind == P2POp::send) device_memcpy(Device{}, buf, device_, op.buf, op.bytes);
       }
       start(op, buf, reqs);
     }
@@ -86,7 +90,7 @@ class MpiTransport final : public Transport {
                  "rank " + std::to_string(rank_) + " waited for point-to-point messages");
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (ops[i].kind == P2POp::recv && staged(ops[i]))
-        device_memcpy(device_, ops[i].buf, Device{}, host[i].data(), ops[i].bytes);
+        device_memcpy(device_, ops[i].buf, Device{}, host + offset[i], ops[i].bytes);
   }
 
  private:
@@ -113,8 +117,10 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_;
   Device device_;
   int rank_ = 0, size_ = 1;
-  std::vector<MPI_Request> posted_;            // post_sends not yet finished
-  std::deque<std::vector<char>> posted_host_;  // their staged copies (device memory)
+  std::vector<MPI_Request> posted_;       // post_sends not yet finished
+  std::vector<HostStaging> send_staging_;  // their staged copies (device memory): the first sends_staged_ in use
+  std::size_t sends_staged_ = 0;
+  HostStaging group_staging_;
 };
 
 }  // namespace

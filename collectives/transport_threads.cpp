@@ -10,6 +10,7 @@
 
 #include "collectives/transport.h"
 #include "core/memory.h"
+#include "core/stream.h"
 
 namespace parbench {
 
@@ -140,11 +141,12 @@ class ThreadsTransport final : public Transport {
   }
 
   // A peer on another GPU copies our send buffers on its own device's stream, which is not ordered with the
-  // kernels that may still be writing them here: those finish before the buffers are published.
+  // kernels that may still be writing them here: those finish before the buffers are published. All of a rank's
+  // work is queued on its GPU's default stream, so waiting for that stream (not the whole device) is enough.
   void settle_sends(std::span<const P2POp> ops) const {
     if (device_.on_host()) return;
     for (const P2POp& op : ops)
-      if (op.kind == P2POp::send && !op.host) return device_synchronize(device_);
+      if (op.kind == P2POp::send && !op.host) return Stream(device_).synchronize();
   }
 
   void receive_all(std::vector<const P2POp*>& pending, Deadline deadline) {

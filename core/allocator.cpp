@@ -15,12 +15,21 @@ std::string_view mem_category_name(MemCategory c) {
   return names[static_cast<int>(c)];
 }
 
+TrackedAllocator::TrackedAllocator(Device device, Device pinned_for) : device_(device), pinned_for_(pinned_for) {
+  PB_CHECK(device.on_host(), "pinned memory is host memory: the allocator's device must be a host device");
+}
+
 TrackedAllocator::~TrackedAllocator() {
-  for (auto& [p, b] : blocks_) device_free(device_, p);
+  for (auto& [p, b] : blocks_) release(p);
+}
+
+void TrackedAllocator::release(void* p) noexcept {
+  if (pinned_for_) return pinned_host_free(*pinned_for_, p);
+  device_free(device_, p);
 }
 
 void* TrackedAllocator::allocate(std::size_t bytes, MemCategory category) {
-  void* p = device_malloc(device_, bytes);
+  void* p = pinned_for_ ? pinned_host_malloc(*pinned_for_, bytes) : device_malloc(device_, bytes);
   std::lock_guard lock(mutex_);
   blocks_.emplace(p, Block{bytes, category});
   auto c = static_cast<int>(category);
@@ -44,7 +53,7 @@ void TrackedAllocator::deallocate(void* p) {
     total_ -= it->second.bytes;
     blocks_.erase(it);
   }
-  device_free(device_, p);
+  release(p);
 }
 
 std::size_t TrackedAllocator::current(MemCategory c) const {

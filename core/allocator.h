@@ -3,6 +3,7 @@
 #include <array>
 #include <cstddef>
 #include <mutex>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 
@@ -19,6 +20,9 @@ using MemSplit = std::array<std::size_t, kMemCategories>;  // bytes per category
 class TrackedAllocator {
  public:
   explicit TrackedAllocator(Device device) : device_(device) {}
+  // Host memory page-locked for copies with GPU `pinned_for` (pinned_host_malloc), e.g. ZeRO offload's host
+  // optimizer state; `device` must be a host device.
+  TrackedAllocator(Device device, Device pinned_for);
   ~TrackedAllocator();
   TrackedAllocator(const TrackedAllocator&) = delete;
   TrackedAllocator& operator=(const TrackedAllocator&) = delete;
@@ -37,11 +41,14 @@ class TrackedAllocator {
   void reset_peaks();
 
  private:
+  void release(void* p) noexcept;  // back to where allocate got it
+
   struct Block {
     std::size_t bytes;
     MemCategory category;
   };
   Device device_;
+  std::optional<Device> pinned_for_;
   mutable std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;
   MemSplit current_{};

@@ -1,17 +1,76 @@
 // GPU memory through the CUDA runtime (built only when CUDA is on).
 #include <cuda_runtime.h>
 
+#include <array>
 #include <cstddef>
+#include <cstdlib>
+#include <mutex>
+#include <string>
 
+#include "core/caching_pool.h"
 #include "core/error.h"
 
 namespace parbench::detail {
 
-void* cuda_malloc(int index, std::size_t bytes) {
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// PARBENCH_CUDA_POOL=off hands every release straight to cudaFree: slower, but a checker (the emulated GPU,
+// compute-sanitizer) then sees a use after release as a use of freed memory.
+bool pool_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("PARBENCH_CUDA_POOL");
+    if (!v || std::string(v) == "on") return true;
+    if (std::string(v) == "off") return false;
+    throw UsageError("PARBENCH_CUDA_POOL='" + std::string(v) + "' is not 'on' or 'off'");
+  }();
+  return on;
+}
+
+void* raw_cuda_malloc(int index, std::size_t bytes) {
   CUDA_CHECK(cudaSetDevice(index));
   void* p = nullptr;
-  CUDA_CHECK(cudaMalloc(&p, bytes == 0 ? 1 : bytes));
+  const cudaError_t e = cudaMalloc(&p, bytes);
+  if (e == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();  // not sticky: clear it, the pool frees its cache and tries again
+    return nullptr;
+  }
+  CUDA_CHECK(e);
   return p;
+}
+
+void raw_cuda_free(int index, void* p) {
+  CUDA_CHECK(cudaSetDevice(index));
+  CUDA_CHECK(cudaFree(p));
+}
+
+// One pool per GPU, created on first use and never destroyed: its blocks die with the process, which avoids
+// calling cudaFree after the CUDA runtime has begun to shut down.
+CachingPool& pool(int index) {
+  PB_CHECK(index >= 0 && index < kMaxDevices, "GPU index out of range");
+  static std::array<CachingPool*, kMaxDevices> pools{};
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  CachingPool*& p = pools[std::size_t(index)];
+  if (!p)
+    p = new CachingPool([index](std::size_t bytes) { return raw_cuda_malloc(index, bytes); },
+                        [index](void* block) { raw_cuda_free(index, block); });
+  return *p;
+}
+
+}  // namespace
+
+void* cuda_malloc(int index, std::size_t bytes) {
+  if (pool_enabled()) return pool(index).allocate(bytes);
+  void* p = raw_cuda_malloc(index, bytes == 0 ? 1 : bytes);
+  if (!p) throw Error("out of GPU memory on device " + std::to_string(index) + " allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void cuda_free(int index, void* p) {
+  if (pool_enabled()) return pool(index).deallocate(p);
+  raw_cuda_free(index, p);
 }
 
 void cuda_set_device(int index) { CUDA_CHECK(cudaSetDevice(index)); }
@@ -27,11 +86,6 @@ bool cuda_is_device_pointer(const void* p) {
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
 }
 
-void cuda_free(int index, void* p) {
-  CUDA_CHECK(cudaSetDevice(index));
-  CUDA_CHECK(cudaFree(p));
-}
-
 namespace {
 cudaMemcpyKind copy_kind(bool dst_gpu, bool src_gpu) {
   return dst_gpu ? (src_gpu ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice)
@@ -43,21 +97,35 @@ void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* 
                     bool src_gpu, std::size_t width, std::size_t rows) {
   const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
   CUDA_CHECK(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, rows, kind));
-  if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaDeviceSynchronize());  // as in cuda_memcpy
+  if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaStreamSynchronize(nullptr));  // as in cuda_memcpy
 }
 
 void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes) {
   const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
   // A device-to-device cudaMemcpy returns before the copy is done; device_memcpy promises a finished copy (the
-  // threads transport hands the source buffer back to its owner right after).
-  if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaDeviceSynchronize());
+  // threads transport hands the source buffer back to its owner right after). The copy runs on the current
+  // GPU's default stream, so waiting for that stream is enough: the rest of the device may go on.
+  if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaStreamSynchronize(nullptr));
+}
+
+void cuda_memcpy_async(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes, void* stream) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, copy_kind(dst_gpu, src_gpu), static_cast<cudaStream_t>(stream)));
 }
 
 void cuda_memset(int index, void* p, int value, std::size_t bytes) {
   CUDA_CHECK(cudaSetDevice(index));
   CUDA_CHECK(cudaMemset(p, value, bytes));
 }
+
+void* cuda_malloc_host(int index, std::size_t bytes) {
+  CUDA_CHECK(cudaSetDevice(index));
+  void* p = nullptr;
+  CUDA_CHECK(cudaMallocHost(&p, bytes == 0 ? 1 : bytes));
+  return p;
+}
+
+void cuda_free_host(void* p) { CUDA_CHECK(cudaFreeHost(p)); }
 
 std::size_t cuda_memory_bytes(int index) {
   CUDA_CHECK(cudaSetDevice(index));

@@ -15,7 +15,10 @@ void* cuda_stream_create(int index) {
   return s;
 }
 void cuda_stream_destroy(void* s) { cudaStreamDestroy(static_cast<cudaStream_t>(s)); }
-void cuda_stream_sync(void* s) { CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s))); }
+void cuda_stream_sync(int index, void* s) {
+  if (!s) CUDA_CHECK(cudaSetDevice(index));  // the default stream is the current GPU's
+  CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(s)));
+}
 void* cuda_event_create(int index) {
   CUDA_CHECK(cudaSetDevice(index));
   cudaEvent_t e;

@@ -3,14 +3,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
+#include "core/stream.h"
 
 namespace parbench {
 
@@ -21,10 +24,13 @@ void cuda_set_device(int index);
 bool cuda_is_device_pointer(const void* p);
 void cuda_device_synchronize(int index);
 void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes);
+void cuda_memcpy_async(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes, void* stream);
 void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
                     bool src_gpu, std::size_t width, std::size_t rows);
 void cuda_memset(int index, void* p, int value, std::size_t bytes);
 std::size_t cuda_memory_bytes(int index);
+void* cuda_malloc_host(int index, std::size_t bytes);
+void cuda_free_host(void* p);
 }  // namespace detail
 
 #ifndef PARBENCH_HAVE_CUDA
@@ -36,13 +42,22 @@ void cuda_set_device(int) { no_cuda(); }
 bool cuda_is_device_pointer(const void*) { no_cuda(); }
 void cuda_device_synchronize(int) { no_cuda(); }
 void cuda_memcpy(void*, bool, const void*, bool, std::size_t) { no_cuda(); }
+void cuda_memcpy_async(void*, bool, const void*, bool, std::size_t, void*) { no_cuda(); }
 void cuda_memcpy_2d(void*, std::size_t, bool, const void*, std::size_t, bool, std::size_t, std::size_t) { no_cuda(); }
 void cuda_memset(int, void*, int, std::size_t) { no_cuda(); }
 std::size_t cuda_memory_bytes(int) { no_cuda(); }
+void* cuda_malloc_host(int, std::size_t) { no_cuda(); }
+void cuda_free_host(void*) {}
 }  // namespace detail
 #endif
 
 constexpr std::size_t kHostAlignment = 256;  // matches cudaMalloc's, so vector loads behave alike
+
+// Frees run in destructors, also after a sticky CUDA error that every later call repeats: say it once.
+static void report_free_failure(const std::exception& e) noexcept {
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true)) std::fprintf(stderr, "parbench: freeing GPU or pinned memory failed: %s\n", e.what());
+}
 
 void* device_malloc(const Device& d, std::size_t bytes) {
   if (!d.on_host()) return detail::cuda_malloc(d.index, bytes);
@@ -58,9 +73,41 @@ void device_free(const Device& d, void* p) noexcept {
   try {
     detail::cuda_free(d.index, p);
   } catch (const std::exception& e) {
-    static std::atomic<bool> said{false};
-    if (!said.exchange(true)) std::fprintf(stderr, "parbench: freeing GPU memory failed: %s\n", e.what());
+    report_free_failure(e);
   }
+}
+
+void* pinned_host_malloc(const Device& partner, std::size_t bytes) {
+  if (partner.on_host()) return device_malloc(Device{}, bytes);
+  return detail::cuda_malloc_host(partner.index, bytes);
+}
+
+void pinned_host_free(const Device& partner, void* p) noexcept {
+  if (!p) return;
+  if (partner.on_host()) return device_free(Device{}, p);
+  try {
+    detail::cuda_free_host(p);
+  } catch (const std::exception& e) {
+    report_free_failure(e);
+  }
+}
+
+HostStaging& HostStaging::operator=(HostStaging&& o) noexcept {
+  std::swap(partner_, o.partner_);
+  std::swap(data_, o.data_);
+  std::swap(capacity_, o.capacity_);
+  return *this;
+}
+
+char* HostStaging::get(std::size_t bytes) {
+  if (bytes <= capacity_ && data_) return data_;
+  const std::size_t grown = std::max(bytes, 2 * capacity_);  // doubling: a sweep of growing sizes reallocates log times
+  pinned_host_free(partner_, data_);
+  data_ = nullptr;
+  capacity_ = 0;
+  data_ = static_cast<char*>(pinned_host_malloc(partner_, std::max<std::size_t>(grown, 256)));
+  capacity_ = std::max<std::size_t>(grown, 256);
+  return data_;
 }
 
 bool is_device_memory(const Device& d, const void* p) { return d.on_host() || detail::cuda_is_device_pointer(p); }
@@ -80,6 +127,16 @@ void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, cons
     return;
   }
   detail::cuda_memcpy(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes);
+}
+
+void device_memcpy_async(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes,
+                         const Stream& s) {
+  if (bytes == 0) return;
+  if (dst_dev.on_host() && src_dev.on_host()) {
+    std::memmove(dst, src, bytes);
+    return;
+  }
+  detail::cuda_memcpy_async(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes, s.native());
 }
 
 void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev, const void* src,

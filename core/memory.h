@@ -1,15 +1,45 @@
 // Raw memory per device: allocate, free, copy and fill. Host memory on cpu and simt, GPU memory on cuda.
 #pragma once
 #include <cstddef>
+#include <utility>
 
 #include "core/device.h"
 
 namespace parbench {
 
+class Stream;
+
 void* device_malloc(const Device& d, std::size_t bytes);
 // Never throws: it runs in destructors, also while unwinding from a CUDA error (which every later CUDA call
 // repeats); a failure is reported once on stderr and the memory is left to the process's end.
 void device_free(const Device& d, void* p) noexcept;
+// Host memory for copies with `partner`: page-locked (cudaMallocHost) when it is a GPU, so copies are direct DMA
+// instead of going through the driver's bounce buffer; plain host memory otherwise. For buffers that stage device
+// data through the host (MPI without CUDA support, ZeRO offload).
+void* pinned_host_malloc(const Device& partner, std::size_t bytes);
+void pinned_host_free(const Device& partner, void* p) noexcept;
+
+// A reusable pinned staging buffer (pinned_host_malloc) that grows to the largest request and is never cleared,
+// so staging a message costs a copy, not an allocation and a zero fill of the message's size.
+class HostStaging {
+ public:
+  explicit HostStaging(Device partner) : partner_(partner) {}
+  ~HostStaging() { pinned_host_free(partner_, data_); }
+  HostStaging(const HostStaging&) = delete;
+  HostStaging& operator=(const HostStaging&) = delete;
+  HostStaging(HostStaging&& o) noexcept { *this = std::move(o); }
+  HostStaging& operator=(HostStaging&& o) noexcept;
+  // At least `bytes` bytes, contents unspecified; a request larger than the buffer replaces it, so a pointer from
+  // an earlier call is valid until the next call.
+  char* get(std::size_t bytes);
+  std::size_t capacity() const { return capacity_; }
+
+ private:
+  Device partner_;
+  char* data_ = nullptr;
+  std::size_t capacity_ = 0;
+};
+
 // Whether `p` points into memory of GPU device `d` (cudaPointerGetAttributes); always true for host devices,
 // whose memory is host memory.
 bool is_device_memory(const Device& d, const void* p);
@@ -21,6 +51,11 @@ void make_device_current(const Device& d);
 // Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous: it starts after the work
 // already queued on the device's streams (core/stream.h makes blocking CUDA streams) and is done on return.
 void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes);
+// Queued on stream `s` (cudaMemcpyAsync), ordered with the work there; done once `s` is synchronised. Host
+// memory must be pinned for the copy to be asynchronous (pageable host memory makes it wait, as in CUDA). On host
+// devices a plain copy, done on return.
+void device_memcpy_async(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes,
+                         const Stream& s);
 // `rows` rows of `width` bytes, row i from src + i * src_pitch to dst + i * dst_pitch (one cudaMemcpy2D on a
 // GPU); synchronous like device_memcpy. Regions must not overlap.
 void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev, const void* src,

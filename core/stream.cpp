@@ -10,7 +10,7 @@ namespace parbench {
 namespace detail {
 void* cuda_stream_create(int index);
 void cuda_stream_destroy(void* s);
-void cuda_stream_sync(void* s);
+void cuda_stream_sync(int index, void* s);
 void* cuda_event_create(int index);
 void cuda_event_destroy(void* e);
 void cuda_event_record(void* e, void* s);
@@ -24,7 +24,7 @@ namespace detail {
 [[noreturn]] static void no_cuda() { throw Error("this build has no CUDA support; use --device cpu or simt"); }
 void* cuda_stream_create(int) { no_cuda(); }
 void cuda_stream_destroy(void*) {}
-void cuda_stream_sync(void*) { no_cuda(); }
+void cuda_stream_sync(int, void*) { no_cuda(); }
 void* cuda_event_create(int) { no_cuda(); }
 void cuda_event_destroy(void*) {}
 void cuda_event_record(void*, void*) { no_cuda(); }
@@ -55,7 +55,7 @@ Stream& Stream::operator=(Stream&& o) noexcept {
 }
 
 void Stream::synchronize() const {
-  if (!device_.on_host()) detail::cuda_stream_sync(handle_);
+  if (!device_.on_host()) detail::cuda_stream_sync(device_.index, handle_);
 }
 
 Event::Event(Device device) : device_(device) {

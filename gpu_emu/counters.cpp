@@ -11,8 +11,11 @@ namespace {
 
 struct Frame {
   std::string name;
+  std::int64_t begin;
   ApiCounts start;
 };
+
+std::atomic<std::int64_t> g_sequence{0};  // pushes and pops of every thread, in order
 
 struct ThreadCounts {
   ApiCounts now;
@@ -53,7 +56,8 @@ void write_report() {
       if (c == '"' || c == '\\') std::fputc('\\', f);
       std::fputc(c >= 0x20 ? c : ' ', f);
     }
-    std::fprintf(f, "\", \"thread\": %d", r.thread);
+    std::fprintf(f, "\", \"thread\": %d, \"begin\": %lld, \"end\": %lld", r.thread, static_cast<long long>(r.begin),
+                 static_cast<long long>(r.end));
     for (std::size_t i = 0; i < std::size_t(Count::kCount); ++i)
       std::fprintf(f, ", \"%s\": %lld", count_name(Count(i)), static_cast<long long>(r.counts.n[i]));
     std::fprintf(f, "}");
@@ -68,7 +72,8 @@ void write_report() {
 const char* count_name(Count c) {
   static const char* const names[] = {"cudaMalloc",  "cudaFree",    "cudaMallocHost", "cudaFreeHost",
                                       "device_sync", "stream_sync", "event_sync",     "host_wait",
-                                      "launch",      "copy",        "memset",         "library_call"};
+                                      "launch",      "copy",        "pageable_copy",  "memset",
+                                      "library_call"};
   static_assert(sizeof(names) / sizeof(names[0]) == std::size_t(Count::kCount));
   return names[std::size_t(c)];
 }
@@ -84,14 +89,14 @@ void region_push(const char* name) {
   static const bool registered = [] { return std::atexit(write_report) == 0; }();
   (void)registered;
   thread_id();
-  t_counts.open.push_back({name ? name : "", t_counts.now});
+  t_counts.open.push_back({name ? name : "", ++g_sequence, t_counts.now});
 }
 
 void region_pop() {
   if (t_counts.open.empty()) return;
   Frame f = std::move(t_counts.open.back());
   t_counts.open.pop_back();
-  RegionRecord r{std::move(f.name), thread_id(), {}};
+  RegionRecord r{std::move(f.name), thread_id(), f.begin, ++g_sequence, {}};
   for (std::size_t i = 0; i < r.counts.n.size(); ++i) r.counts.n[i] = t_counts.now.n[i] - f.start.n[i];
   std::lock_guard<std::mutex> l(regions().m);
   if (regions().done.size() < kMaxRegions) regions().done.push_back(std::move(r));

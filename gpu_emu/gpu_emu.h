@@ -19,6 +19,7 @@ enum class Count {
   host_wait,     // every time the host thread blocked on device work (all of the above, synchronous copies, ...)
   launch,        // kernel launches
   copy,          // cudaMemcpy* calls
+  pageable_copy,  // those between a GPU and pageable host memory (staged by the driver, never asynchronous)
   memset,        // cudaMemset* calls
   library_call,  // cuBLAS and NCCL calls that queue device work
   kCount
@@ -36,6 +37,10 @@ ApiCounts thread_counts();
 struct RegionRecord {
   std::string name;  // the range's message, e.g. "step microbatch=3"
   int thread = 0;    // small id of the host thread, in order of first use
+  // Positions of the push and the pop in one process-wide sequence of pushes and pops, so ranges of different
+  // threads can be ordered: a range on a communication thread lies inside a step when it began after the step
+  // began and ended before the step ended.
+  std::int64_t begin = 0, end = 0;
   ApiCounts counts;
 };
 std::vector<RegionRecord> finished_regions();

@@ -286,6 +286,7 @@ cudaError_t copy(const char* api, const std::string& site, bool async, cudaStrea
     return cudaSuccess;
   }
   const bool pageable_src = plan.src.side == Side::pageable, pageable_dst = plan.dst.side == Side::pageable;
+  if (pageable_src || pageable_dst) count(Count::pageable_copy);
   if (!async && pageable_src && to_dev) wait_ops({stream_tail(s)}, api);  // "a stream sync before the copy"
   OpPtr op = queue_copy(s, api, dst, dpitch, src, spitch, width, rows, pageable_src && to_dev);
   // What returns early: device-to-device always; the async forms unless they write pageable memory;

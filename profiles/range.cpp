@@ -22,7 +22,8 @@ void Range::begin(unsigned mode, std::string_view name, Category cat,
       args_ = args;
       cat_ = cat;
       active_ |= TraceRecorder::kTrace;
-      start_ns_ = rec.now_ns();  // last, so the setup above is not inside the range
+      TraceDeviceWait::wait_here();  // GPU work queued before the range is not inside it
+      start_ns_ = rec.now_ns();      // last, so the setup above is not inside the range
     } catch (...) {
       // Out of memory while profiling: drop this event rather than fail the measured code.
     }
@@ -32,6 +33,7 @@ void Range::begin(unsigned mode, std::string_view name, Category cat,
 void Range::end() noexcept {
   TraceRecorder& rec = TraceRecorder::instance();
   if (active_ & TraceRecorder::kTrace) {
+    TraceDeviceWait::wait_here();  // the range ends when its GPU work has
     const std::int64_t end_ns = rec.now_ns();
     try {
       rec.add(TraceRecorder::Event{std::move(name_), cat_, pid_, tid_,

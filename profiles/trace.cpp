@@ -291,4 +291,22 @@ TraceTrack::~TraceTrack() {
   t_tid = prev_tid_;
 }
 
+namespace {
+thread_local TraceDeviceWait* t_device_wait = nullptr;
+}
+
+TraceDeviceWait::TraceDeviceWait(std::function<void()> wait) : wait_(std::move(wait)), prev_(t_device_wait) {
+  t_device_wait = this;
+}
+
+TraceDeviceWait::~TraceDeviceWait() { t_device_wait = prev_; }
+
+void TraceDeviceWait::wait_here() noexcept {
+  if (!t_device_wait || !t_device_wait->wait_) return;
+  try {
+    t_device_wait->wait_();
+  } catch (...) {
+  }
+}
+
 }  // namespace parbench

@@ -3,6 +3,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -122,6 +123,25 @@ class TraceTrack {
  private:
   int prev_rank_;
   int prev_tid_;
+};
+
+// On a GPU a range's kernels run after the host code that queued them, so host timestamps alone would show
+// launch time. A thread whose ranges queue GPU work installs how to wait for it (its stream's synchronize) for
+// its lifetime; while the Chrome trace records, every range of that thread waits at its start and at its end,
+// so the trace shows when the GPU work ran, at the price of host/GPU overlap in traced runs. Ranges seen only
+// by an NVTX tool never wait: nsys times the GPU itself. Nests like TraceTrack.
+class TraceDeviceWait {
+ public:
+  explicit TraceDeviceWait(std::function<void()> wait);
+  ~TraceDeviceWait();
+  TraceDeviceWait(const TraceDeviceWait&) = delete;
+  TraceDeviceWait& operator=(const TraceDeviceWait&) = delete;
+  // Runs the calling thread's wait, if it has one; errors are left to the next CUDA call to report.
+  static void wait_here() noexcept;
+
+ private:
+  std::function<void()> wait_;
+  TraceDeviceWait* prev_;
 };
 
 // Shorthand for TraceRecorder::instance().record_complete(...).

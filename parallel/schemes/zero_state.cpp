@@ -101,7 +101,7 @@ ZeroState::ZeroState(const TrainConfig& cfg, int stage, const ParamLayout& layou
       stream_(stream),
       counter_(counter),
       shards_(packed_, group.size()),
-      host_alloc_(Device{}),
+      host_alloc_(Device{}, stream.device()),  // pinned on a GPU: the offload copies each step are DMA
       host_stream_(Device{}) {
   for (std::size_t i = 0; i < units.size(); ++i) index_[units[i]] = int(i);
   if (initial.numel() != packed_.total) throw Error("ZeroState: initial values do not match the held units");

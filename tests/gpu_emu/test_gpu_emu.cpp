@@ -331,6 +331,9 @@ TEST(GpuEmuCounters, CountsPerThreadAndPerRegion) {
   EXPECT_EQ(outer.name, "outer");
   EXPECT_EQ(outer.counts[Count::malloc], 1);
   EXPECT_EQ(outer.counts[Count::host_wait], 2);
+  EXPECT_LT(outer.begin, inner.begin);  // one order for pushes and pops: outer opened first, closed last
+  EXPECT_LT(inner.begin, inner.end);
+  EXPECT_LT(inner.end, outer.end);
 }
 
 }  // namespace

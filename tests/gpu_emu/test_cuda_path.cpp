@@ -1,0 +1,186 @@
+// parbench's cuda-path building blocks on the emulated GPU, counted as nsys would: the caching pool keeps
+// cudaMalloc and cudaFree out of repeated allocations, staging and offload memory is pinned, the copies that
+// promise a finished result wait for one stream, not the whole device, traced ranges time GPU work, and ranks in
+// threads mode map only each other's GPUs.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <thread>
+#include <vector>
+
+#include "collectives/bootstrap.h"
+#include "core/allocator.h"
+#include "core/memory.h"
+#include "core/stream.h"
+#include "gpu_emu/emu.h"
+#include "gpu_emu/gpu_emu.h"
+#include "profiles/range.h"
+
+namespace parbench {
+namespace {
+
+using gpu_emu::Count;
+
+const Device kGpu{DeviceKind::cuda, 1};
+
+// What the calling thread did while `f` ran.
+template <class F>
+gpu_emu::ApiCounts counted(F f) {
+  const gpu_emu::ApiCounts before = gpu_emu::thread_counts();
+  f();
+  gpu_emu::ApiCounts d = gpu_emu::thread_counts();
+  for (std::size_t i = 0; i < d.n.size(); ++i) d.n[i] -= before.n[i];
+  return d;
+}
+
+cudaMemoryType memory_type(const void* p) {
+  cudaPointerAttributes a{};
+  EXPECT_EQ(cudaPointerGetAttributes(&a, p), cudaSuccess);
+  return a.type;
+}
+
+TEST(CudaMemory, ReleasedMemoryIsReusedWithoutCudaMallocOrCudaFree) {
+  TrackedAllocator alloc(kGpu);
+  // A first "step" grows the pool; the same allocations again touch neither cudaMalloc nor cudaFree.
+  auto step = [&] {
+    std::vector<void*> live;
+    for (std::size_t bytes : {1000u, 4096u, 70000u, 1000u}) live.push_back(alloc.allocate(bytes, MemCategory::activations));
+    for (void* p : live) alloc.deallocate(p);
+  };
+  step();
+  const gpu_emu::ApiCounts again = counted([&] {
+    for (int i = 0; i < 3; ++i) step();
+  });
+  EXPECT_EQ(again[Count::malloc], 0);
+  EXPECT_EQ(again[Count::free], 0);
+  EXPECT_EQ(again[Count::device_sync], 0);
+  EXPECT_EQ(alloc.current_total(), 0u);  // the accounting still sees every release
+  EXPECT_EQ(alloc.peak_total(), 1000u + 4096u + 70000u + 1000u);
+}
+
+TEST(CudaMemory, ReusedBlockHoldsWhatTheNewOwnerWrites) {
+  // A released block's next owner sees its own data, also with the previous owner's copy still queued: both are
+  // ordered on the device's default stream.
+  std::vector<float> a(4096, 1.0f), b(4096, 2.0f), out(4096, 0.0f);
+  void* p = device_malloc(kGpu, a.size() * sizeof(float));
+  make_device_current(kGpu);
+  device_memcpy(kGpu, p, Device{}, a.data(), a.size() * sizeof(float));
+  device_free(kGpu, p);
+  void* q = device_malloc(kGpu, b.size() * sizeof(float));
+  EXPECT_EQ(p, q);
+  device_memcpy(kGpu, q, Device{}, b.data(), b.size() * sizeof(float));
+  device_memcpy(Device{}, out.data(), kGpu, q, out.size() * sizeof(float));
+  EXPECT_EQ(out, b);
+  device_free(kGpu, q);
+}
+
+TEST(CudaMemory, DeviceToDeviceCopyWaitsForTheStreamNotTheDevice) {
+  std::vector<int> host(1000, 7), back(1000, 0);
+  void* x = device_malloc(kGpu, 4000);
+  void* y = device_malloc(kGpu, 4000);
+  make_device_current(kGpu);
+  device_memcpy(kGpu, x, Device{}, host.data(), 4000);
+  const gpu_emu::ApiCounts c = counted([&] { device_memcpy(kGpu, y, kGpu, x, 4000); });
+  EXPECT_EQ(c[Count::device_sync], 0);
+  EXPECT_EQ(c[Count::stream_sync], 1);
+  device_memcpy(Device{}, back.data(), kGpu, y, 4000);
+  EXPECT_EQ(back, host);
+  device_free(kGpu, x);
+  device_free(kGpu, y);
+}
+
+TEST(CudaMemory, StagingIsPinnedAndGrowsOnlyWhenTooSmall) {
+  HostStaging staging(kGpu);
+  char* first = nullptr;
+  const gpu_emu::ApiCounts grow = counted([&] { first = staging.get(1000); });
+  EXPECT_EQ(grow[Count::host_malloc], 1);
+  EXPECT_EQ(memory_type(first), cudaMemoryTypeHost);
+  const gpu_emu::ApiCounts reuse = counted([&] {
+    for (std::size_t bytes : {1u, 500u, 1000u}) EXPECT_EQ(staging.get(bytes), first);
+  });
+  EXPECT_EQ(reuse[Count::host_malloc] + reuse[Count::host_free], 0);
+  char* larger = nullptr;
+  const gpu_emu::ApiCounts regrow = counted([&] { larger = staging.get(1500); });
+  EXPECT_EQ(regrow[Count::host_free], 1);
+  EXPECT_EQ(regrow[Count::host_malloc], 1);
+  EXPECT_GE(staging.capacity(), 2000u);  // doubled, so a growing sweep reallocates a logarithmic number of times
+  std::memset(larger, 1, staging.capacity());
+
+  HostStaging on_host{Device{}};  // for a host device: plain memory, no CUDA call
+  const gpu_emu::ApiCounts plain = counted([&] { (void)on_host.get(100); });
+  EXPECT_EQ(plain[Count::host_malloc], 0);
+}
+
+TEST(CudaMemory, PinnedHostAllocatorForOffload) {
+  TrackedAllocator host(Device{}, kGpu);
+  void* p = host.allocate(1 << 16, MemCategory::optimizer);
+  EXPECT_EQ(memory_type(p), cudaMemoryTypeHost);
+  EXPECT_EQ(host.current(MemCategory::optimizer), std::size_t(1) << 16);
+  host.deallocate(p);
+  EXPECT_EQ(host.current_total(), 0u);
+}
+
+TEST(CudaThreads, PeerAccessOnlyBetweenTheRanksGpus) {
+  // Ranks on GPUs 1 and 2 of the emulator's 4: each may map the other, and no GPU without a rank.
+  const int gpus = gpu_emu::device_count();
+  ASSERT_GE(gpus, 4);
+  LaunchOptions o;
+  o.ranks = 2;
+  o.device = Device{DeviceKind::cuda, 1};
+  run_ranks(o, [](Communicator&) {});
+  EXPECT_TRUE(gpu_emu::peer_enabled(1, 2));
+  EXPECT_TRUE(gpu_emu::peer_enabled(2, 1));
+  for (int other : {0, 3}) {
+    EXPECT_FALSE(gpu_emu::peer_enabled(1, other)) << "GPU 1 mapped GPU " << other << ", which has no rank";
+    EXPECT_FALSE(gpu_emu::peer_enabled(2, other)) << "GPU 2 mapped GPU " << other << ", which has no rank";
+  }
+}
+
+// The duration of the one recorded event called `name`, in microseconds.
+double traced_us(const std::string& name) {
+  const nlohmann::json trace = nlohmann::json::parse(TraceRecorder::instance().to_json());
+  double dur = -1;
+  for (const auto& e : trace.at("traceEvents"))
+    if (e.value("name", "") == name && e.value("ph", "") == "X") dur = e.at("dur").get<double>();
+  EXPECT_GE(dur, 0) << "no event " << name;
+  return dur;
+}
+
+TEST(CudaTrace, TracedRangesLastWhileTheirGpuWorkRuns) {
+  using namespace std::chrono_literals;
+  make_device_current(kGpu);
+  auto queue_gpu_work = [] {  // 80 ms of work on the default stream; the host goes on at once
+    gpu_emu::enqueue(gpu_emu::resolve_stream(nullptr), "test: 80 ms of GPU work",
+                     [] { std::this_thread::sleep_for(80ms); });
+  };
+  TraceRecorder& rec = TraceRecorder::instance();
+  rec.clear();
+  rec.enable();
+  {
+    PB_RANGE("no wait installed", Category::compute);
+    queue_gpu_work();
+  }
+  cudaDeviceSynchronize();
+  {
+    TraceDeviceWait wait([] { Stream(kGpu).synchronize(); });
+    {
+      PB_RANGE("queues work", Category::compute);
+      queue_gpu_work();
+    }
+    queue_gpu_work();
+    {
+      PB_RANGE("after queued work", Category::compute);
+    }
+  }
+  rec.disable();
+  EXPECT_LT(traced_us("no wait installed"), 60e3) << "the host range ended before its GPU work did";
+  EXPECT_GE(traced_us("queues work"), 80e3) << "the range must last until its GPU work has run";
+  EXPECT_LT(traced_us("after queued work"), 60e3) << "work queued before a range is not inside it";
+  rec.clear();
+}
+
+}  // namespace
+}  // namespace parbench
