@@ -209,10 +209,12 @@ void run_benchmark(benchmark::State& state, Bench& b, DType dtype, const GptShap
       stop.synchronize();
       return Event::elapsed_ms(start, stop) / 1e3;
     };
+    // At least two calls, so that even a slow op's sample is back-to-back launches with one wait.
     constexpr double kBatchSeconds = 1e-3;
-    constexpr std::int64_t kMaxBatch = 1000;
+    constexpr std::int64_t kMinBatch = 2, kMaxBatch = 1000;
     double one = time_batch(1);
-    std::int64_t batch = one > 0 ? std::int64_t(std::clamp(std::ceil(kBatchSeconds / one), 1.0, double(kMaxBatch)))
+    std::int64_t batch = one > 0 ? std::int64_t(std::clamp(std::ceil(kBatchSeconds / one), double(kMinBatch),
+                                                           double(kMaxBatch)))
                                  : kMaxBatch;
     // KeepRunningBatch counts each batch as `batch` iterations and SetIterationTime takes the batch's time,
     // so Google Benchmark's time per iteration, the iteration-invariant rates below and --min-time are all

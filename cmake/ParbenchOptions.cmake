@@ -88,9 +88,18 @@ elseif(PARBENCH_HAVE_CUDA)
   target_link_libraries(parbench_cublas INTERFACE CUDA::cublas)
 endif()
 
-# --- NCCL: no CMake package; nccl.h and libnccl beside the CUDA toolkit. Not yet emulated.
+# --- NCCL: no CMake package; nccl.h and libnccl beside the CUDA toolkit. The emulated GPU build links the
+# emulated NCCL (gpu_emu/nccl.cpp) against the same header.
 set(PARBENCH_HAVE_NCCL OFF)
-if(NOT PARBENCH_NCCL STREQUAL "OFF" AND PARBENCH_HAVE_CUDA AND NOT PARBENCH_CUDA_EMULATED)
+if(NOT PARBENCH_NCCL STREQUAL "OFF" AND PARBENCH_CUDA_EMULATED)
+  find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+  if(NCCL_INCLUDE_DIR)
+    set(PARBENCH_HAVE_NCCL ON)
+    add_library(parbench_nccl INTERFACE)
+    target_include_directories(parbench_nccl INTERFACE ${NCCL_INCLUDE_DIR})
+    target_link_libraries(parbench_nccl INTERFACE parbench_gpu_emu)
+  endif()
+elseif(NOT PARBENCH_NCCL STREQUAL "OFF" AND PARBENCH_HAVE_CUDA)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
   find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
   if(NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
@@ -121,6 +130,10 @@ if(PARBENCH_CUDA_EMULATED)
 else()
   set(_pb_cuda_words "${PARBENCH_HAVE_CUDA} (${CMAKE_CUDA_COMPILER} archs ${CMAKE_CUDA_ARCHITECTURES})")
 endif()
+set(_pb_nccl_words "${PARBENCH_HAVE_NCCL}")
+if(PARBENCH_HAVE_NCCL AND PARBENCH_CUDA_EMULATED)
+  set(_pb_nccl_words "ON (emulated)")
+endif()
 message(STATUS "parbench: CUDA ${_pb_cuda_words}, "
-               "MPI ${PARBENCH_HAVE_MPI} (${MPIEXEC_EXECUTABLE}), NCCL ${PARBENCH_HAVE_NCCL}, "
+               "MPI ${PARBENCH_HAVE_MPI} (${MPIEXEC_EXECUTABLE}), NCCL ${_pb_nccl_words}, "
                "NVTX ${PARBENCH_HAVE_NVTX}, sanitizers ${PARBENCH_SANITIZE}")

@@ -76,8 +76,9 @@ class NcclLibrary final : public Algorithm {
         break;
       }
     }
-    nccl_wait(comm, stream, c.deadline(),
-              "rank " + std::to_string(r) + " waited for NCCL's " + std::string(collective_name(a.coll)));
+    if (!c.batching())  // in a batch, Communicator::end_batch waits once for all
+      nccl_wait(comm, stream, c.deadline(),
+                "rank " + std::to_string(r) + " waited for NCCL's " + std::string(collective_name(a.coll)));
   }
 };
 

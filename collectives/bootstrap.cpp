@@ -90,13 +90,17 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   for (int q = 0; q < n && gpus > 0; ++q) rank_gpus.push_back(rank_gpu(o.device, q, gpus));
   std::string nccl_reason = "NCCL runs on GPUs only (--device cuda)";
 #ifdef PARBENCH_HAVE_NCCL
-  bool use_nccl = false;
-  ncclUniqueId id{};
+  // One call makes every rank's communicator before any rank thread starts: with ncclCommInitRank per thread, a
+  // rank that failed before its call would leave the others blocked in theirs for ever.
+  std::vector<ncclComm_t> nccl_comms;
   if (cuda) {
     nccl_reason = nccl_gpu_refusal(n, gpus);
-    use_nccl = nccl_reason.empty();
-    if (use_nccl) NCCL_CHECK(ncclGetUniqueId(&id));
+    if (nccl_reason.empty()) {
+      nccl_comms.resize(std::size_t(n));
+      NCCL_CHECK(ncclCommInitAll(nccl_comms.data(), n, rank_gpus.data()));
+    }
   }
+  std::vector<char> nccl_healthy(nccl_comms.size(), 0);  // the rank finished normally: its communicator is ours
 #else
   if (cuda) nccl_reason = "this build has no NCCL";
 #endif
@@ -120,16 +124,12 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
         comm.set_local(r, n);
         void* nccl = nullptr;
 #ifdef PARBENCH_HAVE_NCCL
-        if (use_nccl) {
-          ncclComm_t c;
-          NCCL_CHECK(ncclCommInitRank(&c, n, id, r));
-          nccl = c;
-        }
+        if (!nccl_comms.empty()) nccl = nccl_comms[std::size_t(r)];
 #endif
         comm.set_nccl(nccl, nccl_reason);
         body(comm);
 #ifdef PARBENCH_HAVE_NCCL
-        if (nccl) ncclCommDestroy(static_cast<ncclComm_t>(nccl));
+        if (nccl) nccl_healthy[std::size_t(r)] = 1;
 #endif
       } catch (const AbortedError& e) {
         record(std::current_exception(), e.what(), 2, false);
@@ -147,6 +147,11 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
     });
   }
   for (auto& t : threads) t.join();
+#ifdef PARBENCH_HAVE_NCCL
+  // A failed rank's communicator may have been aborted (which frees it); the run has failed anyway.
+  for (std::size_t r = 0; r < nccl_comms.size(); ++r)
+    if (nccl_healthy[r]) ncclCommDestroy(nccl_comms[r]);
+#endif
   for (auto& e : best)
     if (e) std::rethrow_exception(e);
 }
@@ -240,6 +245,11 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
 }  // namespace
 
 std::string nccl_gpu_refusal(int ranks_per_node, int gpus) {
+  // PARBENCH_NCCL=off: the MPI transport and MPI's own collectives on GPUs even where NCCL could run.
+  if (const char* v = std::getenv("PARBENCH_NCCL"); v && *v) {
+    if (std::string(v) == "off") return "NCCL is turned off (PARBENCH_NCCL=off)";
+    if (std::string(v) != "on") throw UsageError("PARBENCH_NCCL='" + std::string(v) + "' is not 'on' or 'off'");
+  }
   if (ranks_per_node <= gpus) return {};
   return "NCCL needs one GPU per rank, but " + std::to_string(ranks_per_node) + " ranks would share " +
          std::to_string(gpus) + " GPU(s) on this node; run at most " + std::to_string(gpus) +

@@ -22,7 +22,8 @@ int launcher_world_size();
 int launcher_world_rank();
 
 // Why NCCL cannot run with `ranks_per_node` ranks on a node with `gpus` GPUs (naming the hand-written
-// implementations that can run instead), or "" when every rank has a GPU of its own.
+// implementations that can run instead), or "" when every rank has a GPU of its own. PARBENCH_NCCL=off in the
+// environment turns NCCL off (then the MPI transport carries the ranks' traffic under mpirun).
 std::string nccl_gpu_refusal(int ranks_per_node, int gpus);
 
 // Runs `body` once on every rank. Threads mode rethrows the first failure (the root cause rather than the ranks it

@@ -37,6 +37,8 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   local_rank_ = o.local_rank_;
   local_size_ = o.local_size_;
   nccl_comm_ = o.nccl_comm_;
+  owns_nccl_ = std::exchange(o.owns_nccl_, false);
+  batching_ = o.batching_;
   nccl_reason_ = std::move(o.nccl_reason_);
   splits_ = o.splits_;
   for (int i = 0; i < 4; ++i) scratch_[i] = std::exchange(o.scratch_[i], Scratch{});
@@ -50,7 +52,18 @@ void Communicator::release() {
     if (s.ptr) device_free(device_, s.ptr);
     s = Scratch{};
   }
-  // The NCCL communicator belongs to the bootstrap that created it (it must be destroyed collectively).
+  // The world's NCCL communicator belongs to the bootstrap that created it; split ones are ours.
+  if (owns_nccl_) nccl_comm_destroy(nccl_comm_);
+  nccl_comm_ = nullptr;
+  owns_nccl_ = false;
+}
+
+void Communicator::end_batch() {
+  batching_ = false;
+  if (!nccl_comm_) return;
+  nccl_stream_wait(nccl_comm_, stream(),
+                   Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)),
+                   "rank " + std::to_string(rank()) + " waited for a batch of NCCL collectives");
 }
 
 void Communicator::set_nccl(void* comm, std::string reason_if_null) {
@@ -81,7 +94,15 @@ Communicator Communicator::split(int color, int key) {
   Communicator sub(transport_->split(color, key, members, new_rank), device_, timeout_s_);
   sub.local_rank_ = local_rank_;
   sub.local_size_ = local_size_;
-  sub.nccl_reason_ = "NCCL is not set up on communicators made by split()";
+  // The group gets its own NCCL communicator (every rank of this one takes part, as in the split above), so
+  // tensor-, pipeline- and data-parallel groups run NCCL's collectives too.
+  if (nccl_comm_) {
+    sub.nccl_comm_ = nccl_comm_split(nccl_comm_, color, key);
+    sub.owns_nccl_ = true;
+    sub.nccl_reason_.clear();
+  } else {
+    sub.nccl_reason_ = nccl_reason_;
+  }
   return sub;
 }
 

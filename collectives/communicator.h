@@ -37,7 +37,13 @@ class Communicator {
   // NCCL: the communicator (ncclComm_t) when usable, or why not (one GPU per rank, no GPU, no NCCL build).
   void* nccl_comm() const { return nccl_comm_; }
   const std::string& nccl_unavailable() const { return nccl_reason_; }
-  void set_nccl(void* comm, std::string reason_if_null);
+  void set_nccl(void* comm, std::string reason_if_null);  // not owned: the bootstrap destroys it
+  // Timed loops, the way nccl-tests times: between begin_batch() and end_batch() a library collective (NCCL)
+  // returns once queued on the stream, without waiting for its result; end_batch() waits once for all of them,
+  // against the timeout. Hand-written implementations finish on return either way.
+  void begin_batch() { batching_ = true; }
+  void end_batch();
+  bool batching() const { return batching_; }
 
   // Ranks that pass the same color form a new communicator, ordered by (key, old rank). Collective.
   Communicator split(int color, int key);
@@ -97,6 +103,8 @@ class Communicator {
   int channel_ = 0;  // tag of point-to-point traffic now: 0 user p2p, 1 collectives, 2 barrier
   int local_rank_ = 0, local_size_ = 1;
   void* nccl_comm_ = nullptr;
+  bool owns_nccl_ = false;  // made by split(): destroyed with this communicator
+  bool batching_ = false;
   std::string nccl_reason_ = "this build has no NCCL";
   struct Scratch {
     void* ptr = nullptr;

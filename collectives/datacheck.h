@@ -16,11 +16,18 @@ namespace datacheck {
 // Element `index` of `rank`'s input (exactly representable in `t`; bounded so that sums over `ranks` ranks stay
 // exact, and so that the poison value below can never be a correct output).
 double input_value(DType t, ReduceOp op, int ranks, std::uint64_t seed, int rank, std::size_t index);
+// An expected output element and how far a correct result may lie from it: 0 (exact) for everything but avg on
+// floating types, where implementations differ in rounding (sum then divide, or NCCL's sum of the inputs each
+// pre-multiplied by 1/n): (ranks + 2) units in the last place of the inputs' mean magnitude, which bounds both.
+struct Expected {
+  double value = 0;
+  double tolerance = 0;
+};
 // Expected receive element i on `rank` for a call with per-rank `count`.
-double expected_value(Collective c, DType t, ReduceOp op, int ranks, int root, std::uint64_t seed, int rank,
-                      std::size_t count, std::size_t i);
-// Whether `got` matches `expected`: exact, except avg on floats (2 ulp). NaN never matches.
-bool matches(double got, double expected, DType t, ReduceOp op);
+Expected expected_value(Collective c, DType t, ReduceOp op, int ranks, int root, std::uint64_t seed, int rank,
+                        std::size_t count, std::size_t i);
+// Whether `got` is within the tolerance of `expected`. NaN never matches.
+bool matches(double got, const Expected& expected);
 // A value no correct output can have (NaN for floats).
 double poison_value(DType t, ReduceOp op);
 }  // namespace datacheck

@@ -92,4 +92,11 @@ std::unique_ptr<Transport> make_mpi_transport(const void* mpi_comm, Device devic
 std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, int rank, int size, Device device);
 #endif
 
+// NCCL communicators (ncclComm_t as void*) for code built with or without NCCL (without, these throw):
+// ncclCommSplit, collective over `comm`'s ranks (nullptr for a color < 0); ncclCommDestroy; and a wait for the
+// work queued on `stream` that polls until `deadline`, then aborts `comm` and throws TimeoutError(what).
+void* nccl_comm_split(void* comm, int color, int key);
+void nccl_comm_destroy(void* comm) noexcept;
+void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::string& what);
+
 }  // namespace parbench

@@ -1,5 +1,7 @@
 // NCCL transport: a group of ncclSend/ncclRecv between ncclGroupStart/End on the communicator's stream, then
 // a deadline-bounded wait. Device memory only. Also the NCCL helpers (nccl_util.h).
+#include "collectives/transport.h"
+
 #ifdef PARBENCH_HAVE_NCCL
 #include <sched.h>
 
@@ -56,9 +58,12 @@ namespace {
 
 class NcclTransport final : public Transport {
  public:
-  NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int size, Device device)
-      : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device) {}
-  ~NcclTransport() override { device_free(device_, staging_); }
+  NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int size, Device device, bool owns_comm = false)
+      : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device), owns_comm_(owns_comm) {}
+  ~NcclTransport() override {
+    device_free(device_, staging_);
+    if (owns_comm_) ncclCommDestroy(comm_);  // split ones; the world communicator belongs to the bootstrap
+  }
   NcclTransport(const NcclTransport&) = delete;
   NcclTransport& operator=(const NcclTransport&) = delete;
   std::string_view name() const override { return "nccl"; }
@@ -68,7 +73,7 @@ class NcclTransport final : public Transport {
   std::unique_ptr<Transport> split(int color, int key, const std::vector<int>& members, int new_rank) override {
     ncclComm_t sub;
     NCCL_CHECK(ncclCommSplit(comm_, color, key, &sub, nullptr));
-    return std::make_unique<NcclTransport>(sub, stream_, new_rank, int(members.size()), device_);
+    return std::make_unique<NcclTransport>(sub, stream_, new_rank, int(members.size()), device_, true);
   }
 
   // NCCL point-to-point is stream-ordered; posting without a group is not offered here.
@@ -119,6 +124,7 @@ class NcclTransport final : public Transport {
   Device device_;
   void* staging_ = nullptr;  // GPU copies of host buffers (see group)
   std::size_t staging_bytes_ = 0;
+  bool owns_comm_;
 };
 
 }  // namespace
@@ -128,5 +134,29 @@ std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, in
                                          rank, size, device);
 }
 
+void* nccl_comm_split(void* comm, int color, int key) {
+  ncclComm_t sub = nullptr;
+  NCCL_CHECK(ncclCommSplit(static_cast<ncclComm_t>(comm), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr));
+  return sub;
+}
+
+void nccl_comm_destroy(void* comm) noexcept {
+  if (comm) ncclCommDestroy(static_cast<ncclComm_t>(comm));
+}
+
+void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::string& what) {
+  nccl_wait(static_cast<ncclComm_t>(comm), static_cast<cudaStream_t>(stream), deadline, what);
+}
+
+}  // namespace parbench
+
+#else  // no NCCL in this build
+
+#include "core/error.h"
+
+namespace parbench {
+void* nccl_comm_split(void*, int, int) { throw Error("this build has no NCCL"); }
+void nccl_comm_destroy(void*) noexcept {}
+void nccl_stream_wait(void*, void*, Deadline, const std::string&) { throw Error("this build has no NCCL"); }
 }  // namespace parbench
 #endif

@@ -68,6 +68,8 @@ OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std:
 // work listed after PARBENCH_EMU_WAIT_TIMEOUT seconds (default 600) instead of hanging.
 void wait_op(const OpPtr& op, const char* why);
 bool op_done(const OpPtr& op);
+// PARBENCH_EMU_WAIT_TIMEOUT in seconds (default 600): how long any emulated wait may last before it is reported.
+double wait_timeout_s();
 // Last op queued on each stream of `device` (what cudaDeviceSynchronize waits for).
 std::vector<OpPtr> device_tail(int device);
 OpPtr stream_tail(StreamState* s);

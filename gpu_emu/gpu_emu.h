@@ -44,6 +44,8 @@ struct RegionRecord {
   ApiCounts counts;
 };
 std::vector<RegionRecord> finished_regions();
+// NCCL communicators made and not yet destroyed or aborted in this process (a test can find leaked ones).
+int nccl_comms_alive();
 void region_push(const char* name);
 void region_pop();
 

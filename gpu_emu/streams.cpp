@@ -54,16 +54,19 @@ Delay delay_from_env() {
   return d;
 }
 
+}  // namespace
+
 double wait_timeout_s() {
-  const char* v = std::getenv("PARBENCH_EMU_WAIT_TIMEOUT");
-  if (!v || !*v) return 600;
-  char* end = nullptr;
-  double t = std::strtod(v, &end);
-  if (end == v || *end || !(t > 0)) bad_setting("PARBENCH_EMU_WAIT_TIMEOUT", v, "seconds > 0");
+  static const double t = [] {
+    const char* v = std::getenv("PARBENCH_EMU_WAIT_TIMEOUT");
+    if (!v || !*v) return 600.0;
+    char* end = nullptr;
+    double x = std::strtod(v, &end);
+    if (end == v || *end || !(x > 0)) bad_setting("PARBENCH_EMU_WAIT_TIMEOUT", v, "seconds > 0");
+    return x;
+  }();
   return t;
 }
-
-}  // namespace
 
 struct Scheduler {
   std::mutex m;

@@ -139,6 +139,31 @@ TEST(CudaThreads, PeerAccessOnlyBetweenTheRanksGpus) {
   }
 }
 
+TEST(CudaThreads, SplitGroupsRunNcclAndDestroyTheirCommunicators) {
+  const int before = gpu_emu::nccl_comms_alive();
+  LaunchOptions o;
+  o.ranks = 4;
+  o.device = Device{DeviceKind::cuda, 0};
+  run_ranks(o, [](Communicator& world) {
+    ASSERT_NE(world.nccl_comm(), nullptr) << world.nccl_unavailable();
+    Communicator pair = world.split(world.rank() % 2, world.rank());
+    ASSERT_NE(pair.nccl_comm(), nullptr) << "a split group must get its own NCCL communicator: "
+                                         << pair.nccl_unavailable();
+    EXPECT_EQ(pair.resolve("auto", Collective::allreduce).name(), "nccl");
+    void* d = device_malloc(world.device(), 4 * sizeof(float));
+    const std::vector<float> mine(4, float(world.rank() + 1));
+    device_memcpy(world.device(), d, Device{}, mine.data(), 16);
+    const gpu_emu::ApiCounts c = counted([&] { pair.allreduce(d, d, 4, DType::f32, ReduceOp::sum); });
+    EXPECT_EQ(c[Count::library_call], 1) << "one ncclAllReduce";
+    std::vector<float> out(4);
+    device_memcpy(Device{}, out.data(), world.device(), d, 16);
+    const float want = world.rank() % 2 == 0 ? 1 + 3 : 2 + 4;
+    for (float x : out) EXPECT_EQ(x, want);
+    device_free(world.device(), d);
+  });
+  EXPECT_EQ(gpu_emu::nccl_comms_alive(), before) << "every communicator, split ones too, is destroyed at the end";
+}
+
 // The duration of the one recorded event called `name`, in microseconds.
 double traced_us(const std::string& name) {
   const nlohmann::json trace = nlohmann::json::parse(TraceRecorder::instance().to_json());
