@@ -41,6 +41,15 @@ std::string handwritten_list() {
 }
 
 
+// PARBENCH_NCCL=off: the MPI transport and MPI's own collectives on GPUs even where NCCL could run. Why NCCL is
+// off, or "".
+std::string nccl_turned_off() {
+  const char* v = std::getenv("PARBENCH_NCCL");
+  if (!v || !*v || std::string(v) == "on") return {};
+  if (std::string(v) == "off") return "NCCL is turned off (PARBENCH_NCCL=off)";
+  throw UsageError("PARBENCH_NCCL='" + std::string(v) + "' is not 'on' or 'off'");
+}
+
 int gpu_count() {
 #ifdef PARBENCH_HAVE_CUDA
   int n = 0;
@@ -157,6 +166,27 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
 }
 
 #ifdef PARBENCH_HAVE_MPI
+#ifdef PARBENCH_HAVE_NCCL
+// Under mpirun each process may see all of the node's GPUs or only its own (CUDA_VISIBLE_DEVICES per rank), so
+// whether two ranks share a GPU is decided by the GPUs' UUIDs, gathered over the node's ranks.
+std::string nccl_shared_gpu_refusal(MPI_Comm node, int local_rank, const Device& d, int gpus) {
+  if (std::string off = nccl_turned_off(); !off.empty()) return off;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, d.index));
+  int local_size = 1;
+  MPI_CHECK(MPI_Comm_size(node, &local_size));
+  std::vector<char> uuids(16 * std::size_t(local_size));
+  MPI_CHECK(MPI_Allgather(prop.uuid.bytes, 16, MPI_BYTE, uuids.data(), 16, MPI_BYTE, node));
+  for (int q = 0; q < local_size; ++q)
+    if (q != local_rank && std::equal(uuids.begin() + 16 * q, uuids.begin() + 16 * (q + 1), prop.uuid.bytes))
+      return "NCCL needs one GPU per rank, but node-local ranks " + std::to_string(std::min(q, local_rank)) +
+             " and " + std::to_string(std::max(q, local_rank)) + " share a GPU (" + std::to_string(gpus) +
+             " visible to each); give each rank its own (CUDA_VISIBLE_DEVICES, or at most as many ranks per "
+             "node as GPUs), or use the hand-written implementations (" + handwritten_list() + ")";
+  return {};
+}
+#endif
+
 void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
   int initialized = 0;
   MPI_CHECK(MPI_Initialized(&initialized));
@@ -184,7 +214,10 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   int local_rank = 0, local_size = 1;
   MPI_CHECK(MPI_Comm_rank(node, &local_rank));
   MPI_CHECK(MPI_Comm_size(node, &local_size));
-  MPI_CHECK(MPI_Comm_free(&node));
+  struct FreeNode {
+    MPI_Comm& c;
+    ~FreeNode() { MPI_Comm_free(&c); }
+  } free_node{node};
 
   try {
     const bool cuda = o.device.kind == DeviceKind::cuda;
@@ -196,7 +229,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
     std::unique_ptr<Transport> transport;
 #ifdef PARBENCH_HAVE_NCCL
     if (cuda) {
-      nccl_reason = nccl_gpu_refusal(local_size, gpus);
+      nccl_reason = nccl_shared_gpu_refusal(node, local_rank, d, gpus);
       int ok = nccl_reason.empty() ? 1 : 0, all_ok = 0;  // every node must agree, or nobody starts NCCL
       MPI_CHECK(MPI_Allreduce(&ok, &all_ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
       if (all_ok) {
@@ -245,11 +278,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
 }  // namespace
 
 std::string nccl_gpu_refusal(int ranks_per_node, int gpus) {
-  // PARBENCH_NCCL=off: the MPI transport and MPI's own collectives on GPUs even where NCCL could run.
-  if (const char* v = std::getenv("PARBENCH_NCCL"); v && *v) {
-    if (std::string(v) == "off") return "NCCL is turned off (PARBENCH_NCCL=off)";
-    if (std::string(v) != "on") throw UsageError("PARBENCH_NCCL='" + std::string(v) + "' is not 'on' or 'off'");
-  }
+  if (std::string off = nccl_turned_off(); !off.empty()) return off;
   if (ranks_per_node <= gpus) return {};
   return "NCCL needs one GPU per rank, but " + std::to_string(ranks_per_node) + " ranks would share " +
          std::to_string(gpus) + " GPU(s) on this node; run at most " + std::to_string(gpus) +

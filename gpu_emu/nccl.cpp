@@ -25,6 +25,7 @@
 #include "gpu_emu/emu.h"
 #include "gpu_emu/nccl_reduce.h"
 #include "gpu_emu/nccl_shm.h"
+#include "gpu_emu/settings.h"
 
 namespace parbench::gpu_emu {
 namespace {
@@ -507,9 +508,9 @@ ncclResult_t ncclCommInitRank(ncclComm_t* out, int nranks, ncclUniqueId id, int 
   // Every rank meets in the shared segment named after the id; ranks that are all threads of this process then
   // use the in-process communicator, ranks of several processes the segment.
   std::string error;
-  auto shm = shm_join(shm_name(id), nranks, rank, &error);
-  if (!shm) return nccl_fail(ncclSystemError, "ncclCommInitRank: " + error);
   const int device = current_device();
+  auto shm = shm_join(shm_name(id), nranks, rank, physical_gpu(device), &error);
+  if (!shm) return nccl_fail(ncclInvalidUsage, "ncclCommInitRank: " + error);
   if (!shm_all_in_this_process(*shm)) {
     auto clique = std::make_shared<Clique>(nranks);
     clique->shm = shm;
@@ -597,7 +598,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t* out,
     const int new_rank = int(std::find(members.begin(), members.end(), std::make_pair(key, me)) - members.begin());
     const std::string name = c.shm_name + "-s" + std::to_string(seq) + "-c" + std::to_string(color);
     std::string error;
-    auto shm = shm_join(name, int(members.size()), new_rank, &error);
+    auto shm = shm_join(name, int(members.size()), new_rank, physical_gpu(comm->device), &error);
     if (!shm) return nccl_fail(ncclSystemError, "ncclCommSplit: " + error);
     auto clique = std::make_shared<Clique>(int(members.size()));
     clique->shm = shm;

@@ -41,6 +41,7 @@ struct Header {
   int joined;
   int aborted;
   int pids[kMaxRanks];
+  int gpus[kMaxRanks];  // the node's GPU of each rank
   char failure[1024];
 };
 
@@ -96,7 +97,7 @@ void fail_locked(Header* h, const std::string& why) {
 
 }  // namespace
 
-std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, std::string* error) {
+std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, int physical_gpu, std::string* error) {
   if (n < 1 || n > kMaxRanks || rank < 0 || rank >= n) {
     *error = "rank " + std::to_string(rank) + " of " + std::to_string(n) + " (at most " + std::to_string(kMaxRanks) + ")";
     return nullptr;
@@ -165,11 +166,19 @@ std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, st
     return nullptr;
   }
   h->pids[rank] = int(getpid());
+  h->gpus[rank] = physical_gpu;
   ++h->joined;
   pthread_cond_broadcast(&h->cond);
   const timespec deadline = deadline_after(wait_timeout_s());
   while (h->joined < n) wait(h, deadline, "every rank to join NCCL communicator " + name);
   if (rank == 0) shm_unlink(name.c_str());  // everyone has it mapped; the name is no longer needed
+  for (int a = 0; a < n; ++a)  // as NCCL: "Duplicate GPU detected"
+    for (int b = a + 1; b < n; ++b)
+      if (h->gpus[a] == h->gpus[b]) {
+        *error = "duplicate GPU detected: rank " + std::to_string(a) + " and rank " + std::to_string(b) +
+                 " both on the node's GPU " + std::to_string(h->gpus[a]);
+        return nullptr;
+      }
   return c;
 }
 

@@ -12,8 +12,9 @@ namespace parbench::gpu_emu {
 struct ShmClique;
 
 // Maps (rank 0 creates) the segment `name` for `n` ranks and blocks until all joined; records every rank's
-// process id. nullptr with `error` set on failure (a bad name, a size that disagrees, the wait timeout).
-std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, std::string* error);
+// process id and the node's GPU it runs on (`physical_gpu`). nullptr with `error` set on failure (a bad name, a
+// size that disagrees, two ranks on one GPU, the wait timeout); every rank sees the same failure.
+std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, int physical_gpu, std::string* error);
 int shm_size(const ShmClique& c);
 // Whether every rank is a thread of this process (then the in-process communicator is used instead).
 bool shm_all_in_this_process(const ShmClique& c);

@@ -48,6 +48,26 @@ const Settings& settings() {
       if (end == v || *end || n < 1 || n > 64) bad_setting("PARBENCH_EMU_GPUS", v, "an integer from 1 to 64");
       x.gpus = int(n);
     }
+    for (int g = 0; g < x.gpus; ++g) x.physical.push_back(g);
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v) {  // a comma list of the node's GPU indices
+      const char* accepted = "a comma-separated list of distinct GPU indices below PARBENCH_EMU_GPUS";
+      std::vector<int> visible;
+      std::string list = v;
+      for (std::size_t at = 0; at <= list.size() && !list.empty();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        char* end = nullptr;
+        const long g = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end || g < 0 || g >= x.gpus ||
+            std::find(visible.begin(), visible.end(), int(g)) != visible.end())
+          bad_setting("CUDA_VISIBLE_DEVICES", v, accepted);
+        visible.push_back(int(g));
+        at = comma + 1;
+      }
+      if (visible.empty()) bad_setting("CUDA_VISIBLE_DEVICES", v, "at least one GPU (the emulation has no GPU-less mode)");
+      x.physical = visible;
+      x.gpus = int(visible.size());
+    }
     if (const char* v = std::getenv("PARBENCH_EMU_GPU_MEMORY"); v && *v) x.memory_bytes = parse_bytes("PARBENCH_EMU_GPU_MEMORY", v);
     if (const char* v = std::getenv("PARBENCH_EMU_STRICT"); v && *v) {
       if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0) bad_setting("PARBENCH_EMU_STRICT", v, "0 or 1");
@@ -59,6 +79,7 @@ const Settings& settings() {
 }
 
 int device_count() { return settings().gpus; }
+int physical_gpu(int device) { return settings().physical.at(std::size_t(device)); }
 
 // ---- errors
 namespace {
@@ -388,7 +409,11 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   if (!p) return fail(cudaErrorInvalidValue, "cudaGetDeviceProperties with a null pointer");
   if (!valid_device(d)) return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties of GPU " + std::to_string(d));
   *p = cudaDeviceProp{};
-  std::snprintf(p->name, sizeof p->name, "parbench emulated GPU %d (sm_90 limits, runs on the CPU)", d);
+  const int phys = physical_gpu(d);
+  std::snprintf(p->name, sizeof p->name, "parbench emulated GPU %d (sm_90 limits, runs on the CPU)", phys);
+  // The same UUID in every process for the same GPU of the node: "pbemu-gpu" and the physical index.
+  std::memcpy(p->uuid.bytes, "pbemu-gpu", 9);
+  p->uuid.bytes[15] = static_cast<char>(phys);
   p->totalGlobalMem = settings().memory_bytes;
   p->sharedMemPerBlock = 48 * 1024;
   p->sharedMemPerBlockOptin = 227 * 1024;
@@ -402,7 +427,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   p->multiProcessorCount = 4;
   p->major = 9, p->minor = 0;
   p->unifiedAddressing = 1;
-  p->pciBusID = d + 1;
+  p->pciBusID = phys + 1;
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
