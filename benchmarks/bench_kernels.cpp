@@ -54,7 +54,7 @@ std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda) {
   return out;
 }
 
-// Peak dense throughput and memory bandwidth, for the roofline (ANCHORS.md: dense bf16 peaks).
+// Peak dense throughput and memory bandwidth, for the roofline (dense, from data sheets: docs/MEASUREMENTS.md).
 struct Peak {
   double bf16_tflops, f32_tflops, gbps;
 };

@@ -83,12 +83,14 @@ class MpiLibrary final : public Algorithm {
       host_recv = c.host_staging(rb);
       host_send = static_cast<char*>(host_recv) + (s - r);
     } else if (r >= s && r + rb <= s + sb && sb) {  // recv inside send
-      host_send = c.host_staging(sb);
-      host_recv = c.host_staging(sb) + (r - s);
+      char* staging = c.host_staging(sb);
+      host_send = staging;
+      host_recv = staging + (r - s);
     } else {  // apart: send first, recv after it (256-byte aligned)
       const std::size_t recv_at = (sb + 255) / 256 * 256;
-      host_send = c.host_staging(recv_at + rb);
-      host_recv = c.host_staging(recv_at + rb) + recv_at;
+      char* staging = c.host_staging(recv_at + rb);
+      host_send = staging;
+      host_recv = staging + recv_at;
     }
     if (sb) device_memcpy(Device{}, const_cast<void*>(host_send), c.device(), a.send, sb);
     run_host(c, a, host_send, host_recv);

@@ -1,4 +1,4 @@
-// Collective kinds and reduction ops: names, parsing, buffer shapes and the busbw factors of DESIGN.md.
+// Collective kinds and reduction ops: names, parsing, buffer shapes and the busbw factors (docs/MEASUREMENTS.md).
 #pragma once
 #include <cstddef>
 #include <string>

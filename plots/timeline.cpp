@@ -247,7 +247,7 @@ Timeline read_timeline(const std::string& path, int step) {
   }
   tl.span_ms = (end - begin) / 1000.0;
 
-  // Without idle events, idle = the gaps between compute ranges of a row (the bubble as DESIGN.md measures it:
+  // Without idle events, idle = the gaps between compute ranges of a row (the bubble of docs/MEASUREMENTS.md:
   // communication does not count as busy).
   if (!explicit_idle) {
     tl.implicit_idle = true;

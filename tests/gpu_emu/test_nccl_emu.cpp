@@ -108,43 +108,37 @@ TEST(NcclEmu, SixteenBitTypesRoundEveryStep) {
   });
 }
 
+// `v` (a small integer) encoded as one element of type `t` at `out`.
+void encode(ncclDataType_t t, int v, char* out) {
+  switch (t) {
+    case ncclFloat16: { _Float16 h = _Float16(v); std::memcpy(out, &h, 2); break; }
+    case ncclBfloat16: { auto b = parbench::float_to_bf16(float(v)); std::memcpy(out, &b, 2); break; }
+    case ncclFloat32: { float f = float(v); std::memcpy(out, &f, 4); break; }
+    case ncclFloat64: { double f = v; std::memcpy(out, &f, 8); break; }
+    default: {  // integers: the low bytes of a little-endian int64
+      std::int64_t k = v;
+      std::memcpy(out, &k, parbench::gpu_emu::nccl_type_size(t));
+      break;
+    }
+  }
+}
+
 TEST(NcclEmu, EveryDatatypeSums) {
   for (ncclDataType_t t : {ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64, ncclFloat16,
                            ncclFloat32, ncclFloat64, ncclBfloat16}) {
     const std::size_t es = parbench::gpu_emu::nccl_type_size(t), count = 33;
     with_ranks(4, [&](int r, ncclComm_t comm, cudaStream_t s) {
       // Each element holds the small integer r + 1 in the type; the sum 10 is exact in every type.
-      std::vector<char> in(count * es);
+      std::vector<char> in(count * es), ten(count * es);
       for (std::size_t i = 0; i < count; ++i) {
-        char v[8] = {};
-        switch (t) {
-          case ncclFloat16: { _Float16 h = _Float16(r + 1); std::memcpy(v, &h, 2); break; }
-          case ncclBfloat16: { auto b = parbench::float_to_bf16(float(r + 1)); std::memcpy(v, &b, 2); break; }
-          case ncclFloat32: { float f = float(r + 1); std::memcpy(v, &f, 4); break; }
-          case ncclFloat64: { double f = r + 1; std::memcpy(v, &f, 8); break; }
-          default: { std::int64_t k = r + 1; std::memcpy(v, &k, es); break; }  // little-endian low bytes
-        }
-        std::memcpy(in.data() + i * es, v, es);
+        encode(t, r + 1, in.data() + i * es);
+        encode(t, 10, ten.data() + i * es);
       }
       auto* d = to_device(in);
       void* out = nullptr;
       cudaMalloc(&out, count * es);
       ASSERT_EQ(ncclAllReduce(d, out, count, t, ncclSum, comm, s), ncclSuccess);
-      auto got = to_host(static_cast<char*>(out), count * es, s);
-      // The expected bytes: the type's encoding of 10, made the same way.
-      std::vector<char> ten(count * es);
-      for (std::size_t i = 0; i < count; ++i) {
-        char v[8] = {};
-        switch (t) {
-          case ncclFloat16: { _Float16 h = _Float16(10); std::memcpy(v, &h, 2); break; }
-          case ncclBfloat16: { auto b = parbench::float_to_bf16(10.0f); std::memcpy(v, &b, 2); break; }
-          case ncclFloat32: { float f = 10; std::memcpy(v, &f, 4); break; }
-          case ncclFloat64: { double f = 10; std::memcpy(v, &f, 8); break; }
-          default: { std::int64_t k = 10; std::memcpy(v, &k, es); break; }
-        }
-        std::memcpy(ten.data() + i * es, v, es);
-      }
-      EXPECT_EQ(got, ten) << parbench::gpu_emu::nccl_type_name(t);
+      EXPECT_EQ(to_host(static_cast<char*>(out), count * es, s), ten) << parbench::gpu_emu::nccl_type_name(t);
       cudaFree(d);
       cudaFree(out);
     });
