@@ -60,11 +60,8 @@ class MpiLibrary final : public Algorithm {
   std::string_view name() const override { return "mpi"; }
   std::string unsupported(Collective, const Communicator& comm) const override {
     if (mpi_comm_of(comm.transport()) == MPI_COMM_NULL)
-      return comm.transport().name() == "nccl"
-                 ? "the ranks talk over NCCL here (mpirun on GPUs), not MPI; use nccl or a hand-written "
-                   "implementation, or build with -DPARBENCH_NCCL=OFF to run MPI's collectives on GPU memory"
-                 : "the MPI library's collectives need one process per rank (run under mpirun); with --ranks N "
-                   "(threads) use the hand-written implementations";
+      return "the MPI library's collectives need one process per rank (run under mpirun); with --ranks N "
+             "(threads) use the hand-written implementations";
     return {};
   }
 

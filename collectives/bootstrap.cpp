@@ -239,7 +239,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
         ncclComm_t c;
         NCCL_CHECK(ncclCommInitRank(&c, size, id, rank));
         nccl = c;
-        transport = make_nccl_transport(nccl, nullptr, rank, size, d);
+        transport = make_nccl_transport(nccl, nullptr, rank, size, d, make_mpi_transport(&world, d));
       } else if (nccl_reason.empty()) {
         nccl_reason = "NCCL needs one GPU per rank, and another node has more ranks than GPUs";
       }

@@ -43,6 +43,11 @@ struct P2POp {
   Device device(const Device& transport_device) const { return host ? Device{} : transport_device; }
 };
 
+// Tags 0..2 are the Communicator's channels (user point-to-point, collectives, barrier and split); a sender that
+// relies on matching by tag (the pipeline's messages, which may be received in another order than sent) uses
+// tags from here up.
+constexpr int kFirstMatchedTag = 16;
+
 inline P2POp send_op(const void* buf, std::size_t bytes, int peer) {
   return {P2POp::send, const_cast<void*>(buf), bytes, peer, 0};
 }
@@ -72,6 +77,9 @@ class Transport {
   virtual bool shares_address_space() const { return false; }
   // Tells the other ranks to stop waiting (threads mode); MPI and NCCL abort from the bootstrap.
   virtual void abort(const std::string& /*reason*/) {}
+  // Another transport over the same ranks that this one hands some messages to (NCCL's MPI, see
+  // make_nccl_transport), or null.
+  virtual const Transport* companion() const { return nullptr; }
 };
 
 // Threads mode: one shared world per process, created once and handed to every rank's thread.
@@ -88,8 +96,12 @@ std::unique_ptr<Transport> make_mpi_transport(const void* mpi_comm, Device devic
 #endif
 
 #ifdef PARBENCH_HAVE_NCCL
-// ncclSend/ncclRecv in groups on `nccl_comm` (ncclComm_t as void*), completed on `stream` (cudaStream_t).
-std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, int rank, int size, Device device);
+// ncclSend/ncclRecv in groups on `nccl_comm` (ncclComm_t as void*), completed on `stream` (cudaStream_t). NCCL
+// matches point-to-point messages in issue order only and cannot post a send to complete later, so posted sends
+// and groups of tags >= kFirstMatchedTag go through `matched` (an MPI transport over the same ranks) when given,
+// and are refused without it.
+std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, int rank, int size, Device device,
+                                               std::unique_ptr<Transport> matched = nullptr);
 #endif
 
 // NCCL communicators (ncclComm_t as void*) for code built with or without NCCL (without, these throw):

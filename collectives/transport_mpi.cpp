@@ -126,7 +126,9 @@ class MpiTransport final : public Transport {
 }  // namespace
 
 MPI_Comm mpi_comm_of(const Transport& t) {
-  auto* m = dynamic_cast<const MpiTransport*>(&t);
+  // Under mpirun on GPUs the ranks talk over NCCL, with an MPI transport beside it for tagged messages.
+  const Transport* c = t.companion();
+  auto* m = dynamic_cast<const MpiTransport*>(c ? c : &t);
   return m ? m->comm() : MPI_COMM_NULL;
 }
 

@@ -1,10 +1,12 @@
 // NCCL transport: a group of ncclSend/ncclRecv between ncclGroupStart/End on the communicator's stream, then
-// a deadline-bounded wait. Device memory only. Also the NCCL helpers (nccl_util.h).
+// a deadline-bounded wait; posted sends and messages matched by tag (the pipeline's) go through an MPI transport
+// beside it. Also the NCCL helpers (nccl_util.h).
 #include "collectives/transport.h"
 
 #ifdef PARBENCH_HAVE_NCCL
 #include <sched.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -58,8 +60,15 @@ namespace {
 
 class NcclTransport final : public Transport {
  public:
-  NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int size, Device device, bool owns_comm = false)
-      : comm_(comm), stream_(stream), rank_(rank), size_(size), device_(device), owns_comm_(owns_comm) {}
+  NcclTransport(ncclComm_t comm, cudaStream_t stream, int rank, int size, Device device,
+                std::unique_ptr<Transport> matched, bool owns_comm)
+      : comm_(comm),
+        stream_(stream),
+        rank_(rank),
+        size_(size),
+        device_(device),
+        matched_(std::move(matched)),
+        owns_comm_(owns_comm) {}
   ~NcclTransport() override {
     device_free(device_, staging_);
     if (owns_comm_) ncclCommDestroy(comm_);  // split ones; the world communicator belongs to the bootstrap
@@ -69,21 +78,46 @@ class NcclTransport final : public Transport {
   std::string_view name() const override { return "nccl"; }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  const Transport* companion() const override { return matched_.get(); }
 
   std::unique_ptr<Transport> split(int color, int key, const std::vector<int>& members, int new_rank) override {
     ncclComm_t sub;
     NCCL_CHECK(ncclCommSplit(comm_, color, key, &sub, nullptr));
-    return std::make_unique<NcclTransport>(sub, stream_, new_rank, int(members.size()), device_, true);
+    // Every rank splits both, in the same order (the Communicator's split is collective over all ranks).
+    std::unique_ptr<Transport> matched = matched_ ? matched_->split(color, key, members, new_rank) : nullptr;
+    return std::make_unique<NcclTransport>(sub, stream_, new_rank, int(members.size()), device_, std::move(matched),
+                                           true);
   }
 
-  // NCCL point-to-point is stream-ordered; posting without a group is not offered here.
-  void post_sends(std::span<const P2POp>) override {
-    throw Error("the nccl transport has no posted sends; use group()");
+  // NCCL point-to-point is stream-ordered and matched in issue order: posted sends, and the receives that match
+  // them by tag, go through the matched transport.
+  void post_sends(std::span<const P2POp> ops) override { matched("posted sends").post_sends(ops); }
+  void finish_sends(Deadline deadline) override {
+    if (matched_) matched_->finish_sends(deadline);
   }
-  void finish_sends(Deadline) override {}
-  void abandon_sends() override {}
+  void abandon_sends() override {
+    if (matched_) matched_->abandon_sends();
+  }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
+    const auto by_tag = [](const P2POp& op) { return op.tag >= kFirstMatchedTag; };
+    const std::size_t tagged = std::size_t(std::count_if(ops.begin(), ops.end(), by_tag));
+    if (tagged == ops.size() && tagged > 0) return matched("messages matched by tag").group(ops, deadline);
+    // Half of a group over each transport could wait on one while the peer waits on the other.
+    if (tagged > 0) throw Error("a point-to-point group mixes tags below and above " +
+                                std::to_string(kFirstMatchedTag) + " on the nccl transport");
+    nccl_group(ops, deadline);
+  }
+
+ private:
+  Transport& matched(const char* what) {
+    if (!matched_)
+      throw Error(std::string("the nccl transport has no ") + what +
+                  " (NCCL matches messages in issue order only) and no MPI transport beside it");
+    return *matched_;
+  }
+
+  void nccl_group(std::span<const P2POp> ops, Deadline deadline) {
     // NCCL moves GPU memory only: host buffers (barrier, split) go through a GPU buffer kept between calls
     // (a cudaMalloc/cudaFree per barrier round would synchronise the device each time).
     std::vector<void*> bufs(ops.size(), nullptr);
@@ -117,21 +151,22 @@ class NcclTransport final : public Transport {
         device_memcpy(Device{}, ops[i].buf, device_, bufs[i], ops[i].bytes);
   }
 
- private:
   ncclComm_t comm_;
   cudaStream_t stream_;
   int rank_, size_;
   Device device_;
   void* staging_ = nullptr;  // GPU copies of host buffers (see group)
   std::size_t staging_bytes_ = 0;
+  std::unique_ptr<Transport> matched_;  // MPI over the same ranks, for messages matched by tag (may be null)
   bool owns_comm_;
 };
 
 }  // namespace
 
-std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, int rank, int size, Device device) {
+std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, int rank, int size, Device device,
+                                               std::unique_ptr<Transport> matched) {
   return std::make_unique<NcclTransport>(static_cast<ncclComm_t>(nccl_comm), static_cast<cudaStream_t>(stream),
-                                         rank, size, device);
+                                         rank, size, device, std::move(matched), false);
 }
 
 void* nccl_comm_split(void* comm, int color, int key) {

@@ -17,9 +17,6 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-// User point-to-point tags start above the Communicator's internal channels (0..2).
-constexpr int kFirstTag = 16;
-
 class StageRun {
  public:
   explicit StageRun(const PipelineStage& s)
@@ -76,7 +73,7 @@ class StageRun {
   Slot& slot(int mb, int vs) { return slots_[std::size_t(mb * vstages_ + vs)]; }
   bool here(int vs) const { return vs % s_.schedule.stages == stage_; }
   int tag(bool gradient, int mb, int receiving_vs) const {
-    return kFirstTag + 2 * (mb * vstages_ + receiving_vs) + (gradient ? 1 : 0);
+    return kFirstMatchedTag + 2 * (mb * vstages_ + receiving_vs) + (gradient ? 1 : 0);
   }
   const Batch& batch(int mb) {
     Batch& b = batches_[std::size_t(mb)];

@@ -118,11 +118,6 @@ class ModelParallel : public Scheme {
         pp_comm_(ctx.comm.split(grid_.dp_rank * grid_.tp + grid_.tp_rank, grid_.pp_rank)),
         data_(cfg.model, cfg.seed) {
     const ParallelShape& sh = plan_.shape;
-    // NCCL point-to-point matches messages in issue order and has no posted sends; the executor needs both.
-    if (sh.pp > 1 && pp_comm_.transport().name() == "nccl")
-      throw UsageError("pipeline stages over the NCCL transport (mpirun on GPUs) are not supported yet: the "
-                       "executor posts tagged sends that NCCL point-to-point cannot express; run the stages as "
-                       "threads (--ranks N) or with NCCL off (-DPARBENCH_NCCL=OFF)");
     dp_ = sh.dp;
     accum_ = sh.microbatches;
     micro_ = cfg.global_batch / (sh.dp * sh.microbatches);
