@@ -92,14 +92,24 @@ struct RankContext {
   const Stream& stream;
 };
 
+// Everything the drivers and the plan need to know about a scheme; the registry (schemes/registry.cpp) lists one
+// per scheme file.
 struct SchemeKind {
+  // Which degree takes all the ranks when --tp/--pp/--dp leave it open (model-parallel schemes).
+  enum class Spread { data, tensor, pipeline };
   std::string_view name;
-  std::string_view summary;
+  std::string_view summary;  // one line for --help
   std::function<std::unique_ptr<Scheme>(const TrainConfig&, RankContext)> make;
   bool model_parallel = false;  // tp, sp, mp, pp, hybrid: --tp/--pp/--dp/--microbatches apply, own checks
+  int zero_stage = 0;           // data parallel: 1 shards optimizer state, 2 also gradients, 3 also parameters
+  Spread spread = Spread::data;
+  bool sequence_parallel = false;  // sp
+  bool whole_batch = false;        // mp: the batch passes from stage to stage without microbatches
 };
 const std::vector<SchemeKind>& scheme_kinds();
 const SchemeKind& find_scheme_kind(std::string_view name);  // aliases: fsdp = zero3; UsageError otherwise
+// "single: one rank, the reference" lines for --help.
+std::string scheme_help();
 // Validates the options against the scheme (UsageError) and builds this rank's scheme.
 std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx);
 

@@ -3,9 +3,13 @@
 #include "parallel/schedule/schedule.h"
 
 #include <algorithm>
+#include <string>
+
+#include "core/error.h"
 
 namespace parbench {
 
+namespace {
 std::vector<std::vector<PipeAction>> interleaved_order(int p, int m, int v) {
   if (v == 1) return one_f_one_b_order(p, m, 1);
   const int total = m * v;
@@ -27,6 +31,19 @@ std::vector<std::vector<PipeAction>> interleaved_order(int p, int m, int v) {
     while (b < total) order[s].push_back(nth(b++, false));
   }
   return order;
+}
+
+void validate_interleaved(int p, int m, int v) {
+  validate_dimensions(p, m, v);
+  if (m % p != 0)
+    throw UsageError("interleaved needs microbatches to be a multiple of stages, got " + std::to_string(m) +
+                     " microbatches for " + std::to_string(p) + " stages");
+}
+}  // namespace
+
+ScheduleKind interleaved_schedule() {
+  return {"interleaved", "1F1B over v model chunks per stage (Megatron)", false, validate_interleaved,
+          interleaved_order, [](int p, int m, int v) { return double(p - 1) / double(v * m + p - 1); }};
 }
 
 }  // namespace parbench

@@ -21,4 +21,10 @@ std::vector<std::vector<PipeAction>> one_f_one_b_order(int p, int m, int /*chunk
   return order;
 }
 
+ScheduleKind one_f_one_b_schedule() {
+  return {"1f1b", "warm-up forwards, then one forward one backward, then cool-down backwards", false,
+          [](int p, int m, int v) { validate_full_pipeline("1f1b", p, m, v); }, one_f_one_b_order,
+          [](int p, int m, int) { return double(p - 1) / double(m + p - 1); }};
+}
+
 }  // namespace parbench

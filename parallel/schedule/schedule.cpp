@@ -24,65 +24,79 @@ bool is_compute(PipeOp op) {
          op == PipeOp::backward_weight;
 }
 
-namespace {
-
-void validate_common(int p, int m, int v) {
+void validate_dimensions(int p, int m, int v) {
   if (p < 1) throw UsageError("pipeline stages " + std::to_string(p) + " must be >= 1");
   if (m < 1) throw UsageError("microbatches " + std::to_string(m) + " must be >= 1");
   if (v < 1) throw UsageError("virtual stages per rank " + std::to_string(v) + " must be >= 1");
 }
 
-void single_chunk(std::string_view name, int v) {
+void validate_single_chunk(std::string_view name, int v) {
   if (v != 1)
     throw UsageError(std::string(name) + " has one model chunk per stage, got --virtual-stages " +
                      std::to_string(v) + "; use the interleaved schedule for v > 1");
 }
 
-// 1F1B-shaped schedules: one chunk per stage and a full pipeline (m >= p) after the warm-up.
-void validate_one_f_one_b(std::string_view name, int p, int m, int v) {
-  validate_common(p, m, v), single_chunk(name, v);
+void validate_full_pipeline(std::string_view name, int p, int m, int v) {
+  validate_dimensions(p, m, v), validate_single_chunk(name, v);
   if (m < p)
     throw UsageError(std::string(name) + " needs microbatches >= stages, got " + std::to_string(m) +
                      " microbatches for " + std::to_string(p) + " stages; use gpipe or more microbatches");
 }
 
-}  // namespace
+// Each schedule's file defines its kind.
+ScheduleKind gpipe_schedule();
+ScheduleKind one_f_one_b_schedule();
+ScheduleKind interleaved_schedule();
+ScheduleKind zb_h1_schedule();
 
 const std::vector<ScheduleKind>& schedule_kinds() {
-  static const std::vector<ScheduleKind> kinds = {
-      {"gpipe", "all forwards, then all backwards", false,
-       [](int p, int m, int v) { validate_common(p, m, v), single_chunk("gpipe", v); }, gpipe_order},
-      {"1f1b", "warm-up forwards, then one forward one backward, then cool-down backwards", false,
-       [](int p, int m, int v) { validate_one_f_one_b("1f1b", p, m, v); }, one_f_one_b_order},
-      {"interleaved", "1F1B over v model chunks per stage (Megatron)", false,
-       [](int p, int m, int v) {
-         validate_common(p, m, v);
-         if (m % p != 0)
-           throw UsageError("interleaved needs microbatches to be a multiple of stages, got " + std::to_string(m) +
-                            " microbatches for " + std::to_string(p) + " stages");
-       },
-       interleaved_order},
-      {"zb-h1", "1F1B with the backward split into input and weight gradients; weight passes fill idle slots", true,
-       [](int p, int m, int v) { validate_one_f_one_b("zb-h1", p, m, v); }, zb_h1_order},
-  };
+  static const std::vector<ScheduleKind> kinds = {gpipe_schedule(), one_f_one_b_schedule(), interleaved_schedule(),
+                                                  zb_h1_schedule()};
   return kinds;
 }
 
-const ScheduleKind& find_schedule_kind(std::string_view name) {
-  std::string known;
-  for (const auto& k : schedule_kinds()) {
-    if (k.name == name) return k;
-    known += (known.empty() ? "" : ", ") + std::string(k.name);
-  }
-  throw UsageError("unknown pipeline schedule '" + std::string(name) + "'; accepted: " + known);
+std::string schedule_names() {
+  std::string names;
+  for (const auto& k : schedule_kinds()) names += (names.empty() ? "" : ", ") + std::string(k.name);
+  return names;
 }
 
+std::string schedule_help() {
+  std::string help;
+  for (const auto& k : schedule_kinds()) help += "\n  " + std::string(k.name) + ": " + std::string(k.summary);
+  return help + "\n  FILE.csv: compute actions per stage (stage,op,microbatch,chunk)";
+}
+
+const ScheduleKind& find_schedule_kind(std::string_view name) {
+  for (const auto& k : schedule_kinds())
+    if (k.name == name) return k;
+  throw UsageError("unknown pipeline schedule '" + std::string(name) + "'; accepted: " + schedule_names() +
+                   ", or a FILE.csv of compute actions");
+}
+
+bool is_schedule_file(std::string_view name) { return name.size() > 4 && name.substr(name.size() - 4) == ".csv"; }
+
 PipeSchedule make_schedule(std::string_view name, int stages, int microbatches, int chunks) {
+  if (is_schedule_file(name)) {
+    PipeSchedule s = read_schedule_csv(std::string(name));
+    if (s.stages != stages || s.microbatches != microbatches || s.chunks != chunks)
+      throw UsageError("schedule file " + std::string(name) + " has " + std::to_string(s.stages) + " stages, " +
+                       std::to_string(s.microbatches) + " microbatches and " + std::to_string(s.chunks) +
+                       " chunks per stage, but the run has --pp " + std::to_string(stages) + ", " +
+                       std::to_string(microbatches) + " microbatches and --virtual-stages " + std::to_string(chunks));
+    return s;
+  }
   const ScheduleKind& kind = find_schedule_kind(name);
   kind.validate(stages, microbatches, chunks);
-  PipeSchedule s{std::string(kind.name), stages, microbatches, chunks, kind.compute_order(stages, microbatches, chunks)};
+  PipeSchedule s{std::string(kind.name), stages, microbatches, chunks, kind.split_backward,
+                 kind.compute_order(stages, microbatches, chunks)};
   add_communication(s);
   return s;
+}
+
+void validate_schedule(std::string_view name, int stages, int microbatches, int chunks) {
+  if (is_schedule_file(name)) make_schedule(name, stages, microbatches, chunks);
+  else find_schedule_kind(name).validate(stages, microbatches, chunks);
 }
 
 void add_communication(PipeSchedule& s) {

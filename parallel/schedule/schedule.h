@@ -31,10 +31,11 @@ struct PipeAction {
 };
 
 struct PipeSchedule {
-  std::string name;
+  std::string name;  // a registered schedule's name, or the CSV file it was read from
   int stages = 1;
   int microbatches = 1;
   int chunks = 1;  // model chunks per stage (interleaved: v)
+  bool split_backward = false;  // backward_input + backward_weight instead of backward
   std::vector<std::vector<PipeAction>> actions;  // [stage] -> ordered actions
   int virtual_stages() const { return stages * chunks; }
   int virtual_stage(int stage, int chunk) const { return chunk * stages + stage; }
@@ -43,30 +44,52 @@ struct PipeSchedule {
 // A generator fills only the compute actions of each stage, in order.
 using ComputeOrderFn = std::function<std::vector<std::vector<PipeAction>>(int stages, int microbatches, int chunks)>;
 
+// Everything known about one schedule; each schedule's file defines its kind, and schedule.cpp lists them.
 struct ScheduleKind {
   std::string_view name;
-  std::string_view summary;
-  bool split_backward;  // uses backward_input + backward_weight instead of backward
+  std::string_view summary;  // one line for --help
+  bool split_backward;       // uses backward_input + backward_weight instead of backward
   // Throws UsageError for configurations the schedule does not support (the message names the values).
   std::function<void(int stages, int microbatches, int chunks)> validate;
   ComputeOrderFn compute_order;
+  // The idle fraction of every stage with equal stage times and free communication (F = 1, B = 2, BI = W = 1),
+  // in closed form (docs/MEASUREMENTS.md); the simulator must agree exactly.
+  std::function<double(int stages, int microbatches, int chunks)> bubble;
 };
 
-// The registry: one entry per schedule file.
+// The registry: one line per schedule file.
 const std::vector<ScheduleKind>& schedule_kinds();
 const ScheduleKind& find_schedule_kind(std::string_view name);  // UsageError listing the known names
+// "gpipe: all forwards, then all backwards" lines for --help, and the names alone.
+std::string schedule_help();
+std::string schedule_names();
 
-// Generates the named schedule (compute order plus the sends and receives between stages).
+// Generates the named schedule (compute order plus the sends and receives between stages). A name ending in
+// ".csv" is a file of compute actions instead (see read_schedule_csv), which must have these dimensions.
 PipeSchedule make_schedule(std::string_view name, int stages, int microbatches, int chunks = 1);
+// Throws UsageError when make_schedule would (an unknown name, a configuration the schedule does not support, a
+// file that is unreadable, malformed or fails the checker).
+void validate_schedule(std::string_view name, int stages, int microbatches, int chunks);
+
+// Schedules as data: a CSV with the header "stage,op,microbatch,chunk" and one row per compute action (op F, B,
+// BI or W) in each stage's order; stages, microbatches and chunks are the largest values plus one. The sends and
+// receives are added (add_communication) and the whole list is checked (check_schedule); problems are UsageErrors
+// naming the file and line. write_schedule_csv writes a schedule's compute actions in that form.
+PipeSchedule read_schedule_csv(const std::string& path);
+void write_schedule_csv(const PipeSchedule& s, const std::string& path);
+bool is_schedule_file(std::string_view name);
 
 // Inserts a receive before every compute action whose input comes from another stage, and a send after every
 // compute action whose output goes to another stage.
 void add_communication(PipeSchedule& s);
 
-// Each generator lives in its own file.
-std::vector<std::vector<PipeAction>> gpipe_order(int stages, int microbatches, int chunks);
+// Checks shared by the schedules' validate functions.
+void validate_dimensions(int stages, int microbatches, int chunks);
+void validate_single_chunk(std::string_view schedule, int chunks);
+// 1F1B-shaped schedules: one chunk per stage and a full pipeline (m >= p) after the warm-up.
+void validate_full_pipeline(std::string_view schedule, int stages, int microbatches, int chunks);
+
+// 1F1B's order, which the interleaved and zero-bubble schedules build on.
 std::vector<std::vector<PipeAction>> one_f_one_b_order(int stages, int microbatches, int chunks);
-std::vector<std::vector<PipeAction>> interleaved_order(int stages, int microbatches, int chunks);
-std::vector<std::vector<PipeAction>> zb_h1_order(int stages, int microbatches, int chunks);
 
 }  // namespace parbench

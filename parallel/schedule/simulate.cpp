@@ -176,9 +176,6 @@ std::vector<std::string> check_schedule(const PipeSchedule& s) {
   std::vector<std::string> problems;
   const int p = s.stages, m = s.microbatches, v = s.chunks;
   if (int(s.actions.size()) != p) return {"expected " + std::to_string(p) + " stage lists"};
-  const ScheduleKind* kind = nullptr;
-  for (const auto& k : schedule_kinds())
-    if (k.name == s.name) kind = &k;
   std::map<std::tuple<int, PipeOp, int, int>, int> count;  // (stage, op, mb, chunk)
   std::map<std::tuple<bool, int, int, int>, int> sends, recvs;  // (gradient, mb, from vs, to vs)
   for (int st = 0; st < p; ++st) {
@@ -203,7 +200,7 @@ std::vector<std::string> check_schedule(const PipeSchedule& s) {
       }
     }
   }
-  const bool split = kind && kind->split_backward;
+  const bool split = s.split_backward;
   for (int st = 0; st < p; ++st)
     for (int c = 0; c < v; ++c)
       for (int mb = 0; mb < m; ++mb) {
@@ -249,11 +246,10 @@ std::vector<std::string> check_schedule(const PipeSchedule& s) {
   return problems;
 }
 
-double bubble_closed_form(std::string_view schedule, int p, int m, int v) {
-  if (schedule == "interleaved") return double(p - 1) / double(v * m + p - 1);
-  if (schedule == "gpipe" || schedule == "1f1b") return double(p - 1) / double(m + p - 1);
-  if (schedule == "zb-h1") return double(p - 1) / double(3 * m + p - 1);  // F = BI = W
-  throw UsageError("no closed-form bubble for schedule '" + std::string(schedule) + "'");
+double bubble_theory(const PipeSchedule& s) {
+  for (const auto& k : schedule_kinds())
+    if (k.name == s.name) return k.bubble(s.stages, s.microbatches, s.chunks);
+  return simulate_schedule(s).mean_bubble();
 }
 
 }  // namespace parbench

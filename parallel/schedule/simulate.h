@@ -47,8 +47,8 @@ PipeSimulation replay_schedule(const PipeSchedule& s, const std::vector<std::vec
 // deadlock with buffered sends and blocking receives. Returns the problems found (empty: valid).
 std::vector<std::string> check_schedule(const PipeSchedule& s);
 
-// Closed forms (docs/MEASUREMENTS.md): GPipe and 1F1B (p-1)/(m+p-1); interleaved (p-1)/(v m+p-1); zb-h1 with
-// equal F, BI and W times (p-1)/(3m+p-1), since only F+BI-W = 1 unit of each warm-up slot stays idle.
-double bubble_closed_form(std::string_view schedule, int stages, int microbatches, int chunks = 1);
+// The bubble of `s` with equal stage times and free communication: the registered schedule's closed form, or,
+// for a schedule read from a file, its simulation with unit costs (F = 1, B = 2, BI = W = 1).
+double bubble_theory(const PipeSchedule& s);
 
 }  // namespace parbench

@@ -41,18 +41,26 @@ UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtu
           virtual_stage == virtual_stages - 1 ? units : 1 + (virtual_stage + 1) * per};
 }
 
+namespace {
+// Across the data-parallel groups: ddp or a ZeRO stage of the registry.
+int dp_scheme_zero_stage(const std::string& name) {
+  std::string accepted = "ddp";
+  for (const SchemeKind& k : scheme_kinds()) {
+    if (k.zero_stage > 0) accepted += ", " + std::string(k.name);
+    if (k.name == name && (k.name == "ddp" || k.zero_stage > 0)) return k.zero_stage;
+  }
+  throw UsageError("--dp-scheme '" + name + "' is unknown; accepted: " + accepted);
+}
+}  // namespace
+
 ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
   ModelParallelPlan p;
   const std::string& s = cfg.scheme;
+  const SchemeKind& kind = find_scheme_kind(s);
   auto derive = [&](int given, int fallback) { return given > 0 ? given : fallback; };
   ParallelShape& sh = p.shape;
-  if (s == "tp" || s == "sp") {
-    sh.tp = derive(cfg.tp, ranks), sh.pp = derive(cfg.pp, 1);
-  } else if (s == "mp" || s == "pp") {
-    sh.pp = derive(cfg.pp, ranks), sh.tp = derive(cfg.tp, 1);
-  } else {
-    sh.tp = derive(cfg.tp, 1), sh.pp = derive(cfg.pp, 1);
-  }
+  sh.tp = derive(cfg.tp, kind.spread == SchemeKind::Spread::tensor ? ranks : 1);
+  sh.pp = derive(cfg.pp, kind.spread == SchemeKind::Spread::pipeline ? ranks : 1);
   for (auto [name, v] : {std::pair{"--tp", cfg.tp}, {"--pp", cfg.pp}, {"--dp", cfg.dp}})
     if (v < 0) throw UsageError(std::string(name) + " " + std::to_string(v) + " must be >= 1 (or 0: derived)");
   sh.dp = derive(cfg.dp, std::max(1, ranks / (sh.tp * sh.pp)));
@@ -60,16 +68,16 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
     throw UsageError("--dp " + std::to_string(sh.dp) + " x --tp " + std::to_string(sh.tp) + " x --pp " +
                      std::to_string(sh.pp) + " = " + std::to_string(sh.dp * sh.tp * sh.pp) + " ranks, but " +
                      std::to_string(ranks) + " ranks run; choose degrees whose product is the rank count");
-  p.sequence_parallel = s == "sp";
-  if (s == "mp") {
+  p.sequence_parallel = kind.sequence_parallel;
+  if (kind.whole_batch) {
     if (cfg.microbatches > 1)
       throw UsageError("scheme mp passes the whole batch from stage to stage, without microbatches; got "
                        "--microbatches " + std::to_string(cfg.microbatches) + ", use --scheme pp for a pipeline");
     sh.schedule = "gpipe", sh.microbatches = 1, sh.virtual_stages = 1;
   } else {
-    sh.schedule = sh.pp > 1 || s == "pp" ? cfg.schedule : "";
+    sh.schedule = sh.pp > 1 || kind.spread == SchemeKind::Spread::pipeline ? cfg.schedule : "";
     sh.virtual_stages = cfg.virtual_stages;
-    if (cfg.virtual_stages > 1 && sh.schedule != "interleaved")
+    if (cfg.virtual_stages > 1 && sh.schedule != "interleaved" && !is_schedule_file(sh.schedule))
       throw UsageError("--virtual-stages " + std::to_string(cfg.virtual_stages) +
                        " needs --schedule interleaved, got '" + sh.schedule + "'");
     if (cfg.microbatches > 0) sh.microbatches = cfg.microbatches;
@@ -91,10 +99,8 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
                      std::to_string(sh.pp) + " x --virtual-stages " + std::to_string(sh.virtual_stages) +
                      "; every virtual stage holds the same number of layers");
   if (!sh.schedule.empty())  // the schedule's own rules: m >= p for 1f1b, m a multiple of p for interleaved, ...
-    find_schedule_kind(sh.schedule).validate(sh.pp, sh.microbatches, sh.virtual_stages);
-  if (cfg.dp_scheme != "ddp" && cfg.dp_scheme != "zero1" && cfg.dp_scheme != "zero2" && cfg.dp_scheme != "zero3")
-    throw UsageError("--dp-scheme '" + cfg.dp_scheme + "' is unknown; accepted: ddp, zero1, zero2, zero3");
-  p.zero_stage = cfg.dp_scheme == "ddp" ? 0 : cfg.dp_scheme.back() - '0';
+    validate_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
+  p.zero_stage = dp_scheme_zero_stage(cfg.dp_scheme);
   if (cfg.offload) throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + s + "'");
   p.model = cfg.model;
   p.model.tp = sh.tp;

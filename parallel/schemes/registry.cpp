@@ -6,23 +6,31 @@
 namespace parbench {
 
 const std::vector<SchemeKind>& scheme_kinds() {
+  using Spread = SchemeKind::Spread;
+  auto zero = [](int stage) {
+    return [stage](const TrainConfig& c, RankContext x) { return make_zero(c, x, stage); };
+  };
   static const std::vector<SchemeKind> kinds = {
-      {"single", "one rank, the reference", make_single},
-      {"dp", "parameter server: broadcast, scatter, reduce to rank 0, update there", make_dp},
-      {"ddp", "replicas, bucketed gradient allreduce overlapping backward", make_ddp},
-      {"zero1", "optimizer state sharded", [](auto& c, auto x) { return make_zero(c, x, 1); }},
-      {"zero2", "optimizer state and gradients sharded", [](auto& c, auto x) { return make_zero(c, x, 2); }},
-      {"zero3", "optimizer state, gradients and parameters sharded (fsdp)",
-       [](auto& c, auto x) { return make_zero(c, x, 3); }},
-      {"localsgd", "local steps, parameters averaged every --sync-every steps", make_localsgd},
-      {"tp", "tensor parallel: Megatron column/row splits, vocabulary-parallel embedding and loss",
-       make_model_parallel, true},
-      {"sp", "tensor parallel with sequence parallelism in the layernorm regions", make_model_parallel, true},
-      {"mp", "naive model parallel: contiguous stages, the whole batch passed along", make_model_parallel, true},
-      {"pp", "pipeline parallel: --schedule gpipe, 1f1b, interleaved or zb-h1 over --microbatches",
-       make_model_parallel, true},
-      {"hybrid", "--dp x --tp x --pp, with --dp-scheme ddp, zero1, zero2 or zero3 across data-parallel groups",
-       make_model_parallel, true},
+      {.name = "single", .summary = "one rank, the reference", .make = make_single},
+      {.name = "dp", .summary = "parameter server: broadcast, scatter, reduce to rank 0, update there",
+       .make = make_dp},
+      {.name = "ddp", .summary = "replicas, bucketed gradient allreduce overlapping backward", .make = make_ddp},
+      {.name = "zero1", .summary = "optimizer state sharded", .make = zero(1), .zero_stage = 1},
+      {.name = "zero2", .summary = "optimizer state and gradients sharded", .make = zero(2), .zero_stage = 2},
+      {.name = "zero3", .summary = "optimizer state, gradients and parameters sharded (alias fsdp)",
+       .make = zero(3), .zero_stage = 3},
+      {.name = "localsgd", .summary = "local steps, parameters averaged every --sync-every steps",
+       .make = make_localsgd},
+      {.name = "tp", .summary = "tensor parallel: Megatron column/row splits, vocabulary-parallel embedding and loss",
+       .make = make_model_parallel, .model_parallel = true, .spread = Spread::tensor},
+      {.name = "sp", .summary = "tensor parallel with sequence parallelism in the layernorm regions",
+       .make = make_model_parallel, .model_parallel = true, .spread = Spread::tensor, .sequence_parallel = true},
+      {.name = "mp", .summary = "naive model parallel: contiguous stages, the whole batch passed along",
+       .make = make_model_parallel, .model_parallel = true, .spread = Spread::pipeline, .whole_batch = true},
+      {.name = "pp", .summary = "pipeline parallel: a --schedule over --microbatches", .make = make_model_parallel,
+       .model_parallel = true, .spread = Spread::pipeline},
+      {.name = "hybrid", .summary = "--dp x --tp x --pp, with --dp-scheme ddp, zero1, zero2 or zero3 across data-parallel groups",
+       .make = make_model_parallel, .model_parallel = true},
   };
   return kinds;
 }
@@ -37,16 +45,20 @@ const SchemeKind& find_scheme_kind(std::string_view name) {
   throw UsageError("unknown scheme '" + std::string(name) + "'; accepted: " + known + ", fsdp (= zero3)");
 }
 
+std::string scheme_help() {
+  std::string help;
+  for (const auto& k : scheme_kinds()) help += "\n  " + std::string(k.name) + ": " + std::string(k.summary);
+  return help;
+}
+
 std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx) {
   const SchemeKind& kind = find_scheme_kind(cfg.scheme);
   if (kind.model_parallel) return kind.make(cfg, ctx);  // refuses its own bad options
-  if (cfg.offload && kind.name.substr(0, 4) != "zero")
+  if (cfg.offload && kind.zero_stage == 0)
     throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + cfg.scheme + "'");
   // Refuse before allocating: the closed-form model state alone must fit in the device's memory.
-  const int stage = kind.name.substr(0, 4) == "zero" ? kind.name[4] - '0' : 0;
-  const int n = kind.name == "dp" || kind.name == "single" ? 1 : ctx.comm.size();
   cfg.model.validate();
-  MemSplit need = zero_closed_form(cfg, make_layout(cfg.model).parameters, n, stage);
+  MemSplit need = zero_closed_form(cfg, make_layout(cfg.model).parameters, ctx.comm.size(), kind.zero_stage);
   std::size_t total = 0;
   for (std::size_t b : need) total += b;
   const std::size_t have = device_memory_bytes(ctx.alloc.device());

@@ -2,6 +2,10 @@
 // in-flight peaks match 1F1B's bound, and broken lists are caught.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
 #include "core/error.h"
 #include "parallel/schedule/simulate.h"
 
@@ -36,17 +40,21 @@ TEST(Schedules, AllGeneratedListsPassTheChecker) {
 
 TEST(Schedules, UnitCostBubbleEqualsClosedForm) {
   PipeCosts unit;  // F = 1, B = 2 (input + weight)
-  for (const char* name : {"gpipe", "1f1b", "interleaved"})
+  int compared = 0;
+  for (const auto& kind : schedule_kinds())
     for (int p = 1; p <= 8; ++p)
       for (int m = 1; m <= 16; ++m)
-        for (int v = 1; v <= (std::string(name) == "interleaved" ? 4 : 1); ++v) {
+        for (int v = 1; v <= 4; ++v) {
+          const std::string name(kind.name);
           if (!allowed(name, p, m, v)) continue;
           auto sim = simulate_schedule(make_schedule(name, p, m, v), unit);
-          double expected = bubble_closed_form(name, p, m, v);
+          double expected = kind.bubble(p, m, v);
+          ++compared;
           for (int st = 0; st < p; ++st)
             ASSERT_NEAR(sim.bubble[st], expected, 1e-12) << name << " p=" << p << " m=" << m << " v=" << v
                                                          << " stage " << st;
         }
+  EXPECT_GT(compared, 8 * 16 * 3);  // every kind took part, not only the ones with few constraints
 }
 
 // A replay with each action's unit cost listed per action is the uniform-cost simulation, for every schedule.
@@ -104,7 +112,7 @@ TEST(Schedules, ZeroBubbleBeatsOneFOneB) {
   for (int p = 1; p <= 8; ++p)
     for (int m = p; m <= 16; ++m) {
       auto sim = simulate_schedule(make_schedule("zb-h1", p, m), unit);
-      for (int st = 0; st < p; ++st) ASSERT_NEAR(sim.bubble[st], bubble_closed_form("zb-h1", p, m), 1e-12);
+      for (int st = 0; st < p; ++st) ASSERT_NEAR(sim.bubble[st], find_schedule_kind("zb-h1").bubble(p, m, 1), 1e-12);
     }
 }
 
@@ -192,5 +200,94 @@ TEST(Schedules, BadConfigurationsAreRefused) {
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("'pipedream'"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("zb-h1"), std::string::npos);
+  }
+}
+
+namespace {
+// A file under /tmp removed with the test.
+struct TempCsv {
+  std::string path = "/tmp/pb_schedule_" + std::to_string(::getpid()) + "_" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv";
+  explicit TempCsv(const std::string& text = "") {
+    if (!text.empty()) std::ofstream(path) << text;
+  }
+  ~TempCsv() { std::remove(path.c_str()); }
+};
+
+std::string usage_error_of(const std::string& path, int p, int m, int v) {
+  try {
+    make_schedule(path, p, m, v);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+// Every registered schedule written as compute actions and read back is the same list, sends and receives included,
+// and its file's theory bubble (simulated) equals the closed form.
+TEST(ScheduleFiles, EveryRegisteredScheduleRoundTrips) {
+  for (const auto& kind : schedule_kinds()) {
+    const std::string name(kind.name);
+    const int p = 3, m = 6, v = name == "interleaved" ? 2 : 1;
+    PipeSchedule made = make_schedule(name, p, m, v);
+    TempCsv file;
+    write_schedule_csv(made, file.path);
+    PipeSchedule read = make_schedule(file.path, p, m, v);
+    EXPECT_EQ(read.actions, made.actions) << name;
+    EXPECT_EQ(read.split_backward, made.split_backward) << name;
+    EXPECT_NEAR(bubble_theory(read), kind.bubble(p, m, v), 1e-12) << name;
+    EXPECT_EQ(bubble_theory(made), kind.bubble(p, m, v)) << name;
+  }
+}
+
+// A hand-written 2-stage schedule: stage 1 runs both forwards before the backwards (GPipe on one stage, 1F1B on
+// the other) and is accepted; the executor's input is the same kind of list.
+TEST(ScheduleFiles, HandWrittenMixedScheduleIsAccepted) {
+  TempCsv file(
+      "stage,op,microbatch,chunk\n"
+      "0,F,0,0\n0,F,1,0\n0,B,0,0\n0,B,1,0\n"
+      "1,F,0,0\n1,B,0,0\n1,F,1,0\n1,B,1,0\n");
+  PipeSchedule s = make_schedule(file.path, 2, 2, 1);
+  EXPECT_TRUE(check_schedule(s).empty());
+  EXPECT_EQ(s.actions[1].front(), (PipeAction{PipeOp::recv_activation, 0, 0, 0}));
+  EXPECT_GT(bubble_theory(s), 0.0);
+}
+
+TEST(ScheduleFiles, BadFilesAreRefusedNamingTheProblem) {
+  EXPECT_NE(usage_error_of("/nonexistent/s.csv", 2, 2, 1).find("cannot read schedule file /nonexistent/s.csv"),
+            std::string::npos);
+  {
+    TempCsv f("stage,op,microbatch\n0,F,0\n");
+    EXPECT_NE(usage_error_of(f.path, 1, 1, 1).find("chunk"), std::string::npos) << usage_error_of(f.path, 1, 1, 1);
+  }
+  {
+    TempCsv f("stage,op,microbatch,chunk\n0,F,0,0\n0,send_act,0,0\n");
+    const std::string e = usage_error_of(f.path, 1, 1, 1);
+    EXPECT_NE(e.find(":3: op 'send_act' is not a compute action; accepted: F, B, BI or W"), std::string::npos) << e;
+  }
+  {
+    TempCsv f("stage,op,microbatch,chunk\n0,F,-1,0\n");
+    EXPECT_NE(usage_error_of(f.path, 1, 1, 1).find("microbatch -1 is outside"), std::string::npos);
+  }
+  {
+    TempCsv f("stage,op,microbatch,chunk\n0,F,x,0\n");
+    EXPECT_NE(usage_error_of(f.path, 1, 1, 1).find("schedule file"), std::string::npos);
+  }
+  {
+    TempCsv f("stage,op,microbatch,chunk\n");
+    EXPECT_NE(usage_error_of(f.path, 1, 1, 1).find("has no actions"), std::string::npos);
+  }
+  {  // a forward missing on stage 1 and a backward before its forward on stage 0
+    TempCsv f("stage,op,microbatch,chunk\n0,B,0,0\n0,F,0,0\n1,B,0,0\n");
+    const std::string e = usage_error_of(f.path, 2, 1, 1);
+    EXPECT_NE(e.find("is not a valid schedule"), std::string::npos) << e;
+    EXPECT_NE(e.find("stage 1 mb=0 chunk=0: 0 forwards"), std::string::npos) << e;
+  }
+  {  // a valid file whose dimensions differ from the run's
+    TempCsv f("stage,op,microbatch,chunk\n0,F,0,0\n0,B,0,0\n");
+    const std::string e = usage_error_of(f.path, 2, 1, 1);
+    EXPECT_NE(e.find("has 1 stages, 1 microbatches and 1 chunks per stage, but the run has --pp 2"),
+              std::string::npos) << e;
   }
 }

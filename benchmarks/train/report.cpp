@@ -1,0 +1,164 @@
+// bench_train's report on rank 0: the CSV row (the columns the plots read), the text table, the memory table of
+// --estimate-memory and the JSON with per-rank and per-stage detail.
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "benchmarks/train/train_run.h"
+#include "core/error.h"
+#include "core/report.h"
+#include "parallel/schedule/simulate.h"
+#include "parallel/schemes/model_parallel.h"
+#include "profiles/trace.h"
+
+namespace parbench::train_bench {
+
+namespace {
+
+const std::vector<Column>& csv_columns() {
+  static const std::vector<Column> cols = {
+      {"model"}, {"scheme"}, {"schedule"}, {"device"}, {"impl"}, {"ranks"}, {"tp"}, {"pp"}, {"dp"},
+      {"microbatches"}, {"global_batch"}, {"micro_batch"}, {"step_ms", 3}, {"samples_per_s", 2},
+      {"tokens_per_s", 1}, {"tflops_per_rank", 6}, {"mfu", 4}, {"bubble_measured", 4}, {"bubble_theory", 4},
+      {"bubble_replayed", 4},
+      {"peak_bytes"}, {"params_bytes"}, {"grads_bytes"}, {"optimizer_bytes"}, {"activations_bytes"},
+      {"comm_buffer_bytes"}, {"workspace_bytes"}, {"comm_bytes_per_step"}, {"loss", 6},
+      {"max_param_diff_vs_single", 9}, {"estimate_bytes"}};
+  return cols;
+}
+
+// The figures every output shares, derived once from the measurements.
+struct Summary {
+  double step_ms, samples_per_s, tokens_per_s, tflops_per_rank, comm_max = 0;
+  int heaviest = 0;  // the rank with the largest peak, whose memory is reported
+  Cell bubble_measured, bubble_theory, bubble_replayed;  // empty without a pipeline
+};
+
+Summary summarize(const Options& o, const RunResult& r) {
+  const TrainConfig& t = o.train;
+  Summary s;
+  s.step_ms = median(r.step_ms);
+  s.samples_per_s = t.global_batch / (s.step_ms / 1e3);
+  s.tokens_per_s = s.samples_per_s * t.model.tokens_per_sample();
+  s.tflops_per_rank = model_flops_per_step(t.model, t.global_batch) / (s.step_ms / 1e3) / r.world / 1e12;
+  for (int i = 0; i < r.world; ++i) {
+    if (r.ranks[i].peak_bytes > r.ranks[s.heaviest].peak_bytes) s.heaviest = i;
+    s.comm_max = std::max(s.comm_max, r.ranks[i].comm_bytes);
+  }
+  if (r.pipeline) {
+    // The median over steps of the mean over ranks (robust to a step slowed by something else on the machine).
+    const ParallelShape& sh = r.shape;
+    s.bubble_measured = median(r.step_bubble);
+    s.bubble_theory = bubble_theory(make_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages));
+    s.bubble_replayed = median(r.step_bubble_replayed);
+  }
+  return s;
+}
+
+Table csv_table(const Options& o, const Device& device, const RunResult& r, const Summary& s) {
+  const TrainConfig& t = o.train;
+  const ParallelShape& sh = r.shape;
+  const RankStats& h = r.ranks[s.heaviest];
+  std::size_t estimate_total = 0;  // closed-form parameters + gradients + optimizer state of that rank
+  for (std::size_t b : h.estimate) estimate_total += b;
+  auto i64 = [](double v) { return Cell(std::int64_t(v)); };
+  Table csv(csv_columns());
+  std::vector<Cell> row = {std::string(model_kind_name(t.model.kind)), t.scheme,
+                           sh.schedule.empty() ? Cell{} : Cell(sh.schedule), device_name(device), t.impl,
+                           std::int64_t(r.world), std::int64_t(sh.tp), std::int64_t(sh.pp), std::int64_t(sh.dp),
+                           std::int64_t(sh.microbatches), std::int64_t(t.global_batch),
+                           std::int64_t(t.global_batch / (sh.dp * sh.microbatches)), s.step_ms, s.samples_per_s,
+                           s.tokens_per_s, s.tflops_per_rank,
+                           o.peak_tflops > 0 ? Cell(s.tflops_per_rank / o.peak_tflops) : Cell{}, s.bubble_measured,
+                           s.bubble_theory, s.bubble_replayed, i64(h.peak_bytes)};
+  for (std::size_t bytes : h.at_peak) row.push_back(i64(double(bytes)));
+  for (Cell c : {i64(s.comm_max), Cell(r.loss), r.max_diff ? Cell(*r.max_diff) : Cell{},
+                 Cell(std::int64_t(estimate_total))})
+    row.push_back(c);
+  csv.add_row(std::move(row));
+  return csv;
+}
+
+void print_table(const Options& o, const RunResult& r, const Summary& s) {
+  const TrainConfig& t = o.train;
+  const ParallelShape& sh = r.shape;
+  const Cell dash = std::string("-");
+  auto or_dash = [&](const Cell& c) { return r.pipeline ? c : dash; };
+  Table text({{"scheme"}, {"schedule"}, {"dp.tp.pp"}, {"mb"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
+              {"TFLOP/s/rank", 5}, {"bubble", 3}, {"theory", 3}, {"replay", 3}, {"peak_MiB", 2},
+              {"comm_MiB/step", 3}, {"loss", 5}, {"diff_vs_single", 3}});
+  text.add_row({t.scheme, sh.schedule.empty() ? dash : Cell(sh.schedule),
+                std::to_string(sh.dp) + "." + std::to_string(sh.tp) + "." + std::to_string(sh.pp),
+                std::int64_t(sh.microbatches), s.step_ms, s.samples_per_s, s.tokens_per_s, s.tflops_per_rank,
+                or_dash(s.bubble_measured), or_dash(s.bubble_theory), or_dash(s.bubble_replayed),
+                r.ranks[s.heaviest].peak_bytes / 1048576.0, s.comm_max / 1048576.0, r.loss,
+                r.max_diff ? Cell(*r.max_diff) : dash});
+  text.write_text(std::cout);
+}
+
+void print_memory(const RunResult& r, const Summary& s) {
+  const RankStats& h = r.ranks[s.heaviest];
+  std::cout << "\nmemory of rank " << s.heaviest << " (largest peak), bytes: measured at peak vs closed form\n";
+  Table mem({{"category"}, {"measured"}, {"closed_form"}});
+  for (int c = 0; c < kMemCategories; ++c) {
+    const bool state = c <= int(MemCategory::optimizer);
+    mem.add_row({std::string(mem_category_name(MemCategory(c))), std::int64_t(h.at_peak[std::size_t(c)]),
+                 state ? Cell(std::int64_t(h.estimate[std::size_t(c)])) : Cell(std::string("-"))});
+  }
+  mem.write_text(std::cout);
+}
+
+nlohmann::json rank_json(const Options& o, const RunResult& r, int rank) {
+  const ParallelShape& sh = r.shape;
+  const RankStats& st = r.ranks[std::size_t(rank)];
+  const ParallelGrid g = ParallelGrid::of(rank, sh.dp, sh.tp, sh.pp);
+  nlohmann::json pr = {{"rank", rank}, {"dp_rank", g.dp_rank}, {"tp_rank", g.tp_rank}, {"pp_rank", g.pp_rank},
+                       {"peak_bytes", st.peak_bytes}, {"comm_bytes", st.comm_bytes},
+                       {"host_device_bytes", st.host_device_bytes}};
+  if (r.pipeline) {
+    pr["busy_ms"] = st.busy_ms / o.steps;
+    pr["pipeline_span_ms"] = st.span_ms / o.steps;
+    pr["bubble_median"] = st.bubble;
+    pr["peak_microbatches_in_flight"] = st.in_flight;
+  }
+  for (int c = 0; c < kMemCategories; ++c)
+    pr[std::string(mem_category_name(MemCategory(c))) + "_bytes"] = double(st.at_peak[std::size_t(c)]);
+  return pr;
+}
+
+void write_json(const Options& o, const RunResult& r, const Table& csv) {
+  nlohmann::json j = {{"results", csv.to_json()}, {"per_rank", nlohmann::json::array()}, {"step_ms", r.step_ms}};
+  for (int rank = 0; rank < r.world; ++rank) j["per_rank"].push_back(rank_json(o, r, rank));
+  if (r.pipeline) {
+    j["step_bubble"] = r.step_bubble;
+    j["step_bubble_replayed"] = r.step_bubble_replayed;
+    // Per stage: the mean of its ranks' median bubbles.
+    const ParallelShape& sh = r.shape;
+    std::vector<double> stage_bubble(std::size_t(sh.pp), 0.0);
+    for (int rank = 0; rank < r.world; ++rank)
+      stage_bubble[std::size_t(ParallelGrid::of(rank, sh.dp, sh.tp, sh.pp).pp_rank)] +=
+          r.ranks[std::size_t(rank)].bubble / (sh.dp * sh.tp);
+    j["per_stage"] = nlohmann::json::array();
+    for (int st = 0; st < sh.pp; ++st) j["per_stage"].push_back({{"stage", st}, {"bubble_measured", stage_bubble[st]}});
+  }
+  write_file_atomically(o.common.json, j.dump(2) + "\n");
+}
+
+}  // namespace
+
+int report(const Options& o, const Device& device, const RunResult& r) {
+  const Summary s = summarize(o, r);
+  const Table csv = csv_table(o, device, r, s);
+  if (!o.common.quiet) print_table(o, r, s);
+  if (o.estimate_memory) print_memory(r, s);
+  if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
+  if (!o.common.json.empty()) write_json(o, r, csv);
+  if (!o.common.trace.empty()) TraceRecorder::instance().write(o.common.trace);
+  if (o.check && o.check_tolerance > 0 && r.max_diff && *r.max_diff > o.check_tolerance) {
+    std::cerr << "bench_train: parameters differ from the single-rank run by " << *r.max_diff
+              << " (relative), more than --check-tolerance " << o.check_tolerance << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace parbench::train_bench

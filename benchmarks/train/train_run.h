@@ -1,0 +1,64 @@
+// bench_train's three steps: validate the options (bench_train.cpp), measure on every rank (measure.cpp) and
+// report on rank 0 (report.cpp), sharing the options and what was measured.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "core/allocator.h"
+#include "core/cli.h"
+#include "core/device.h"
+#include "parallel/train.h"
+
+namespace parbench::train_bench {
+
+struct Options {
+  CommonOptions common;
+  TrainConfig train;
+  std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
+  int ranks = 0, steps = 5, warmup = 1;
+  std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop
+  int profile_begin = -1, profile_end = -1;
+  double timeout = 300, peak_tflops = 0, check_tolerance = 0;
+  bool check = false, estimate_memory = false, no_overlap = false, pin = false;
+};
+
+// What one rank measured, gathered to every rank.
+struct RankStats {
+  double peak_bytes = 0;
+  MemSplit at_peak{};   // bytes per category when the total peaked
+  MemSplit estimate{};  // closed-form parameter, gradient and optimizer bytes
+  double comm_bytes = 0, host_device_bytes = 0;  // in the last step
+  // Pipelines: compute time and the step's span (max over ranks), summed over timed steps; the median over timed
+  // steps of 1 - busy / span; the most microbatches in flight.
+  double busy_ms = 0, span_ms = 0, bubble = 0, in_flight = 0;
+
+  static constexpr std::size_t kDoubles = 7 + 2 * kMemCategories;
+  std::array<double, kDoubles> pack() const;
+  static RankStats unpack(const double* values);
+};
+
+struct RunResult {
+  std::vector<double> step_ms;               // per timed step, slowest rank
+  std::vector<double> step_bubble;           // per timed step, mean over ranks (pipeline schemes)
+  std::vector<double> step_bubble_replayed;  // per timed step, the same from the replay of the measured actions
+  std::vector<RankStats> ranks;
+  double loss = 0;
+  std::optional<double> max_diff;  // --check: largest relative parameter difference from the single-rank run
+  ParallelShape shape;
+  bool pipeline = false;
+  int world = 0;
+};
+
+double median(std::vector<double> v);
+
+// Trains on this rank; rank 0 fills `out`.
+void run_rank(const Options& o, Communicator& comm, RunResult& out);
+
+// Prints and writes rank 0's results; returns the exit status (1 when --check-tolerance is exceeded).
+int report(const Options& o, const Device& device, const RunResult& result);
+
+}  // namespace parbench::train_bench
