@@ -38,5 +38,11 @@ const Algorithm& find_algorithm(std::string_view name);
 // Registered names in registry order: library collectives first, then the hand-written algorithms.
 std::vector<std::string> algorithm_names();
 std::vector<std::string> handwritten_algorithm_names();
+// The "auto" policy, the one every caller uses (Communicator::resolve, the schemes, the help texts): the
+// registered implementations in order of preference, and the first of them that can run `c` on `comm` (Error
+// when none can). auto_policy_text() says it in words.
+std::vector<std::string> auto_order();
+const Algorithm& choose_automatically(Collective c, const Communicator& comm);
+std::string auto_policy_text();
 
 }  // namespace parbench

@@ -156,14 +156,7 @@ void Communicator::barrier() {
 }
 
 const Algorithm& Communicator::resolve(std::string_view impl, Collective c) const {
-  if (impl != "auto") return find_algorithm(impl);
-  std::vector<std::string> order;
-  if (nccl_comm_) order.push_back("nccl");
-  if (transport_->name() == "mpi") order.push_back("mpi");
-  for (const char* name : {"ring", "rhd", "rd", "tree", "naive"}) order.push_back(name);
-  for (const std::string& name : order)
-    if (const Algorithm& a = find_algorithm(name); a.unsupported(c, *this).empty()) return a;
-  throw Error("no collective implementation can run " + std::string(collective_name(c)) + " here");
+  return impl == "auto" ? choose_automatically(c, *this) : find_algorithm(impl);
 }
 
 void Communicator::run(const CollArgs& a, std::string_view impl) {

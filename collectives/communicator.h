@@ -64,8 +64,7 @@ class Communicator {
   // (naming rank, collective, implementation and size) when it does not finish within the timeout.
   void run(const CollArgs& a, std::string_view impl = "auto");
   void run(const CollArgs& a, const Algorithm& algo);
-  // The named implementation; "auto" is the first of nccl (when usable), mpi (under mpirun), ring, rhd, rd, tree,
-  // naive that can run collective `c` here (ring, say, has no scatter).
+  // The named implementation, or for "auto" the registry's policy (choose_automatically in algorithm.h).
   const Algorithm& resolve(std::string_view impl, Collective c) const;
 
   void allreduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, std::string_view impl = "auto");

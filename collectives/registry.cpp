@@ -1,4 +1,5 @@
 // The registry: one line per implementation. Each maker is defined in its algo_<name>.cpp file.
+#include <algorithm>
 #include <functional>
 
 #include "collectives/algorithm.h"
@@ -6,17 +7,20 @@
 
 namespace parbench {
 
+// name, library call or hand-written, and its place in the "auto" policy (1 first; 0: only when named, as
+// oneshot, which needs every rank's buffer addressable). Auto prefers the vendor's library, then MPI's, then the
+// bandwidth-optimal ring, then the latency-optimal recursive algorithms, then tree and naive.
 #define PB_ALGORITHMS(X) \
-  X(nccl, true)          \
-  X(mpi, true)           \
-  X(naive, false)        \
-  X(tree, false)         \
-  X(ring, false)         \
-  X(rd, false)           \
-  X(rhd, false)          \
-  X(oneshot, false)
+  X(nccl, true, 1)       \
+  X(mpi, true, 2)        \
+  X(naive, false, 7)     \
+  X(tree, false, 6)      \
+  X(ring, false, 3)      \
+  X(rd, false, 5)        \
+  X(rhd, false, 4)       \
+  X(oneshot, false, 0)
 
-#define PB_DECLARE(name, library) std::unique_ptr<Algorithm> make_##name##_algorithm();
+#define PB_DECLARE(name, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
 PB_ALGORITHMS(PB_DECLARE)
 #undef PB_DECLARE
 
@@ -24,12 +28,13 @@ namespace {
 struct Entry {
   std::string name;
   bool library;
+  int auto_rank;
   std::unique_ptr<Algorithm> algo;
 };
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = [] {
     std::vector<Entry> e;
-#define PB_REGISTER(name, library) e.push_back({#name, library, make_##name##_algorithm()});
+#define PB_REGISTER(name, library, auto_rank) e.push_back({#name, library, auto_rank, make_##name##_algorithm()});
     PB_ALGORITHMS(PB_REGISTER)
 #undef PB_REGISTER
     return e;
@@ -57,6 +62,28 @@ std::vector<std::string> handwritten_algorithm_names() {
   for (const auto& e : registry())
     if (!e.library) names.push_back(e.name);
   return names;
+}
+
+std::vector<std::string> auto_order() {
+  std::vector<const Entry*> ranked;
+  for (const auto& e : registry())
+    if (e.auto_rank > 0) ranked.push_back(&e);
+  std::sort(ranked.begin(), ranked.end(), [](const Entry* a, const Entry* b) { return a->auto_rank < b->auto_rank; });
+  std::vector<std::string> names;
+  for (const Entry* e : ranked) names.push_back(e->name);
+  return names;
+}
+
+std::string auto_policy_text() {
+  std::string text;
+  for (const auto& n : auto_order()) text += (text.empty() ? "" : ", ") + n;
+  return "the first of " + text + " that can run the collective here";
+}
+
+const Algorithm& choose_automatically(Collective c, const Communicator& comm) {
+  for (const auto& name : auto_order())
+    if (const Algorithm& a = find_algorithm(name); a.unsupported(c, comm).empty()) return a;
+  throw Error("no collective implementation can run " + std::string(collective_name(c)) + " here");
 }
 
 }  // namespace parbench

@@ -73,9 +73,7 @@ Tensor DataParallelScheme::initial_full_params(MemCategory category) {
 
 std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c) {
   if (comm.resolve(impl, c).unsupported(c, comm).empty()) return impl;
-  for (const auto& name : handwritten_algorithm_names())
-    if (find_algorithm(name).unsupported(c, comm).empty()) return name;
-  throw Error("no collective implementation here can run " + std::string(collective_name(c)));
+  return std::string(choose_automatically(c, comm).name());  // ring, say, has no scatter: what auto would run
 }
 
 std::string DataParallelScheme::impl_for(Collective c) const { return implementation_for(ctx_.comm, cfg_.impl, c); }

@@ -46,8 +46,8 @@ class DataParallelScheme : public Scheme {
   CommCounter comm_bytes_;
 };
 
-// `impl` for collective `c` on `comm`, or the first hand-written algorithm that can run it when `impl` cannot (ring
-// has no scatter, for example); the same answer on every rank.
+// `impl` for collective `c` on `comm`, or what "auto" would choose when `impl` cannot run it (ring has no scatter,
+// for example); the same answer on every rank.
 std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c);
 
 // The closed forms (ZeRO paper) for one rank: bytes of parameters, gradients and optimizer state for a model of

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -152,6 +154,20 @@ TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
   });
 }
 
+// The auto policy lists every registered implementation but oneshot (which needs shared addresses and is run only
+// when named), libraries first, then ring.
+TEST(Registry, AutoOrderCoversTheRegistry) {
+  const std::vector<std::string> order = auto_order();
+  EXPECT_EQ(order.size() + 1, algorithm_names().size());
+  for (const std::string& name : algorithm_names())
+    EXPECT_EQ(std::count(order.begin(), order.end(), name), name == "oneshot" ? 0 : 1) << name;
+  ASSERT_GE(order.size(), 3u);
+  EXPECT_EQ(order[0], "nccl");
+  EXPECT_EQ(order[1], "mpi");
+  EXPECT_EQ(order[2], "ring");
+  EXPECT_NE(auto_policy_text().find("nccl, mpi, ring"), std::string::npos) << auto_policy_text();
+}
+
 // "auto" picks per collective: ring where ring runs, another algorithm where it does not (scatter, gather,
 // reduce, alltoall, sendrecv), and every one of those calls delivers the right data.
 TEST(Communicator, AutoChoosesAnAlgorithmThatRunsEachCollective) {
@@ -165,8 +181,16 @@ TEST(Communicator, AutoChoosesAnAlgorithmThatRunsEachCollective) {
       errors.push_back("rank " + std::to_string(r) + ": " + what);
     };
     expect(comm.resolve("auto", Collective::allreduce).name() == "ring", "allreduce is not ring");
-    for (Collective c : {Collective::scatter, Collective::gather, Collective::reduce, Collective::alltoall})
-      expect(comm.resolve("auto", c).unsupported(c, comm).empty(), std::string(collective_name(c)) + " unsupported");
+    for (Collective c : {Collective::scatter, Collective::gather, Collective::reduce, Collective::alltoall}) {
+      const Algorithm& chosen = comm.resolve("auto", c);
+      expect(chosen.unsupported(c, comm).empty(), std::string(collective_name(c)) + " unsupported");
+      // The policy's order: nothing preferred over the chosen one could have run it.
+      for (const std::string& name : auto_order()) {
+        if (name == chosen.name()) break;
+        expect(!find_algorithm(name).unsupported(c, comm).empty(),
+               std::string(collective_name(c)) + ": " + name + " runs it but " + std::string(chosen.name()) + " won");
+      }
+    }
     std::vector<int> all(std::size_t(2 * n)), mine(2, -1), back(std::size_t(2 * n), -1);
     for (int i = 0; i < 2 * n; ++i) all[std::size_t(i)] = 100 + i;
     comm.scatter(all.data(), mine.data(), 2, DType::i32, 1);  // root 1 sends [2r, 2r+1] to rank r
