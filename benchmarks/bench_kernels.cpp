@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cli.h"
+#include "app/cli.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/stream.h"

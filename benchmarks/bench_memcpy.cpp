@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/cli.h"
+#include "app/cli.h"
 #include "core/error.h"
 #include "core/memory.h"
-#include "core/report.h"
+#include "app/report.h"
 #include "core/sizes.h"
 #include "core/stream.h"
 #include "profiles/range.h"

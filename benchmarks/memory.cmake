@@ -1,3 +1,3 @@
 # Device memory bandwidth: the ceiling for collectives on the same device.
 add_executable(bench_memcpy bench_memcpy.cpp)
-target_link_libraries(bench_memcpy PRIVATE parbench_core parbench_profiles)
+target_link_libraries(bench_memcpy PRIVATE parbench_app parbench_profiles)

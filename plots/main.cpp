@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/cli.h"
+#include "app/cli.h"
 #include "core/error.h"
 #include "core/sizes.h"
 #include "plots/figures.h"

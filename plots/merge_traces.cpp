@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/report.h"
+#include "app/report.h"
 #include "plots/figures.h"
 
 namespace parbench::plots {

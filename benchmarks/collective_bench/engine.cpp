@@ -13,10 +13,10 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/datacheck.h"
-#include "core/cli.h"
+#include "app/cli.h"
 #include "core/error.h"
 #include "core/memory.h"
-#include "core/report.h"
+#include "app/report.h"
 #include "core/sizes.h"
 #include "profiles/range.h"
 #include "profiles/trace.h"

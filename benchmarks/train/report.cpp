@@ -5,7 +5,7 @@
 
 #include "benchmarks/train/train_run.h"
 #include "core/error.h"
-#include "core/report.h"
+#include "app/report.h"
 #include "parallel/schedule/simulate.h"
 #include "parallel/schemes/model_parallel.h"
 #include "profiles/trace.h"

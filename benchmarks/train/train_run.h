@@ -9,7 +9,7 @@
 
 #include "collectives/communicator.h"
 #include "core/allocator.h"
-#include "core/cli.h"
+#include "app/cli.h"
 #include "core/device.h"
 #include "parallel/train.h"
 

@@ -1,7 +1,7 @@
 // Exit-code policy of run_program and the common options.
 #include <gtest/gtest.h>
 
-#include "core/cli.h"
+#include "app/cli.h"
 #include "core/error.h"
 
 using namespace parbench;

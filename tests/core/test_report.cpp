@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "core/error.h"
-#include "core/report.h"
+#include "app/report.h"
 
 using namespace parbench;
 namespace fs = std::filesystem;

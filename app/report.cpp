@@ -1,5 +1,5 @@
 // Table formatting and the CSV / JSON / text writers.
-#include "core/report.h"
+#include "app/report.h"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 // Common options and the exit-code policy of every program.
-#include "core/cli.h"
+#include "app/cli.h"
 
 #include <cstdio>
 #include <iomanip>
