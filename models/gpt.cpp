@@ -88,52 +88,70 @@ class Gpt : public Model {
     ops::residual_forward(db, db, pb, s);
   }
 
+  // A microbatch's sizes on this rank: tensor parallelism splits heads, ffn and vocabulary (n ranks), sequence
+  // parallelism the sequence (Ts) outside attention and the MLP.
+  struct Dims {
+    std::int64_t B, T, Ts, C, F, V, NH, Ch;
+    DType t, st;  // storage and statistics
+  };
+  Dims dims(const Batch& batch) const {
+    const int n = config_.tp;
+    return {batch.samples, config_.seq, config_.local_seq(), config_.hidden, config_.ffn_dim() / n,
+            config_.vocab / n, config_.heads / n, config_.hidden / n, config_.dtype, config_.stat_dtype()};
+  }
+
   void forward_unit(Activations& base, int u, const Batch& batch, UnitAccess& access, const Stream& s) override {
     auto& acts = static_cast<GptActivations&>(base);
-    const int n = config_.tp;
-    const std::int64_t B = batch.samples, T = config_.seq, Ts = config_.local_seq(), C = config_.hidden,
-                       F = config_.ffn_dim() / n, V = config_.vocab / n, NH = config_.heads / n, Ch = C / n;
-    const DType t = config_.dtype, st = config_.stat_dtype();
-    Tensor p = access.params(u);
-    if (u == 0) {
-      PB_RANGE("forward embedding", Category::compute, {.layer = 0});
-      Tensor wpe = param(p, 0, "wpe");
-      // Each rank embeds the tokens of its vocabulary rows (zero for the others); the sum over ranks is the table.
-      // Without tp the one rank holds every row and the sum is the identity.
-      Tensor partial = sp_active() ? work(t, {B, T, C}) : act(t, {B, T, C});
-      ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, "wte"), row_bias(wpe), vocab_begin(), s);
-      Tensor x0 = reduce_seq(partial, B, s);
-      acts.x[1] = sp_active() ? keep(x0) : x0;
-      return;
-    }
+    const Tensor p = access.params(u);
+    if (u == 0) forward_embedding(acts, p, batch, s);
+    else if (u == head_unit()) forward_head(acts, p, u, batch, s);
+    else forward_block(acts, p, u, batch, s);
+  }
+
+  void forward_embedding(GptActivations& acts, const Tensor& p, const Batch& batch, const Stream& s) {
+    const auto [B, T, Ts, C, F, V, NH, Ch, t, st] = dims(batch);
+    PB_RANGE("forward embedding", Category::compute, {.layer = 0});
+    Tensor wpe = param(p, 0, "wpe");
+    // Each rank embeds the tokens of its vocabulary rows (zero for the others); the sum over ranks is the table.
+    // Without tp the one rank holds every row and the sum is the identity.
+    Tensor partial = sp_active() ? work(t, {B, T, C}) : act(t, {B, T, C});
+    ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, "wte"), row_bias(wpe), vocab_begin(), s);
+    Tensor x0 = reduce_seq(partial, B, s);
+    acts.x[1] = sp_active() ? keep(x0) : x0;
+  }
+
+  void forward_head(GptActivations& acts, const Tensor& p, int u, const Batch& batch, const Stream& s) {
+    const auto [B, T, Ts, C, F, V, NH, Ch, t, st] = dims(batch);
     const Tensor& x = acts.x[std::size_t(u)];
-    if (u == head_unit()) {
-      PB_RANGE("forward head", Category::compute, {.layer = u});
-      Tensor lnf = sp_active() ? work(t, {B, Ts, C}) : act(t, {B, Ts, C});
-      acts.meanf = act(st, {B, Ts}), acts.rstdf = act(st, {B, Ts});
-      acts.dlogits = act(t, {B, T, V});
-      acts.losses = work(st, {B, T});
-      ops::layernorm_forward(lnf, acts.meanf, acts.rstdf, x, param(p, u, "lnfw"), param(p, u, "lnfb"), s);
-      acts.lnf = gather_seq(lnf, B, true, s);
-      ops::matmul_forward(acts.dlogits, acts.lnf, param(p, u, "lmw"), nullptr, s);
-      // The microbatch loss is the mean over its B*T tokens, weighted by dloss in the step's objective.
-      const float dloss = acts.dloss / float(B * T);
-      if (!tp_active()) {
-        ops::crossentropy_forward_backward(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, dloss, s);
-        return;
-      }
-      // Vocabulary-parallel: the row maximum, then the sums of exponentials and the target logits, each combined
-      // over the ranks, give every rank the full-vocabulary loss and its columns of the gradient.
-      Tensor row_max = work(st, {B, T}), sums = work(st, {2, B, T});
-      Tensor sumexp = sums.slice(0, {B, T}), target_logit = sums.slice(B * T, {B, T});
-      ops::crossentropy_shard_max(row_max, acts.dlogits, s);
-      tp_comm::allreduce(*tp_, row_max, ReduceOp::max, s);
-      ops::crossentropy_shard_sums(sumexp, target_logit, acts.dlogits, batch.targets, row_max, vocab_begin(), s);
-      tp_comm::allreduce(*tp_, sums, ReduceOp::sum, s);
-      ops::crossentropy_shard_finish(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, row_max, sumexp,
-                                     target_logit, vocab_begin(), dloss, s);
+    PB_RANGE("forward head", Category::compute, {.layer = u});
+    Tensor lnf = sp_active() ? work(t, {B, Ts, C}) : act(t, {B, Ts, C});
+    acts.meanf = act(st, {B, Ts}), acts.rstdf = act(st, {B, Ts});
+    acts.dlogits = act(t, {B, T, V});
+    acts.losses = work(st, {B, T});
+    ops::layernorm_forward(lnf, acts.meanf, acts.rstdf, x, param(p, u, "lnfw"), param(p, u, "lnfb"), s);
+    acts.lnf = gather_seq(lnf, B, true, s);
+    ops::matmul_forward(acts.dlogits, acts.lnf, param(p, u, "lmw"), nullptr, s);
+    // The microbatch loss is the mean over its B*T tokens, weighted by dloss in the step's objective.
+    const float dloss = acts.dloss / float(B * T);
+    if (!tp_active()) {
+      ops::crossentropy_forward_backward(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, dloss, s);
       return;
     }
+    // Vocabulary-parallel: the row maximum, then the sums of exponentials and the target logits, each combined
+    // over the ranks, give every rank the full-vocabulary loss and its columns of the gradient.
+    Tensor row_max = work(st, {B, T}), sums = work(st, {2, B, T});
+    Tensor sumexp = sums.slice(0, {B, T}), target_logit = sums.slice(B * T, {B, T});
+    ops::crossentropy_shard_max(row_max, acts.dlogits, s);
+    tp_comm::allreduce(*tp_, row_max, ReduceOp::max, s);
+    ops::crossentropy_shard_sums(sumexp, target_logit, acts.dlogits, batch.targets, row_max, vocab_begin(), s);
+    tp_comm::allreduce(*tp_, sums, ReduceOp::sum, s);
+    ops::crossentropy_shard_finish(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, row_max, sumexp,
+                                   target_logit, vocab_begin(), dloss, s);
+  }
+
+  void forward_block(GptActivations& acts, const Tensor& p, int u, const Batch& batch, const Stream& s) {
+    const auto [B, T, Ts, C, F, V, NH, Ch, t, st] = dims(batch);
+    const Tensor& x = acts.x[std::size_t(u)];
     PB_RANGE("forward block", Category::compute, {.layer = u});
     BlockActivations& b = acts.blocks[std::size_t(u)];
     Tensor ln1 = sp_active() ? work(t, {B, Ts, C}) : act(t, {B, Ts, C});
