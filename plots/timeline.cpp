@@ -106,29 +106,34 @@ std::optional<SpanKind> classify_event(const std::string& name, const std::strin
   return std::nullopt;
 }
 
-Timeline read_timeline(const std::string& path, int step) {
+namespace {
+
+json parse_trace(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw UsageError("cannot open input '" + path + "': " + std::strerror(errno));
-  json doc;
   try {
-    doc = json::parse(in);
+    return json::parse(in);
   } catch (const json::parse_error& e) {
     throw UsageError(path + ": not valid JSON: " + e.what());
   }
-  const json* events = nullptr;
-  if (doc.is_array()) {
-    events = &doc;
-  } else if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) {
-    events = &doc["traceEvents"];
-  } else {
-    throw UsageError(path + ": not a Chrome trace (expected an object with a \"traceEvents\" array, or an array)");
-  }
+}
 
+const json& trace_events(const json& doc, const std::string& path) {
+  if (doc.is_array()) return doc;
+  if (doc.is_object() && doc.contains("traceEvents") && doc["traceEvents"].is_array()) return doc["traceEvents"];
+  throw UsageError(path + ": not a Chrome trace (expected an object with a \"traceEvents\" array, or an array)");
+}
+
+// The trace's complete events ("ph":"X"): step markers apart from the rest, and the process names.
+struct TraceEvents {
   std::map<std::int64_t, std::string> names;  // pid -> process_name
-  std::vector<RawEvent> raw;
-  std::vector<RawEvent> steps;
-  for (std::size_t i = 0; i < events->size(); ++i) {
-    const json& e = (*events)[i];
+  std::vector<RawEvent> raw, steps;
+};
+
+TraceEvents read_events(const json& events, const std::string& path) {
+  TraceEvents out;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    const json& e = events[i];
     const std::string where = path + ": traceEvents[" + std::to_string(i) + "]";
     if (!e.is_object()) throw UsageError(where + ": not an object");
     const std::string ph = e.value("ph", "");
@@ -136,7 +141,7 @@ Timeline read_timeline(const std::string& path, int step) {
     if (ph == "M") {
       if (e.value("name", "") == "process_name" && pid_it != e.end() && pid_it->is_number_integer() &&
           e.contains("args") && e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string())
-        names[pid_it->get<std::int64_t>()] = e["args"]["name"].get<std::string>();
+        out.names[pid_it->get<std::int64_t>()] = e["args"]["name"].get<std::string>();
       continue;
     }
     if (ph != "X") continue;
@@ -149,62 +154,53 @@ Timeline read_timeline(const std::string& path, int step) {
     if (dur < 0) throw UsageError(where + ": 'dur' is negative");
     RawEvent r{name,     classify_event(name, cat), pid_it->get<std::int64_t>(), ts, ts + dur, microbatch_of(e, name),
                chunk_of(e)};
-    if (is_step_event(name))
-      steps.push_back(std::move(r));
-    else
-      raw.push_back(std::move(r));
+    (is_step_event(name) ? out.steps : out.raw).push_back(std::move(r));
   }
-  if (raw.empty()) throw UsageError(path + ": no complete events (\"ph\":\"X\") to draw");
+  if (out.raw.empty()) throw UsageError(path + ": no complete events (\"ph\":\"X\") to draw");
+  return out;
+}
 
-  Timeline tl;
+// The time window to draw [begin, end) in trace microseconds: step `step` (-1: the last) across every pid, or
+// the whole trace when it has no step markers. Sets tl.steps and tl.step.
+std::pair<double, double> step_window(const TraceEvents& ev, int step, const std::string& path, Timeline& tl) {
   double begin = 1e300, end = -1e300;
-  if (!steps.empty()) {
-    std::map<std::int64_t, std::vector<const RawEvent*>> per_pid;
-    for (const RawEvent& s : steps) per_pid[s.pid].push_back(&s);
-    std::size_t count = 0;
-    for (auto& [pid, v] : per_pid) {
-      std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->start_us < b->start_us; });
-      count = std::max(count, v.size());
-    }
-    tl.steps = static_cast<int>(count);
-    tl.step = step < 0 ? tl.steps - 1 : step;
-    if (tl.step >= tl.steps)
-      throw UsageError("--step " + std::to_string(step) + ": the trace '" + path + "' has " +
-                       std::to_string(tl.steps) + " steps (0.." + std::to_string(tl.steps - 1) + ")");
-    for (auto& [pid, v] : per_pid)
-      if (static_cast<std::size_t>(tl.step) < v.size()) {
-        begin = std::min(begin, v[tl.step]->start_us);
-        end = std::max(end, v[tl.step]->end_us);
-      }
-  } else {
+  if (ev.steps.empty()) {
     if (step > 0) throw UsageError("--step " + std::to_string(step) + ": the trace '" + path + "' has no step events");
-    for (const RawEvent& r : raw) begin = std::min(begin, r.start_us), end = std::max(end, r.end_us);
+    for (const RawEvent& r : ev.raw) begin = std::min(begin, r.start_us), end = std::max(end, r.end_us);
+    return {begin, end > begin ? end : begin + 1};
   }
-  if (!(end > begin)) end = begin + 1;
-
-  std::set<std::int64_t> pids;
-  for (const RawEvent& r : raw)
-    if (r.end_us > begin && r.start_us < end) pids.insert(r.pid);
-  std::map<std::int64_t, int> row_of;
-  for (std::int64_t pid : pids) {
-    row_of[pid] = static_cast<int>(tl.rows.size());
-    tl.rows.push_back(names.count(pid) ? names[pid] : "rank " + std::to_string(pid));
+  std::map<std::int64_t, std::vector<const RawEvent*>> per_pid;
+  for (const RawEvent& s : ev.steps) per_pid[s.pid].push_back(&s);
+  std::size_t count = 0;
+  for (auto& [pid, v] : per_pid) {
+    std::sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->start_us < b->start_us; });
+    count = std::max(count, v.size());
   }
+  tl.steps = static_cast<int>(count);
+  tl.step = step < 0 ? tl.steps - 1 : step;
+  if (tl.step >= tl.steps)
+    throw UsageError("--step " + std::to_string(step) + ": the trace '" + path + "' has " +
+                     std::to_string(tl.steps) + " steps (0.." + std::to_string(tl.steps - 1) + ")");
+  for (auto& [pid, v] : per_pid)
+    if (static_cast<std::size_t>(tl.step) < v.size()) {
+      begin = std::min(begin, v[tl.step]->start_us);
+      end = std::max(end, v[tl.step]->end_us);
+    }
+  return {begin, end > begin ? end : begin + 1};
+}
 
-  // Classified events per pid, by start, with the running maximum of their ends: an unclassified range that
-  // contains classified ones (a parent such as "train_step") or lies inside one (a layer inside "F mb=3") is
-  // drawn by those; only unclassified ranges alone on their stretch of time are "other compute".
-  struct Classified {
-    std::vector<double> starts, max_end;
-  };
-  std::map<std::int64_t, Classified> classified;
-  {
+// Classified events per pid, by start, with the running maximum of their ends: an unclassified range that
+// contains classified ones (a parent such as "train_step") or lies inside one (a layer inside "F mb=3") is
+// drawn by those; only unclassified ranges alone on their stretch of time are "other compute".
+class Coverage {
+ public:
+  explicit Coverage(const std::vector<RawEvent>& raw) {
     std::map<std::int64_t, std::vector<std::pair<double, double>>> spans_of;
     for (const RawEvent& r : raw)
       if (r.kind) spans_of[r.pid].emplace_back(r.start_us, r.end_us);
     for (auto& [pid, v] : spans_of) {
       std::sort(v.begin(), v.end());
-      Classified& c = classified[pid];
+      Classified& c = classified_[pid];
       double running = -1e300;
       for (auto [s0, s1] : v) {
         running = std::max(running, s1);
@@ -213,58 +209,79 @@ Timeline read_timeline(const std::string& path, int step) {
       }
     }
   }
-  auto covered = [&](const RawEvent& r) {
-    const auto it = classified.find(r.pid);
-    if (it == classified.end()) return false;
+
+  bool covered(const RawEvent& r) const {
+    const auto it = classified_.find(r.pid);
+    if (it == classified_.end()) return false;
     const auto& c = it->second;
     const auto inside_from = std::lower_bound(c.starts.begin(), c.starts.end(), r.start_us);
     if (inside_from != c.starts.end() && *inside_from < r.end_us) return true;  // a parent of classified ranges
     const auto before = std::upper_bound(c.starts.begin(), c.starts.end(), r.start_us);
     if (before == c.starts.begin()) return false;
     return c.max_end[static_cast<std::size_t>(before - c.starts.begin()) - 1] >= r.end_us;  // inside one
-  };
+  }
 
+ private:
+  struct Classified {
+    std::vector<double> starts, max_end;
+  };
+  std::map<std::int64_t, Classified> classified_;
+};
+
+// One row per pid with events in the window; the events clipped to it. Returns whether the trace marks idle time.
+bool add_spans(const TraceEvents& ev, double begin, double end, Timeline& tl) {
+  std::set<std::int64_t> pids;
+  for (const RawEvent& r : ev.raw)
+    if (r.end_us > begin && r.start_us < end) pids.insert(r.pid);
+  std::map<std::int64_t, int> row_of;
+  for (std::int64_t pid : pids) {
+    row_of[pid] = static_cast<int>(tl.rows.size());
+    const auto name = ev.names.find(pid);
+    tl.rows.push_back(name != ev.names.end() ? name->second : "rank " + std::to_string(pid));
+  }
+  const Coverage coverage(ev.raw);
   bool explicit_idle = false;
-  for (const RawEvent& r : raw) {
+  for (const RawEvent& r : ev.raw) {
     if (!(r.end_us > begin && r.start_us < end) && !(r.start_us == r.end_us && r.start_us >= begin && r.start_us <= end))
       continue;
-    SpanKind kind;
-    if (r.kind) {
-      kind = *r.kind;
-    } else {
-      if (covered(r)) continue;
-      kind = SpanKind::other_compute;
-    }
+    if (!r.kind && coverage.covered(r)) continue;
+    const SpanKind kind = r.kind ? *r.kind : SpanKind::other_compute;
     explicit_idle = explicit_idle || kind == SpanKind::idle;
-    Span s;
-    s.row = row_of.at(r.pid);
-    s.kind = kind;
-    s.start_ms = (std::max(r.start_us, begin) - begin) / 1000.0;
-    s.end_ms = (std::min(r.end_us, end) - begin) / 1000.0;
-    s.microbatch = r.microbatch;
-    s.chunk = r.chunk;
-    tl.spans.push_back(s);
+    tl.spans.push_back({row_of.at(r.pid), kind, (std::max(r.start_us, begin) - begin) / 1000.0,
+                        (std::min(r.end_us, end) - begin) / 1000.0, r.microbatch, r.chunk});
   }
-  tl.span_ms = (end - begin) / 1000.0;
+  return explicit_idle;
+}
 
-  // Without idle events, idle = the gaps between compute ranges of a row (the bubble of docs/MEASUREMENTS.md:
-  // communication does not count as busy).
-  if (!explicit_idle) {
-    tl.implicit_idle = true;
-    std::vector<std::vector<std::pair<double, double>>> busy(tl.rows.size());
-    for (const Span& s : tl.spans)
-      if (s.kind != SpanKind::communication) busy[s.row].emplace_back(s.start_ms, s.end_ms);
-    for (std::size_t row = 0; row < busy.size(); ++row) {
-      auto& b = busy[row];
-      std::sort(b.begin(), b.end());
-      double t = 0;
-      for (auto [s0, s1] : b) {
-        if (s0 > t) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, s0, std::nullopt, std::nullopt});
-        t = std::max(t, s1);
-      }
-      if (t < tl.span_ms) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, tl.span_ms, std::nullopt, std::nullopt});
+// Without idle events, idle = the gaps between compute ranges of a row (the bubble of docs/MEASUREMENTS.md:
+// communication does not count as busy).
+void add_implicit_idle(Timeline& tl) {
+  tl.implicit_idle = true;
+  std::vector<std::vector<std::pair<double, double>>> busy(tl.rows.size());
+  for (const Span& s : tl.spans)
+    if (s.kind != SpanKind::communication) busy[s.row].emplace_back(s.start_ms, s.end_ms);
+  for (std::size_t row = 0; row < busy.size(); ++row) {
+    auto& b = busy[row];
+    std::sort(b.begin(), b.end());
+    double t = 0;
+    for (auto [s0, s1] : b) {
+      if (s0 > t) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, s0, std::nullopt, std::nullopt});
+      t = std::max(t, s1);
     }
+    if (t < tl.span_ms) tl.spans.push_back({static_cast<int>(row), SpanKind::idle, t, tl.span_ms, std::nullopt, std::nullopt});
   }
+}
+
+}  // namespace
+
+Timeline read_timeline(const std::string& path, int step) {
+  const json doc = parse_trace(path);
+  const TraceEvents ev = read_events(trace_events(doc, path), path);
+  Timeline tl;
+  const auto [begin, end] = step_window(ev, step, path, tl);
+  const bool explicit_idle = add_spans(ev, begin, end, tl);
+  tl.span_ms = (end - begin) / 1000.0;
+  if (!explicit_idle) add_implicit_idle(tl);
   return tl;
 }
 

@@ -41,130 +41,165 @@ double PipeSimulation::mean_bubble() const {
   return bubble.empty() ? 0 : std::accumulate(bubble.begin(), bubble.end(), 0.0) / double(bubble.size());
 }
 
-PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs) {
-  const int p = s.stages, last = s.virtual_stages() - 1;
-  PB_CHECK(int(s.actions.size()) == p, "schedule has " + std::to_string(s.actions.size()) + " stage lists for " +
-                                           std::to_string(p) + " stages");
-  PipeSimulation sim;
-  sim.busy.assign(p, 0);
-  sim.peak_in_flight.assign(p, 0);
-  sim.timeline.resize(p);
-  std::vector<std::size_t> next(p, 0);
-  std::vector<double> clock(p, 0);
-  std::vector<int> in_flight(p, 0);
-  std::vector<std::size_t> computed(p, 0);  // compute actions done per stage, the index into per_action
-  if (!costs.per_action.empty()) {
-    PB_CHECK(int(costs.per_action.size()) == p, "per-action costs for " + std::to_string(costs.per_action.size()) +
-                                                    " stages, the schedule has " + std::to_string(p));
-    for (int st = 0; st < p; ++st) {
-      const auto n = std::size_t(std::count_if(s.actions[st].begin(), s.actions[st].end(),
-                                               [](const PipeAction& a) { return is_compute(a.op); }));
-      PB_CHECK(costs.per_action[st].size() == n, "stage " + std::to_string(st) + " has " + std::to_string(n) +
-                                                     " compute actions but " +
-                                                     std::to_string(costs.per_action[st].size()) + " costs");
-    }
+namespace {
+
+void check_per_action_costs(const PipeSchedule& s, const PipeCosts& costs) {
+  if (costs.per_action.empty()) return;
+  const int p = s.stages;
+  PB_CHECK(int(costs.per_action.size()) == p, "per-action costs for " + std::to_string(costs.per_action.size()) +
+                                                  " stages, the schedule has " + std::to_string(p));
+  for (int st = 0; st < p; ++st) {
+    const auto n = std::size_t(std::count_if(s.actions[st].begin(), s.actions[st].end(),
+                                             [](const PipeAction& a) { return is_compute(a.op); }));
+    PB_CHECK(costs.per_action[st].size() == n, "stage " + std::to_string(st) + " has " + std::to_string(n) +
+                                                   " compute actions but " +
+                                                   std::to_string(costs.per_action[st].size()) + " costs");
   }
-  std::map<MessageKey, double> sent;       // message -> time available at the receiver
-  std::set<MessageKey> received;           // per receiving virtual stage
-  std::map<DoneKey, double> done;          // compute step -> end time
-  auto finished = [&](PipeOp op, int mb, int vs, double* at) {
-    auto it = done.find({op, mb, vs});
-    if (it == done.end()) return false;
+}
+
+// Plays a schedule: each stage runs its list in order; a receive waits for its send, a compute action for its
+// inputs; a dependency that can never be met (it comes later on the same stage) is an error, and so is a round
+// in which no stage can move (deadlock).
+class Player {
+ public:
+  Player(const PipeSchedule& s, const PipeCosts& costs)
+      : s_(s), costs_(costs), p_(s.stages), last_(s.virtual_stages() - 1), next_(p_, 0), clock_(p_, 0),
+        in_flight_(p_, 0), computed_(p_, 0) {
+    PB_CHECK(int(s.actions.size()) == p_, "schedule has " + std::to_string(s.actions.size()) +
+                                              " stage lists for " + std::to_string(p_) + " stages");
+    check_per_action_costs(s, costs);
+    sim_.busy.assign(p_, 0);
+    sim_.peak_in_flight.assign(p_, 0);
+    sim_.timeline.resize(p_);
+  }
+
+  PipeSimulation play() {
+    std::size_t remaining = 0;
+    for (const auto& list : s_.actions) remaining += list.size();
+    while (remaining > 0) {
+      bool progressed = false;
+      for (int st = 0; st < p_; ++st)
+        for (double start = 0; next_[st] < s_.actions[st].size() && ready(st, s_.actions[st][next_[st]], start);) {
+          run(st, s_.actions[st][next_[st]], start);
+          --remaining;
+          progressed = true;
+        }
+      if (!progressed) throw Error(deadlock_message());
+    }
+    for (int st = 0; st < p_; ++st) sim_.makespan = std::max(sim_.makespan, clock_[st]);
+    for (int st = 0; st < p_; ++st) sim_.bubble.push_back(sim_.makespan > 0 ? 1 - sim_.busy[st] / sim_.makespan : 0);
+    return sim_;
+  }
+
+ private:
+  bool finished(PipeOp op, int mb, int vs, double* at) const {
+    auto it = done_.find({op, mb, vs});
+    if (it == done_.end()) return false;
     *at = it->second;
     return true;
-  };
-  // Time at which the input gradient of (mb, vs) exists on its producing virtual stage vs+1.
-  auto grad_ready = [&](int mb, int vs, double* at) {
-    return finished(PipeOp::backward, mb, vs + 1, at) || finished(PipeOp::backward_input, mb, vs + 1, at);
-  };
-
-  std::size_t remaining = 0;
-  for (const auto& list : s.actions) remaining += list.size();
-  while (remaining > 0) {
-    bool progressed = false;
-    for (int st = 0; st < p; ++st) {
-      while (next[st] < s.actions[st].size()) {
-        const PipeAction& a = s.actions[st][next[st]];
-        const int vs = s.virtual_stage(st, a.chunk);
-        double start = clock[st], t = 0;
-        bool can_run = true;
-        switch (a.op) {
-          case PipeOp::recv_activation:
-          case PipeOp::recv_gradient: {
-            auto it = sent.find({a.op == PipeOp::recv_gradient, a.microbatch, vs});
-            can_run = it != sent.end();
-            if (can_run) start = std::max(start, it->second);
-            break;
-          }
-          case PipeOp::send_activation:
-          case PipeOp::send_gradient: break;
-          case PipeOp::forward:
-            if (vs > 0) {
-              if ((vs - 1) % p == st) {
-                if (!finished(PipeOp::forward, a.microbatch, vs - 1, &t))
-                  throw Error(describe(st, a) + ": its input forward (virtual stage " + std::to_string(vs - 1) +
-                              ") has not run earlier on this stage");
-                start = std::max(start, t);
-              } else if (!received.count({false, a.microbatch, vs})) {
-                throw Error(describe(st, a) + ": runs before receiving its input activation");
-              }
-            }
-            break;
-          case PipeOp::backward:
-          case PipeOp::backward_input:
-            if (!finished(PipeOp::forward, a.microbatch, vs, &t))
-              throw Error(describe(st, a) + ": runs before its own forward");
-            if (vs < last) {
-              if ((vs + 1) % p == st) {
-                double g;
-                if (!grad_ready(a.microbatch, vs, &g))
-                  throw Error(describe(st, a) + ": the gradient from virtual stage " + std::to_string(vs + 1) +
-                              " has not been computed earlier on this stage");
-                start = std::max(start, g);
-              } else if (!received.count({true, a.microbatch, vs})) {
-                throw Error(describe(st, a) + ": runs before receiving its output gradient");
-              }
-            }
-            break;
-          case PipeOp::backward_weight:
-            if (!finished(PipeOp::backward_input, a.microbatch, vs, &t))
-              throw Error(describe(st, a) + ": runs before its input-gradient pass BI");
-            break;
-        }
-        if (!can_run) break;  // blocked on a receive: let the other stages move
-        const double cost = costs.per_action.empty() || !is_compute(a.op) ? cost_of(a.op, costs)
-                                                                          : costs.per_action[st][computed[st]++];
-        const double end = start + cost;
-        switch (a.op) {
-          case PipeOp::recv_activation:
-          case PipeOp::recv_gradient: received.insert({a.op == PipeOp::recv_gradient, a.microbatch, vs}); break;
-          case PipeOp::send_activation: sent[{false, a.microbatch, vs + 1}] = end + costs.transfer; break;
-          case PipeOp::send_gradient: sent[{true, a.microbatch, vs - 1}] = end + costs.transfer; break;
-          default:
-            if (!done.emplace(DoneKey{a.op, a.microbatch, vs}, end).second)
-              throw Error(describe(st, a) + ": runs twice");
-            sim.busy[st] += end - start;
-        }
-        if (a.op == PipeOp::forward) sim.peak_in_flight[st] = std::max(sim.peak_in_flight[st], ++in_flight[st]);
-        if (a.op == PipeOp::backward || a.op == PipeOp::backward_weight) --in_flight[st];
-        sim.timeline[st].push_back({a, start, end});
-        clock[st] = end;
-        ++next[st];
-        --remaining;
-        progressed = true;
-      }
-    }
-    if (!progressed) {
-      std::string msg = "pipeline schedule '" + s.name + "' deadlocks:";
-      for (int st = 0; st < p; ++st)
-        if (next[st] < s.actions[st].size()) msg += "\n  " + describe(st, s.actions[st][next[st]]) + " waits";
-      throw Error(msg);
-    }
   }
-  for (int st = 0; st < p; ++st) sim.makespan = std::max(sim.makespan, clock[st]);
-  for (int st = 0; st < p; ++st) sim.bubble.push_back(sim.makespan > 0 ? 1 - sim.busy[st] / sim.makespan : 0);
-  return sim;
-}
+  // Time at which the input gradient of (mb, vs) exists on its producing virtual stage vs+1.
+  bool grad_ready(int mb, int vs, double* at) const {
+    return finished(PipeOp::backward, mb, vs + 1, at) || finished(PipeOp::backward_input, mb, vs + 1, at);
+  }
+
+  // Whether action `a`, next on stage `st`, can start now (false: blocked on a receive), and when.
+  bool ready(int st, const PipeAction& a, double& start) const {
+    const int vs = s_.virtual_stage(st, a.chunk);
+    start = clock_[st];
+    double t = 0;
+    switch (a.op) {
+      case PipeOp::recv_activation:
+      case PipeOp::recv_gradient: {
+        auto it = sent_.find({a.op == PipeOp::recv_gradient, a.microbatch, vs});
+        if (it == sent_.end()) return false;
+        start = std::max(start, it->second);
+        return true;
+      }
+      case PipeOp::send_activation:
+      case PipeOp::send_gradient: return true;
+      case PipeOp::forward:
+        if (vs == 0) return true;
+        if ((vs - 1) % p_ != st) {
+          if (!received_.count({false, a.microbatch, vs}))
+            throw Error(describe(st, a) + ": runs before receiving its input activation");
+          return true;
+        }
+        if (!finished(PipeOp::forward, a.microbatch, vs - 1, &t))
+          throw Error(describe(st, a) + ": its input forward (virtual stage " + std::to_string(vs - 1) +
+                      ") has not run earlier on this stage");
+        start = std::max(start, t);
+        return true;
+      case PipeOp::backward:
+      case PipeOp::backward_input: return backward_ready(st, a, vs, start);
+      case PipeOp::backward_weight:
+        if (!finished(PipeOp::backward_input, a.microbatch, vs, &t))
+          throw Error(describe(st, a) + ": runs before its input-gradient pass BI");
+        return true;
+    }
+    return true;
+  }
+
+  bool backward_ready(int st, const PipeAction& a, int vs, double& start) const {
+    double t = 0;
+    if (!finished(PipeOp::forward, a.microbatch, vs, &t)) throw Error(describe(st, a) + ": runs before its own forward");
+    if (vs == last_) return true;
+    if ((vs + 1) % p_ != st) {
+      if (!received_.count({true, a.microbatch, vs}))
+        throw Error(describe(st, a) + ": runs before receiving its output gradient");
+      return true;
+    }
+    if (!grad_ready(a.microbatch, vs, &t))
+      throw Error(describe(st, a) + ": the gradient from virtual stage " + std::to_string(vs + 1) +
+                  " has not been computed earlier on this stage");
+    start = std::max(start, t);
+    return true;
+  }
+
+  void run(int st, const PipeAction& a, double start) {
+    const int vs = s_.virtual_stage(st, a.chunk);
+    const double cost = costs_.per_action.empty() || !is_compute(a.op) ? cost_of(a.op, costs_)
+                                                                       : costs_.per_action[st][computed_[st]++];
+    const double end = start + cost;
+    switch (a.op) {
+      case PipeOp::recv_activation:
+      case PipeOp::recv_gradient: received_.insert({a.op == PipeOp::recv_gradient, a.microbatch, vs}); break;
+      case PipeOp::send_activation: sent_[{false, a.microbatch, vs + 1}] = end + costs_.transfer; break;
+      case PipeOp::send_gradient: sent_[{true, a.microbatch, vs - 1}] = end + costs_.transfer; break;
+      default:
+        if (!done_.emplace(DoneKey{a.op, a.microbatch, vs}, end).second) throw Error(describe(st, a) + ": runs twice");
+        sim_.busy[st] += end - start;
+    }
+    if (a.op == PipeOp::forward) sim_.peak_in_flight[st] = std::max(sim_.peak_in_flight[st], ++in_flight_[st]);
+    if (a.op == PipeOp::backward || a.op == PipeOp::backward_weight) --in_flight_[st];
+    sim_.timeline[st].push_back({a, start, end});
+    clock_[st] = end;
+    ++next_[st];
+  }
+
+  std::string deadlock_message() const {
+    std::string msg = "pipeline schedule '" + s_.name + "' deadlocks:";
+    for (int st = 0; st < p_; ++st)
+      if (next_[st] < s_.actions[st].size()) msg += "\n  " + describe(st, s_.actions[st][next_[st]]) + " waits";
+    return msg;
+  }
+
+  const PipeSchedule& s_;
+  const PipeCosts& costs_;
+  const int p_, last_;
+  PipeSimulation sim_;
+  std::vector<std::size_t> next_;  // next action per stage
+  std::vector<double> clock_;      // when each stage is free
+  std::vector<int> in_flight_;
+  std::vector<std::size_t> computed_;  // compute actions done per stage, the index into per_action
+  std::map<MessageKey, double> sent_;  // message -> time available at the receiver
+  std::set<MessageKey> received_;      // per receiving virtual stage
+  std::map<DoneKey, double> done_;     // compute step -> end time
+};
+
+}  // namespace
+
+PipeSimulation simulate_schedule(const PipeSchedule& s, const PipeCosts& costs) { return Player(s, costs).play(); }
 
 PipeSimulation replay_schedule(const PipeSchedule& s, const std::vector<std::vector<double>>& action_ms) {
   PipeCosts costs;
