@@ -187,21 +187,24 @@ std::string nccl_shared_gpu_refusal(MPI_Comm node, int local_rank, const Device&
 }
 #endif
 
-void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
+void init_mpi_once() {
   int initialized = 0;
   MPI_CHECK(MPI_Initialized(&initialized));
-  if (!initialized) {
-    int provided = 0;
-    // Communication threads (DDP buckets, pipeline sends) call MPI beside the main thread.
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
-    if (provided < MPI_THREAD_MULTIPLE)
-      throw Error("this MPI library does not support MPI_THREAD_MULTIPLE, which the communication threads need");
-    std::atexit([] {
-      int finalized = 0;
-      MPI_Finalized(&finalized);
-      if (!finalized) MPI_Finalize();
-    });
-  }
+  if (initialized) return;
+  int provided = 0;
+  // Communication threads (DDP buckets, pipeline sends) call MPI beside the main thread.
+  MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
+  if (provided < MPI_THREAD_MULTIPLE)
+    throw Error("this MPI library does not support MPI_THREAD_MULTIPLE, which the communication threads need");
+  std::atexit([] {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  });
+}
+
+void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
+  init_mpi_once();
   int size = 1, rank = 0;
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));

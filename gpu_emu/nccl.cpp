@@ -2,6 +2,9 @@
 // split, destroy, abort, async errors), groups, the collectives and send/recv. An operation runs when its
 // stream reaches it and holds that stream until every rank's matching operation has arrived, as an NCCL kernel
 // does; mismatched operations across ranks are reported and fail the communicator.
+// Longer than our 500-line rule on purpose: the matching engine's types (Call, Clique, rounds) are private to this
+// file, and the API functions at the bottom are thin; one file keeps NCCL's semantics readable in one place.
+// The cross-process transport is in nccl_shm.cpp, the reductions in nccl_reduce.cpp.
 #include <nccl.h>
 
 #include <algorithm>

@@ -97,16 +97,15 @@ void fail_locked(Header* h, const std::string& why) {
 
 }  // namespace
 
-std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, int physical_gpu, std::string* error) {
-  if (n < 1 || n > kMaxRanks || rank < 0 || rank >= n) {
-    *error = "rank " + std::to_string(rank) + " of " + std::to_string(n) + " (at most " + std::to_string(kMaxRanks) + ")";
-    return nullptr;
-  }
-  const std::size_t bytes = segment_bytes(n);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_timeout_s());
-  int fd = -1;
+namespace {
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// Rank 0 creates and sizes the segment (replacing one left by a crashed run); the others wait until it exists.
+// Returns the descriptor, or -1 with *error set.
+int open_segment(const std::string& name, std::size_t bytes, int rank, Deadline give_up, std::string* error) {
   if (rank == 0) {
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 && errno == EEXIST) {  // left by a run that crashed
       shm_unlink(name.c_str());
       fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -114,31 +113,25 @@ std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, in
     if (fd < 0 || ftruncate(fd, off_t(bytes)) != 0) {
       *error = "cannot create shared memory " + name + ": " + std::strerror(errno);
       if (fd >= 0) close(fd);
-      return nullptr;
+      return -1;
     }
-  } else {
-    for (;;) {  // until rank 0 has created and sized it
-      fd = shm_open(name.c_str(), O_RDWR, 0600);
-      struct stat st {};
-      if (fd >= 0 && fstat(fd, &st) == 0 && std::size_t(st.st_size) >= bytes) break;
-      if (fd >= 0) close(fd);
-      if (std::chrono::steady_clock::now() > give_up) {
-        *error = "rank " + std::to_string(rank) + " waited " + std::to_string(wait_timeout_s()) + " s for rank 0 to create " + name;
-        return nullptr;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return fd;
+  }
+  for (;;) {  // until rank 0 has created and sized it
+    const int fd = shm_open(name.c_str(), O_RDWR, 0600);
+    struct stat st {};
+    if (fd >= 0 && fstat(fd, &st) == 0 && std::size_t(st.st_size) >= bytes) return fd;
+    if (fd >= 0) close(fd);
+    if (std::chrono::steady_clock::now() > give_up) {
+      *error = "rank " + std::to_string(rank) + " waited " + std::to_string(wait_timeout_s()) + " s for rank 0 to create " + name;
+      return -1;
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) {
-    *error = "cannot map shared memory " + name + ": " + std::strerror(errno);
-    return nullptr;
-  }
-  auto c = std::make_shared<ShmClique>();
-  c->h = static_cast<Header*>(p);
-  c->bytes = bytes;
-  Header* h = c->h;
+}
+
+// Rank 0 makes the process-shared lock and condition; the others wait until it has.
+bool init_header(Header* h, int n, int rank, const std::string& name, Deadline give_up, std::string* error) {
   if (rank == 0) {
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
@@ -151,19 +144,24 @@ std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, in
     pthread_cond_init(&h->cond, &ca);
     h->size = n;
     h->magic.store(kMagic, std::memory_order_release);
-  } else {
-    while (h->magic.load(std::memory_order_acquire) != kMagic) {
-      if (std::chrono::steady_clock::now() > give_up) {
-        *error = "shared memory " + name + " was never initialised by rank 0";
-        return nullptr;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    return true;
   }
+  while (h->magic.load(std::memory_order_acquire) != kMagic) {
+    if (std::chrono::steady_clock::now() > give_up) {
+      *error = "shared memory " + name + " was never initialised by rank 0";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Registers this rank, waits for all, and refuses two ranks on one GPU (as NCCL: "Duplicate GPU detected").
+bool join_ranks(Header* h, int n, int rank, int physical_gpu, const std::string& name, std::string* error) {
   Lock lock(h);
   if (h->size != n) {
     *error = "rank " + std::to_string(rank) + " says " + std::to_string(n) + " ranks, rank 0 said " + std::to_string(h->size);
-    return nullptr;
+    return false;
   }
   h->pids[rank] = int(getpid());
   h->gpus[rank] = physical_gpu;
@@ -172,13 +170,40 @@ std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, in
   const timespec deadline = deadline_after(wait_timeout_s());
   while (h->joined < n) wait(h, deadline, "every rank to join NCCL communicator " + name);
   if (rank == 0) shm_unlink(name.c_str());  // everyone has it mapped; the name is no longer needed
-  for (int a = 0; a < n; ++a)  // as NCCL: "Duplicate GPU detected"
+  for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b)
       if (h->gpus[a] == h->gpus[b]) {
         *error = "duplicate GPU detected: rank " + std::to_string(a) + " and rank " + std::to_string(b) +
                  " both on the node's GPU " + std::to_string(h->gpus[a]);
-        return nullptr;
+        return false;
       }
+  return true;
+}
+
+}  // namespace
+
+std::shared_ptr<ShmClique> shm_join(const std::string& name, int n, int rank, int physical_gpu, std::string* error) {
+  if (n < 1 || n > kMaxRanks || rank < 0 || rank >= n) {
+    *error = "rank " + std::to_string(rank) + " of " + std::to_string(n) + " (at most " + std::to_string(kMaxRanks) + ")";
+    return nullptr;
+  }
+  const std::size_t bytes = segment_bytes(n);
+  const Deadline give_up = std::chrono::steady_clock::now() +
+                           std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                               std::chrono::duration<double>(wait_timeout_s()));
+  const int fd = open_segment(name, bytes, rank, give_up, error);
+  if (fd < 0) return nullptr;
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) {
+    *error = "cannot map shared memory " + name + ": " + std::strerror(errno);
+    return nullptr;
+  }
+  auto c = std::make_shared<ShmClique>();
+  c->h = static_cast<Header*>(p);
+  c->bytes = bytes;
+  if (!init_header(c->h, n, rank, name, give_up, error) || !join_ranks(c->h, n, rank, physical_gpu, name, error))
+    return nullptr;
   return c;
 }
 
