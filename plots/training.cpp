@@ -134,6 +134,29 @@ std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilte
   return out;
 }
 
+// The bottom panel of the scaling figure: efficiency per scheme against the ideal 100%.
+void efficiency_panel(PlotScript& sc, const std::vector<ScalingSeries>& series, double emax) {
+  sc.cmd("set origin 0,0");
+  sc.cmd("set size 1,0.34");
+  sc.cmd("set tmargin 0.5");
+  sc.cmd("set bmargin 3.5");
+  sc.cmd("set format x '%g'");
+  sc.cmd("set xlabel 'ranks'");
+  sc.cmd("set ylabel 'scaling efficiency (%)'");
+  sc.cmd("set yrange [0:" + fmt(std::ceil(emax * 1.1 / 10) * 10) + "]");
+  sc.cmd("set ytics 25");
+  sc.cmd("unset key");
+  std::string plot = "plot 100 with lines lw 1.5 dt 2 lc rgb 'black'";
+  for (const auto& s : series)
+    plot += ", '-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "'";
+  sc.cmd(plot);
+  for (const auto& s : series) {
+    std::vector<std::vector<double>> eff;
+    for (std::size_t i = 0; i < s.ranks.size(); ++i) eff.push_back({s.ranks[i], s.efficiency[i]});
+    sc.data(std::move(eff));
+  }
+}
+
 void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const std::string& metric, ScalingMode mode) {
   image_format(o.render.output);
   const CsvTable t = CsvTable::read(o.input, {{"scheme"},
@@ -191,26 +214,7 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
     sc.data(std::move(measured));
     sc.data(std::move(ideal));
   }
-  // Bottom panel: scaling efficiency.
-  sc.cmd("set origin 0,0");
-  sc.cmd("set size 1,0.34");
-  sc.cmd("set tmargin 0.5");
-  sc.cmd("set bmargin 3.5");
-  sc.cmd("set format x '%g'");
-  sc.cmd("set xlabel 'ranks'");
-  sc.cmd("set ylabel 'scaling efficiency (%)'");
-  sc.cmd("set yrange [0:" + fmt(std::ceil(emax * 1.1 / 10) * 10) + "]");
-  sc.cmd("set ytics 25");
-  sc.cmd("unset key");
-  plot = "plot 100 with lines lw 1.5 dt 2 lc rgb 'black'";
-  for (const auto& s : series)
-    plot += ", '-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "'";
-  sc.cmd(plot);
-  for (const auto& s : series) {
-    std::vector<std::vector<double>> eff;
-    for (std::size_t i = 0; i < s.ranks.size(); ++i) eff.push_back({s.ranks[i], s.efficiency[i]});
-    sc.data(std::move(eff));
-  }
+  efficiency_panel(sc, series, emax);
   sc.cmd("unset multiplot");
   finish(sc, o);
   for (const std::string& label : single)
