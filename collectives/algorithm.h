@@ -22,6 +22,10 @@ struct CollArgs {
   DType dtype = DType::f32;
   ReduceOp op = ReduceOp::sum;
   int root = 0;  // rooted collectives only
+  // The cudaStream_t the call is ordered on, as nccl-tests' runColl takes one (null: the legacy default stream).
+  // A library collective is queued on it; a hand-written one waits for it, then runs on the default stream (its
+  // copies and transports are ordered there).
+  void* stream = nullptr;
 };
 
 class Algorithm {

@@ -9,6 +9,7 @@
 
 #include "collectives/reduce.h"
 #include "core/memory.h"
+#include "core/stream.h"
 #include "profiles/range.h"
 
 namespace parbench {
@@ -39,6 +40,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   nccl_comm_ = o.nccl_comm_;
   owns_nccl_ = std::exchange(o.owns_nccl_, false);
   batching_ = o.batching_;
+  batch_streams_ = std::move(o.batch_streams_);
   nccl_reason_ = std::move(o.nccl_reason_);
   splits_ = o.splits_;
   for (int i = 0; i < 4; ++i) scratch_[i] = std::exchange(o.scratch_[i], Scratch{});
@@ -61,9 +63,10 @@ void Communicator::release() {
 void Communicator::end_batch() {
   batching_ = false;
   if (!nccl_comm_) return;
-  nccl_stream_wait(nccl_comm_, stream(),
-                   Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)),
-                   "rank " + std::to_string(rank()) + " waited for a batch of NCCL collectives");
+  const Deadline deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  for (void* s : std::exchange(batch_streams_, {}))
+    nccl_stream_wait(nccl_comm_, s, deadline, "rank " + std::to_string(rank()) + " waited for a batch of NCCL collectives");
 }
 
 void Communicator::set_nccl(void* comm, std::string reason_if_null) {
@@ -186,6 +189,17 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
   in_call_ = true;
   channel_ = 1;
+  const bool queued = algo.name() == "nccl";  // the one implementation that runs on the caller's stream
+  stream_ = queued ? a.stream : nullptr;
+  if (batching_ && std::find(batch_streams_.begin(), batch_streams_.end(), a.stream) == batch_streams_.end())
+    batch_streams_.push_back(a.stream);
+  struct EndCall {  // however the call ends
+    Communicator& c;
+    ~EndCall() { c.in_call_ = false, c.channel_ = 0, c.stream_ = nullptr; }
+  } end_call{*this};
+  // The hand-written algorithms move data with copies on the default stream and the host: what the caller queued
+  // on its own stream must be done first. A library collective is queued behind it instead.
+  if (a.stream && !queued) synchronize_stream(device_, a.stream);
   try {
     const BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
     const auto bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
@@ -193,12 +207,8 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
                 RangeArgs{.bytes = bytes});
     algo.run(*this, a);
   } catch (const CollectiveTimeoutError&) {
-    in_call_ = false;
-    channel_ = 0;
     throw;
   } catch (const TimeoutError& e) {
-    in_call_ = false;
-    channel_ = 0;
     BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
     std::size_t bytes = std::max(bc.send, bc.recv) * dtype_size(a.dtype);
     throw CollectiveTimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +
@@ -206,13 +216,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
                        std::to_string(a.count) + " x " + std::string(dtype_name(a.dtype)) + " per rank, " +
                        std::to_string(n) + " ranks) did not finish within the timeout of " +
                        seconds_text(timeout_s_) + " s: " + e.what());
-  } catch (...) {
-    in_call_ = false;
-    channel_ = 0;
-    throw;
   }
-  in_call_ = false;
-  channel_ = 0;
 }
 
 namespace {

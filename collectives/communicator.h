@@ -7,6 +7,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectives/algorithm.h"
 #include "collectives/transport.h"
@@ -32,16 +33,17 @@ class Communicator {
   void set_local(int local_rank, int local_size) { local_rank_ = local_rank, local_size_ = local_size; }
   double timeout_s() const { return timeout_s_; }
   void set_timeout(double seconds) { timeout_s_ = seconds; }
-  void* stream() const { return nullptr; }  // work on cuda goes to the default stream
+  // The stream of the collective running now (CollArgs::stream); null outside a collective.
+  void* stream() const { return stream_; }
 
   // NCCL: the communicator (ncclComm_t) when usable, or why not (one GPU per rank, no GPU, no NCCL build).
   void* nccl_comm() const { return nccl_comm_; }
   const std::string& nccl_unavailable() const { return nccl_reason_; }
   void set_nccl(void* comm, std::string reason_if_null);  // not owned: the bootstrap destroys it
   // Timed loops, the way nccl-tests times: between begin_batch() and end_batch() a library collective (NCCL)
-  // returns once queued on the stream, without waiting for its result; end_batch() waits once for all of them,
-  // against the timeout. Hand-written implementations finish on return either way.
-  void begin_batch() { batching_ = true; }
+  // returns once queued on its stream, without waiting for its result; end_batch() waits once for every stream
+  // used, against the timeout. Hand-written implementations finish on return either way.
+  void begin_batch() { batching_ = true, batch_streams_.clear(); }
   void end_batch();
   bool batching() const { return batching_; }
 
@@ -104,6 +106,8 @@ class Communicator {
   void* nccl_comm_ = nullptr;
   bool owns_nccl_ = false;  // made by split(): destroyed with this communicator
   bool batching_ = false;
+  void* stream_ = nullptr;              // of the collective running now
+  std::vector<void*> batch_streams_;    // the streams of the batch's collectives
   std::string nccl_reason_ = "this build has no NCCL";
   struct Scratch {
     void* ptr = nullptr;

@@ -54,8 +54,10 @@ Stream& Stream::operator=(Stream&& o) noexcept {
   return *this;
 }
 
-void Stream::synchronize() const {
-  if (!device_.on_host()) detail::cuda_stream_sync(device_.index, handle_);
+void Stream::synchronize() const { synchronize_stream(device_, handle_); }
+
+void synchronize_stream(const Device& device, void* native) {
+  if (!device.on_host()) detail::cuda_stream_sync(device.index, native);
 }
 
 Event::Event(Device device) : device_(device) {

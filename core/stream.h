@@ -26,6 +26,10 @@ class Stream {
   bool owned_ = false;
 };
 
+// Waits for the work queued on `native` (a cudaStream_t of `device`; null: its default stream); nothing on the host
+// devices, where work runs at once.
+void synchronize_stream(const Device& device, void* native);
+
 class Event {
  public:
   explicit Event(Device device);

@@ -164,6 +164,39 @@ TEST(CudaThreads, SplitGroupsRunNcclAndDestroyTheirCommunicators) {
   EXPECT_EQ(gpu_emu::nccl_comms_alive(), before) << "every communicator, split ones too, is destroyed at the end";
 }
 
+// A collective ordered on the caller's stream (CollArgs::stream): NCCL is queued behind the stream's work, a
+// hand-written algorithm waits for it first, so both see what slow work on that stream wrote. Queued on the
+// legacy default stream instead (which a non-blocking stream does not wait for), they would read the buffer
+// before the write.
+TEST(CudaThreads, CollectivesRunOnTheCallersStream) {
+  LaunchOptions o;
+  o.ranks = 2;
+  o.device = Device{DeviceKind::cuda, 0};
+  run_ranks(o, [](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+    auto* d = static_cast<float*>(device_malloc(comm.device(), 4 * sizeof(float)));
+    for (const char* impl : {"nccl", "ring"}) {
+      device_memset(comm.device(), d, 0, 4 * sizeof(float));
+      const float value = float(comm.rank() + 1);
+      gpu_emu::enqueue(gpu_emu::resolve_stream(s), "test: a slow write on the caller's stream", [d, value] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        for (int i = 0; i < 4; ++i) d[i] = value;
+      });
+      CollArgs a;
+      a.coll = Collective::allreduce, a.send = d, a.recv = d, a.count = 4, a.dtype = DType::f32, a.stream = s;
+      comm.run(a, impl);
+      ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      std::vector<float> out(4);
+      device_memcpy(Device{}, out.data(), comm.device(), d, sizeof(float) * 4);
+      for (float x : out) EXPECT_EQ(x, 1.0f + 2.0f) << impl << " did not wait for the write queued before it";
+    }
+    device_free(comm.device(), d);
+    cudaStreamDestroy(s);
+  });
+}
+
 // The duration of the one recorded event called `name`, in microseconds.
 double traced_us(const std::string& name) {
   const nlohmann::json trace = nlohmann::json::parse(TraceRecorder::instance().to_json());
