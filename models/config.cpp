@@ -68,17 +68,24 @@ ParamLayout make_layout(const ModelConfig& c) {
     layout.units.push_back(std::move(u));
   };
   // Column-parallel matmuls split their output rows, row-parallel ones their input columns (tensor_parallel.h).
-  if (c.kind == ModelKind::gpt) add_unit("embedding", {{"wte", {V / n, C}}, {"wpe", {T, C}}});
+  // The shapes in handle order (config.h), named from the handles' name tables.
+  auto named = [](const auto& names, std::vector<Shape> shapes) {
+    PB_CHECK(shapes.size() == std::size(names), "a GPT unit lists " + std::to_string(shapes.size()) +
+                                                    " shapes for " + std::to_string(std::size(names)) + " names");
+    std::vector<std::pair<std::string, Shape>> params;
+    for (std::size_t i = 0; i < shapes.size(); ++i) params.emplace_back(names[i], std::move(shapes[i]));
+    return params;
+  };
+  if (c.kind == ModelKind::gpt) add_unit("embedding", named(kEmbeddingParams, {{V / n, C}, {T, C}}));
   for (int l = 0; l < c.layers; ++l) {
     std::string name = "block" + std::to_string(l);
     if (c.kind == ModelKind::gpt)
-      add_unit(name, {{"ln1w", {C}}, {"ln1b", {C}}, {"qkvw", {3 * C / n, C}}, {"qkvb", {3 * C / n}},
-                      {"projw", {C, C / n}}, {"projb", {C}}, {"ln2w", {C}}, {"ln2b", {C}},
-                      {"fcw", {F / n, C}}, {"fcb", {F / n}}, {"fcprojw", {C, F / n}}, {"fcprojb", {C}}});
+      add_unit(name, named(kBlockParams, {{C}, {C}, {3 * C / n, C}, {3 * C / n}, {C, C / n}, {C}, {C}, {C},
+                                          {F / n, C}, {F / n}, {C, F / n}, {C}}));
     else
-      add_unit(name, {{"fcw", {F / n, C}}, {"fcb", {F / n}}, {"fcprojw", {C, F / n}}, {"fcprojb", {C}}});
+      add_unit(name, named(kMlpParams, {{F / n, C}, {F / n}, {C, F / n}, {C}}));
   }
-  if (c.kind == ModelKind::gpt) add_unit("head", {{"lnfw", {C}}, {"lnfb", {C}}, {"lmw", {V / n, C}}});
+  if (c.kind == ModelKind::gpt) add_unit("head", named(kHeadParams, {{C}, {C}, {V / n, C}}));
   return layout;
 }
 

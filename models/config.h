@@ -74,6 +74,18 @@ struct ParamLayout {
   const ParamSpec& find(int unit, std::string_view name) const;
 };
 
+// Parameter handles: a parameter's place in its unit's list, so that a misspelt name does not compile.
+// make_layout lists each unit's parameters in this order, by these names (kEmbeddingParams, ...).
+enum class MlpParam { fcw, fcb, fcprojw, fcprojb };
+inline constexpr const char* kMlpParams[] = {"fcw", "fcb", "fcprojw", "fcprojb"};
+enum class EmbeddingParam { wte, wpe };
+enum class BlockParam { ln1w, ln1b, qkvw, qkvb, projw, projb, ln2w, ln2b, fcw, fcb, fcprojw, fcprojb };
+enum class HeadParam { lnfw, lnfb, lmw };
+inline constexpr const char* kEmbeddingParams[] = {"wte", "wpe"};
+inline constexpr const char* kBlockParams[] = {"ln1w", "ln1b", "qkvw",  "qkvb", "projw",   "projb",
+                                               "ln2w", "ln2b", "fcw",   "fcb",  "fcprojw", "fcprojb"};
+inline constexpr const char* kHeadParams[] = {"lnfw", "lnfb", "lmw"};
+
 // The layout of one tensor-parallel rank (the same on every tp rank; the full model's when tp is 1): qkvw
 // (3C/tp, C) with the q, k and v rows of the rank's heads, qkvb (3C/tp), projw (C, C/tp), fcw (F/tp, C),
 // fcb (F/tp), fcprojw (C, F/tp), wte and lmw (V/tp, C); layernorms, projb, fcprojb and wpe replicated.

@@ -111,11 +111,11 @@ class Gpt : public Model {
   void forward_embedding(GptActivations& acts, const Tensor& p, const Batch& batch, const Stream& s) {
     const auto [B, T, Ts, C, F, V, NH, Ch, t, st] = dims(batch);
     PB_RANGE("forward embedding", Category::compute, {.layer = 0});
-    Tensor wpe = param(p, 0, "wpe");
+    Tensor wpe = param(p, 0, EmbeddingParam::wpe);
     // Each rank embeds the tokens of its vocabulary rows (zero for the others); the sum over ranks is the table.
     // Without tp the one rank holds every row and the sum is the identity.
     Tensor partial = sp_active() ? work(t, {B, T, C}) : act(t, {B, T, C});
-    ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, "wte"), row_bias(wpe), vocab_begin(), s);
+    ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, EmbeddingParam::wte), row_bias(wpe), vocab_begin(), s);
     Tensor x0 = reduce_seq(partial, B, s);
     acts.x[1] = sp_active() ? keep(x0) : x0;
   }
@@ -128,9 +128,9 @@ class Gpt : public Model {
     acts.meanf = act(st, {B, Ts}), acts.rstdf = act(st, {B, Ts});
     acts.dlogits = act(t, {B, T, V});
     acts.losses = work(st, {B, T});
-    ops::layernorm_forward(lnf, acts.meanf, acts.rstdf, x, param(p, u, "lnfw"), param(p, u, "lnfb"), s);
+    ops::layernorm_forward(lnf, acts.meanf, acts.rstdf, x, param(p, u, HeadParam::lnfw), param(p, u, HeadParam::lnfb), s);
     acts.lnf = gather_seq(lnf, B, true, s);
-    ops::matmul_forward(acts.dlogits, acts.lnf, param(p, u, "lmw"), nullptr, s);
+    ops::matmul_forward(acts.dlogits, acts.lnf, param(p, u, HeadParam::lmw), nullptr, s);
     // The microbatch loss is the mean over its B*T tokens, weighted by dloss in the step's objective.
     const float dloss = acts.dloss / float(B * T);
     if (!tp_active()) {
@@ -161,11 +161,11 @@ class Gpt : public Model {
     b.mean2 = act(st, {B, Ts}), b.rstd2 = act(st, {B, Ts});
     b.fch = act(t, {B, T, F}), b.fch_gelu = act(t, {B, T, F});
     Tensor proj = work(t, {B, T, C}), next = act(t, {B, Ts, C});
-    ops::layernorm_forward(ln1, b.mean1, b.rstd1, x, param(p, u, "ln1w"), param(p, u, "ln1b"), s);
+    ops::layernorm_forward(ln1, b.mean1, b.rstd1, x, param(p, u, BlockParam::ln1w), param(p, u, BlockParam::ln1b), s);
     b.ln1 = gather_seq(ln1, B, true, s);
-    Tensor qkvb = param(p, u, "qkvb"), projb = param(p, u, "projb");
-    Tensor fcb = param(p, u, "fcb"), fcprojb = param(p, u, "fcprojb");
-    ops::matmul_forward(b.qkv, b.ln1, param(p, u, "qkvw"), &qkvb, s);
+    Tensor qkvb = param(p, u, BlockParam::qkvb), projb = param(p, u, BlockParam::projb);
+    Tensor fcb = param(p, u, BlockParam::fcb), fcprojb = param(p, u, BlockParam::fcprojb);
+    ops::matmul_forward(b.qkv, b.ln1, param(p, u, BlockParam::qkvw), &qkvb, s);
     if (config_.flash_attention) {
       b.att_or_lse = act(st, {B, NH, T});
       ops::flash_attention_forward(b.atty, b.att_or_lse, b.qkv, int(NH), s);
@@ -173,13 +173,13 @@ class Gpt : public Model {
       b.att_or_lse = act(st, {B, NH, T, T});
       ops::attention_forward(b.atty, b.att_or_lse, b.qkv, int(NH), s);
     }
-    ops::matmul_forward(proj, b.atty, param(p, u, "projw"), row_bias(projb), s);
+    ops::matmul_forward(proj, b.atty, param(p, u, BlockParam::projw), row_bias(projb), s);
     ops::residual_forward(b.x2, x, reduce_seq(proj, B, s), s);
-    ops::layernorm_forward(ln2, b.mean2, b.rstd2, b.x2, param(p, u, "ln2w"), param(p, u, "ln2b"), s);
+    ops::layernorm_forward(ln2, b.mean2, b.rstd2, b.x2, param(p, u, BlockParam::ln2w), param(p, u, BlockParam::ln2b), s);
     b.ln2 = gather_seq(ln2, B, true, s);
-    ops::matmul_forward(b.fch, b.ln2, param(p, u, "fcw"), &fcb, s);
+    ops::matmul_forward(b.fch, b.ln2, param(p, u, BlockParam::fcw), &fcb, s);
     ops::gelu_forward(b.fch_gelu, b.fch, s);
-    ops::matmul_forward(proj, b.fch_gelu, param(p, u, "fcprojw"), row_bias(fcprojb), s);
+    ops::matmul_forward(proj, b.fch_gelu, param(p, u, BlockParam::fcprojw), row_bias(fcprojb), s);
     ops::residual_forward(next, b.x2, reduce_seq(proj, B, s), s);
     acts.x[std::size_t(u + 1)] = std::move(next);
   }
@@ -203,41 +203,41 @@ class Gpt : public Model {
     Tensor dln = work(t, {B, T, C});
     if (u == head_unit()) {
       PB_RANGE("backward head", Category::compute, {.layer = u});
-      Tensor dlnfw = param(g, u, "lnfw"), dlnfb = param(g, u, "lnfb");
+      Tensor dlnfw = param(g, u, HeadParam::lnfw), dlnfb = param(g, u, HeadParam::lnfb);
       zero(dln);
-      ops::matmul_backward(&dln, nullptr, nullptr, acts.dlogits, acts.lnf, param(p, u, "lmw"), true, s);
+      ops::matmul_backward(&dln, nullptr, nullptr, acts.dlogits, acts.lnf, param(p, u, HeadParam::lmw), true, s);
       Tensor dln_local = reduce_seq(dln, B, s);
       zero(dres);
-      layernorm_backward(dres, dlnfw, dlnfb, dln_local, acts.x[std::size_t(u)], param(p, u, "lnfw"), acts.meanf,
+      layernorm_backward(dres, dlnfw, dlnfb, dln_local, acts.x[std::size_t(u)], param(p, u, HeadParam::lnfw), acts.meanf,
                          acts.rstdf, s);
       return;
     }
     PB_RANGE("backward block", Category::compute, {.layer = u});
     BlockActivations& b = acts.blocks[std::size_t(u)];
-    Tensor dln2w = param(g, u, "ln2w"), dln2b = param(g, u, "ln2b");
-    Tensor dln1w = param(g, u, "ln1w"), dln1b = param(g, u, "ln1b");
+    Tensor dln2w = param(g, u, BlockParam::ln2w), dln2b = param(g, u, BlockParam::ln2b);
+    Tensor dln1w = param(g, u, BlockParam::ln1w), dln1b = param(g, u, BlockParam::ln1b);
     Tensor dfch = act(t, {B, T, F}), dqkv = act(t, {B, T, 3 * Ch}), datty = work(t, {B, T, Ch});
     Tensor scratch = config_.flash_attention ? work(st, {B, NH, T}) : work(st, {B, NH, T, T});
     // MLP branch: dres holds the gradient at the block output x3 = x2 + fcproj(...) (this rank's shard under sp;
     // dx3 is then the full sequence's, which the row-parallel fcproj needs).
     Tensor dx3 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres);
     zero(dfch);
-    ops::matmul_backward(&dfch, nullptr, nullptr, dx3, b.fch_gelu, param(p, u, "fcprojw"), true, s);
+    ops::matmul_backward(&dfch, nullptr, nullptr, dx3, b.fch_gelu, param(p, u, BlockParam::fcprojw), true, s);
     ops::gelu_backward(dfch, b.fch, dfch, s);
     zero(dln);
-    ops::matmul_backward(&dln, nullptr, nullptr, dfch, b.ln2, param(p, u, "fcw"), true, s);
-    layernorm_backward(dres, dln2w, dln2b, reduce_seq(dln, B, s), b.x2, param(p, u, "ln2w"), b.mean2, b.rstd2, s);
+    ops::matmul_backward(&dln, nullptr, nullptr, dfch, b.ln2, param(p, u, BlockParam::fcw), true, s);
+    layernorm_backward(dres, dln2w, dln2b, reduce_seq(dln, B, s), b.x2, param(p, u, BlockParam::ln2w), b.mean2, b.rstd2, s);
     // Attention branch: dres now holds the gradient at x2 = x + proj(attention(...)).
     Tensor dx2 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres);
     zero(datty);
-    ops::matmul_backward(&datty, nullptr, nullptr, dx2, b.atty, param(p, u, "projw"), true, s);
+    ops::matmul_backward(&datty, nullptr, nullptr, dx2, b.atty, param(p, u, BlockParam::projw), true, s);
     if (config_.flash_attention)
       ops::flash_attention_backward(dqkv, scratch, datty, b.qkv, b.atty, b.att_or_lse, int(NH), s);
     else
       ops::attention_backward(dqkv, scratch, datty, b.qkv, b.att_or_lse, int(NH), s);
     zero(dln);
-    ops::matmul_backward(&dln, nullptr, nullptr, dqkv, b.ln1, param(p, u, "qkvw"), true, s);
-    layernorm_backward(dres, dln1w, dln1b, reduce_seq(dln, B, s), acts.x[std::size_t(u)], param(p, u, "ln1w"),
+    ops::matmul_backward(&dln, nullptr, nullptr, dqkv, b.ln1, param(p, u, BlockParam::qkvw), true, s);
+    layernorm_backward(dres, dln1w, dln1b, reduce_seq(dln, B, s), acts.x[std::size_t(u)], param(p, u, BlockParam::ln1w),
                        b.mean1, b.rstd1, s);
     stash = {dx3, dfch, dx2, dqkv};
   }
@@ -249,27 +249,27 @@ class Gpt : public Model {
     auto& acts = static_cast<GptActivations&>(base);
     auto& stash = acts.stash[std::size_t(u)];
     Tensor g = access.grads(u);
-    auto grad = [&](const char* name) { return param(g, u, name); };
+    auto grad = [&](auto handle) { return param(g, u, handle); };
     if (u == 0) {
       PB_RANGE("dW embedding", Category::compute, {.layer = 0});
-      Tensor dwte = grad("wte"), dwpe = grad("wpe");  // the embedding backward needs no parameter values
+      Tensor dwte = grad(EmbeddingParam::wte), dwpe = grad(EmbeddingParam::wpe);  // the embedding backward needs no parameter values
       ops::encoder_backward_shard(dwte, &dwpe, stash[0], batch.inputs, vocab_begin(), s);
     } else if (u == head_unit()) {
       PB_RANGE("dW head", Category::compute, {.layer = u});
-      Tensor p = access.params(u), dlmw = grad("lmw");
-      ops::matmul_backward(nullptr, &dlmw, nullptr, acts.dlogits, acts.lnf, param(p, u, "lmw"), true, s);
+      Tensor p = access.params(u), dlmw = grad(HeadParam::lmw);
+      ops::matmul_backward(nullptr, &dlmw, nullptr, acts.dlogits, acts.lnf, param(p, u, HeadParam::lmw), true, s);
     } else {
       PB_RANGE("dW block", Category::compute, {.layer = u});
       const BlockActivations& b = acts.blocks[std::size_t(u)];
       Tensor p = access.params(u);
-      auto linear = [&](const char* w, const char* bias, int dout, const Tensor& inp) {
+      auto linear = [&](BlockParam w, BlockParam bias, int dout, const Tensor& inp) {
         Tensor dw = grad(w), db = grad(bias);
         ops::matmul_backward(nullptr, &dw, &db, stash[std::size_t(dout)], inp, param(p, u, w), true, s);
       };
-      linear("fcprojw", "fcprojb", kDx3, b.fch_gelu);
-      linear("fcw", "fcb", kDfch, b.ln2);
-      linear("projw", "projb", kDx2, b.atty);
-      linear("qkvw", "qkvb", kDqkv, b.ln1);
+      linear(BlockParam::fcprojw, BlockParam::fcprojb, kDx3, b.fch_gelu);
+      linear(BlockParam::fcw, BlockParam::fcb, kDfch, b.ln2);
+      linear(BlockParam::projw, BlockParam::projb, kDx2, b.atty);
+      linear(BlockParam::qkvw, BlockParam::qkvb, kDqkv, b.ln1);
     }
     stash.clear();
   }

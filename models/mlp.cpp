@@ -41,11 +41,11 @@ class Mlp : public Model {
     Tensor p = access.params(l);
     Tensor pre = act(t, {B, F}), a = act(t, {B, F}), y = work(t, {B, C}), next = act(t, {B, C});
     const Tensor& x = acts.x[std::size_t(l)];
-    ops::matmul_forward(pre, x, param(p, l, "fcw"), nullptr, s);
-    ops::bias_gelu_forward(a, pre, param(p, l, "fcb"), s);
-    Tensor fcprojb = param(p, l, "fcprojb");
+    ops::matmul_forward(pre, x, param(p, l, MlpParam::fcw), nullptr, s);
+    ops::bias_gelu_forward(a, pre, param(p, l, MlpParam::fcb), s);
+    Tensor fcprojb = param(p, l, MlpParam::fcprojb);
     // The row-parallel bias goes in once, on tp rank 0, before the sum over the ranks.
-    ops::matmul_forward(y, a, param(p, l, "fcprojw"), tp_rank() == 0 ? &fcprojb : nullptr, s);
+    ops::matmul_forward(y, a, param(p, l, MlpParam::fcprojw), tp_rank() == 0 ? &fcprojb : nullptr, s);
     if (tp_active()) tp_comm::allreduce(*tp_, y, ReduceOp::sum, s);
     ops::residual_forward(next, x, y, s);
     acts.pre[std::size_t(l)] = std::move(pre);
@@ -70,15 +70,15 @@ class Mlp : public Model {
     Tensor p = access.params(l);
     Tensor dy = keep(dres), da = work(t, {B, F}), dpre = act(t, {B, F});
     zero(da);
-    ops::matmul_backward(&da, nullptr, nullptr, dres, acts.a[std::size_t(l)], param(p, l, "fcprojw"), true, s);
-    ops::bias_gelu_backward(dpre, nullptr, acts.pre[std::size_t(l)], param(p, l, "fcb"), da, s);
+    ops::matmul_backward(&da, nullptr, nullptr, dres, acts.a[std::size_t(l)], param(p, l, MlpParam::fcprojw), true, s);
+    ops::bias_gelu_backward(dpre, nullptr, acts.pre[std::size_t(l)], param(p, l, MlpParam::fcb), da, s);
     // The residual: dres (gradient at x[l+1]) plus the branch's input gradient is the gradient at x[l]; the
     // model's own input needs none.
     if (l > 0) {
       // Under tp each rank's branch gradient is partial: rank 0 adds it to the residual gradient (the same on every
       // rank), the others contribute theirs alone, and the allreduce sums them.
       if (tp_active() && tp_rank() != 0) zero(dres);
-      ops::matmul_backward(&dres, nullptr, nullptr, dpre, acts.x[std::size_t(l)], param(p, l, "fcw"), true, s);
+      ops::matmul_backward(&dres, nullptr, nullptr, dpre, acts.x[std::size_t(l)], param(p, l, MlpParam::fcw), true, s);
       if (tp_active()) tp_comm::allreduce(*tp_, dres, ReduceOp::sum, s);
     }
     acts.stash[std::size_t(l)] = {dy, dpre};
@@ -89,11 +89,11 @@ class Mlp : public Model {
     PB_RANGE("dW", Category::compute, {.layer = l});
     auto& stash = acts.stash[std::size_t(l)];
     Tensor p = access.params(l), g = access.grads(l);
-    Tensor dfcw = param(g, l, "fcw"), dfcb = param(g, l, "fcb");
-    Tensor dfcprojw = param(g, l, "fcprojw"), dfcprojb = param(g, l, "fcprojb");
-    ops::matmul_backward(nullptr, &dfcprojw, &dfcprojb, stash[kDy], acts.a[std::size_t(l)], param(p, l, "fcprojw"),
+    Tensor dfcw = param(g, l, MlpParam::fcw), dfcb = param(g, l, MlpParam::fcb);
+    Tensor dfcprojw = param(g, l, MlpParam::fcprojw), dfcprojb = param(g, l, MlpParam::fcprojb);
+    ops::matmul_backward(nullptr, &dfcprojw, &dfcprojb, stash[kDy], acts.a[std::size_t(l)], param(p, l, MlpParam::fcprojw),
                          true, s);
-    ops::matmul_backward(nullptr, &dfcw, &dfcb, stash[kDpre], acts.x[std::size_t(l)], param(p, l, "fcw"), true, s);
+    ops::matmul_backward(nullptr, &dfcw, &dfcb, stash[kDpre], acts.x[std::size_t(l)], param(p, l, MlpParam::fcw), true, s);
     stash.clear();
   }
 };

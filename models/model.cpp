@@ -128,11 +128,6 @@ Tensor Model::keep(const Tensor& t) const {
   return out;
 }
 
-Tensor Model::param(const Tensor& unit_flat, int unit, std::string_view name) const {
-  const ParamSpec& p = layout_.find(unit, name);
-  return unit_flat.slice(p.offset, p.shape);
-}
-
 double Model::mean_on_host(const Tensor& t, const Stream& s) const {
   s.synchronize();
   std::vector<char> raw(t.bytes());

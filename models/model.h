@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "core/allocator.h"
@@ -104,7 +105,14 @@ class Model {
                                     const Stream& s) = 0;
   virtual std::unique_ptr<Activations> new_activations() const { return std::make_unique<Activations>(); }
 
-  Tensor param(const Tensor& unit_flat, int unit, std::string_view name) const;
+  // A parameter of unit `unit` by its handle (EmbeddingParam, BlockParam, HeadParam in config.h): its slice of the
+  // unit's flat buffer.
+  template <class Handle>
+    requires std::is_enum_v<Handle>
+  Tensor param(const Tensor& unit_flat, int unit, Handle which) const {
+    const ParamSpec& p = layout_.units.at(std::size_t(unit)).params.at(std::size_t(which));
+    return unit_flat.slice(p.offset, p.shape);
+  }
   Tensor act(DType t, Shape shape) const { return Tensor(alloc_, t, std::move(shape), MemCategory::activations); }
   Tensor work(DType t, Shape shape) const { return Tensor(alloc_, t, std::move(shape), MemCategory::workspace); }
   // A copy of t kept as an activation (stashed output gradients).

@@ -199,3 +199,32 @@ TEST(Models, TrainingLowersTheLoss) {
     EXPECT_LT(last, 0.5 * first) << model_kind_name(kind) << ": " << first << " -> " << last;
   }
 }
+
+// The parameter handles name the layout's parameters in order, for every GPT unit kind and tp degree.
+TEST(Models, ParameterHandlesMatchTheLayout) {
+  for (int tp : {1, 2}) {
+    ModelConfig c;
+    c.kind = ModelKind::gpt, c.layers = 2, c.hidden = 16, c.heads = 2, c.seq = 8, c.vocab = 32, c.tp = tp;
+    const ParamLayout l = make_layout(c);
+    ASSERT_EQ(l.units.size(), 4u);
+    auto expect_names = [&](int unit, const auto& names) {
+      const auto& params = l.units[std::size_t(unit)].params;
+      ASSERT_EQ(params.size(), std::size(names)) << l.units[std::size_t(unit)].name;
+      for (std::size_t i = 0; i < params.size(); ++i) EXPECT_EQ(params[i].name, names[i]) << "tp " << tp;
+    };
+    expect_names(0, kEmbeddingParams);
+    expect_names(1, kBlockParams);
+    expect_names(2, kBlockParams);
+    expect_names(3, kHeadParams);
+    EXPECT_EQ(l.units[1].params[std::size_t(BlockParam::qkvw)].shape, (Shape{3 * 16 / tp, 16}));
+    EXPECT_EQ(l.units[3].params[std::size_t(HeadParam::lmw)].shape, (Shape{32 / tp, 16}));
+    EXPECT_EQ(l.units[0].params[std::size_t(EmbeddingParam::wpe)].shape, (Shape{8, 16}));
+    c.kind = ModelKind::mlp;
+    const ParamLayout mlp = make_layout(c);
+    ASSERT_EQ(mlp.units.size(), 2u);
+    for (const UnitLayout& u : mlp.units) {
+      ASSERT_EQ(u.params.size(), std::size(kMlpParams));
+      for (std::size_t i = 0; i < u.params.size(); ++i) EXPECT_EQ(u.params[i].name, kMlpParams[i]);
+    }
+  }
+}
