@@ -1,5 +1,4 @@
-// Per-device dispatch of the reduction step. Without the simt emulator library (PARBENCH_HAVE_SIMT_REDUCE unset)
-// the simt device falls back to the cpu reference and says nothing, so the build works before the emulator exists.
+// Per-device dispatch of the reduction step: the cpu reference, or the same kernel on simt and on the GPU.
 #include "collectives/reduce.h"
 
 #include "collectives/reduce_kernels.h"
@@ -13,11 +12,7 @@ void reduce_combine(const Device& d, void* inout, const void* in, std::size_t co
   switch (d.kind) {
     case DeviceKind::cpu: return cpu_ref::reduce_combine(inout, in, count, t, op);
     case DeviceKind::simt:
-#ifdef PARBENCH_HAVE_SIMT_REDUCE
       return simt_kernels::reduce_combine(inout, in, count, int(t), int(op), stream);
-#else
-      return cpu_ref::reduce_combine(inout, in, count, t, op);
-#endif
     case DeviceKind::cuda:
 #ifdef PARBENCH_HAVE_CUDA
       return cuda_kernels::reduce_combine(inout, in, count, int(t), int(op), stream);
@@ -32,11 +27,7 @@ void reduce_divide(const Device& d, void* buf, std::size_t count, DType t, int r
   switch (d.kind) {
     case DeviceKind::cpu: return cpu_ref::reduce_divide(buf, count, t, ranks);
     case DeviceKind::simt:
-#ifdef PARBENCH_HAVE_SIMT_REDUCE
       return simt_kernels::reduce_divide(buf, count, int(t), ranks, stream);
-#else
-      return cpu_ref::reduce_divide(buf, count, t, ranks);
-#endif
     case DeviceKind::cuda:
 #ifdef PARBENCH_HAVE_CUDA
       return cuda_kernels::reduce_divide(buf, count, int(t), ranks, stream);
