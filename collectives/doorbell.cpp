@@ -25,14 +25,6 @@ using SteadyClock = std::chrono::steady_clock;
 // deadlines.
 constexpr nanoseconds kLongestSleep = std::chrono::milliseconds(200);
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
-
 #ifdef __linux__
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t), "futex word must be a plain 32-bit int");
 
@@ -63,15 +55,14 @@ void Doorbell::ring() {
   if (sleepers_.load(std::memory_order_seq_cst) > 0) futex_wake_all(rings_);
 }
 
-bool Doorbell::wait(std::uint32_t ticket, TimePoint deadline, nanoseconds spin) {
+bool Doorbell::wait(std::uint32_t ticket, TimePoint deadline, const WaitPolicy& policy) {
   if (rings_.load(std::memory_order_acquire) != ticket) return true;
-  if (spin.count() > 0) {
-    const TimePoint spin_end = std::min(deadline, SteadyClock::now() + spin);
-    for (unsigned i = 1;; ++i) {
+  if (policy.yield.count() > 0) {
+    const TimePoint yield_end = std::min(deadline, SteadyClock::now() + policy.yield);
+    do {
+      std::this_thread::yield();
       if (rings_.load(std::memory_order_acquire) != ticket) return true;
-      cpu_relax();
-      if (i % 64 == 0 && SteadyClock::now() >= spin_end) break;
-    }
+    } while (SteadyClock::now() < yield_end);
   }
   // Announce the sleeper before the last check (both seq_cst), so a ring either sees it or is seen here.
   sleepers_.fetch_add(1, std::memory_order_seq_cst);
@@ -98,9 +89,9 @@ int usable_cores() {
   return std::max(1, int(std::thread::hardware_concurrency()));
 }
 
-nanoseconds spin_time(int threads, int cores) {
-  if (threads > cores) return nanoseconds(0);
-  return std::chrono::microseconds(50);
+WaitPolicy wait_policy(int threads, int cores) {
+  using std::chrono::microseconds;
+  return {threads > cores ? microseconds(100) : microseconds(1000)};
 }
 
 }  // namespace parbench

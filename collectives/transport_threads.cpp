@@ -20,11 +20,6 @@
 
 namespace parbench {
 
-namespace {
-// Sends up to this size that find no receive are copied into the inbox instead of waiting for it.
-constexpr std::size_t kEagerLimit = 64 << 10;
-}  // namespace
-
 class ThreadsWorld {
  public:
   struct Rank {
@@ -34,10 +29,10 @@ class ThreadsWorld {
   };
 
   explicit ThreadsWorld(int ranks)
-      : size(ranks), spin(spin_time(ranks, usable_cores())), ranks_(std::make_unique<Rank[]>(std::size_t(ranks))) {}
+      : size(ranks), wait(wait_policy(ranks, usable_cores())), ranks_(std::make_unique<Rank[]>(std::size_t(ranks))) {}
 
   const int size;
-  const std::chrono::nanoseconds spin;  // how long a wait spins before sleeping
+  const WaitPolicy wait;  // how a rank waits before it sleeps
   Rank& at(int world_rank) { return ranks_[std::size_t(world_rank)]; }
 
   void abort(const std::string& reason) {
@@ -262,7 +257,7 @@ class ThreadsTransport final : public Transport {
     s.channel = {context_, members_[std::size_t(rank_)], op.tag};
     s.peer = op.peer;
     s.queued = false;
-    const bool eager = eager_allowed && env.device.on_host() && op.bytes <= kEagerLimit;
+    const bool eager = eager_allowed && env.device.on_host() && op.bytes <= kThreadsEagerLimit;
     // An eager copy is made only when no receive is waiting, so the first look queues nothing.
     PostedReceive* r = dest.inbox.match_send(s.channel, eager ? nullptr : &env);
     if (!r && eager) {
@@ -314,7 +309,7 @@ class ThreadsTransport final : public Transport {
       const std::uint32_t ticket = me_.bell.ticket();
       if (done()) return;
       throw_if_aborted();
-      if (!me_.bell.wait(ticket, deadline, world_->spin) && !done()) {
+      if (!me_.bell.wait(ticket, deadline, world_->wait) && !done()) {
         throw_if_aborted();
         throw timeout_error();
       }
@@ -361,7 +356,7 @@ class ThreadsTransport final : public Transport {
     for (;;) {
       const std::uint32_t ticket = me_.bell.ticket();
       if (done()) return;
-      me_.bell.wait(ticket, Deadline::max(), world_->spin);
+      me_.bell.wait(ticket, Deadline::max(), world_->wait);
     }
   }
 
