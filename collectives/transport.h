@@ -83,6 +83,9 @@ class Transport {
 };
 
 // Threads mode: one shared world per process, created once and handed to every rank's thread.
+// A group's host-memory send of at most this many bytes that finds no receive posted is copied (eager), so the
+// sender goes on; a larger one waits until its receive copies it (rendezvous). post_sends never copies eagerly.
+constexpr std::size_t kThreadsEagerLimit = 64 << 10;
 class ThreadsWorld;
 std::shared_ptr<ThreadsWorld> make_threads_world(int ranks);
 std::unique_ptr<Transport> make_threads_transport(std::shared_ptr<ThreadsWorld> world, int rank, Device device);

@@ -1,13 +1,19 @@
-// Threads transport: ranks are threads of one process. A send posts its buffer to the (context, src, dst)
-// mailbox; the receiver copies straight from it (one copy, host memcpy or CUDA peer copy) and marks it done.
-// Every wait is a condition-variable wait with the caller's deadline, and any failing rank aborts the world.
+// Threads transport: ranks are threads of one process. Every rank has an inbox (threads_inbox.h) and a doorbell
+// (doorbell.h): a message takes only its receiver's inbox lock and wakes only the rank waiting for it. Matching,
+// per channel in posting order (a group posts its receives before its sends, so a peer usually finds them):
+// - a send that finds its receive posted copies straight into it (one copy) and is done;
+// - a small host-memory send that finds none is copied into the inbox (eager) and is done;
+// - any other send waits in the inbox for its receive, which copies it out (rendezvous).
+// On GPUs every copy into a rank's buffers is made by that rank (pull only): its stream orders the copy after its
+// own kernels. Waits honour the caller's deadline, and any failing rank aborts the world.
 #include <algorithm>
-#include <condition_variable>
-#include <deque>
-#include <map>
+#include <memory>
 #include <mutex>
-#include <tuple>
+#include <utility>
+#include <vector>
 
+#include "collectives/doorbell.h"
+#include "collectives/threads_inbox.h"
 #include "collectives/transport.h"
 #include "core/memory.h"
 #include "core/stream.h"
@@ -16,28 +22,36 @@ namespace parbench {
 
 class ThreadsWorld {
  public:
-  explicit ThreadsWorld(int ranks) : size(ranks) {}
-  struct Slot {
-    const void* data;
-    std::size_t bytes;
-    Device device;
-    int peer;       // destination, in the sender's group
-    int taken = 0;  // 0 posted, 1 being copied, 2 done
+  struct Rank {
+    Inbox inbox;
+    Doorbell bell;
+    std::atomic<bool> receiver_copies{false};  // pulls waiting sends itself (GPU): ring it when one arrives
   };
-  using Key = std::tuple<std::uint64_t, int, int, int>;  // context, source and destination world ranks, tag
+
+  explicit ThreadsWorld(int ranks)
+      : size(ranks), wait(wait_policy(ranks, usable_cores())), ranks_(std::make_unique<Rank[]>(std::size_t(ranks))) {}
 
   const int size;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<Key, std::deque<Slot*>> mailboxes;
-  bool aborted = false;
-  std::string abort_reason;
+  const WaitPolicy wait;  // how a rank waits before it sleeps
+  Rank& at(int world_rank) { return ranks_[std::size_t(world_rank)]; }
 
   void abort(const std::string& reason) {
-    std::lock_guard lock(mu);
-    if (!aborted) aborted = true, abort_reason = reason;
-    cv.notify_all();
+    {
+      std::lock_guard lock(abort_mu_);
+      if (aborted_.load(std::memory_order_relaxed)) return;
+      abort_reason_ = reason;  // written once, before the flag that publishes it
+      aborted_.store(true, std::memory_order_release);
+    }
+    for (int r = 0; r < size; ++r) at(r).bell.ring();
   }
+  bool aborted() const { return aborted_.load(std::memory_order_acquire); }
+  const std::string& abort_reason() const { return abort_reason_; }  // once aborted() is true
+
+ private:
+  std::unique_ptr<Rank[]> ranks_;
+  std::mutex abort_mu_;
+  std::atomic<bool> aborted_{false};
+  std::string abort_reason_;
 };
 
 std::shared_ptr<ThreadsWorld> make_threads_world(int ranks) { return std::make_shared<ThreadsWorld>(ranks); }
@@ -46,11 +60,87 @@ void abort_threads_world(ThreadsWorld& world, const std::string& reason) { world
 
 namespace {
 
+struct SendRecord {
+  Envelope envelope;  // queued for a rendezvous; its state says when the send is done either way
+  Inbox* inbox = nullptr;
+  Inbox::Channel channel;
+  int peer = 0;         // in the sender's group
+  bool queued = false;  // was put in the inbox: withdraw it after a failure
+};
+
+struct ReceiveRecord {
+  PostedReceive posted;  // queued when the sender copies (host); its state says when the receive is done
+  Inbox::Channel channel;
+  int peer = 0;  // in the receiver's group
+  bool queued = false;
+};
+
+// Records reused from call to call; their addresses stay fixed while the other side holds them.
+template <class T>
+class RecordPool {
+ public:
+  T& next() {
+    if (used_ == items_.size()) items_.push_back(std::make_unique<T>());
+    return *items_[used_++];
+  }
+  void clear() { used_ = 0; }
+  bool empty() const { return used_ == 0; }
+  template <class F>
+  bool all(F f) const {
+    return std::all_of(items_.begin(), items_.begin() + std::ptrdiff_t(used_), [&](const auto& p) { return f(*p); });
+  }
+  template <class F>
+  void each(F f) {
+    for (std::size_t i = 0; i < used_; ++i) f(*items_[i]);
+  }
+  template <class F>
+  void each(F f) const {
+    for (std::size_t i = 0; i < used_; ++i) f(std::as_const(*items_[i]));
+  }
+
+ private:
+  std::vector<std::unique_ptr<T>> items_;
+  std::size_t used_ = 0;
+};
+
+bool is_done(const std::atomic<CopyState>& s) { return s.load(std::memory_order_acquire) == CopyState::done; }
+bool is_copying(const std::atomic<CopyState>& s) { return s.load(std::memory_order_acquire) == CopyState::copying; }
+
+// Copies a send into a receive the sender took from the inbox, then hands the receive back to its owner.
+void fill(PostedReceive& r, const void* data, std::size_t bytes, const Device& device) {
+  r.sent_bytes = bytes;
+  if (bytes == r.bytes) device_memcpy(r.device, r.buf, device, data, bytes);
+  Doorbell* owner = r.receiver;  // r may be gone once done
+  r.state.store(CopyState::done, std::memory_order_release);
+  owner->ring();
+}
+
+// Copies a send the receiver took from the inbox into `r`, then hands it back (or frees an eager copy).
+void empty_into(Envelope* e, PostedReceive& r) {
+  r.sent_bytes = e->bytes;
+  if (e->bytes == r.bytes) device_memcpy(r.device, r.buf, e->device, e->data, e->bytes);
+  r.state.store(CopyState::done, std::memory_order_relaxed);
+  if (!e->sender) {
+    delete e;
+    return;
+  }
+  Doorbell* owner = e->sender;  // e may be gone once done
+  e->state.store(CopyState::done, std::memory_order_release);
+  owner->ring();
+}
+
 class ThreadsTransport final : public Transport {
  public:
   ThreadsTransport(std::shared_ptr<ThreadsWorld> world, std::uint64_t context, std::vector<int> members, int rank,
                    Device device)
-      : world_(std::move(world)), context_(context), members_(std::move(members)), rank_(rank), device_(device) {}
+      : world_(std::move(world)),
+        context_(context),
+        members_(std::move(members)),
+        rank_(rank),
+        device_(device),
+        me_(world_->at(members_[std::size_t(rank_)])) {
+    me_.receiver_copies.store(receiver_copies(), std::memory_order_relaxed);
+  }
 
   std::string_view name() const override { return "threads"; }
   int rank() const override { return rank_; }
@@ -70,28 +160,24 @@ class ThreadsTransport final : public Transport {
   ~ThreadsTransport() override { abandon_sends(); }
 
   void abandon_sends() override {
-    if (!posted_.empty()) withdraw(posted_);
+    withdraw(posted_);
     posted_.clear();
   }
 
   void post_sends(std::span<const P2POp> ops) override {
-    ThreadsWorld& w = *world_;
-    const int me = members_[std::size_t(rank_)];
-    for (const P2POp& op : ops) check_peer(op.peer);
-    settle_sends(ops);
-    std::lock_guard lock(w.mu);
-    throw_if_aborted();
     for (const P2POp& op : ops) {
+      check_peer(op.peer);
       if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
-      posted_.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, op.device(device_), op.peer}));
-      w.mailboxes[{context_, me, members_[std::size_t(op.peer)], op.tag}].push_back(posted_.back().get());
     }
-    w.cv.notify_all();
+    settle_sends(ops);
+    throw_if_aborted();
+    // No eager copies: finish_sends promises that the peers have received the messages.
+    for (const P2POp& op : ops) post_send(posted_.next(), op, false);
   }
 
   void finish_sends(Deadline deadline) override {
     try {
-      wait_sent(posted_, deadline);
+      wait([&] { return sends_done(posted_); }, deadline, [&] { return send_timeout(posted_); });
     } catch (...) {
       abandon_sends();
       throw;
@@ -100,44 +186,36 @@ class ThreadsTransport final : public Transport {
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
-    ThreadsWorld& w = *world_;
-    const int me = members_[std::size_t(rank_)];
-    std::vector<std::unique_ptr<ThreadsWorld::Slot>> sends;
-    std::vector<const P2POp*> recvs;
     for (const P2POp& op : ops) check_peer(op.peer);
     settle_sends(ops);
-    {
-      std::lock_guard lock(w.mu);
-      throw_if_aborted();
-      for (const P2POp& op : ops) {
-        if (op.kind == P2POp::recv) {
-          recvs.push_back(&op);
-          continue;
-        }
-        sends.push_back(std::make_unique<ThreadsWorld::Slot>(ThreadsWorld::Slot{op.buf, op.bytes, op.device(device_), op.peer}));
-        w.mailboxes[{context_, me, members_[std::size_t(op.peer)], op.tag}].push_back(sends.back().get());
-      }
-      w.cv.notify_all();
-    }
+    throw_if_aborted();
+    sends_.clear();
+    receives_.clear();
     try {
-      receive_all(recvs, deadline);
-      wait_sent(sends, deadline);
+      for (const P2POp& op : ops)
+        if (op.kind == P2POp::recv) post_receive(receives_.next(), op);
+      for (const P2POp& op : ops)
+        if (op.kind == P2POp::send) post_send(sends_.next(), op, true);
+      wait([&] { return receives_done() && sends_done(sends_); }, deadline, [&] { return group_timeout(); });
     } catch (...) {
-      withdraw(sends);
+      withdraw(receives_);
+      withdraw(sends_);
       throw;
     }
   }
 
  private:
+  bool receiver_copies() const { return !device_.on_host(); }
+  int world_rank(int peer) const { return members_[std::size_t(peer)]; }
+  std::string who() const { return "rank " + std::to_string(rank_); }
+
   void check_peer(int peer) const {
     if (peer < 0 || peer >= size())
-      throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(peer) + " outside the group of " +
-                  std::to_string(size()));
+      throw Error(who() + ": peer " + std::to_string(peer) + " outside the group of " + std::to_string(size()));
   }
 
-  // Caller holds the world lock.
   void throw_if_aborted() const {
-    if (world_->aborted) throw AbortedError("rank " + std::to_string(rank_) + " stopped: " + world_->abort_reason);
+    if (world_->aborted()) throw AbortedError(who() + " stopped: " + world_->abort_reason());
   }
 
   // A peer on another GPU copies our send buffers on its own device's stream, which is not ordered with the
@@ -149,82 +227,137 @@ class ThreadsTransport final : public Transport {
       if (op.kind == P2POp::send && !op.host) return Stream(device_).synchronize();
   }
 
-  void receive_all(std::vector<const P2POp*>& pending, Deadline deadline) {
-    ThreadsWorld& w = *world_;
-    const int me = members_[std::size_t(rank_)];
-    while (!pending.empty()) {
-      const P2POp* op = nullptr;
-      ThreadsWorld::Slot* slot = nullptr;
-      {
-        std::unique_lock lock(w.mu);
-        for (;;) {
-          throw_if_aborted();
-          for (auto it = pending.begin(); it != pending.end(); ++it) {
-            auto box = w.mailboxes.find({context_, members_[std::size_t((*it)->peer)], me, (*it)->tag});
-            if (box != w.mailboxes.end() && !box->second.empty()) {
-              op = *it, slot = box->second.front();
-              box->second.pop_front();
-              pending.erase(it);
-              break;
-            }
-          }
-          if (slot) break;
-          if (w.cv.wait_until(lock, deadline) == std::cv_status::timeout) {
-            throw_if_aborted();
-            std::string from;
-            for (const P2POp* p : pending) from += (from.empty() ? "" : ", ") + std::to_string(p->peer);
-            throw TimeoutError("rank " + std::to_string(rank_) + " waited for data from rank(s) " + from);
-          }
-        }
-        slot->taken = 1;
-      }
-      std::string mismatch;
-      if (slot->bytes != op->bytes)
-        mismatch = "rank " + std::to_string(rank_) + " expected " + std::to_string(op->bytes) +
-                   " bytes from rank " + std::to_string(op->peer) + ", which sent " + std::to_string(slot->bytes);
-      else
-        device_memcpy(op->device(device_), op->buf, slot->device, slot->data, op->bytes);
-      {
-        std::lock_guard lock(w.mu);
-        slot->taken = 2;
-        w.cv.notify_all();
-      }
-      if (!mismatch.empty()) throw Error(mismatch);
-    }
+  void post_receive(ReceiveRecord& r, const P2POp& op) {
+    r.posted.buf = op.buf;
+    r.posted.bytes = op.bytes;
+    r.posted.device = op.device(device_);
+    r.posted.receiver = &me_.bell;
+    r.posted.sent_bytes = 0;
+    r.posted.state.store(CopyState::waiting, std::memory_order_relaxed);
+    r.channel = {context_, world_rank(op.peer), op.tag};
+    r.peer = op.peer;
+    r.queued = false;
+    // On a GPU the receive stays here and collects its send when it comes (receives_done).
+    PostedReceive* wait_in_inbox = receiver_copies() ? nullptr : &r.posted;
+    Envelope* e = me_.inbox.match_receive(r.channel, wait_in_inbox);
+    if (e) empty_into(e, r.posted);
+    else r.queued = wait_in_inbox != nullptr;
   }
 
-  // Until every one of `sends` is received.
-  void wait_sent(const std::vector<std::unique_ptr<ThreadsWorld::Slot>>& sends, Deadline deadline) {
-    ThreadsWorld& w = *world_;
-    std::unique_lock lock(w.mu);
-    auto all_done = [&] {
-      return std::all_of(sends.begin(), sends.end(), [](const auto& s) { return s->taken == 2; });
-    };
-    while (!all_done()) {
-      throw_if_aborted();
-      if (w.cv.wait_until(lock, deadline) == std::cv_status::timeout && !all_done()) {
-        for (const auto& s : sends)
-          if (s->taken != 2)
-            throw TimeoutError("rank " + std::to_string(rank_) + " sent " + std::to_string(s->bytes) +
-                               " bytes to rank " + std::to_string(s->peer) + ", which never received them");
-      }
+  void post_send(SendRecord& s, const P2POp& op, bool eager_allowed) {
+    const int to = world_rank(op.peer);
+    ThreadsWorld::Rank& dest = world_->at(to);
+    Envelope& env = s.envelope;
+    env.data = op.buf;
+    env.bytes = op.bytes;
+    env.device = op.device(device_);
+    env.sender = &me_.bell;
+    env.state.store(CopyState::waiting, std::memory_order_relaxed);
+    s.inbox = &dest.inbox;
+    s.channel = {context_, members_[std::size_t(rank_)], op.tag};
+    s.peer = op.peer;
+    s.queued = false;
+    const bool eager = eager_allowed && env.device.on_host() && op.bytes <= kThreadsEagerLimit;
+    // An eager copy is made only when no receive is waiting, so the first look queues nothing.
+    PostedReceive* r = dest.inbox.match_send(s.channel, eager ? nullptr : &env);
+    if (!r && eager) {
+      auto copy = std::make_unique<Envelope>();
+      copy->eager = std::make_unique<char[]>(std::max<std::size_t>(op.bytes, 1));
+      std::copy_n(static_cast<const char*>(op.buf), op.bytes, copy->eager.get());
+      copy->data = copy->eager.get();
+      copy->bytes = op.bytes;
+      r = dest.inbox.match_send(s.channel, copy.get());
+      if (!r) copy.release();  // the inbox owns it now, and the receive frees it
     }
+    if (r) {
+      fill(*r, op.buf, op.bytes, env.device);
+    } else if (!eager) {
+      s.queued = true;
+      if (dest.receiver_copies.load(std::memory_order_relaxed)) dest.bell.ring();
+      return;
+    } else if (dest.receiver_copies.load(std::memory_order_relaxed)) {
+      dest.bell.ring();
+    }
+    env.state.store(CopyState::done, std::memory_order_relaxed);
   }
 
-  // On failure: take back sends nobody started reading, and wait for copies in flight out of our buffers.
-  void withdraw(std::vector<std::unique_ptr<ThreadsWorld::Slot>>& sends) {
-    ThreadsWorld& w = *world_;
-    std::unique_lock lock(w.mu);
-    for (auto& [key, box] : w.mailboxes)
-      box.erase(std::remove_if(box.begin(), box.end(),
-                               [&](ThreadsWorld::Slot* s) {
-                                 return std::any_of(sends.begin(), sends.end(),
-                                                    [&](const auto& m) { return m.get() == s; });
-                               }),
-                box.end());
-    w.cv.wait(lock, [&] {
-      return std::none_of(sends.begin(), sends.end(), [](const auto& s) { return s->taken == 1; });
+  // Receives still waiting here (GPU: this rank copies) take their sends if they came; then whether all are done.
+  // A size mismatch is an error as soon as it is seen.
+  bool receives_done() {
+    bool all = true;
+    receives_.each([&](ReceiveRecord& r) {
+      if (!is_done(r.posted.state) && receiver_copies())
+        if (Envelope* e = me_.inbox.match_receive(r.channel, nullptr)) empty_into(e, r.posted);
+      if (!is_done(r.posted.state)) {
+        all = false;
+      } else if (r.posted.sent_bytes != r.posted.bytes) {
+        throw Error(who() + " expected " + std::to_string(r.posted.bytes) + " bytes from rank " +
+                    std::to_string(r.peer) + ", which sent " + std::to_string(r.posted.sent_bytes));
+      }
     });
+    return all;
+  }
+
+  static bool sends_done(const RecordPool<SendRecord>& sends) {
+    return sends.all([](const SendRecord& s) { return is_done(s.envelope.state); });
+  }
+
+  // Until done() (checked after every ring of this rank's doorbell), an abort or the deadline.
+  template <class Done, class Timeout>
+  void wait(Done done, Deadline deadline, Timeout timeout_error) {
+    for (;;) {
+      const std::uint32_t ticket = me_.bell.ticket();
+      if (done()) return;
+      throw_if_aborted();
+      if (!me_.bell.wait(ticket, deadline, world_->wait) && !done()) {
+        throw_if_aborted();
+        throw timeout_error();
+      }
+    }
+  }
+
+  TimeoutError group_timeout() const {
+    std::string from;
+    receives_.each([&](const ReceiveRecord& r) {
+      if (!is_done(r.posted.state)) from += (from.empty() ? "" : ", ") + std::to_string(r.peer);
+    });
+    if (!from.empty()) return TimeoutError(who() + " waited for data from rank(s) " + from);
+    return send_timeout(sends_);
+  }
+
+  TimeoutError send_timeout(const RecordPool<SendRecord>& sends) const {
+    const SendRecord* first = nullptr;
+    sends.each([&](const SendRecord& s) {
+      if (!first && !is_done(s.envelope.state)) first = &s;
+    });
+    if (!first) return TimeoutError(who() + " waited for its sends");  // all arrived right at the deadline
+    return TimeoutError(who() + " sent " + std::to_string(first->envelope.bytes) + " bytes to rank " +
+                        std::to_string(first->peer) + ", which never received them");
+  }
+
+  // After a failure: takes back what nobody has started copying, and waits for the copies in flight (those
+  // always end), so the buffers can go.
+  void withdraw(RecordPool<ReceiveRecord>& receives) {
+    receives.each([&](ReceiveRecord& r) {
+      if (r.queued) me_.inbox.withdraw(r.channel, &r.posted);
+    });
+    wait_out([&] { return receives.all([](const ReceiveRecord& r) { return !is_copying(r.posted.state); }); });
+  }
+
+  void withdraw(RecordPool<SendRecord>& sends) {
+    sends.each([&](SendRecord& s) {
+      if (s.queued) s.inbox->withdraw(s.channel, &s.envelope);
+    });
+    wait_out([&] { return sends.all([](const SendRecord& s) { return !is_copying(s.envelope.state); }); });
+  }
+
+  template <class Done>
+  void wait_out(Done done) {
+    for (;;) {
+      const std::uint32_t ticket = me_.bell.ticket();
+      if (done()) return;
+      me_.bell.wait(ticket, Deadline::max(), world_->wait);
+    }
   }
 
   std::shared_ptr<ThreadsWorld> world_;
@@ -232,8 +365,11 @@ class ThreadsTransport final : public Transport {
   std::vector<int> members_;  // group rank -> world rank
   int rank_;
   Device device_;
+  ThreadsWorld::Rank& me_;
   std::uint64_t splits_ = 0;
-  std::vector<std::unique_ptr<ThreadsWorld::Slot>> posted_;  // post_sends not yet finished
+  RecordPool<SendRecord> sends_;        // the current group's
+  RecordPool<ReceiveRecord> receives_;  // the current group's
+  RecordPool<SendRecord> posted_;       // post_sends not yet finished
 };
 
 }  // namespace

@@ -28,7 +28,7 @@ CommWorker::~CommWorker() {
     std::lock_guard lock(mutex_);
     stop_ = true;
   }
-  cv_.notify_all();
+  work_cv_.notify_one();
   thread_.join();
 }
 
@@ -37,19 +37,19 @@ void CommWorker::submit(std::function<void()> work) {
     std::lock_guard lock(mutex_);
     queue_.push_back(std::move(work));
   }
-  cv_.notify_all();
+  work_cv_.notify_one();  // only the worker waits for work
 }
 
 void CommWorker::wait() {
   std::unique_lock lock(mutex_);
-  cv_.wait(lock, [this] { return queue_.empty() && running_ == 0; });
+  idle_cv_.wait(lock, [this] { return queue_.empty() && running_ == 0; });
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
 }
 
 void CommWorker::loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    work_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;
     auto work = std::move(queue_.front());
     queue_.pop_front();
@@ -65,7 +65,7 @@ void CommWorker::loop() {
     }
     lock.lock();
     --running_;
-    cv_.notify_all();
+    if (queue_.empty()) idle_cv_.notify_all();  // wait() has nothing to check before the queue drains
   }
 }
 

@@ -26,7 +26,8 @@ class CommWorker {
  private:
   void loop();
   std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable work_cv_;  // the worker waits here for work (or the end)
+  std::condition_variable idle_cv_;  // wait() waits here until everything submitted has run
   std::deque<std::function<void()>> queue_;
   int running_ = 0;
   bool stop_ = false;
