@@ -196,8 +196,11 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   try {
     const BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
     const auto bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
-    Range range(std::string(collective_name(a.coll)) + "/" + std::string(algo.name()), Category::communication,
-                RangeArgs{.bytes = bytes});
+    // The name only when something records it: building it costs more than the check, on every small call.
+    std::string name;
+    if (TraceRecorder::instance().mode() != 0)
+      name = std::string(collective_name(a.coll)) + "/" + std::string(algo.name());
+    Range range(name, Category::communication, RangeArgs{.bytes = bytes});
     algo.run(*this, a);
   } catch (const CollectiveTimeoutError&) {
     in_call_ = false;

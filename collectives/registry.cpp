@@ -6,17 +6,18 @@
 
 namespace parbench {
 
-#define PB_ALGORITHMS(X) \
-  X(nccl, true)          \
-  X(mpi, true)           \
-  X(naive, false)        \
-  X(tree, false)         \
-  X(ring, false)         \
-  X(rd, false)           \
-  X(rhd, false)          \
-  X(oneshot, false)
+#define PB_ALGORITHMS(X)   \
+  X(nccl, "nccl", true)    \
+  X(mpi, "mpi", true)      \
+  X(mpi_nb, "mpi-nb", true) \
+  X(naive, "naive", false) \
+  X(tree, "tree", false)   \
+  X(ring, "ring", false)   \
+  X(rd, "rd", false)       \
+  X(rhd, "rhd", false)     \
+  X(oneshot, "oneshot", false)
 
-#define PB_DECLARE(name, library) std::unique_ptr<Algorithm> make_##name##_algorithm();
+#define PB_DECLARE(name, text, library) std::unique_ptr<Algorithm> make_##name##_algorithm();
 PB_ALGORITHMS(PB_DECLARE)
 #undef PB_DECLARE
 
@@ -29,7 +30,7 @@ struct Entry {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = [] {
     std::vector<Entry> e;
-#define PB_REGISTER(name, library) e.push_back({#name, library, make_##name##_algorithm()});
+#define PB_REGISTER(name, text, library) e.push_back({text, library, make_##name##_algorithm()});
     PB_ALGORITHMS(PB_REGISTER)
 #undef PB_REGISTER
     return e;

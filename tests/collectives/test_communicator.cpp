@@ -147,7 +147,7 @@ TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
       comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "bogus");
       ADD_FAILURE() << "unknown implementation accepted";
     } catch (const UsageError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("accepted: nccl, mpi, naive, tree, ring, rd, rhd, oneshot"));
+      EXPECT_THAT(e.what(), HasSubstr("accepted: nccl, mpi, mpi-nb, naive, tree, ring, rd, rhd, oneshot"));
     }
   });
 }
