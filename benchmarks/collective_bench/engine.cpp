@@ -15,6 +15,7 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/datacheck.h"
+#include "collectives/hybrid.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/report.h"
@@ -243,11 +244,6 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       std::string choice;
       const Device device = resolve_device(o.common.device, &choice);
       const BenchPlan plan = resolve_plan(c, o);
-      if (launched_by_mpirun() && plan.ranks_per_process > 1)
-        throw UsageError("-t " + std::to_string(o.nthreads) + " x -g " + std::to_string(o.ngpus) +
-                         " ranks per process under mpirun are not supported yet; start one process per rank "
-                         "(-t 1 -g 1, the same total: mpirun -np " +
-                         std::to_string(plan.planned_ranks) + ")");
       if (!o.common.trace.empty()) TraceRecorder::instance().enable();
       if (!choice.empty() && !o.common.quiet && !quiet_rank) std::cerr << choice << "\n";
       const std::uint64_t lo = plan.sizes.empty() ? 0 : *std::min_element(plan.sizes.begin(), plan.sizes.end());
@@ -259,11 +255,15 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       lo_opts.device = device;
       lo_opts.timeout_s = plan.timeout;
       int status = 0;
-      run_ranks(lo_opts, [&](Communicator& comm) {
+      auto body = [&](Communicator& comm) {
         Bench bench(c, o, plan, device, report);  // per rank: threads must not share its table
         int s = bench.run(comm);
         if (comm.rank() == 0) status = s;
-      });
+      };
+      if (launched_by_mpirun() && plan.ranks_per_process > 1)  // -t x -g ranks in each mpirun process
+        run_ranks(lo_opts, [&](Communicator& process) { run_ranks_per_process(process, plan.ranks_per_process, body); });
+      else
+        run_ranks(lo_opts, body);
       if (!o.common.trace.empty() && !quiet_rank) TraceRecorder::instance().write(o.common.trace);
       return status;
     } catch (const UsageError&) {

@@ -178,11 +178,11 @@ BenchPlan resolve_plan(Collective c, const BenchOptions& o) {
   for (const auto& i : p.impls)
     if (i != "auto") find_algorithm(i);  // UsageError for unknown names
   const int tg = o.nthreads * o.ngpus;
-  if (o.ranks > 0 && tg > 1 && o.ranks != tg)
+  const bool mpi = launched_by_mpirun();  // there --ranks is the world size, which the bootstrap checks
+  if (!mpi && o.ranks > 0 && tg > 1 && o.ranks != tg)
     throw UsageError("--ranks " + std::to_string(o.ranks) + " disagrees with -t " + std::to_string(o.nthreads) +
                      " x -g " + std::to_string(o.ngpus) + "; give one of them");
-  p.ranks_per_process = o.ranks > 0 ? o.ranks : tg;
-  const bool mpi = launched_by_mpirun();
+  p.ranks_per_process = !mpi && o.ranks > 0 ? o.ranks : tg;
   p.planned_ranks = (mpi ? launcher_world_size() : 1) * p.ranks_per_process;
   p.timeout = o.timeout > 0 ? o.timeout : kDefaultTimeout;
   p.split = parse_split_rule(std::getenv("NCCL_TESTS_SPLIT"));

@@ -297,7 +297,7 @@ TEST(NcclTestsDropIn, BadValuesExitTwoWithoutOutputFile) {
 
 #ifdef PB_MPIEXEC
 TEST(NcclTestsDropInMpi, ScriptsCommandLineRuns) {
-  Result r = run(pbtest::mpirun(2) + bench("allreduce") + " --device cpu -b 1 -e 1M -f 2 -g 1 -c 0 -n 2 -t 1 -z 0 "
+  Result r = run(mpirun(2) + bench("allreduce") + " --device cpu -b 1 -e 1M -f 2 -g 1 -c 0 -n 2 -t 1 -z 0 "
                  "-G 0 -a 3 -C 0 -T 10 -p 0 -N 1 -R 0 -m 1");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("2 rank(s) on 1 node(s) (mpirun)"));
@@ -305,8 +305,36 @@ TEST(NcclTestsDropInMpi, ScriptsCommandLineRuns) {
   EXPECT_EQ(count_lines_with(r.output, "#  Rank "), 2);
 }
 
+// Ranks = processes x t x g, as nccl-tests counts them: 2 processes x 2 threads x 1 here, each process's ranks
+// its threads; groups of NCCL_TESTS_SPLIT across them.
+TEST(NcclTestsDropInMpi, ThreadsPerProcessMultiplyTheRanks) {
+  const auto csv = temp("mpi_t.csv");
+  Result r = run(mpirun(2) + bench("allreduce") + " --device cpu -t 2 --impl ring,rhd,mpi -b 8 -e 4K -f 8 -n 2 -d "
+                 "float,int32 -o sum,max --csv " + csv.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# nThread 2 nGpus 1 "));
+  EXPECT_EQ(count_lines_with(r.output, "#  Rank "), 4);
+  EXPECT_EQ(count_lines_with(r.output, "# Out of bounds values : 0 OK"), 2);
+  EXPECT_THAT(r.output, HasSubstr("# mpi: not run: the MPI library's collectives need one process per rank"));
+  const auto rows = csv_rows(csv);
+  ASSERT_EQ(rows.size(), 2u * 4 * 2 * 2 * 2);  // impls x sizes x types x ops x halves
+  for (const auto& row : rows) EXPECT_EQ(row[3], "4");
+  r = run("NCCL_TESTS_SPLIT='DIV 2' " + mpirun(2) + bench("allgather") + " --device cpu -g 2 --impl ring -b 1K "
+          "-e 1K -n 1 --csv " + csv.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("#  Rank  1 Group  0"));
+  EXPECT_THAT(r.output, HasSubstr("#  Rank  2 Group  1"));
+  for (const auto& row : csv_rows(csv)) EXPECT_EQ(row[3], "2");
+  std::filesystem::remove(csv);
+  r = run("PARBENCH_TEST_SKIP_RANK=3 " + mpirun(2) + bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K "
+          "-e 1K -T 1");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("allreduce/ring of 1024 bytes"));
+  EXPECT_THAT(r.output, HasSubstr("did not finish within the timeout of 1 s"));
+}
+
 TEST(NcclTestsDropInMpi, BlockingAndNonBlockingLibraryForms) {
-  Result r = run(pbtest::mpirun(3) + bench("allreduce") + " --device cpu --impl mpi,mpi-nb -d all -o all -b 1K "
+  Result r = run(mpirun(3) + bench("allreduce") + " --device cpu --impl mpi,mpi-nb -d all -o all -b 1K "
                  "-e 4K -f 4 -n 2");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("# impl: mpi\n"));
@@ -314,14 +342,14 @@ TEST(NcclTestsDropInMpi, BlockingAndNonBlockingLibraryForms) {
   EXPECT_EQ(count_lines_with(r.output, "# Out of bounds values : 0 OK"), 2);
   for (const char* c : {"allgather", "reducescatter", "broadcast", "reduce", "gather", "scatter", "alltoall",
                         "sendrecv"}) {
-    r = run(pbtest::mpirun(3) + bench(c) + " --device cpu --impl mpi,mpi-nb -r 2 -b 96 -e 96 -n 2 -d float,bf16");
+    r = run(mpirun(3) + bench(c) + " --device cpu --impl mpi,mpi-nb -r 2 -b 96 -e 96 -n 2 -d float,bf16");
     EXPECT_EQ(r.status, 0) << c << "\n" << r.output;
     EXPECT_EQ(count_lines_with(r.output, "# Out of bounds values : 0 OK"), 2) << c;
   }
 }
 
 TEST(NcclTestsDropInMpi, NonBlockingFormTimesOutThroughTheWatchdog) {
-  Result r = run("PARBENCH_TEST_SKIP_RANK=1 " + pbtest::mpirun(2) + bench("allreduce") +
+  Result r = run("PARBENCH_TEST_SKIP_RANK=1 " + mpirun(2) + bench("allreduce") +
                  " --device cpu --impl mpi-nb -b 1K -e 1K -T 1");
   EXPECT_NE(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("allreduce/mpi-nb of 1024 bytes"));
