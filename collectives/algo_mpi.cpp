@@ -1,5 +1,5 @@
 // mpi and mpi-nb: the MPI library's own collectives, in the blocking forms applications call (mpi) and the
-// non-blocking ones with one MPI_Waitall (mpi-nb); the timeout is a watchdog's, not a polling loop. Needs mpirun.
+// non-blocking ones and one wait (mpi-nb); the timeout is a watchdog's, not a polling loop. Needs mpirun.
 // 16-bit floats reduce through user-defined MPI ops that run the cpu reduction reference (fp32 math).
 #include <algorithm>
 #include <cstdio>
@@ -70,7 +70,7 @@ void abort_job(const std::string& report) {
 }
 
 // `blocking`: the calls applications make (MPI_Allreduce, ...); otherwise the non-blocking forms (MPI_Iallreduce,
-// ...) and one MPI_Waitall. Either way the deadline is the watchdog's: no polling in the measured call.
+// ...) and one wait. Either way the deadline is the watchdog's: no polling in the measured call.
 class MpiLibrary final : public Algorithm {
  public:
   explicit MpiLibrary(bool blocking) : blocking_(blocking) {}
@@ -86,11 +86,12 @@ class MpiLibrary final : public Algorithm {
   }
 
   void run(Communicator& c, const CollArgs& a) const override {
-    if (a.count > std::size_t(INT32_MAX) / std::size_t(c.size()))
+    const int ranks = c.size(), rank = c.rank();  // virtual calls: once per call
+    if (a.count > std::size_t(INT32_MAX) / std::size_t(ranks))
       throw Error(std::string(name()) + ": " + std::to_string(a.count) + " elements per rank exceed MPI's int counts");
-    const BufferCounts bc = buffer_counts(a.coll, a.count, c.size(), c.rank(), a.root);
+    const BufferCounts bc = buffer_counts(a.coll, a.count, ranks, rank, a.root);
     const std::size_t es = dtype_size(a.dtype), sb = bc.send * es, rb = bc.recv * es;
-    const WatchedCall watched{c.rank(), c.size(), a.coll, name(), a.count, std::max(sb, rb), a.dtype, c.timeout_s()};
+    const WatchedCall watched{rank, ranks, a.coll, name(), a.count, std::max(sb, rb), a.dtype, c.timeout_s()};
     if (c.device().on_host()) return run_host(c, a, a.send, a.recv, watched);
     // cuda: stage through the communicator's pinned host buffer, keeping the in-place aliasing between send and
     // receive buffers.
@@ -122,24 +123,24 @@ class MpiLibrary final : public Algorithm {
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     void* finish_from = nullptr;  // reduce-scatter in place lands in scratch first
     std::vector<char>& scratch = scratch_for_thread();
-    if (a.coll == Collective::reduce_scatter && recv == byte_ptr(send, a.count * std::size_t(c.rank()), a.dtype)) {
+    if (a.coll == Collective::reduce_scatter && recv == byte_ptr(send, a.count * std::size_t(watched.rank), a.dtype)) {
       scratch.resize(bytes);
       finish_from = scratch.data();
     }
     if ((a.coll == Collective::alltoall || a.coll == Collective::sendrecv) && send == recv) {
-      const std::size_t total = a.coll == Collective::alltoall ? bytes * std::size_t(c.size()) : bytes;
+      const std::size_t total = a.coll == Collective::alltoall ? bytes * std::size_t(watched.ranks) : bytes;
       scratch.assign(static_cast<const char*>(send), static_cast<const char*>(send) + total);
       send = scratch.data();
     }
-    if (a.coll == Collective::broadcast && c.rank() == a.root && recv != send) std::memmove(recv, send, bytes);
+    if (a.coll == Collective::broadcast && watched.rank == a.root && recv != send) std::memmove(recv, send, bytes);
     {
-      WatchGuard watch(c.deadline(), watched, abort_job);
-      call(mpi_comm_of(c.transport()), c.size(), c.rank(), a, send, finish_from ? finish_from : recv);
+      WatchGuard watch(watched, abort_job);
+      call(mpi_comm_of(c.transport()), watched.ranks, watched.rank, a, send, finish_from ? finish_from : recv);
     }
     if (finish_from) std::memcpy(recv, finish_from, bytes);
     const bool divides = a.coll == Collective::allreduce || a.coll == Collective::reduce_scatter ||
-                         (a.coll == Collective::reduce && c.rank() == a.root);
-    if (divides && a.op == ReduceOp::avg) reduce_divide(Device{}, recv, a.count, a.dtype, c.size(), nullptr);
+                         (a.coll == Collective::reduce && watched.rank == a.root);
+    if (divides && a.op == ReduceOp::avg) reduce_divide(Device{}, recv, a.count, a.dtype, watched.ranks, nullptr);
   }
 
   static std::vector<char>& scratch_for_thread() {
@@ -147,7 +148,7 @@ class MpiLibrary final : public Algorithm {
     return scratch;
   }
 
-  // The MPI call itself, blocking or non-blocking plus MPI_Waitall.
+  // The MPI call itself, blocking, or non-blocking and its wait.
   void call(MPI_Comm mc, int n, int r, const CollArgs& a, const void* send, void* recv) const {
     const int cnt = int(a.count);
     const MPI_Datatype dt = mpi_type(a.dtype);
@@ -209,7 +210,8 @@ class MpiLibrary final : public Algorithm {
         }
         break;
     }
-    if (!b) MPI_CHECK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+    if (!b) MPI_CHECK(a.coll == Collective::sendrecv ? MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE)
+                                                     : MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
   }
 
   bool blocking_;

@@ -39,6 +39,8 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   nccl_comm_ = o.nccl_comm_;
   owns_nccl_ = std::exchange(o.owns_nccl_, false);
   batching_ = o.batching_;
+  vetted_algo_ = nullptr;  // checked again against this transport
+  deadline_set_ = false;
   nccl_reason_ = std::move(o.nccl_reason_);
   splits_ = o.splits_;
   for (int i = 0; i < 4; ++i) scratch_[i] = std::exchange(o.scratch_[i], Scratch{});
@@ -107,7 +109,7 @@ Communicator Communicator::split(int color, int key) {
 }
 
 void Communicator::group(std::span<const P2POp> ops) {
-  Deadline d = in_call_ ? deadline_
+  Deadline d = in_call_ ? deadline()
                         : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_));
   // A rank that skipped a collective must not have its next messages taken for the collective's: channels
@@ -188,9 +190,13 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   const int n = size();
   if (is_rooted(a.coll) && (a.root < 0 || a.root >= n))
     throw UsageError("root " + std::to_string(a.root) + " is outside the ranks 0.." + std::to_string(n - 1));
-  if (std::string why = algo.unsupported(a.coll, *this); !why.empty())
-    throw UsageError(std::string(algo.name()) + " cannot run " + std::string(collective_name(a.coll)) + ": " + why);
-  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  if (&algo != vetted_algo_ || a.coll != vetted_coll_) {
+    if (std::string why = algo.unsupported(a.coll, *this); !why.empty())
+      throw UsageError(std::string(algo.name()) + " cannot run " + std::string(collective_name(a.coll)) + ": " +
+                       why);
+    vetted_algo_ = &algo, vetted_coll_ = a.coll;
+  }
+  deadline_set_ = false;
   in_call_ = true;
   channel_ = 1;
   try {

@@ -1,10 +1,12 @@
 // See watchdog.h. Every thread that arms a watch gets a slot (registered once, never freed: threads are few);
-// one detached thread looks at the armed slots every few milliseconds. Arming writes the call's description,
-// then publishes the deadline; a generation counter tells the watchdog whether the description it copied
-// belongs to the deadline it saw.
+// one detached thread looks at the slots every few milliseconds. The caller reads no clock: arming bumps the
+// slot's generation, and the watchdog times a generation from when it first sees it armed, so a watch fires
+// between its timeout and its timeout plus two periods. A generation re-read after copying the description
+// tells whether the copy belongs to the watch that expired.
 #include "collectives/watchdog.h"
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <thread>
@@ -14,10 +16,13 @@ namespace parbench {
 namespace {
 
 struct Slot {
-  std::atomic<std::int64_t> deadline{0};  // Clock ticks since epoch; 0: disarmed
+  std::atomic<bool> armed{false};
   std::atomic<std::uint64_t> generation{0};
   WatchedCall call;
   WatchdogAction action = nullptr;
+  // The watchdog's own: the generation it last saw armed, and since when.
+  std::uint64_t seen = 0;
+  Clock::time_point seen_at{};
 };
 
 struct Registry {
@@ -33,24 +38,30 @@ Registry& registry() {
 // How late the watchdog may notice an expired watch: small beside any timeout a user gives (>= 1 s in practice).
 constexpr auto kPeriod = std::chrono::milliseconds(20);
 
+void look_at(Slot& s, Clock::time_point now) {
+  if (!s.armed.load(std::memory_order_acquire)) return;
+  const std::uint64_t gen = s.generation.load(std::memory_order_acquire);
+  if (gen != s.seen) {
+    s.seen = gen, s.seen_at = now;
+    return;
+  }
+  const WatchedCall call = s.call;
+  const WatchdogAction action = s.action;
+  if (std::chrono::duration<double>(now - s.seen_at).count() < call.timeout_s) return;
+  if (!s.armed.load(std::memory_order_acquire) || s.generation.load(std::memory_order_acquire) != gen) return;
+  if (action) action(watchdog_report(call));
+}
+
 void watch_loop() {
   for (;;) {
     std::this_thread::sleep_for(kPeriod);
-    const std::int64_t now = Clock::now().time_since_epoch().count();
     std::vector<Slot*> slots;
     {
       std::lock_guard lock(registry().mu);
       slots = registry().slots;
     }
-    for (Slot* s : slots) {
-      const std::uint64_t gen = s->generation.load(std::memory_order_acquire);
-      const std::int64_t d = s->deadline.load(std::memory_order_acquire);
-      if (d == 0 || d > now) continue;
-      const WatchedCall call = s->call;
-      const WatchdogAction action = s->action;
-      if (s->generation.load(std::memory_order_acquire) != gen || s->deadline.load() != d) continue;  // re-armed
-      if (action) action(watchdog_report(call));
-    }
+    const auto now = Clock::now();
+    for (Slot* s : slots) look_at(*s, now);
   }
 }
 
@@ -68,17 +79,16 @@ Slot& my_slot() {
 
 }  // namespace
 
-void watchdog_arm(Deadline deadline, const WatchedCall& call, WatchdogAction action) {
+void watchdog_arm(const WatchedCall& call, WatchdogAction action) {
   Slot& s = my_slot();
-  s.deadline.store(0, std::memory_order_relaxed);
-  // One writer per slot (its thread): a plain increment, no locked instruction on every call.
-  s.generation.store(s.generation.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   s.call = call;
   s.action = action;
-  s.deadline.store(deadline.time_since_epoch().count(), std::memory_order_release);
+  // One writer per slot (its thread): a plain increment, no locked instruction on every call.
+  s.generation.store(s.generation.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  s.armed.store(true, std::memory_order_release);
 }
 
-void watchdog_disarm() { my_slot().deadline.store(0, std::memory_order_release); }
+void watchdog_disarm() { my_slot().armed.store(false, std::memory_order_release); }
 
 std::string watchdog_report(const WatchedCall& c) {
   char timeout[32];

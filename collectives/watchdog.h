@@ -26,20 +26,18 @@ struct WatchedCall {
 // Called (on the watchdog's thread) with the report when a watch expires; it must end the process.
 using WatchdogAction = void (*)(const std::string& report);
 
-// Arms this thread's watch until `deadline` (a cheap store: no clock read, no lock, no allocation after the
-// thread's first watch); disarm() when the call returns. One watch per thread at a time.
-void watchdog_arm(Deadline deadline, const WatchedCall& call, WatchdogAction action);
+// Arms this thread's watch for `call.timeout_s` seconds (a few stores: no clock read, no lock, no allocation after
+// the thread's first watch); disarm() when the call returns. One watch per thread at a time.
+void watchdog_arm(const WatchedCall& call, WatchdogAction action);
 void watchdog_disarm();
 
-// The report for `call` (shared with the Communicator's timeout message).
+// The report for `call`.
 std::string watchdog_report(const WatchedCall& call);
 
 // RAII form.
 class WatchGuard {
  public:
-  WatchGuard(Deadline deadline, const WatchedCall& call, WatchdogAction action) {
-    watchdog_arm(deadline, call, action);
-  }
+  WatchGuard(const WatchedCall& call, WatchdogAction action) { watchdog_arm(call, action); }
   ~WatchGuard() { watchdog_disarm(); }
   WatchGuard(const WatchGuard&) = delete;
   WatchGuard& operator=(const WatchGuard&) = delete;
