@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "core/report.h"
+#include "core/sizes.h"
 
 namespace parbench {
 namespace {
@@ -74,7 +75,8 @@ void NcclReport::print_header(const std::vector<RankInfo>& ranks, const std::vec
   char step[64];
   if (o_.sizes.empty() && o_.stepfactor > 1) std::snprintf(step, sizeof step, "%llu(factor)",
                                                              (unsigned long long)o_.stepfactor);
-  else if (o_.sizes.empty()) std::snprintf(step, sizeof step, "%s(bytes)", o_.stepbytes.c_str());
+  else if (o_.sizes.empty()) std::snprintf(step, sizeof step, "%llu(bytes)",
+                                            (unsigned long long)parse_size(o_.stepbytes));
   else std::snprintf(step, sizeof step, "%s(list)", o_.sizes.c_str());
   std::printf("# nThread %d nGpus %d minBytes %llu maxBytes %llu step: %s warmup iters: %d iters: %d agg iters: %d "
               "validation: %d graph: %d unalign: %d\n",
@@ -187,7 +189,7 @@ void NcclReport::write_json(const std::string& path, const std::vector<RankInfo>
   cfg["nthreads"] = o_.nthreads, cfg["ngpus"] = o_.ngpus;
   cfg["minimum_bytes"] = min_bytes_, cfg["maximum_bytes"] = max_bytes_;
   if (o_.stepfactor > 1) cfg["step_factor"] = o_.stepfactor;
-  else cfg["step_bytes"] = o_.stepbytes;
+  else cfg["step_bytes"] = parse_size(o_.stepbytes);
   cfg["warmup_iters"] = o_.warmup, cfg["iterations"] = o_.iters, cfg["aggregated_iterations"] = o_.agg;
   cfg["validation"] = o_.check, cfg["graph"] = o_.graph, cfg["blocking_collectives"] = o_.blocking;
   cfg["per_iter_timing"] = o_.per_iter, cfg["per_iter_skip"] = o_.per_iter_skip;

@@ -111,6 +111,10 @@ TEST(NcclTestsDropIn, OneImplementationIsNcclTestsLayout) {
   EXPECT_THAT(r.output, HasSubstr("\n#\n# Collective test concluded: bench_allreduce\n"));
   EXPECT_THAT(r.output, Not(HasSubstr("# impl:")));  // one block: no block title
   EXPECT_EQ(nccl_rows(r.output).size(), 5u);
+  r = run(bench("allreduce") + " --device cpu -t 2 -b 1K -e 3K -i 1K -n 1");  // adding -i instead of -f
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("minBytes 1024 maxBytes 3072 step: 1024(bytes) warmup iters"));
+  EXPECT_EQ(nccl_rows(r.output).size(), 3u);
 }
 
 TEST(NcclTestsDropIn, RanksAreThreadsTimesGpus) {
@@ -230,6 +234,8 @@ TEST(NcclTestsDropIn, EveryOptionIsAccepted) {
                  "-K 1 -p 1 -c 2 -z 2 -G 2 -C 0 -R 1 -S 1 -M 1 -u 3 -D 0 -V 0 -y 1 -T 30 -o sum -d all -r all "
                  "--impl ring,tree");
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("minBytes 8 maxBytes 16 step: 2(factor) warmup iters: 1 iters: 3 agg iters: 2 "
+                                  "validation: 2 graph: 2 unalign: 3\n"));
   EXPECT_THAT(r.output, HasSubstr("-G 2: not applied: CUDA graphs need --device cuda"));
   EXPECT_THAT(r.output, HasSubstr("-R 1: NCCL buffer registration is not applied here"));
   EXPECT_THAT(r.output, HasSubstr("#  Rank  2 memory: buffers"));  // -M
