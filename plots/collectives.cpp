@@ -1,5 +1,5 @@
-// busbw and latency: a collectives CSV (bench_allreduce and friends) as one log-log panel per collective and one
-// line per implementation (and whatever else varies).
+// busbw and latency: a collectives CSV (bench_allreduce and friends) as one log-log panel per collective (and
+// rank count) and one line per implementation (and whatever else varies; in-place dashed).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -109,8 +109,10 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
   // one panel was too many lines to read. The panel's title then names the rank count, the lines do not, and a
   // line keeps its colour from panel to panel.
   const bool per_ranks = varies[2];
+  // Out-of-place and in-place halves of one implementation share a colour (in-place dashed).
   auto colour_key = [&](Key k) {
     if (per_ranks) k[2].clear();
+    k[6].clear();
     return k;
   };
   std::vector<Key> distinct;
@@ -143,6 +145,7 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
       Series s;
       s.label = key_label(key, fields, label_varies);
       s.color = color_of(key);
+      s.dashed = varies[6] && inplace_words(key[6]) == "in-place";
       for (auto& [bytes, sum] : by_bytes) s.points.emplace_back(bytes, sum.first / sum.second);
       panel.series.push_back(std::move(s));
     }
@@ -217,7 +220,8 @@ void plot_collectives(const FigureOptions& options, const CollectiveFilter& filt
     for (std::size_t i = 0; i < panel.series.size(); ++i) {
       const Series& s = panel.series[i];
       plot += std::string(i ? ", " : "") + "'-' using 1:2 with linespoints lw 2 pt " +
-              std::to_string(5 + 2 * (s.color / 10 % 3)) + " ps 0.9 dt " + std::to_string(1 + s.color / 10) +
+              std::to_string(5 + 2 * (s.color / 10 % 3) + (s.dashed ? 1 : 0)) + " ps 0.9 dt " +
+              std::to_string(s.dashed ? 2 : 1 + s.color / 10) +
               " lc rgb '" + series_color(s.color) + "' title " + quote(s.label);
     }
     sc.cmd(plot);

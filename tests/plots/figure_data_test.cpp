@@ -95,6 +95,29 @@ TEST(CollectivePanels, GroupsFiltersAveragesAndLabels) {
               AllOf(HasSubstr("c.csv: no rows to plot after the filters"), HasSubstr("allgather, allreduce")));
 }
 
+// The two halves of one implementation: one colour, the in-place line dashed, labels naming the half.
+TEST(CollectivePanels, InPlaceHalfSharesItsColourDashed) {
+  ScratchDir dir;
+  write_file(dir.file("h.csv"),
+             "collective,impl,device,ranks,dtype,bytes,time_us,busbw_gbps,inplace\n"
+             "allreduce,ring,cpu,2,f32,8,5,1,0\n"
+             "allreduce,ring,cpu,2,f32,8,5,2,1\n"
+             "allreduce,tree,cpu,2,f32,8,5,3,0\n"
+             "allreduce,tree,cpu,2,f32,8,5,4,1\n");
+  const CsvTable t = CsvTable::read(dir.file("h.csv"), collective_columns());
+  const auto panels = collective_panels(t, {}, "busbw_gbps", 1e300, nullptr, nullptr);
+  ASSERT_EQ(panels.size(), 1u);
+  const auto& s = panels[0].series;
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].label, "ring (out-of-place)");
+  EXPECT_EQ(s[1].label, "ring (in-place)");
+  EXPECT_EQ(s[0].color, s[1].color);
+  EXPECT_FALSE(s[0].dashed);
+  EXPECT_TRUE(s[1].dashed);
+  EXPECT_NE(s[0].color, s[2].color);
+  EXPECT_EQ(s[2].color, s[3].color);
+}
+
 TEST(SizeTics, PowersOfTwoWithBinarySuffixes) {
   const std::string tics = size_tics_command("x", 8, 1 << 30, 14);
   EXPECT_THAT(tics, AllOf(HasSubstr("set xtics ("), HasSubstr("'1K' 1024"), HasSubstr("'1M' 1048576"),
