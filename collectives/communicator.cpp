@@ -187,9 +187,8 @@ void Communicator::run(const CollArgs& a, std::string_view impl) {
 }
 
 void Communicator::run(const CollArgs& a, const Algorithm& algo) {
-  const int n = size();
-  if (is_rooted(a.coll) && (a.root < 0 || a.root >= n))
-    throw UsageError("root " + std::to_string(a.root) + " is outside the ranks 0.." + std::to_string(n - 1));
+  if (is_rooted(a.coll) && (a.root < 0 || a.root >= size()))
+    throw UsageError("root " + std::to_string(a.root) + " is outside the ranks 0.." + std::to_string(size() - 1));
   if (&algo != vetted_algo_ || a.coll != vetted_coll_) {
     if (std::string why = algo.unsupported(a.coll, *this); !why.empty())
       throw UsageError(std::string(algo.name()) + " cannot run " + std::string(collective_name(a.coll)) + ": " +
@@ -200,12 +199,14 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   in_call_ = true;
   channel_ = 1;
   try {
-    const BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
-    const auto bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
-    // The name only when something records it: building it costs more than the check, on every small call.
+    // Name and size only when something records them: on every small call they cost more than the check.
     std::string name;
-    if (TraceRecorder::instance().mode() != 0)
+    std::int64_t bytes = 0;
+    if (TraceRecorder::instance().mode() != 0) {
       name = std::string(collective_name(a.coll)) + "/" + std::string(algo.name());
+      const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
+      bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
+    }
     Range range(name, Category::communication, RangeArgs{.bytes = bytes});
     algo.run(*this, a);
   } catch (const CollectiveTimeoutError&) {
@@ -215,6 +216,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   } catch (const TimeoutError& e) {
     in_call_ = false;
     channel_ = 0;
+    const int n = size();
     BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
     std::size_t bytes = std::max(bc.send, bc.recv) * dtype_size(a.dtype);
     throw CollectiveTimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +
