@@ -1,5 +1,7 @@
 # Collective benchmarks: one shared engine, one tiny main per collective.
-add_library(parbench_collective_bench STATIC ${CMAKE_CURRENT_SOURCE_DIR}/collective_bench/engine.cpp)
+set(PARBENCH_CB ${CMAKE_CURRENT_SOURCE_DIR}/collective_bench)
+add_library(parbench_collective_bench STATIC ${PARBENCH_CB}/engine.cpp ${PARBENCH_CB}/engine_notes.cpp
+            ${PARBENCH_CB}/options.cpp ${PARBENCH_CB}/report.cpp ${PARBENCH_CB}/timing.cpp)
 target_link_libraries(parbench_collective_bench PUBLIC parbench_collectives parbench_profiles parbench_app
                       nlohmann_json::nlohmann_json)
 target_include_directories(parbench_collective_bench PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
@@ -9,3 +11,8 @@ foreach(c IN LISTS PARBENCH_COLLECTIVE_BENCHES)
   add_executable(bench_${c} ${CMAKE_CURRENT_SOURCE_DIR}/bench_${c}.cpp)
   target_link_libraries(bench_${c} PRIVATE parbench_collective_bench)
 endforeach()
+# The harness's cost beside bare MPI loops (README "Harness overhead").
+if(PARBENCH_HAVE_MPI)
+  add_executable(bench_harness_overhead ${CMAKE_CURRENT_SOURCE_DIR}/bench_harness_overhead.cpp)
+  target_link_libraries(bench_harness_overhead PRIVATE parbench_collective_bench)
+endif()

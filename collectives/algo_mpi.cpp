@@ -1,5 +1,8 @@
-// mpi: the MPI library's own collectives (non-blocking forms, polled against the deadline). Needs mpirun.
+// mpi and mpi-nb: the MPI library's own collectives, in the blocking forms applications call (mpi) and the
+// non-blocking ones and one wait (mpi-nb); the timeout is a watchdog's, not a polling loop. Needs mpirun.
 // 16-bit floats reduce through user-defined MPI ops that run the cpu reduction reference (fp32 math).
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -8,6 +11,7 @@
 #ifdef PARBENCH_HAVE_MPI
 #include "collectives/reduce.h"
 #include "collectives/transport_mpi.h"
+#include "collectives/watchdog.h"
 #include "core/memory.h"
 
 namespace parbench {
@@ -55,24 +59,39 @@ MPI_Op mpi_op(DType t, ReduceOp op) {
   }
 }
 
+// The watchdog's action: the report on stderr, then the whole job ends (the peers may be stuck in the same call).
+void abort_job(const std::string& report) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, report.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+// `blocking`: the calls applications make (MPI_Allreduce, ...); otherwise the non-blocking forms (MPI_Iallreduce,
+// ...) and one wait. Either way the deadline is the watchdog's: no polling in the measured call.
 class MpiLibrary final : public Algorithm {
  public:
-  std::string_view name() const override { return "mpi"; }
+  explicit MpiLibrary(bool blocking) : blocking_(blocking) {}
+  std::string_view name() const override { return blocking_ ? "mpi" : "mpi-nb"; }
   std::string unsupported(Collective, const Communicator& comm) const override {
     if (mpi_comm_of(comm.transport()) == MPI_COMM_NULL)
-      return "the MPI library's collectives need one process per rank (run under mpirun); with --ranks N "
-             "(threads) use the hand-written implementations";
+      return "the MPI library's collectives need one process per rank (run under mpirun with -t 1 -g 1); "
+             "with --ranks N or -t/-g (threads) use the hand-written implementations";
     return {};
   }
 
   void run(Communicator& c, const CollArgs& a) const override {
-    if (a.count > std::size_t(INT32_MAX) / std::size_t(c.size()))
-      throw Error("mpi: " + std::to_string(a.count) + " elements per rank exceed MPI's int counts");
-    if (c.device().on_host()) return run_host(c, a, a.send, a.recv);
+    const int ranks = c.size(), rank = c.rank();  // virtual calls: once per call
+    if (a.count > std::size_t(INT32_MAX) / std::size_t(ranks))
+      throw Error(std::string(name()) + ": " + std::to_string(a.count) + " elements per rank exceed MPI's int counts");
+    const BufferCounts bc = buffer_counts(a.coll, a.count, ranks, rank, a.root);
+    const std::size_t es = dtype_size(a.dtype), sb = bc.send * es, rb = bc.recv * es;
+    const WatchedCall watched{rank, ranks, a.coll, name(), a.count, std::max(sb, rb), a.dtype, c.timeout_s()};
+    if (c.device().on_host()) return run_host(c, a, a.send, a.recv, watched);
     // cuda: stage through the communicator's pinned host buffer, keeping the in-place aliasing between send and
     // receive buffers.
-    const BufferCounts bc = buffer_counts(a.coll, a.count, c.size(), c.rank(), a.root);
-    const std::size_t es = dtype_size(a.dtype), sb = bc.send * es, rb = bc.recv * es;
     const char *s = static_cast<const char*>(a.send), *r = static_cast<const char*>(a.recv);
     void* host_recv;
     const void* host_send;
@@ -90,82 +109,115 @@ class MpiLibrary final : public Algorithm {
       host_recv = staging + recv_at;
     }
     if (sb) device_memcpy(Device{}, const_cast<void*>(host_send), c.device(), a.send, sb);
-    run_host(c, a, host_send, host_recv);
+    run_host(c, a, host_send, host_recv, watched);
     if (rb) device_memcpy(c.device(), a.recv, Device{}, host_recv, rb);
   }
 
  private:
   // MPI is not CUDA-aware here: `send` and `recv` are host memory (the cpu device's, or staged from a GPU), so
   // every copy, scratch buffer and division in here is a host one, never the communicator's device's.
-  static void run_host(Communicator& c, const CollArgs& a, const void* send, void* recv) {
-    MPI_Comm mc = mpi_comm_of(c.transport());
-    const int n = c.size(), r = c.rank(), cnt = int(a.count);
-    const MPI_Datatype dt = mpi_type(a.dtype);
-    const std::size_t es = dtype_size(a.dtype), bytes = a.count * es;
-    auto at = [&](const void* p, int block) { return byte_ptr(p, a.count * std::size_t(block), a.dtype); };
-    std::vector<MPI_Request> reqs(2, MPI_REQUEST_NULL);
+  void run_host(Communicator& c, const CollArgs& a, const void* send, void* recv, const WatchedCall& watched) const {
+    const std::size_t bytes = a.count * dtype_size(a.dtype);
     void* finish_from = nullptr;  // reduce-scatter in place lands in scratch first
-    std::vector<char> scratch;
-    bool divide = false;
+    std::vector<char>& scratch = scratch_for_thread();
+    if (a.coll == Collective::reduce_scatter && recv == byte_ptr(send, a.count * std::size_t(watched.rank), a.dtype)) {
+      scratch.resize(bytes);
+      finish_from = scratch.data();
+    }
+    if ((a.coll == Collective::alltoall || a.coll == Collective::sendrecv) && send == recv) {
+      const std::size_t total = a.coll == Collective::alltoall ? bytes * std::size_t(watched.ranks) : bytes;
+      scratch.assign(static_cast<const char*>(send), static_cast<const char*>(send) + total);
+      send = scratch.data();
+    }
+    if (a.coll == Collective::broadcast && watched.rank == a.root && recv != send) std::memmove(recv, send, bytes);
+    {
+      WatchGuard watch(watched, abort_job);
+      call(mpi_comm_of(c.transport()), watched.ranks, watched.rank, a, send, finish_from ? finish_from : recv);
+    }
+    if (finish_from) std::memcpy(recv, finish_from, bytes);
+    const bool divides = a.coll == Collective::allreduce || a.coll == Collective::reduce_scatter ||
+                         (a.coll == Collective::reduce && watched.rank == a.root);
+    if (divides && a.op == ReduceOp::avg) reduce_divide(Device{}, recv, a.count, a.dtype, watched.ranks, nullptr);
+  }
+
+  static std::vector<char>& scratch_for_thread() {
+    thread_local std::vector<char> scratch;  // kept: no allocation per call
+    return scratch;
+  }
+
+  // The MPI call itself, blocking, or non-blocking and its wait.
+  void call(MPI_Comm mc, int n, int r, const CollArgs& a, const void* send, void* recv) const {
+    const int cnt = int(a.count);
+    const MPI_Datatype dt = mpi_type(a.dtype);
+    const bool root = r == a.root, b = blocking_;
+    auto at = [&](const void* p, int block) { return byte_ptr(p, a.count * std::size_t(block), a.dtype); };
+    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     switch (a.coll) {
-      case Collective::allreduce:
-        MPI_CHECK(MPI_Iallreduce(send == recv ? MPI_IN_PLACE : send, recv, cnt, dt, mpi_op(a.dtype, a.op), mc,
-                                 &reqs[0]));
-        divide = true;
+      case Collective::allreduce: {
+        const void* s = send == recv ? MPI_IN_PLACE : send;
+        const MPI_Op op = mpi_op(a.dtype, a.op);
+        MPI_CHECK(b ? MPI_Allreduce(s, recv, cnt, dt, op, mc) : MPI_Iallreduce(s, recv, cnt, dt, op, mc, reqs));
         break;
-      case Collective::reduce:
-        MPI_CHECK(MPI_Ireduce(r == a.root && send == recv ? MPI_IN_PLACE : send, recv, cnt, dt,
-                              mpi_op(a.dtype, a.op), a.root, mc, &reqs[0]));
-        divide = r == a.root;
+      }
+      case Collective::reduce: {
+        const void* s = root && send == recv ? MPI_IN_PLACE : send;
+        const MPI_Op op = mpi_op(a.dtype, a.op);
+        MPI_CHECK(b ? MPI_Reduce(s, recv, cnt, dt, op, a.root, mc)
+                    : MPI_Ireduce(s, recv, cnt, dt, op, a.root, mc, reqs));
         break;
+      }
       case Collective::broadcast:
-        if (r == a.root && recv != send) std::memmove(recv, send, bytes);
-        MPI_CHECK(MPI_Ibcast(recv, cnt, dt, a.root, mc, &reqs[0]));
+        MPI_CHECK(b ? MPI_Bcast(recv, cnt, dt, a.root, mc) : MPI_Ibcast(recv, cnt, dt, a.root, mc, reqs));
         break;
-      case Collective::gather:
-        MPI_CHECK(MPI_Igather(r == a.root && send == at(recv, a.root) ? MPI_IN_PLACE : send, cnt, dt, recv, cnt, dt,
-                              a.root, mc, &reqs[0]));
+      case Collective::gather: {
+        const void* s = root && send == at(recv, a.root) ? MPI_IN_PLACE : send;
+        MPI_CHECK(b ? MPI_Gather(s, cnt, dt, recv, cnt, dt, a.root, mc)
+                    : MPI_Igather(s, cnt, dt, recv, cnt, dt, a.root, mc, reqs));
         break;
-      case Collective::allgather:
-        MPI_CHECK(MPI_Iallgather(send == at(recv, r) ? MPI_IN_PLACE : send, cnt, dt, recv, cnt, dt, mc, &reqs[0]));
+      }
+      case Collective::allgather: {
+        const void* s = send == at(recv, r) ? MPI_IN_PLACE : send;
+        MPI_CHECK(b ? MPI_Allgather(s, cnt, dt, recv, cnt, dt, mc)
+                    : MPI_Iallgather(s, cnt, dt, recv, cnt, dt, mc, reqs));
         break;
-      case Collective::scatter:
-        MPI_CHECK(MPI_Iscatter(send, cnt, dt, r == a.root && recv == at(send, a.root) ? MPI_IN_PLACE : recv, cnt,
-                               dt, a.root, mc, &reqs[0]));
+      }
+      case Collective::scatter: {
+        void* out = root && recv == at(send, a.root) ? MPI_IN_PLACE : recv;
+        MPI_CHECK(b ? MPI_Scatter(send, cnt, dt, out, cnt, dt, a.root, mc)
+                    : MPI_Iscatter(send, cnt, dt, out, cnt, dt, a.root, mc, reqs));
         break;
+      }
       case Collective::reduce_scatter: {
-        void* out = recv;
-        if (recv == at(send, r)) scratch.resize(bytes), finish_from = out = scratch.data();
-        MPI_CHECK(MPI_Ireduce_scatter_block(send, out, cnt, dt, mpi_op(a.dtype, a.op), mc, &reqs[0]));
-        divide = true;
+        const MPI_Op op = mpi_op(a.dtype, a.op);
+        MPI_CHECK(b ? MPI_Reduce_scatter_block(send, recv, cnt, dt, op, mc)
+                    : MPI_Ireduce_scatter_block(send, recv, cnt, dt, op, mc, reqs));
         break;
       }
       case Collective::alltoall:
-        if (send == recv) {
-          scratch.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes * std::size_t(n));
-          send = scratch.data();
-        }
-        MPI_CHECK(MPI_Ialltoall(send, cnt, dt, recv, cnt, dt, mc, &reqs[0]));
+        MPI_CHECK(b ? MPI_Alltoall(send, cnt, dt, recv, cnt, dt, mc)
+                    : MPI_Ialltoall(send, cnt, dt, recv, cnt, dt, mc, reqs));
         break;
       case Collective::sendrecv:
-        if (send == recv) {
-          scratch.assign(static_cast<const char*>(send), static_cast<const char*>(send) + bytes);
-          send = scratch.data();
+        if (b) {
+          MPI_CHECK(MPI_Sendrecv(send, cnt, dt, (r + 1) % n, 1, recv, cnt, dt, (r - 1 + n) % n, 1, mc,
+                                 MPI_STATUS_IGNORE));
+        } else {
+          MPI_CHECK(MPI_Irecv(recv, cnt, dt, (r - 1 + n) % n, 1, mc, &reqs[0]));
+          MPI_CHECK(MPI_Isend(send, cnt, dt, (r + 1) % n, 1, mc, &reqs[1]));
         }
-        MPI_CHECK(MPI_Irecv(recv, cnt, dt, (r - 1 + n) % n, 1, mc, &reqs[0]));
-        MPI_CHECK(MPI_Isend(send, cnt, dt, (r + 1) % n, 1, mc, &reqs[1]));
         break;
     }
-    mpi_wait_all(reqs.data(), int(reqs.size()), c.deadline(),
-                 "rank " + std::to_string(r) + " waited for MPI's " + std::string(collective_name(a.coll)));
-    if (finish_from) std::memcpy(recv, finish_from, bytes);
-    if (divide && a.op == ReduceOp::avg) reduce_divide(Device{}, recv, a.count, a.dtype, n, nullptr);
+    if (!b) MPI_CHECK(a.coll == Collective::sendrecv ? MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE)
+                                                     : MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
   }
+
+  bool blocking_;
 };
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_mpi_algorithm() { return std::make_unique<MpiLibrary>(); }
+std::unique_ptr<Algorithm> make_mpi_algorithm() { return std::make_unique<MpiLibrary>(true); }
+std::unique_ptr<Algorithm> make_mpi_nb_algorithm() { return std::make_unique<MpiLibrary>(false); }
 
 }  // namespace parbench
 
@@ -175,13 +227,18 @@ namespace parbench {
 namespace {
 class NoMpi final : public Algorithm {
  public:
-  std::string_view name() const override { return "mpi"; }
+  explicit NoMpi(std::string_view name) : name_(name) {}
+  std::string_view name() const override { return name_; }
   std::string unsupported(Collective, const Communicator&) const override {
     return "this build has no MPI (configure with PARBENCH_MPI=ON and OpenMPI installed)";
   }
   void run(Communicator&, const CollArgs&) const override { throw Error("this build has no MPI"); }
+
+ private:
+  std::string_view name_;
 };
 }  // namespace
-std::unique_ptr<Algorithm> make_mpi_algorithm() { return std::make_unique<NoMpi>(); }
+std::unique_ptr<Algorithm> make_mpi_algorithm() { return std::make_unique<NoMpi>("mpi"); }
+std::unique_ptr<Algorithm> make_mpi_nb_algorithm() { return std::make_unique<NoMpi>("mpi-nb"); }
 }  // namespace parbench
 #endif

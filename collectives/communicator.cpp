@@ -41,6 +41,8 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   owns_nccl_ = std::exchange(o.owns_nccl_, false);
   batching_ = o.batching_;
   batch_streams_ = std::move(o.batch_streams_);
+  vetted_algo_ = nullptr;  // checked again against this transport
+  deadline_set_ = false;
   nccl_reason_ = std::move(o.nccl_reason_);
   splits_ = o.splits_;
   for (int i = 0; i < 4; ++i) scratch_[i] = std::exchange(o.scratch_[i], Scratch{});
@@ -110,7 +112,7 @@ Communicator Communicator::split(int color, int key) {
 }
 
 void Communicator::group(std::span<const P2POp> ops) {
-  Deadline d = in_call_ ? deadline_
+  Deadline d = in_call_ ? deadline()
                         : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_));
   // A rank that skipped a collective must not have its next messages taken for the collective's: channels
@@ -181,12 +183,15 @@ void Communicator::run(const CollArgs& a, std::string_view impl) {
 }
 
 void Communicator::run(const CollArgs& a, const Algorithm& algo) {
-  const int n = size();
-  if (is_rooted(a.coll) && (a.root < 0 || a.root >= n))
-    throw UsageError("root " + std::to_string(a.root) + " is outside the ranks 0.." + std::to_string(n - 1));
-  if (std::string why = algo.unsupported(a.coll, *this); !why.empty())
-    throw UsageError(std::string(algo.name()) + " cannot run " + std::string(collective_name(a.coll)) + ": " + why);
-  deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  if (is_rooted(a.coll) && (a.root < 0 || a.root >= size()))
+    throw UsageError("root " + std::to_string(a.root) + " is outside the ranks 0.." + std::to_string(size() - 1));
+  if (&algo != vetted_algo_ || a.coll != vetted_coll_) {
+    if (std::string why = algo.unsupported(a.coll, *this); !why.empty())
+      throw UsageError(std::string(algo.name()) + " cannot run " + std::string(collective_name(a.coll)) + ": " +
+                       why);
+    vetted_algo_ = &algo, vetted_coll_ = a.coll;
+  }
+  deadline_set_ = false;
   in_call_ = true;
   channel_ = 1;
   const bool queued = algo.name() == "nccl";  // the one implementation that runs on the caller's stream
@@ -201,14 +206,20 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   // on its own stream must be done first. A library collective is queued behind it instead.
   if (a.stream && !queued) synchronize_stream(device_, a.stream);
   try {
-    const BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
-    const auto bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
-    Range range(std::string(collective_name(a.coll)) + "/" + std::string(algo.name()), Category::communication,
-                RangeArgs{.bytes = bytes});
+    // Name and size only when something records them: on every small call they cost more than the check.
+    std::string name;
+    std::int64_t bytes = 0;
+    if (TraceRecorder::instance().mode() != 0) {
+      name = std::string(collective_name(a.coll)) + "/" + std::string(algo.name());
+      const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
+      bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
+    }
+    Range range(name, Category::communication, RangeArgs{.bytes = bytes});
     algo.run(*this, a);
   } catch (const CollectiveTimeoutError&) {
     throw;
   } catch (const TimeoutError& e) {
+    const int n = size();
     BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
     std::size_t bytes = std::max(bc.send, bc.recv) * dtype_size(a.dtype);
     throw CollectiveTimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +

@@ -91,15 +91,23 @@ class Communicator {
   // A pinned host buffer of at least `bytes`, kept between calls, for implementations that stage GPU data through
   // host memory (MPI's collectives); a larger request replaces it.
   char* host_staging(std::size_t bytes) { return host_staging_.get(bytes); }
-  // When the collective running now must have finished (library implementations poll against it).
-  Deadline deadline() const { return deadline_; }
+  // When the collective running now must have finished: the timeout from the call's first wait, read from the
+  // clock only then (a clock read per call costs a tenth of a small library call; library calls under the
+  // watchdog never ask).
+  Deadline deadline() const {
+    if (!deadline_set_)
+      deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_)),
+      deadline_set_ = true;
+    return deadline_;
+  }
 
  private:
   void release();
   std::unique_ptr<Transport> transport_;
   Device device_;
   double timeout_s_;
-  Deadline deadline_{};
+  mutable Deadline deadline_{};
+  mutable bool deadline_set_ = false;
   bool in_call_ = false;
   int channel_ = 0;  // tag of point-to-point traffic now: 0 user p2p, 1 collectives, 2 barrier
   int local_rank_ = 0, local_size_ = 1;
@@ -108,6 +116,9 @@ class Communicator {
   bool batching_ = false;
   void* stream_ = nullptr;              // of the collective running now
   std::vector<void*> batch_streams_;    // the streams of the batch's collectives
+  // The last (implementation, collective) found supported here: small calls in a timed loop skip the check.
+  const Algorithm* vetted_algo_ = nullptr;
+  Collective vetted_coll_ = Collective::allreduce;
   std::string nccl_reason_ = "this build has no NCCL";
   struct Scratch {
     void* ptr = nullptr;

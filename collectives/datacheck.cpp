@@ -165,7 +165,7 @@ bool has_input(Collective c, int rank, int root) {
 }  // namespace
 
 CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size_t count, DType t, ReduceOp op,
-                                     int root, bool in_place)
+                                     int root, bool in_place, std::size_t unalign)
     : comm_(comm), in_place_(in_place) {
   const int n = comm.size(), r = comm.rank();
   args_.coll = c, args_.count = count, args_.dtype = t, args_.op = op, args_.root = root;
@@ -176,16 +176,16 @@ CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size
     // One allocation as large as the root's biggest buffer, aliased as NCCL's in-place calls expect.
     const BufferCounts full = buffer_counts(c, count, n, root, root);
     const std::size_t elems = std::max(full.send, full.recv);
-    recv_mem_ = device_malloc(comm.device(), std::max<std::size_t>(1, elems) * es);
-    const std::size_t off = inplace_offset(c, count, r);
+    recv_mem_ = device_malloc(comm.device(), (std::max<std::size_t>(1, elems) + unalign) * es);
+    const std::size_t off = inplace_offset(c, count, r) + unalign;
     const bool send_inside = c == Collective::gather || c == Collective::allgather;
     const bool recv_inside = c == Collective::scatter || c == Collective::reduce_scatter;
-    args_.send = send_inside ? byte_ptr(recv_mem_, off, t) : recv_mem_;
-    args_.recv = recv_inside ? byte_ptr(recv_mem_, off, t) : recv_mem_;
+    args_.send = byte_ptr(recv_mem_, send_inside ? off : unalign, t);
+    args_.recv = byte_ptr(recv_mem_, recv_inside ? off : unalign, t);
   } else {
-    send_mem_ = device_malloc(comm.device(), std::max<std::size_t>(1, send_elems_) * es);
-    recv_mem_ = device_malloc(comm.device(), std::max<std::size_t>(1, recv_elems_) * es);
-    args_.send = send_mem_, args_.recv = recv_mem_;
+    send_mem_ = device_malloc(comm.device(), (std::max<std::size_t>(1, send_elems_) + unalign) * es);
+    recv_mem_ = device_malloc(comm.device(), (std::max<std::size_t>(1, recv_elems_) + unalign) * es);
+    args_.send = byte_ptr(send_mem_, unalign, t), args_.recv = byte_ptr(recv_mem_, unalign, t);
   }
 }
 

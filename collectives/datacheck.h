@@ -34,11 +34,12 @@ double poison_value(DType t, ReduceOp op);
 
 // The buffers of one collective call on one rank, in out-of-place or in-place (NCCL aliasing) layout, on the
 // communicator's device: fill() writes inputs and poisons outputs, wrong() counts output elements that differ
-// from the expected values (unwritten ones included).
+// from the expected values (unwritten ones included). `unalign` elements in front of each buffer move it off the
+// allocation's alignment (nccl-tests' -u).
 class CollectiveBuffers {
  public:
   CollectiveBuffers(Communicator& comm, Collective c, std::size_t count, DType t, ReduceOp op, int root,
-                    bool in_place);
+                    bool in_place, std::size_t unalign = 0);
   ~CollectiveBuffers();
   CollectiveBuffers(const CollectiveBuffers&) = delete;
   CollectiveBuffers& operator=(const CollectiveBuffers&) = delete;

@@ -7,20 +7,22 @@
 
 namespace parbench {
 
-// name, library call or hand-written, and its place in the "auto" policy (1 first; 0: only when named, as
-// oneshot, which needs every rank's buffer addressable). Auto prefers the vendor's library, then MPI's, then the
-// bandwidth-optimal ring, then the latency-optimal recursive algorithms, then tree and naive.
-#define PB_ALGORITHMS(X) \
-  X(nccl, true, 1)       \
-  X(mpi, true, 2)        \
-  X(naive, false, 7)     \
-  X(tree, false, 6)      \
-  X(ring, false, 3)      \
-  X(rd, false, 5)        \
-  X(rhd, false, 4)       \
-  X(oneshot, false, 0)
+// name, its --impl text, library call or hand-written, and its place in the "auto" policy (1 first; 0: only when
+// named: mpi-nb, the non-blocking form of mpi, and oneshot, which needs every rank's buffer addressable). Auto
+// prefers the vendor's library, then MPI's, then the bandwidth-optimal ring, then the latency-optimal recursive
+// algorithms, then tree and naive.
+#define PB_ALGORITHMS(X)          \
+  X(nccl, "nccl", true, 1)        \
+  X(mpi, "mpi", true, 2)          \
+  X(mpi_nb, "mpi-nb", true, 0)    \
+  X(naive, "naive", false, 7)     \
+  X(tree, "tree", false, 6)       \
+  X(ring, "ring", false, 3)       \
+  X(rd, "rd", false, 5)           \
+  X(rhd, "rhd", false, 4)         \
+  X(oneshot, "oneshot", false, 0)
 
-#define PB_DECLARE(name, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
+#define PB_DECLARE(name, text, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
 PB_ALGORITHMS(PB_DECLARE)
 #undef PB_DECLARE
 
@@ -34,7 +36,8 @@ struct Entry {
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = [] {
     std::vector<Entry> e;
-#define PB_REGISTER(name, library, auto_rank) e.push_back({#name, library, auto_rank, make_##name##_algorithm()});
+#define PB_REGISTER(name, text, library, auto_rank) \
+  e.push_back({text, library, auto_rank, make_##name##_algorithm()});
     PB_ALGORITHMS(PB_REGISTER)
 #undef PB_REGISTER
     return e;

@@ -1,5 +1,5 @@
-// busbw and latency: a collectives CSV (bench_allreduce and friends) as one log-log panel per collective and one
-// line per implementation (and whatever else varies).
+// busbw and latency: a collectives CSV (bench_allreduce and friends) as one log-log panel per collective (and
+// rank count) and one line per implementation (and whatever else varies; in-place dashed).
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -64,6 +64,7 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
   const std::vector<KeyField> fields = collective_key_fields();
   struct Row {
     std::string collective;
+    std::int64_t ranks;
     Key key;
     double bytes, y;
   };
@@ -85,7 +86,7 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
     Key key;
     for (const KeyField& f : fields) key.push_back(table.text(r, f.column));
     key[2] = std::to_string(ranks);  // "8" and "8.0" are one rank count
-    rows.push_back({table.text(r, "collective"), std::move(key), bytes, y});
+    rows.push_back({table.text(r, "collective"), ranks, std::move(key), bytes, y});
   }
   if (dropped) *dropped = skipped;
   if (rows.empty()) {
@@ -104,31 +105,47 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
   std::vector<Key> keys;
   for (const Row& row : rows) keys.push_back(row.key);
   const std::vector<bool> varies = varying_fields(keys);
-  std::vector<Key> distinct = keys;
+  // One panel per collective, and per rank count when that varies: every implementation at two rank counts in
+  // one panel was too many lines to read. The panel's title then names the rank count, the lines do not, and a
+  // line keeps its colour from panel to panel.
+  const bool per_ranks = varies[2];
+  // Out-of-place and in-place halves of one implementation share a colour (in-place dashed).
+  auto colour_key = [&](Key k) {
+    if (per_ranks) k[2].clear();
+    k[6].clear();
+    return k;
+  };
+  std::vector<Key> distinct;
+  for (const Key& k : keys) distinct.push_back(colour_key(k));
   std::sort(distinct.begin(), distinct.end(), key_less);
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   auto color_of = [&](const Key& k) {
-    return static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), k, key_less) - distinct.begin());
+    return static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), colour_key(k), key_less) -
+                            distinct.begin());
   };
 
-  // panel -> key -> bytes -> (sum, count)
-  std::map<std::string, std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)>> grouped;
+  std::vector<bool> label_varies = varies;
+  if (per_ranks) label_varies[2] = false;
+  // (collective, ranks) -> key -> bytes -> (sum, count)
+  using ByKey = std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)>;
+  std::map<std::pair<std::string, std::int64_t>, ByKey> grouped;
   std::set<std::string> collectives;
   for (const Row& row : rows) {
-    auto it = grouped.try_emplace(row.collective, &key_less).first;
+    auto it = grouped.try_emplace({row.collective, per_ranks ? row.ranks : 0}, &key_less).first;
     auto& point = it->second[row.key][row.bytes];
     point.first += row.y;
     point.second += 1;
     collectives.insert(row.collective);
   }
   std::vector<Panel> panels;
-  for (auto& [collective, by_key] : grouped) {
+  for (auto& [where, by_key] : grouped) {
     Panel panel;
-    panel.title = collective;
+    panel.title = where.first + (per_ranks ? ", " + std::to_string(where.second) + " ranks" : "");
     for (auto& [key, by_bytes] : by_key) {
       Series s;
-      s.label = key_label(key, fields, varies);
+      s.label = key_label(key, fields, label_varies);
       s.color = color_of(key);
+      s.dashed = varies[6] && inplace_words(key[6]) == "in-place";
       for (auto& [bytes, sum] : by_bytes) s.points.emplace_back(bytes, sum.first / sum.second);
       panel.series.push_back(std::move(s));
     }
@@ -203,7 +220,8 @@ void plot_collectives(const FigureOptions& options, const CollectiveFilter& filt
     for (std::size_t i = 0; i < panel.series.size(); ++i) {
       const Series& s = panel.series[i];
       plot += std::string(i ? ", " : "") + "'-' using 1:2 with linespoints lw 2 pt " +
-              std::to_string(5 + 2 * (s.color / 10 % 3)) + " ps 0.9 dt " + std::to_string(1 + s.color / 10) +
+              std::to_string(5 + 2 * (s.color / 10 % 3) + (s.dashed ? 1 : 0)) + " ps 0.9 dt " +
+              std::to_string(s.dashed ? 2 : 1 + s.color / 10) +
               " lc rgb '" + series_color(s.color) + "' title " + quote(s.label);
     }
     sc.cmd(plot);

@@ -23,6 +23,7 @@ struct FigureOptions {
 struct Series {
   std::string label;
   int color = 0;
+  bool dashed = false;  // the in-place half of a collective, beside its out-of-place line of the same colour
   std::vector<std::pair<double, double>> points;
 };
 

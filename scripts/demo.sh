@@ -5,20 +5,34 @@
 # written to results/ with a summary at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$(date +%s)
+step() { echo; echo "== $*"; }
+# The named columns of a CSV as an aligned table: by name, since columns move when a CSV gains one.
+show() {
+  local file=$1
+  shift
+  awk -F, -v want="$*" 'NR == 1 { n = split(want, w, " "); for (i = 1; i <= NF; i++) col[$i] = i
+      for (j = 1; j <= n; j++) if (!(w[j] in col)) { print "demo: no column " w[j] " in " FILENAME > "/dev/stderr"; exit 1 } }
+    { line = ""; for (j = 1; j <= n; j++) line = line (j > 1 ? "," : "") $col[w[j]]; print line }' "$file" | column -s, -t
+}
+
+step "setting up the packages parbench needs"
 scripts/setup.sh
-BUILD_DIR=build scripts/build.sh >/dev/null
+step "building parbench into build/ (minutes on a small machine; the whole log goes to build.log)"
+BUILD_DIR=build scripts/build.sh 2>&1 | tee build.log | awk '
+  /^\[[0-9]+\/[0-9]+\]/ { split(substr($1, 2), p, "/"); p[2] += 0
+    if (p[1] % 25 == 0 || p[1] == p[2]) { printf "  %s of %s build steps done\n", p[1], p[2]; fflush() }; next }
+  /error|FAILED/ { print; fflush() }'
 bin=build/bin
 out=results
 rm -rf "$out"
 mkdir -p "$out"
-start=$(date +%s)
 device=auto
-step() { echo; echo "== $*"; }
 
 if $bin/bench_memcpy --device cuda --sizes 1K --quiet 2>/dev/null; then
   device=cuda; impls=nccl,ring,rd,rhd,tree,naive
 else
-  device=cpu; impls=mpi,ring,rd,rhd,tree,naive
+  device=cpu; impls=mpi,mpi-nb,ring,rd,rhd,tree,naive
 fi
 echo "demo: device $device"
 
@@ -32,7 +46,7 @@ mpi=(); command -v mpirun >/dev/null && { mpi=(mpirun --oversubscribe -np 4); [ 
 if [ ${#mpi[@]} -gt 0 ]; then
   "${mpi[@]}" $bin/bench_allreduce --device $device --impl $impls --sizes 8:4M:x4 -n 10 --csv $out/allreduce4.csv
 else
-  $bin/bench_allreduce --ranks 4 --device $device --impl ${impls/mpi,/} --sizes 8:4M:x4 -n 10 --csv $out/allreduce4.csv
+  $bin/bench_allreduce --ranks 4 --device $device --impl ${impls/mpi,mpi-nb,/} --sizes 8:4M:x4 -n 10 --csv $out/allreduce4.csv
 fi
 { cat $out/allreduce_small.csv; tail -n +2 $out/allreduce4.csv; } > $out/allreduce.csv
 rm $out/allreduce_small.csv $out/allreduce4.csv
@@ -46,7 +60,8 @@ for scheme in single dp ddp zero1 zero2 zero3 localsgd; do
   $bin/bench_train --device $device --ranks $ranks --scheme $scheme "${model[@]}" --check --quiet \
     --csv $out/train_schemes.csv
 done
-column -s, -t < <(cut -d, -f2,6,13,14,20-27,29 $out/train_schemes.csv)
+show $out/train_schemes.csv scheme ranks step_ms samples_per_s peak_bytes params_bytes grads_bytes optimizer_bytes \
+  activations_bytes comm_buffer_bytes workspace_bytes comm_bytes_per_step max_param_diff_vs_single
 build/bin/parbench-plot memory -i $out/train_schemes.csv -o $out/train_memory.png
 
 step "bench_train: strong scaling of ddp and zero3 over 1, 2, 4 ranks"
@@ -75,7 +90,8 @@ for schedule in gpipe 1f1b; do
       --global-batch $((4 * m)) "${balanced[@]}" --pin --quiet --csv $out/train_pipeline.csv
   done
 done
-column -s, -t < <(cut -d, -f2,3,10,13,18,19,20,24 $out/train_pipeline.csv)
+show $out/train_pipeline.csv scheme schedule microbatches step_ms bubble_measured bubble_theory bubble_replayed \
+  activations_bytes
 build/bin/parbench-plot bubble -i $out/train_pipeline.csv -o $out/pipeline_bubble.png
 
 step "model-parallel schemes at 4 ranks, each checked against a single-rank run"
@@ -85,7 +101,8 @@ for run in "tp" "sp" "mp" "pp --schedule 1f1b" "pp --schedule interleaved --virt
   $bin/bench_train --device $device --ranks 4 --scheme $run --global-batch 16 "${deep[@]}" --check --quiet \
     --csv $out/train_model_parallel.csv
 done
-column -s, -t < <(cut -d, -f2,3,7,8,9,10,13,18,19,20,24,27,29 $out/train_model_parallel.csv)
+show $out/train_model_parallel.csv scheme schedule tp pp dp microbatches step_ms bubble_measured bubble_theory \
+  peak_bytes activations_bytes comm_bytes_per_step max_param_diff_vs_single
 
 step "one 1f1b step of 4 stages on a timeline"
 $bin/bench_train --device $device --ranks 4 --scheme pp --schedule 1f1b --microbatches 8 --global-batch 16 \

@@ -12,29 +12,14 @@
 #include <regex>
 #include <sstream>
 
+#include "bench_run.h"
+
 namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct Result {
-  int status;
-  std::string output;
-};
-
-Result run(const std::string& cmd) {
-  Result r{-1, {}};
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  std::size_t got;
-  while ((got = std::fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, got);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
-
-std::string bench(const std::string& name) { return std::string(PB_BENCH_DIR) + "/bench_" + name; }
+using namespace pbtest;  // run, bench, Result, mpirun
 
 TEST(BenchCli, AllreduceTableAndCsv) {
   auto csv = std::filesystem::temp_directory_path() / ("pb_coll_" + std::to_string(getpid()) + ".csv");
@@ -165,9 +150,6 @@ TEST(BenchKernelsCli, BatchCounterAndPerCallRates) {
 #endif
 
 #ifdef PB_MPIEXEC
-std::string mpirun(int n) {
-  return std::string(PB_MPIEXEC) + " --allow-run-as-root --oversubscribe -np " + std::to_string(n) + " ";
-}
 
 TEST(BenchCliMpi, AllreduceUnderMpirun) {
   Result r = run(mpirun(2) + bench("allreduce") + " --device cpu --impl mpi,ring,rhd --sizes 1K,64K -n 2 -o all");
@@ -195,11 +177,11 @@ TEST(BenchCliMpi, UsageErrorPrintedOnce) {
   ASSERT_NE(first, std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("unknown implementation 'bogus'", first + 1), std::string::npos) << r.output;
   // A parse-time refusal too (CLI11 validator, before the program body runs).
-  r = run(mpirun(2) + bench("allreduce") + " --device cpu --timeout 0");
+  r = run(mpirun(2) + bench("allreduce") + " --device cpu --timeout -1");
   EXPECT_NE(r.status, 0);
-  first = r.output.find("--timeout: 0 is not accepted");
+  first = r.output.find("--timeout: -1 is not accepted");
   ASSERT_NE(first, std::string::npos) << r.output;
-  EXPECT_EQ(r.output.find("--timeout: 0 is not accepted", first + 1), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("--timeout: -1 is not accepted", first + 1), std::string::npos) << r.output;
 }
 #endif
 

@@ -149,18 +149,18 @@ TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
       comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "bogus");
       ADD_FAILURE() << "unknown implementation accepted";
     } catch (const UsageError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("accepted: nccl, mpi, naive, tree, ring, rd, rhd, oneshot"));
+      EXPECT_THAT(e.what(), HasSubstr("accepted: nccl, mpi, mpi-nb, naive, tree, ring, rd, rhd, oneshot"));
     }
   });
 }
 
-// The auto policy lists every registered implementation but oneshot (which needs shared addresses and is run only
-// when named), libraries first, then ring.
+// The auto policy lists every registered implementation but oneshot (which needs shared addresses) and mpi-nb (the
+// non-blocking form of mpi), which run only when named; libraries first, then ring.
 TEST(Registry, AutoOrderCoversTheRegistry) {
   const std::vector<std::string> order = auto_order();
-  EXPECT_EQ(order.size() + 1, algorithm_names().size());
+  EXPECT_EQ(order.size() + 2, algorithm_names().size());
   for (const std::string& name : algorithm_names())
-    EXPECT_EQ(std::count(order.begin(), order.end(), name), name == "oneshot" ? 0 : 1) << name;
+    EXPECT_EQ(std::count(order.begin(), order.end(), name), name == "oneshot" || name == "mpi-nb" ? 0 : 1) << name;
   ASSERT_GE(order.size(), 3u);
   EXPECT_EQ(order[0], "nccl");
   EXPECT_EQ(order[1], "mpi");

@@ -62,21 +62,26 @@ TEST(CollectivePanels, GroupsFiltersAveragesAndLabels) {
   const auto panels = collective_panels(t, filter, "busbw_gbps", 1e300, &common, &dropped);
   EXPECT_EQ(dropped, 1u);
   EXPECT_EQ(common, "allreduce, cpu, f32");
-  ASSERT_EQ(panels.size(), 1u);
-  EXPECT_EQ(panels[0].title, "allreduce");
-  ASSERT_EQ(panels[0].series.size(), 3u);
-  EXPECT_EQ(panels[0].series[0].label, "ring (2 ranks)");
-  EXPECT_EQ(panels[0].series[1].label, "ring (4 ranks)");
-  EXPECT_EQ(panels[0].series[2].label, "tree (2 ranks)");
+  // Two rank counts: one panel each (every implementation at both in one panel was unreadable), the lines named
+  // by implementation alone, each keeping its colour across panels.
+  ASSERT_EQ(panels.size(), 2u);
+  EXPECT_EQ(panels[0].title, "allreduce, 2 ranks");
+  EXPECT_EQ(panels[1].title, "allreduce, 4 ranks");
+  ASSERT_EQ(panels[0].series.size(), 2u);
+  ASSERT_EQ(panels[1].series.size(), 1u);
+  EXPECT_EQ(panels[0].series[0].label, "ring");
+  EXPECT_EQ(panels[0].series[1].label, "tree");
+  EXPECT_EQ(panels[1].series[0].label, "ring");
   EXPECT_THAT(panels[0].series[0].points, ElementsAre(std::pair(8.0, c), std::pair(1024.0, (a + b) / 2)));
-  EXPECT_THAT(panels[0].series[1].points, ElementsAre(std::pair(8.0, d)));
-  EXPECT_NE(panels[0].series[0].color, panels[0].series[2].color);
+  EXPECT_THAT(panels[1].series[0].points, ElementsAre(std::pair(8.0, d)));
+  EXPECT_NE(panels[0].series[0].color, panels[0].series[1].color);
+  EXPECT_EQ(panels[0].series[0].color, panels[1].series[0].color);
 
-  // Without the filter: one panel per collective, same colour for the same series in both.
+  // Without the filter: one panel per collective and rank count, same colour for the same series in all.
   const auto all = collective_panels(t, {}, "busbw_gbps", 1e300, &common, &dropped);
-  ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(all[0].title, "allgather");
-  EXPECT_EQ(all[0].series[0].label, "ring (2 ranks)");
+  ASSERT_EQ(all.size(), 3u);
+  EXPECT_EQ(all[0].title, "allgather, 2 ranks");
+  EXPECT_EQ(all[0].series[0].label, "ring");
   EXPECT_EQ(all[0].series[0].color, all[1].series[0].color);
   EXPECT_EQ(common, "cpu, f32");
 
@@ -88,6 +93,29 @@ TEST(CollectivePanels, GroupsFiltersAveragesAndLabels) {
   filter.collectives = {"broadcast"};
   EXPECT_THAT(usage_error([&] { collective_panels(t, filter, "busbw_gbps", 1e300, nullptr, nullptr); }),
               AllOf(HasSubstr("c.csv: no rows to plot after the filters"), HasSubstr("allgather, allreduce")));
+}
+
+// The two halves of one implementation: one colour, the in-place line dashed, labels naming the half.
+TEST(CollectivePanels, InPlaceHalfSharesItsColourDashed) {
+  ScratchDir dir;
+  write_file(dir.file("h.csv"),
+             "collective,impl,device,ranks,dtype,bytes,time_us,busbw_gbps,inplace\n"
+             "allreduce,ring,cpu,2,f32,8,5,1,0\n"
+             "allreduce,ring,cpu,2,f32,8,5,2,1\n"
+             "allreduce,tree,cpu,2,f32,8,5,3,0\n"
+             "allreduce,tree,cpu,2,f32,8,5,4,1\n");
+  const CsvTable t = CsvTable::read(dir.file("h.csv"), collective_columns());
+  const auto panels = collective_panels(t, {}, "busbw_gbps", 1e300, nullptr, nullptr);
+  ASSERT_EQ(panels.size(), 1u);
+  const auto& s = panels[0].series;
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].label, "ring (out-of-place)");
+  EXPECT_EQ(s[1].label, "ring (in-place)");
+  EXPECT_EQ(s[0].color, s[1].color);
+  EXPECT_FALSE(s[0].dashed);
+  EXPECT_TRUE(s[1].dashed);
+  EXPECT_NE(s[0].color, s[2].color);
+  EXPECT_EQ(s[2].color, s[3].color);
 }
 
 TEST(SizeTics, PowersOfTwoWithBinarySuffixes) {

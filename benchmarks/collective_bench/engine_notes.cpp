@@ -1,0 +1,111 @@
+// See engine_notes.h.
+#include "engine_notes.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "collectives/bootstrap.h"
+
+#ifdef PARBENCH_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace parbench {
+namespace {
+
+// Fixed-size record, so that one gather of bytes carries every rank's line.
+struct RankRecord {
+  int pid = 0, device = 0, group = 0;
+  char host[64] = {}, bus[32] = {}, name[96] = {};
+};
+
+void copy_text(char* dst, std::size_t size, const std::string& s) {
+  std::strncpy(dst, s.c_str(), size - 1);
+  dst[size - 1] = 0;
+}
+
+RankRecord my_record(int group, const Device& d) {
+  RankRecord r;
+  r.pid = int(getpid());
+  r.group = group;
+  r.device = d.index;
+  gethostname(r.host, sizeof r.host - 1);
+  copy_text(r.bus, sizeof r.bus, device_name(d));
+  copy_text(r.name, sizeof r.name, device_name(d));
+#ifdef PARBENCH_HAVE_CUDA
+  if (d.kind == DeviceKind::cuda) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, d.index) == cudaSuccess) {
+      char bus[32];
+      std::snprintf(bus, sizeof bus, "%04x:%02x:%02x", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+      copy_text(r.bus, sizeof r.bus, bus);
+      copy_text(r.name, sizeof r.name, prop.name);
+    }
+  }
+#endif
+  return r;
+}
+
+const char* average_name(int a) {
+  static const char* names[] = {"rank 0's", "the mean over ranks", "the minimum over ranks", "the maximum over ranks"};
+  return names[a];
+}
+
+}  // namespace
+
+std::vector<RankInfo> gather_rank_info(Communicator& world, int group, const Device& d) {
+  const RankRecord mine = my_record(group, d);
+  std::vector<RankRecord> all(std::size_t(world.size()));
+  world.gather(&mine, all.data(), sizeof(RankRecord), DType::u8, 0, "naive");
+  std::vector<RankInfo> out;
+  if (world.rank() != 0) return out;
+  for (int r = 0; r < world.size(); ++r) {
+    const RankRecord& x = all[std::size_t(r)];
+    out.push_back({r, x.group, x.pid, x.device, x.host, x.bus, x.name});
+  }
+  return out;
+}
+
+int count_nodes(Communicator& world) {
+  double first = world.local_rank() == 0 ? 1 : 0, nodes = 0;
+  world.allreduce(&first, &nodes, 1, DType::f64, ReduceOp::sum, "naive");
+  return int(nodes);
+}
+
+std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, const Communicator& world,
+                                   const Communicator& group, int nodes, const Device& d) {
+  std::vector<std::string> n;
+  const bool cuda = d.kind == DeviceKind::cuda;
+  n.push_back("parbench: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(nodes) + " node(s) (" +
+              (launched_by_mpirun() ? "mpirun" : "threads") + "), device " + device_name(d) + ", transport " +
+              std::string(world.transport().name()) + "; time is " + average_name(o.average) + " (-a " +
+              std::to_string(o.average) + "), per operation");
+  if (!p.split.op.empty())
+    n.push_back("NCCL_TESTS_SPLIT '" + p.split.op + " " + std::to_string(p.split.value) + "': groups of " +
+                std::to_string(group.size()) + " at world rank 0; every group runs the same test, the rows show "
+                "world rank 0's group, times are taken over all ranks");
+  if (!cuda && (o.ngpus > 1 || o.nthreads > 1))
+    n.push_back("-t/-g on device " + device_name(d) + ": each 'GPU' is a rank thread of this process");
+  if (o.graph > 0)
+    n.push_back("-G " + std::to_string(o.graph) + ": not applied: " +
+                (cuda ? std::string("our collectives run on the default stream, which CUDA cannot capture")
+                      : "CUDA graphs need --device cuda") + "; timed without a graph");
+  if (o.registration > 0)
+    n.push_back("-R " + std::to_string(o.registration) + ": NCCL buffer registration is not applied here");
+  if (o.parallel_init) n.push_back("-p 1: not applied: the bootstrap starts the ranks' communicators itself");
+  if (o.device_api || o.device_verify)
+    n.push_back("-D/-V: NCCL's device-API variants do not exist here; the host API runs");
+  if (o.stream_null) n.push_back("-y 1: our collectives already run on the default stream");
+  n.push_back("timeout: every operation has a deadline of " + std::to_string(int(p.timeout)) + " s (-T" +
+              (o.timeout == 0 ? std::string(" 0 or not given: ours, not nccl-tests' none)") : std::string(")")));
+  if (o.blocking) n.push_back("-z " + std::to_string(o.blocking) + ": " +
+                              (o.blocking == 1   ? "a wait after each operation"
+                               : o.blocking == 2 ? "a wait and a barrier after each operation"
+                                                 : "each operation timed alone between barriers"));
+  if (o.cputime) n.push_back("-C 1: 'cputime' is the host's time to issue the operations (before the final wait)");
+  return n;
+}
+
+}  // namespace parbench

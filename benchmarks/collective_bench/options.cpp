@@ -1,0 +1,196 @@
+// nccl-tests' command line on CLI11: same short letters, long names and defaults, and ours beside them.
+#include "options.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "collectives/algorithm.h"
+#include "collectives/bootstrap.h"
+#include "core/error.h"
+#include "core/sizes.h"
+
+namespace parbench {
+namespace {
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<std::uint64_t> sweep_sizes(const BenchOptions& o) {
+  if (!o.sizes.empty()) return parse_size_list(o.sizes);
+  const std::uint64_t lo = parse_size(o.minbytes), hi = parse_size(o.maxbytes);
+  if (lo > hi)
+    throw UsageError("--minbytes " + o.minbytes + " is larger than --maxbytes " + o.maxbytes +
+                     "; the sweep goes from -b up to -e");
+  std::vector<std::uint64_t> v;
+  if (o.stepfactor > 1) {
+    for (std::uint64_t s = lo; s <= hi; s *= o.stepfactor) {
+      v.push_back(s);
+      if (s == 0) break;
+    }
+    return v;
+  }
+  if (o.stepfactor == 1) throw UsageError("--stepfactor 1 would never end; use 2 or more");
+  const std::uint64_t step = parse_size(o.stepbytes);
+  if (step == 0 && lo != hi) throw UsageError("--stepbytes 0 would never end; give a positive step");
+  for (std::uint64_t s = lo; s <= hi; s += step) {
+    v.push_back(s);
+    if (step == 0) break;
+  }
+  return v;
+}
+
+// An int option checked against [lo, hi]; the message names the value and the range.
+CLI::Option* int_option(CLI::App& app, const std::string& names, int& v, const std::string& what, int lo, int hi) {
+  return app.add_option(names, v, what)->capture_default_str()->check(in_range(lo, hi));
+}
+
+std::vector<int> resolve_roots(Collective c, const std::string& root, int ranks) {
+  if (!is_rooted(c)) return {-1};
+  std::vector<int> roots;
+  if (root == "all") {
+    for (int r = 0; r < ranks; ++r) roots.push_back(r);
+    return roots;
+  }
+  int r = -1;
+  try {
+    std::size_t used = 0;
+    r = std::stoi(root, &used);
+    if (used != root.size()) r = -1;
+  } catch (const std::exception&) {
+  }
+  if (r < 0 || r >= ranks)
+    throw UsageError("--root " + root + " is outside the ranks 0.." + std::to_string(ranks - 1) +
+                     "; accepted: a rank or all");
+  return {r};
+}
+
+}  // namespace
+
+void add_bench_options(CLI::App& app, BenchOptions& o) {
+  add_common_options(app, o.common);
+  int_option(app, "-t,--nthreads", o.nthreads, "threads per process (ranks in a process = t x g)", 1, 1024);
+  int_option(app, "-g,--ngpus", o.ngpus, "GPUs (ranks) per thread", 1, 1024);
+  app.add_option("-b,--minbytes", o.minbytes, "smallest size of the sweep (K/M/G suffixes)")->capture_default_str();
+  app.add_option("-e,--maxbytes", o.maxbytes, "largest size of the sweep")->capture_default_str();
+  app.add_option("-f,--stepfactor", o.stepfactor, "multiply the size by this each step (default: add -i)");
+  app.add_option("-i,--stepbytes", o.stepbytes, "add this each step when -f is not given")->capture_default_str();
+  app.add_option("--sizes", o.sizes, "size list instead of -b/-e/-f/-i: 8:1G:x2, 1K:64M:+1M or 1K,4K,1M")
+      ->check(size_list_validator());
+  int_option(app, "-n,--iters", o.iters, "timed iterations per size", 1, 1 << 30);
+  int_option(app, "-w,--warmup_iters", o.warmup, "warm-up iterations", 0, 1 << 30);
+  int_option(app, "-m,--agg_iters", o.agg, "operations aggregated per iteration (one group)", 1, 1 << 20);
+  int_option(app, "-N,--run_cycles", o.cycles, "times the whole sweep runs (0: until stopped)", 0, 1 << 30);
+  int_option(app, "-a,--average", o.average, "time over ranks: 0 rank 0, 1 mean, 2 min, 3 max", 0, 3);
+  int_option(app, "-I,--per_iter_timing", o.per_iter, "1: time each iteration, add min/max/p99/cv columns", 0, 1);
+  int_option(app, "-K,--per_iter_skip", o.per_iter_skip, "iterations left out of -I's statistics", 0, 1 << 30);
+  int_option(app, "-p,--parallel_init", o.parallel_init, "1: start the ranks' communicators in parallel", 0, 1);
+  int_option(app, "-c,--check", o.check, "data-check rounds after timing; 0 prints N/A", 0, 1 << 20);
+  int_option(app, "-z,--blocking", o.blocking,
+             "0 one wait per timed batch, 1 wait after each op, 2 and a barrier, 3 time each op between barriers",
+             0, 3);
+  int_option(app, "-G,--cudagraph", o.graph, "CUDA graph launches of the captured iterations (cuda only)", 0,
+             1 << 20);
+  int_option(app, "-C,--report_cputime", o.cputime, "1: report the host's issue time instead of wall time", 0, 1);
+  int_option(app, "-R,--local_register", o.registration, "NCCL buffer registration: 0 none, 1 local, 2 symmetric",
+             0, 2);
+  int_option(app, "-S,--report_timestamps", o.timestamps, "1: start every row with its time of day", 0, 1);
+  int_option(app, "-M,--memory_report", o.memory, "1: print each rank's memory after the sweep", 0, 1);
+  int_option(app, "-u,--unalign", o.unalign, "offset every buffer by this many elements", 0, 4096);
+  int_option(app, "-D,--device_implementation", o.device_api, "NCCL device-API variant (not available here)", 0,
+             1 << 20);
+  int_option(app, "-V,--device_verify", o.device_verify, "NCCL device-API check (not available here)", 0, 1);
+  int_option(app, "-y,--stream_null", o.stream_null, "1: run on the default stream (cuda)", 0, 1);
+  app.add_option("-o,--op", o.op, "sum, prod, max, min, avg or all")->capture_default_str();
+  app.add_option("-d,--datatype", o.dtype,
+                 "double, float, half, bfloat16, int32, int8, uint8 (or f64 ... u8), or all")->capture_default_str();
+  app.add_option("-r,--root", o.root, "root of rooted collectives, or all")->capture_default_str();
+  app.add_option("-J,--output_file", o.json_file, "write nccl-tests' JSON (version 3) to this file");
+  app.add_option("-T,--timeout", o.timeout, "seconds an operation may take before the run aborts (0: 300)")
+      ->capture_default_str()->check(at_least(0));
+  app.add_option("--impl", o.impl,
+                 "comma list of implementations: nccl, mpi, mpi-nb (library) or naive, tree, ring, rd, rhd, oneshot "
+                 "(hand-written); auto = " + auto_policy_text())
+      ->capture_default_str();
+  app.add_option("--ranks", o.ranks, "ranks as threads of this process (same as -t N; without mpirun)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--inplace", o.inplace, "both (default), only (in-place only) or off (out-of-place only)")
+      ->check(CLI::IsMember({"both", "only", "off"}));
+  app.add_option("--seed", o.seed, "seed of the data-check inputs")->capture_default_str();
+}
+
+int SplitRule::color(int rank) const {
+  const auto r = std::uint64_t(rank);
+  if (op == "AND") return int(r & value);
+  if (op == "OR") return int(r | value);
+  if (op == "MOD") return int(r % value);
+  if (op == "DIV") return int(r / value);
+  return 0;
+}
+
+SplitRule parse_split_rule(const char* text) {
+  SplitRule rule;
+  if (!text || !*text) return rule;
+  std::string s(text);
+  std::replace(s.begin(), s.end(), ':', ' ');
+  std::istringstream in(s);
+  std::string value;
+  in >> rule.op >> value;
+  std::string rest;
+  in >> rest;
+  std::transform(rule.op.begin(), rule.op.end(), rule.op.begin(), ::toupper);
+  bool ok = (rule.op == "AND" || rule.op == "OR" || rule.op == "MOD" || rule.op == "DIV") && !value.empty() &&
+            rest.empty();
+  try {
+    std::size_t used = 0;
+    if (ok) rule.value = std::stoull(value, &used, 0), ok = used == value.size();
+  } catch (const std::exception&) {
+    ok = false;
+  }
+  if (ok && (rule.op == "MOD" || rule.op == "DIV") && rule.value == 0) ok = false;
+  if (!ok)
+    throw UsageError("NCCL_TESTS_SPLIT='" + std::string(text) +
+                     "' is not understood; accepted: 'AND|OR|MOD|DIV <number>', e.g. 'AND 0x7' or 'MOD 8'");
+  return rule;
+}
+
+BenchPlan resolve_plan(Collective c, const BenchOptions& o) {
+  BenchPlan p;
+  p.sizes = sweep_sizes(o);
+  for (const auto& d : split_list(o.dtype)) {
+    if (d == "all") p.dtypes = all_dtypes();
+    else p.dtypes.push_back(parse_dtype(d));
+  }
+  for (const auto& s : split_list(o.op)) {
+    if (s == "all") p.ops = all_reduce_ops();
+    else p.ops.push_back(parse_reduce_op(s));
+  }
+  if (p.dtypes.empty()) throw UsageError("-d/--datatype is empty; accepted: double, float, half, ... or all");
+  if (p.ops.empty()) throw UsageError("-o/--op is empty; accepted: sum, prod, max, min, avg or all");
+  if (!is_reduction(c)) p.ops = {ReduceOp::sum};
+  p.impls = split_list(o.impl);
+  if (p.impls.empty()) throw UsageError("--impl is empty; accepted: auto or a comma list of implementations");
+  for (const auto& i : p.impls)
+    if (i != "auto") find_algorithm(i);  // UsageError for unknown names
+  const int tg = o.nthreads * o.ngpus;
+  const bool mpi = launched_by_mpirun();  // there --ranks is the world size, which the bootstrap checks
+  if (!mpi && o.ranks > 0 && tg > 1 && o.ranks != tg)
+    throw UsageError("--ranks " + std::to_string(o.ranks) + " disagrees with -t " + std::to_string(o.nthreads) +
+                     " x -g " + std::to_string(o.ngpus) + "; give one of them");
+  p.ranks_per_process = !mpi && o.ranks > 0 ? o.ranks : tg;
+  p.planned_ranks = (mpi ? launcher_world_size() : 1) * p.ranks_per_process;
+  p.timeout = o.timeout > 0 ? o.timeout : kDefaultTimeout;
+  p.split = parse_split_rule(std::getenv("NCCL_TESTS_SPLIT"));
+  p.roots = resolve_roots(c, o.root, p.planned_ranks);
+  if (o.per_iter_skip >= o.iters && o.per_iter)
+    throw UsageError("-K " + std::to_string(o.per_iter_skip) + " skips every one of the " +
+                     std::to_string(o.iters) + " iterations; accepted: -K below -n");
+  return p;
+}
+
+}  // namespace parbench
