@@ -162,19 +162,20 @@ void flash_attention_backward(T* dinp, acc_t<T>*, const T* dout, const T* inp, c
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 namespace {
-// (B, T, C) of an attention input (B,T,3C).
+// The storage dtype and (B, T, C) of an attention input (B,T,3C).
 struct AttnShape {
+  DType d;
   int B, T_, C;
 };
 // The attention ops' common checks: inp (B,T,3C) q|k|v in a storage dtype with NH dividing C, the activation
 // `act` (B,T,C) (out, or dout in the backward) in that dtype, and the saved statistics in the statistics dtype:
 // att (B,NH,T,T), or lse (B,NH,T) for the flash pair.
-AttnShape check_attention(const Op& op, DType d, const Tensor& inp, int NH, Named act, Named stats, bool flash) {
+AttnShape check_attention(const Op& op, const Tensor& inp, int NH, Named act, Named stats, bool flash) {
+  DType d = op.storage(inp, "inp");
   if (inp.rank() != 3 || inp.dim(2) % 3 != 0) op.fail("inp must be (B, T, 3C), got " + shape_string(inp.shape()));
-  AttnShape a{int(inp.dim(0)), int(inp.dim(1)), int(inp.dim(2) / 3)};
+  AttnShape a{d, int(inp.dim(0)), int(inp.dim(1)), int(inp.dim(2) / 3)};
   if (NH <= 0 || a.C % NH != 0)
     op.fail("NH=" + std::to_string(NH) + " does not divide C=" + std::to_string(a.C) + " into heads");
   op.dtype(act.t, act.name, d);
@@ -195,16 +196,14 @@ void check_attention_grad(const Op& op, DType d, const Tensor& inp, const Tensor
 
 void attention_forward(Tensor& out, Tensor& att, const Tensor& inp, int NH, const Stream& s) {
   Op op{"attention_forward", s};
-  DType d = op.storage(inp, "inp");
-  auto [B, T_, C] = check_attention(op, d, inp, NH, {out, "out"}, {att, "att"}, false);
+  auto [d, B, T_, C] = check_attention(op, inp, NH, {out, "out"}, {att, "att"}, false);
   PB_DISPATCH(op, d, attention_forward, out.ptr<T>(), att.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH);
 }
 
 void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& att,
                         int NH, const Stream& s) {
   Op op{"attention_backward", s};
-  DType d = op.storage(inp, "inp");
-  auto [B, T_, C] = check_attention(op, d, inp, NH, {dout, "dout"}, {att, "att"}, false);
+  auto [d, B, T_, C] = check_attention(op, inp, NH, {dout, "dout"}, {att, "att"}, false);
   check_attention_grad(op, d, inp, dinp, scratch, std::int64_t(B) * NH * T_ * T_);
   PB_DISPATCH(op, d, attention_backward, dinp.ptr<T>(), scratch.ptr<Acc<T>>(), dout.ptr<T>(), inp.ptr<T>(),
               att.ptr<Acc<T>>(), B, T_, C, NH);
@@ -212,16 +211,14 @@ void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const
 
 void flash_attention_forward(Tensor& out, Tensor& lse, const Tensor& inp, int NH, const Stream& s) {
   Op op{"flash_attention_forward", s};
-  DType d = op.storage(inp, "inp");
-  auto [B, T_, C] = check_attention(op, d, inp, NH, {out, "out"}, {lse, "lse"}, true);
+  auto [d, B, T_, C] = check_attention(op, inp, NH, {out, "out"}, {lse, "lse"}, true);
   PB_DISPATCH(op, d, flash_attention_forward, out.ptr<T>(), lse.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH);
 }
 
 void flash_attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& out,
                               const Tensor& lse, int NH, const Stream& s) {
   Op op{"flash_attention_backward", s};
-  DType d = op.storage(inp, "inp");
-  auto [B, T_, C] = check_attention(op, d, inp, NH, {dout, "dout"}, {lse, "lse"}, true);
+  auto [d, B, T_, C] = check_attention(op, inp, NH, {dout, "dout"}, {lse, "lse"}, true);
   op.dtype(out, "out", d);
   op.shape(out, "out", dout.shape());
   check_attention_grad(op, d, inp, dinp, scratch, std::int64_t(B) * NH * T_);

@@ -19,7 +19,6 @@ void convert(To* out, const From* inp, std::int64_t n, void*) {
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void convert(Tensor& out, const Tensor& inp, const Stream& s) {
   Op op{"convert", s};

@@ -100,7 +100,6 @@ void crossentropy_shard_finish(acc_t<T>* losses, T* dlogits, const T* logits, co
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void crossentropy_forward_backward(Tensor& losses, Tensor* dlogits, const Tensor& logits, const Tensor& targets,
                                    float dloss, const Stream& s) {

@@ -100,6 +100,11 @@ void with_storage(DType d, F&& f) {
 
 }  // namespace parbench::ops::detail
 
+// The op host files define their ops in parbench::ops, these helpers at hand (only they include this header).
+namespace parbench::ops {
+using namespace detail;
+}  // namespace parbench::ops
+
 // PB_RUN(op, T, name, args...): calls name(args..., stream) in ref on cpu, simt_kernels on simt or cuda_kernels on
 // cuda; the argument list is written once. T is the storage type: the kernels exist for float and bf16 only,
 // so their branch is discarded at compile time for double. PB_DISPATCH(op, d, name, args...) does the same with T

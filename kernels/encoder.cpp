@@ -78,7 +78,6 @@ void encoder_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, 
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 // The embedding ops' checks: inp (B,T) i32 token ids, `table` (V,C), `positions` (maxT >= T, C) when not null, and
 // the activation `act` (B,T,C), in storage dtype d. The tokens of a full table must lie inside it; a vocabulary

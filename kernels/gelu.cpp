@@ -56,7 +56,6 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T*
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void gelu_forward(Tensor& out, const Tensor& inp, const Stream& s) {
   Op op{"gelu_forward", s};

@@ -34,7 +34,6 @@ void clip_by_norm(T* x, std::int64_t n, const acc_t<T>* norm_sq, float max_norm,
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void norm_squared(Tensor& out, const Tensor& x, bool accumulate, const Stream& s) {
   Op op{"norm_squared", s};

@@ -71,7 +71,6 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& inp, const Tensor& weight,
                        const Tensor& bias, const Stream& s) {

@@ -70,7 +70,6 @@ void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 std::string_view matmul_algo_name(MatmulAlgo a) {
   switch (a) {

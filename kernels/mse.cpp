@@ -34,7 +34,6 @@ void mse_backward(T* dpred, const T* pred, const T* target, std::int64_t n, floa
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void mse_forward(Tensor& loss, const Tensor& pred, const Tensor& target, const Stream& s) {
   Op op{"mse_forward", s};

@@ -43,7 +43,6 @@ void sgd_update(T* params, const T* grads, std::int64_t n, float lr, float weigh
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void adamw_update(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamWConfig& cfg, int step,
                   const Stream& s) {

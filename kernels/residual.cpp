@@ -28,7 +28,6 @@ void residual_backward(T* da, T* db, const T* dout, std::int64_t n, void*) {
 }  // namespace parbench::ref
 
 namespace parbench::ops {
-using namespace detail;
 
 void residual_forward(Tensor& out, const Tensor& a, const Tensor& b, const Stream& s) {
   Op op{"residual_forward", s};

@@ -13,10 +13,9 @@
 namespace parbench {
 namespace {
 
+using V = std::vector<double>;
 using test::at;
 using test::CpuOps;
-using test::rel_l2;
-using V = std::vector<double>;
 
 // ---------------------------------------------------------------- backward vs finite differences (f64)
 class FiniteDiff : public CpuOps {
@@ -36,7 +35,7 @@ class FiniteDiff : public CpuOps {
       xi = keep;
       fd[i] = (lp - lm) / (2 * h);
     }
-    EXPECT_LE(rel_l2(test::to_vector(grad), fd), tol) << what;
+    EXPECT_LE(test::rel_l2(test::to_vector(grad), fd), tol) << what;
   }
   // sum_i w_i out_i: the scalar whose gradient with respect to out is w.
   static double dot(const Tensor& w, const Tensor& out) {
