@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <ostream>
 #include <set>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ struct Param {
   ops::MatmulAlgo algo;
   std::string schedule;  // of the simt device
 };
+
+// Failures name the entry, not its bytes.
+void PrintTo(const Param& p, std::ostream* os) {
+  *os << p.entry->name << " " << dtype_name(p.dtype) << " " << ops::matmul_algo_name(p.algo) << " " << p.schedule;
+}
 
 // Every entry at each of its dtypes (f32 and bf16, or its fixed ones) and matmul versions, under each schedule.
 std::vector<Param> all_params() {
