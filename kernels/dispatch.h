@@ -35,9 +35,9 @@ using acc_t = float;
   }                                                     \
   PB_CUDA_SIGNATURES(__VA_ARGS__)
 #if defined(PARBENCH_HAVE_CUDA)
-#define PB_CUDA_SIGNATURES(...)    \
+#define PB_CUDA_SIGNATURES(...)      \
   namespace parbench::cuda_kernels { \
-  __VA_ARGS__                      \
+  __VA_ARGS__                        \
   }
 #else
 #define PB_CUDA_SIGNATURES(...)
