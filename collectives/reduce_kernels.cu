@@ -1,8 +1,11 @@
 // Local combine step of the hand-written collectives, as one CUDA kernel source: nvcc builds it for cuda, the simt
 // emulator runs the same code on the host. inout[i] = inout[i] op in[i]; avg finishes with a division by n.
+#include <algorithm>
 #include <cstring>
 
-#include "kernels/simt/cuda_compat.h"
+#include "collectives/types.h"
+#include "core/dtype.h"
+#include "kernels/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -27,25 +30,32 @@ __device__ void combine_range(void* inout, const void* in, unsigned long long n)
     a[i] = E::store(combine_values<OP>(E::load(a[i]), E::load(b[i])));
 }
 
+// combine_values (reduce_elem.inc) numbers the ops as ReduceOp does: a reordered ReduceOp must stop the build here
+// instead of combining with the wrong operation.
+static_assert(int(ReduceOp::sum) == 0 && int(ReduceOp::prod) == 1 && int(ReduceOp::max) == 2 &&
+              int(ReduceOp::min) == 3);
+
 template <class E>
-__device__ void combine_op(void* inout, const void* in, unsigned long long n, int op) {
+__device__ void combine_op(void* inout, const void* in, unsigned long long n, ReduceOp op) {
   switch (op) {
-    case 1: combine_range<E, 1>(inout, in, n); break;
-    case 2: combine_range<E, 2>(inout, in, n); break;
-    case 3: combine_range<E, 3>(inout, in, n); break;
-    default: combine_range<E, 0>(inout, in, n); break;
+    case ReduceOp::prod: combine_range<E, int(ReduceOp::prod)>(inout, in, n); break;
+    case ReduceOp::max: combine_range<E, int(ReduceOp::max)>(inout, in, n); break;
+    case ReduceOp::min: combine_range<E, int(ReduceOp::min)>(inout, in, n); break;
+    default: combine_range<E, int(ReduceOp::sum)>(inout, in, n); break;  // sum, and avg before its division
   }
 }
 
+// The element type by DType's names, not its order; reduce.cpp passes the dtype of a checked buffer.
 __global__ void reduce_combine_kernel(void* inout, const void* in, unsigned long long n, int dtype, int op) {
-  switch (dtype) {
-    case 0: combine_op<ElemF64>(inout, in, n, op); break;
-    case 1: combine_op<ElemF32>(inout, in, n, op); break;
-    case 2: combine_op<ElemF16>(inout, in, n, op); break;
-    case 3: combine_op<ElemBF16>(inout, in, n, op); break;
-    case 4: combine_op<ElemI32>(inout, in, n, op); break;
-    case 5: combine_op<ElemI8>(inout, in, n, op); break;
-    default: combine_op<ElemU8>(inout, in, n, op); break;
+  ReduceOp o = ReduceOp(op);
+  switch (DType(dtype)) {
+    case DType::f64: combine_op<ElemF64>(inout, in, n, o); break;
+    case DType::f32: combine_op<ElemF32>(inout, in, n, o); break;
+    case DType::f16: combine_op<ElemF16>(inout, in, n, o); break;
+    case DType::bf16: combine_op<ElemBF16>(inout, in, n, o); break;
+    case DType::i32: combine_op<ElemI32>(inout, in, n, o); break;
+    case DType::i8: combine_op<ElemI8>(inout, in, n, o); break;
+    case DType::u8: combine_op<ElemU8>(inout, in, n, o); break;
   }
 }
 
@@ -58,31 +68,29 @@ __device__ void divide_range(void* buf, unsigned long long n, int ranks) {
 }
 
 __global__ void reduce_divide_kernel(void* buf, unsigned long long n, int dtype, int ranks) {
-  switch (dtype) {
-    case 0: divide_range<ElemF64>(buf, n, ranks); break;
-    case 1: divide_range<ElemF32>(buf, n, ranks); break;
-    case 2: divide_range<ElemF16>(buf, n, ranks); break;
-    case 3: divide_range<ElemBF16>(buf, n, ranks); break;
-    case 4: divide_range<ElemI32>(buf, n, ranks); break;
-    case 5: divide_range<ElemI8>(buf, n, ranks); break;
-    default: divide_range<ElemU8>(buf, n, ranks); break;
+  switch (DType(dtype)) {
+    case DType::f64: divide_range<ElemF64>(buf, n, ranks); break;
+    case DType::f32: divide_range<ElemF32>(buf, n, ranks); break;
+    case DType::f16: divide_range<ElemF16>(buf, n, ranks); break;
+    case DType::bf16: divide_range<ElemBF16>(buf, n, ranks); break;
+    case DType::i32: divide_range<ElemI32>(buf, n, ranks); break;
+    case DType::i8: divide_range<ElemI8>(buf, n, ranks); break;
+    case DType::u8: divide_range<ElemU8>(buf, n, ranks); break;
   }
 }
 
-static unsigned grid_for(unsigned long long n) {
-  unsigned long long blocks = (n + kThreads - 1) / kThreads;
-  return unsigned(blocks < kMaxBlocks ? blocks : kMaxBlocks);
-}
+// The kernels' grid for a grid-stride loop (kernel_common.h), capped lower for the emulator's fibers.
+static unsigned blocks_for(unsigned long long n) { return std::min(grid_for(std::int64_t(n), kThreads), kMaxBlocks); }
 
 void reduce_combine(void* inout, const void* in, unsigned long long n, int dtype, int op, void* stream) {
   if (n == 0) return;
-  PB_LAUNCH(reduce_combine_kernel, dim3(grid_for(n)), dim3(kThreads), 0, stream)(inout, in, n, dtype, op);
+  PB_LAUNCH(reduce_combine_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, stream)(inout, in, n, dtype, op);
   PB_CHECK_LAUNCH();
 }
 
 void reduce_divide(void* buf, unsigned long long n, int dtype, int ranks, void* stream) {
   if (n == 0) return;
-  PB_LAUNCH(reduce_divide_kernel, dim3(grid_for(n)), dim3(kThreads), 0, stream)(buf, n, dtype, ranks);
+  PB_LAUNCH(reduce_divide_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, stream)(buf, n, dtype, ranks);
   PB_CHECK_LAUNCH();
 }
 

@@ -1,5 +1,5 @@
 // Launchers of the reduction kernel (reduce_kernels.cu) for the simt emulator and, with CUDA, for the GPU.
-// dtype and op are the integer values of parbench::DType and parbench::ReduceOp.
+// dtype and op are the integer values of parbench::DType and parbench::ReduceOp (the kernel switches on their names).
 #pragma once
 
 namespace parbench::simt_kernels {

@@ -1,6 +1,7 @@
 // Storage conversion between fp32 and bf16 (round to nearest even).
+#include <type_traits>
+
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -17,16 +18,18 @@ __global__ void to_f32_kernel(float* out, const __nv_bfloat16* inp, std::int64_t
     out[i] = __bfloat162float(inp[i]);
 }
 
-void convert(::parbench::bf16* out, const float* inp, std::int64_t n, void* stream) {
+// The launcher is a template on both types, like the reference, so that one signature serves both.
+template <class To, class From>
+void convert(To* out, const From* inp, std::int64_t n, void* stream) {
   if (n == 0) return;
-  PB_LAUNCH(to_bf16_kernel, grid_for(n, 256), 256, 0, stream)(dev(out), inp, n);
+  if constexpr (std::is_same_v<To, ::parbench::bf16>)
+    PB_LAUNCH(to_bf16_kernel, grid_for(n, 256), 256, 0, stream)(dev(out), inp, n);
+  else
+    PB_LAUNCH(to_f32_kernel, grid_for(n, 256), 256, 0, stream)(out, dev(inp), n);
   PB_CHECK_LAUNCH();
 }
 
-void convert(float* out, const ::parbench::bf16* inp, std::int64_t n, void* stream) {
-  if (n == 0) return;
-  PB_LAUNCH(to_f32_kernel, grid_for(n, 256), 256, 0, stream)(out, dev(inp), n);
-  PB_CHECK_LAUNCH();
-}
+template void convert<::parbench::bf16, float>(::parbench::bf16*, const float*, std::int64_t, void*);
+template void convert<float, ::parbench::bf16>(float*, const ::parbench::bf16*, std::int64_t, void*);
 
 }  // namespace parbench::PB_KERNEL_NS

@@ -2,7 +2,6 @@
 // vocabulary-parallel version splits it into three passes over a column shard, between which the caller
 // combines the per-row statistics over the tensor-parallel ranks.
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
 

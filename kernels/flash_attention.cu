@@ -5,9 +5,11 @@
 #include <cmath>
 
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
+
+// The largest head size C/NH the flash kernels take.
+inline constexpr int kFlashMaxHeadSize = 128;
 
 constexpr int kFB = 32;  // rows per tile, queries and keys alike; also the block size
 

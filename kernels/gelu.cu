@@ -1,6 +1,5 @@
 // GELU (tanh form) and fused bias + GELU, forward and backward.
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -1,6 +1,5 @@
 // Layernorm over the last dimension: one warp per row; saves mean and rstd for the backward pass.
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -3,9 +3,13 @@
 // loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate). The backward runs on the version-2 kernel,
 // which takes arbitrary strides, and a column-sum kernel for the bias.
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
+
+// Matmul versions, numbered as in the benchmark: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D
+// tiles with 16-byte loads, 4 tensor cores through WMMA (bf16 in, fp32 accumulate; fp32 storage is
+// rounded to bf16 on the way in). 0 picks the default (3 for fp32, 4 for bf16).
+inline constexpr int kMatmulVersions = 4;
 
 // ---- 1: one thread per output element, straight from global memory.
 template <class T>

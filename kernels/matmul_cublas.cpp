@@ -6,10 +6,15 @@
 #include <mutex>
 #include <string>
 
+#include "core/dtype.h"
 #include "core/error.h"
-#include "kernels/launchers.h"
 
 namespace parbench::cuda_kernels {
+
+// matmul.cu's epilogue: out (BT,OC) += bias.
+template <class T>
+void add_bias(T* out, const T* bias, int BT, int OC, void* stream);
+
 namespace {
 
 void cublas_check(cublasStatus_t st, const char* what) {

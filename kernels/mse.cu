@@ -1,6 +1,5 @@
 // Mean-squared-error loss (the MLP's), forward (device scalar) and backward.
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
 

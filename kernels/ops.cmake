@@ -1,17 +1,13 @@
-# kernels/ops.cmake: the ops (one .cu per op, references in ref/), built for cpu (references), simt
-# (the same .cu through the emulator) and cuda (nvcc), and the dispatch library parbench_kernels.
-set(PB_OP_SOURCES
-  attention.cu convert.cu crossentropy.cu encoder.cu flash_attention.cu gelu.cu global_norm.cu
-  layernorm.cu matmul.cu mse.cu optimizer.cu residual.cu)
-list(TRANSFORM PB_OP_SOURCES PREPEND ${CMAKE_CURRENT_SOURCE_DIR}/)
+# kernels/ops.cmake: the ops, each a pair of files: <op>.cu (kernels and launchers), built for simt (through the
+# emulator) and cuda (nvcc), and <op>.cpp (its reference, the checks and dispatch of its ops on tensors, and its
+# workloads for the op table), built into parbench_kernels with the shared dispatch and table code. Both lists are
+# globbed (re-globbed at build time) so that a new op needs no edit here.
+file(GLOB PB_OP_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
+file(GLOB PB_OP_HOST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublas.cpp)  # cuda only, below
 
-add_library(parbench_kernels_ref STATIC
-  ref/attention.cpp ref/convert.cpp ref/crossentropy.cpp ref/encoder.cpp ref/gelu.cpp ref/global_norm.cpp
-  ref/layernorm.cpp ref/matmul.cpp ref/mse.cpp ref/optimizer.cpp ref/residual.cpp)
-target_link_libraries(parbench_kernels_ref PUBLIC parbench_core)
-
-add_library(parbench_kernels STATIC ops.cpp)
-target_link_libraries(parbench_kernels PUBLIC parbench_kernels_ref parbench_core)
+add_library(parbench_kernels STATIC ${PB_OP_HOST_SOURCES})
+target_link_libraries(parbench_kernels PUBLIC parbench_core)
 
 # The simt half needs the emulator (kernels/simt); without it the ops run on cpu and cuda only.
 if(TARGET parbench_simt)

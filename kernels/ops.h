@@ -1,9 +1,9 @@
-// The one dispatch API for every op, on tensors: the device comes from the tensors and the stream
-// (cpu -> kernels/ref, simt -> simt_kernels, cuda -> cuda_kernels). Shapes in llm.c notation.
-// Storage dtype f32 or bf16 (and f64 on cpu, for gradient checks); statistics (mean, rstd, att, lse,
-// losses, norms, the vocabulary-parallel row statistics) and optimizer moments are f32 (f64 when the storage is
-// f64). Shape, dtype and device
-// mismatches throw parbench::Error naming the op and the tensor.
+// The ops on tensors that models call by name: the device comes from the tensors and the stream (cpu -> the
+// reference, simt -> simt_kernels, cuda -> cuda_kernels); each op's checks and dispatch live in its host file,
+// kernels/<op>.cpp. Shapes in llm.c notation. Storage dtype f32 or bf16 (and f64 on cpu, for gradient checks);
+// statistics (mean, rstd, att, lse, losses, norms, the vocabulary-parallel row statistics) and optimizer moments
+// are f32 (f64 when the storage is f64). Shape, dtype and device mismatches throw parbench::Error naming the op and
+// the tensor.
 #pragma once
 #include <cstdint>
 #include <string_view>

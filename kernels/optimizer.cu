@@ -2,7 +2,6 @@
 #include <cmath>
 
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
 

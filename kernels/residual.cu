@@ -1,6 +1,5 @@
 // Residual add, forward and backward (the backward adds the gradient into both branches).
 #include "kernels/kernel_common.h"
-#include "kernels/launchers.h"
 
 namespace parbench::PB_KERNEL_NS {
 

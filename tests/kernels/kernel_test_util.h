@@ -1,4 +1,4 @@
-// Helpers for the kernel tests: random tensors, NaN poisoning, relative L2 error, host copies.
+// Helpers for the kernel tests: random tensors, NaN poisoning, relative L2 error, host copies, the cpu fixture.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <random>
 #include <string>
@@ -14,7 +15,9 @@
 
 #include "core/allocator.h"
 #include "core/dtype.h"
+#include "core/stream.h"
 #include "core/tensor.h"
+#include "kernels/op_table.h"
 
 namespace parbench::test {
 
@@ -29,17 +32,13 @@ inline std::uint64_t test_seed() {
   return seed;
 }
 
-inline void fill_uniform(Tensor& t, std::mt19937_64& rng, double lo, double hi) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  for (std::int64_t i = 0; i < t.numel(); ++i) store_from_double(t.data(), t.dtype(), std::size_t(i), u(rng));
-}
+// Random and poisoned host tensors, and the relative L2 error: the op table's helpers, which bench_kernels uses too.
+using optable::fill_nan;
+using optable::fill_uniform;
+using optable::rel_l2;
 inline void fill_tokens(Tensor& t, std::mt19937_64& rng, int V) {
   std::uniform_int_distribution<int> u(0, V - 1);
   for (std::int64_t i = 0; i < t.numel(); ++i) t.ptr<std::int32_t>()[i] = u(rng);
-}
-inline void fill_nan(Tensor& t) {
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    store_from_double(t.data(), t.dtype(), std::size_t(i), std::numeric_limits<double>::quiet_NaN());
 }
 // Same bytes into a tensor of the same size (cpu and simt memory are both host memory).
 inline void copy_into(Tensor& dst, const Tensor& src) {
@@ -48,27 +47,32 @@ inline void copy_into(Tensor& dst, const Tensor& src) {
 }
 inline double at(const Tensor& t, std::int64_t i) { return load_as_double(t.data(), t.dtype(), std::size_t(i)); }
 
-// ||out - ref|| / ||ref||; infinity when out has any NaN or infinity (a poisoned element left unwritten).
-inline double rel_l2(const Tensor& out, const Tensor& ref) {
-  EXPECT_EQ(out.numel(), ref.numel());
-  double num = 0, den = 0;
-  for (std::int64_t i = 0; i < ref.numel(); ++i) {
-    double o = at(out, i), r = at(ref, i);
-    if (!std::isfinite(o)) return std::numeric_limits<double>::infinity();
-    num += (o - r) * (o - r);
-    den += r * r;
+// The cpu device's tensors for the reference tests: random, NaN-poisoned and token tensors from a per-test seed.
+class CpuOps : public ::testing::Test {
+ protected:
+  TrackedAllocator alloc{Device{DeviceKind::cpu}};
+  Stream s{Device{DeviceKind::cpu}};
+  std::mt19937_64 rng{test::test_seed() ^ std::hash<std::string>{}(
+                          ::testing::UnitTest::GetInstance()->current_test_info()->name())};
+
+  Tensor make(DType d, Shape shape) { return Tensor(alloc, d, std::move(shape), MemCategory::activations); }
+  Tensor rnd(DType d, Shape shape, double lo = -1, double hi = 1) {
+    Tensor t = make(d, std::move(shape));
+    fill_uniform(t, rng, lo, hi);
+    return t;
   }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-inline double rel_l2(const std::vector<double>& out, const std::vector<double>& ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < ref.size(); ++i) {
-    if (!std::isfinite(out[i])) return std::numeric_limits<double>::infinity();
-    num += (out[i] - ref[i]) * (out[i] - ref[i]);
-    den += ref[i] * ref[i];
+  Tensor poisoned(DType d, Shape shape) {
+    Tensor t = make(d, std::move(shape));
+    fill_nan(t);
+    return t;
   }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
+  Tensor tokens(Shape shape, int vocab) {
+    Tensor t = make(DType::i32, std::move(shape));
+    fill_tokens(t, rng, vocab);
+    return t;
+  }
+};
+
 inline std::vector<double> to_vector(const Tensor& t) {
   std::vector<double> v(std::size_t(t.numel()));
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = at(t, std::int64_t(i));

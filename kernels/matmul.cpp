@@ -1,0 +1,176 @@
+// Matmul with bias, out = inp weight^T + bias, and its backward: the host half of matmul.cu (reference, checks
+// and dispatch, and the cuBLAS baseline on cuda).
+#include <algorithm>
+#include <array>
+#include <type_traits>
+
+#include "kernels/dispatch.h"
+#include "kernels/op_table.h"
+#include "kernels/ops.h"
+
+PB_OP_SIGNATURES(
+// out (BT,OC) = inp (BT,C) weight^T (OC,C) + bias (OC); bias may be null. `version` picks the kernel (the numbers
+// of ops::MatmulAlgo, 0 for the default); the reference ignores it.
+template <class T>
+void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, int version,
+                    void* stream);
+// dinp (BT,C), dweight (OC,C), dbias (OC): each may be null; `accumulate` adds to them instead of overwriting.
+template <class T>
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
+                     bool accumulate, void* stream);
+)
+
+#if defined(PARBENCH_HAVE_CUDA)
+namespace parbench::cuda_kernels {
+// The vendor baseline (matmul_cublas.cpp): cuBLAS GEMM at fp32 compute (bf16 inputs for bf16), then add_bias.
+template <class T>
+void matmul_forward_cublas(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, void* stream);
+}  // namespace parbench::cuda_kernels
+#endif
+
+namespace parbench::ref {
+
+template <class T>
+void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, int, void*) {
+  using A = acc_t<T>;
+  for (int m = 0; m < BT; ++m)
+    for (int o = 0; o < OC; ++o) {
+      A sum = bias ? load(bias[o]) : A(0);
+      for (int c = 0; c < C; ++c) sum += load(inp[std::int64_t(m) * C + c]) * load(weight[std::int64_t(o) * C + c]);
+      out[std::int64_t(m) * OC + o] = store<T>(sum);
+    }
+}
+
+template <class T>
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
+                     bool accumulate, void*) {
+  using A = acc_t<T>;
+  if (dinp)
+    for (int m = 0; m < BT; ++m)
+      for (int c = 0; c < C; ++c) {
+        A sum = accumulate ? load(dinp[std::int64_t(m) * C + c]) : A(0);
+        for (int o = 0; o < OC; ++o) sum += load(dout[std::int64_t(m) * OC + o]) * load(weight[std::int64_t(o) * C + c]);
+        dinp[std::int64_t(m) * C + c] = store<T>(sum);
+      }
+  if (dweight)
+    for (int o = 0; o < OC; ++o)
+      for (int c = 0; c < C; ++c) {
+        A sum = accumulate ? load(dweight[std::int64_t(o) * C + c]) : A(0);
+        for (int m = 0; m < BT; ++m) sum += load(dout[std::int64_t(m) * OC + o]) * load(inp[std::int64_t(m) * C + c]);
+        dweight[std::int64_t(o) * C + c] = store<T>(sum);
+      }
+  if (dbias)
+    for (int o = 0; o < OC; ++o) {
+      A sum = accumulate ? load(dbias[o]) : A(0);
+      for (int m = 0; m < BT; ++m) sum += load(dout[std::int64_t(m) * OC + o]);
+      dbias[o] = store<T>(sum);
+    }
+}
+
+}  // namespace parbench::ref
+
+namespace parbench::ops {
+
+std::string_view matmul_algo_name(MatmulAlgo a) {
+  switch (a) {
+    case MatmulAlgo::automatic: return "auto";
+    case MatmulAlgo::naive: return "v1_naive";
+    case MatmulAlgo::tiled: return "v2_smem_tiled";
+    case MatmulAlgo::regtile: return "v3_regtile_vec16";
+    case MatmulAlgo::wmma: return "v4_wmma_bf16";
+    case MatmulAlgo::cublas: return "cublas";
+  }
+  return "?";
+}
+
+// The matmul ops' checks: inp (...,C) and weight (OC,C) in dtype d, and `out` (the output or its gradient) with
+// BT x OC elements. Returns {BT, C, OC}.
+static std::array<int, 3> check_matmul(const Op& op, DType d, const Tensor& inp, const Tensor& weight,
+                                       const Tensor& out, const char* out_name) {
+  op.dtype(inp, "inp", d);
+  op.dtype(weight, "weight", d);
+  if (weight.rank() != 2) op.fail("weight must be (OC, C), got " + shape_string(weight.shape()));
+  int OC = int(weight.dim(0)), C = int(weight.dim(1));
+  if (op.last_dim(inp, "inp") != C)
+    op.fail("inp " + shape_string(inp.shape()) + " does not end in C=" + std::to_string(C) + " of weight");
+  int BT = int(inp.numel() / std::max(C, 1));
+  op.numel(out, out_name, std::int64_t(BT) * OC);
+  return {BT, C, OC};
+}
+
+void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
+                    MatmulAlgo algo) {
+  Op op{"matmul_forward", s};
+  DType d = op.storage(out, "out");
+  auto [BT, C, OC] = check_matmul(op, d, inp, weight, out, "out");
+  op.optional(bias, "bias", d, OC);
+  if (algo == MatmulAlgo::cublas && s.device().kind != DeviceKind::cuda)
+    op.fail("the cublas algorithm needs the cuda device, not " + device_name(s.device()));
+  with_storage(d, [&]<class T>() {
+#if defined(PARBENCH_HAVE_CUDA)
+    if constexpr (!std::is_same_v<T, double>)
+      if (algo == MatmulAlgo::cublas)
+        return cuda_kernels::matmul_forward_cublas(out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), ptr_or_null<T>(bias),
+                                                   BT, C, OC, s.native());
+#endif
+    int version = algo == MatmulAlgo::cublas ? 0 : int(algo);
+    PB_RUN(op, T, matmul_forward, out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), ptr_or_null<T>(bias), BT, C, OC,
+           version);
+  });
+}
+
+void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,
+                     const Tensor& weight, bool accumulate, const Stream& s) {
+  Op op{"matmul_backward", s};
+  DType d = op.storage(dout, "dout");
+  auto [BT, C, OC] = check_matmul(op, d, inp, weight, dout, "dout");
+  op.optional(dinp, "dinp", d, inp.numel());
+  op.optional(dweight, "dweight", d, weight.numel());
+  op.optional(dbias, "dbias", d, OC);
+  PB_DISPATCH(op, d, matmul_backward, ptr_or_null<T>(dinp), ptr_or_null<T>(dweight), ptr_or_null<T>(dbias),
+              dout.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), BT, C, OC, accumulate);
+}
+
+}  // namespace parbench::ops
+
+// The workloads of the op table (kernels/op_table.h), run by the kernel tests and bench_kernels.
+namespace parbench::optable {
+
+// A matmul of the model, (BT, C * in_mult) -> (BT, C * out_mult), with the version c.algo() on the kernels' sides
+// (the cpu runs the reference whatever the version).
+static Work matmul_forward_workload(OpCase& c, const OpShape& s, int in_mult, int out_mult) {
+  int BT = s.B * s.T, C = s.C * in_mult, OC = s.C * out_mult;
+  DType t = c.dtype();
+  ops::MatmulAlgo algo = c.algo();
+  Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2), bias = c.in(t, {OC}), out = c.out(t, {BT, OC});
+  Work wk{[=](int i, const Stream& st) mutable {
+            bool cpu = st.device().kind == DeviceKind::cpu;
+            ops::matmul_forward(out[i], inp[i], w[i], &bias[i], st, cpu ? ops::MatmulAlgo::automatic : algo);
+          },
+          {out},
+          2.0 * BT * C * OC,
+          (double(BT) * C + double(OC) * C + double(BT) * OC + OC) * elem_bytes(t)};
+  // WMMA rounds fp32 inputs to bf16.
+  if (algo == ops::MatmulAlgo::wmma && t == DType::f32) wk.tol = 2e-2;
+  return wk;
+}
+
+Work matmul_forward_qkv_workload(OpCase& c, const OpShape& s) { return matmul_forward_workload(c, s, 1, 3); }
+Work matmul_forward_fc_workload(OpCase& c, const OpShape& s) { return matmul_forward_workload(c, s, 1, 4); }
+Work matmul_forward_fcproj_workload(OpCase& c, const OpShape& s) { return matmul_forward_workload(c, s, 4, 1); }
+
+Work matmul_backward_fc_workload(OpCase& c, const OpShape& s) {
+  int BT = s.B * s.T, C = s.C, OC = 4 * s.C;
+  DType t = c.dtype();
+  Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2), dout = c.in(t, {BT, OC}, -0.2, 0.2);
+  Arg dinp = c.out(t, {BT, C}), dw = c.out(t, {OC, C}), db = c.out(t, {OC});
+  auto call = [=](int i, const Stream& st) mutable {
+    ops::matmul_backward(&dinp[i], &dw[i], &db[i], dout[i], inp[i], w[i], false, st);
+  };
+  return Work{call,
+              {dinp, dw, db},
+              4.0 * BT * C * OC + double(BT) * OC,
+              (2.0 * BT * C + 2.0 * OC * C + 2.0 * BT * OC + OC) * elem_bytes(t)};
+}
+
+}  // namespace parbench::optable

@@ -1,0 +1,97 @@
+// The op table: one workload per op (its inputs, the call, the outputs to check, and the counted work), which
+// the kernel tests run on every device against the reference and bench_kernels times. Each op's workload lives
+// in its host file (kernels/<op>.cpp); the table (kernels/op_table.cpp) lists it in one line.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/allocator.h"
+#include "core/stream.h"
+#include "core/tensor.h"
+#include "kernels/ops.h"
+
+namespace parbench::optable {
+
+// GPT-like sizes in llm.c notation: batch, sequence, channels, heads, vocabulary.
+struct OpShape {
+  int B, T, C, NH, V;
+};
+
+// Where a workload runs: a device, the allocator of its memory, and whether its floating-point tensors are held
+// in f64 instead (the cpu reference run in float64, which checks the reference itself).
+struct Side {
+  Device device;
+  TrackedAllocator* alloc;
+  bool f64 = false;
+};
+
+// One tensor of a workload, the same values on every side.
+struct Arg {
+  std::vector<Tensor> at;
+  Tensor& operator[](int side) { return at[std::size_t(side)]; }
+  const Tensor& operator[](int side) const { return at[std::size_t(side)]; }
+};
+
+// Makes a workload's tensors on every side: random inputs (the same values everywhere) and NaN-poisoned outputs.
+class OpCase {
+ public:
+  OpCase(std::vector<Side> sides, DType dtype, std::mt19937_64& rng, ops::MatmulAlgo algo = ops::MatmulAlgo::automatic)
+      : sides_(std::move(sides)), dtype_(dtype), algo_(algo), rng_(rng) {}
+  DType dtype() const { return dtype_; }
+  DType acc() const { return DType::f32; }  // statistics and optimizer state (f64 on an f64 side)
+  int sides() const { return int(sides_.size()); }
+  // The matmul version a workload of a matmul_forward entry runs on the kernels' sides.
+  ops::MatmulAlgo algo() const { return algo_; }
+
+  Arg in(DType t, const Shape& shape, double lo = -1, double hi = 1);
+  Arg tokens(const Shape& shape, int V);
+  Arg out(DType t, const Shape& shape);
+
+ private:
+  Arg alloc(DType t, const Shape& shape);
+  void upload(Arg& x, const Tensor& host);
+  std::vector<Side> sides_;
+  DType dtype_;
+  ops::MatmulAlgo algo_;
+  std::mt19937_64& rng_;
+  TrackedAllocator host_{Device{}};
+};
+
+// What a workload runs: call(side, stream) runs the op on that side's tensors; `checked` are the outputs compared
+// across sides; flops and bytes are the counted work of one call.
+struct Work {
+  std::function<void(int side, const Stream&)> call;
+  std::vector<Arg> checked;
+  double flops = 0, bytes = 0;
+  double tol = 0;  // 0: default_tolerance(dtype)
+};
+
+// How an entry is run: once per storage dtype, once per matmul version as well, or once (its dtypes are fixed).
+enum class OpKind { per_dtype, matmul_versions, fixed_dtype };
+
+struct OpEntry {
+  std::string name;
+  Work (*make)(OpCase&, const OpShape&);
+  OpKind kind;
+};
+
+const std::vector<OpEntry>& op_table();
+
+// Bound on the relative L2 error of an output against the reference: f32 differs by summation order over long
+// sums, bf16 outputs by their rounding.
+inline double default_tolerance(DType d) { return d == DType::f32 ? 1e-4 : 5e-2; }
+
+inline double elem_bytes(DType d) { return double(dtype_size(d)); }
+
+// Uniform random values in [lo, hi) / NaN into a host tensor of any dtype.
+void fill_uniform(Tensor& t, std::mt19937_64& rng, double lo, double hi);
+void fill_nan(Tensor& t);
+// ||out - ref|| / ||ref|| over the elements (either tensor on any device); infinity when out holds a NaN or an
+// infinity (a poisoned element left unwritten).
+double rel_l2(const Tensor& out, const Tensor& ref);
+double rel_l2(const std::vector<double>& out, const std::vector<double>& ref);
+
+}  // namespace parbench::optable
