@@ -58,18 +58,34 @@ std::string join_words(const std::vector<std::string>& v) {
 
 }  // namespace
 
-std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilter& filter,
-                                     const std::string& y_column, double max_bytes, std::string* common,
-                                     std::size_t* dropped) {
-  const std::vector<KeyField> fields = collective_key_fields();
-  struct Row {
-    std::string collective;
-    std::int64_t ranks;
-    Key key;
-    double bytes, y;
-  };
-  std::vector<Row> rows;
-  std::size_t skipped = 0;
+namespace {
+
+struct PlotRow {
+  std::string collective;
+  std::int64_t ranks;
+  Key key;
+  double bytes, y;
+};
+
+[[noreturn]] void no_rows(const CsvTable& table, const CollectiveFilter& filter, const std::string& y_column,
+                          double max_bytes, std::size_t skipped) {
+  std::string why = table.path() + ": no rows to plot";
+  if (!filter.collectives.empty() || !filter.dtypes.empty() || !filter.impls.empty() || !filter.ranks.empty())
+    why += " after the filters (--collective " + join_words(filter.collectives) + " --dtype " +
+           join_words(filter.dtypes) + " --impl " + join_words(filter.impls) + " --ranks " +
+           join_numbers(filter.ranks) + "); the file has collectives " + values_of(table, "collective") +
+           "; dtypes " + values_of(table, "dtype") + "; impls " + values_of(table, "impl") + "; ranks " +
+           values_of(table, "ranks");
+  if (skipped) why += " (" + std::to_string(skipped) + " rows had " + y_column + " <= 0 or bytes <= 0)";
+  if (max_bytes < 1e300) why += " with bytes <= " + format_size(static_cast<std::uint64_t>(max_bytes));
+  throw UsageError(why);
+}
+
+// The rows the filters keep and a log axis can show; *skipped counts those with no place on it.
+std::vector<PlotRow> select_rows(const CsvTable& table, const CollectiveFilter& filter, const std::string& y_column,
+                                 double max_bytes, const std::vector<KeyField>& fields, std::size_t* skipped) {
+  std::vector<PlotRow> rows;
+  *skipped = 0;
   for (std::size_t r = 0; r < table.size(); ++r) {
     const std::int64_t ranks = table.integer(r, "ranks");
     const double bytes = table.number(r, "bytes");
@@ -80,7 +96,7 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
       continue;
     if (bytes > max_bytes) continue;
     if (bytes <= 0 || y <= 0) {  // no place on a log axis (e.g. busbw of one rank is 0)
-      ++skipped;
+      ++*skipped;
       continue;
     }
     Key key;
@@ -88,22 +104,22 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
     key[2] = std::to_string(ranks);  // "8" and "8.0" are one rank count
     rows.push_back({table.text(r, "collective"), ranks, std::move(key), bytes, y});
   }
+  return rows;
+}
+
+}  // namespace
+
+std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilter& filter,
+                                     const std::string& y_column, double max_bytes, std::string* common,
+                                     std::size_t* dropped) {
+  const std::vector<KeyField> fields = collective_key_fields();
+  std::size_t skipped = 0;
+  const std::vector<PlotRow> rows = select_rows(table, filter, y_column, max_bytes, fields, &skipped);
   if (dropped) *dropped = skipped;
-  if (rows.empty()) {
-    std::string why = table.path() + ": no rows to plot";
-    if (!filter.collectives.empty() || !filter.dtypes.empty() || !filter.impls.empty() || !filter.ranks.empty())
-      why += " after the filters (--collective " + join_words(filter.collectives) + " --dtype " +
-             join_words(filter.dtypes) + " --impl " + join_words(filter.impls) + " --ranks " +
-             join_numbers(filter.ranks) + "); the file has collectives " + values_of(table, "collective") +
-             "; dtypes " + values_of(table, "dtype") + "; impls " + values_of(table, "impl") + "; ranks " +
-             values_of(table, "ranks");
-    if (skipped) why += " (" + std::to_string(skipped) + " rows had " + y_column + " <= 0 or bytes <= 0)";
-    if (max_bytes < 1e300) why += " with bytes <= " + format_size(static_cast<std::uint64_t>(max_bytes));
-    throw UsageError(why);
-  }
+  if (rows.empty()) no_rows(table, filter, y_column, max_bytes, skipped);
 
   std::vector<Key> keys;
-  for (const Row& row : rows) keys.push_back(row.key);
+  for (const PlotRow& row : rows) keys.push_back(row.key);
   const std::vector<bool> varies = varying_fields(keys);
   // One panel per collective, and per rank count when that varies: every implementation at two rank counts in
   // one panel was too many lines to read. The panel's title then names the rank count, the lines do not, and a
@@ -130,7 +146,7 @@ std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilt
   using ByKey = std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)>;
   std::map<std::pair<std::string, std::int64_t>, ByKey> grouped;
   std::set<std::string> collectives;
-  for (const Row& row : rows) {
+  for (const PlotRow& row : rows) {
     auto it = grouped.try_emplace({row.collective, per_ranks ? row.ranks : 0}, &key_less).first;
     auto& point = it->second[row.key][row.bytes];
     point.first += row.y;
