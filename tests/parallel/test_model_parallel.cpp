@@ -63,6 +63,19 @@ void expect_matches_single(ModelKind kind, const Case& k) {
 
 }  // namespace
 
+// Every model-parallel entry of the scheme registry, with its default degrees on two ranks (the registry's spread
+// decides which degree takes them), matches single-rank training.
+TEST(ModelParallel, EveryRegisteredSchemeMatchesSingleRank) {
+  int swept = 0;
+  for (const SchemeKind& kind : scheme_kinds()) {
+    if (!kind.model_parallel) continue;
+    const std::string name(kind.name);
+    expect_matches_single(ModelKind::gpt, {name.c_str(), "gpipe", 2, 0, 0, 0, kind.whole_batch ? 0 : 2, 1});
+    ++swept;
+  }
+  EXPECT_GE(swept, 5);
+}
+
 TEST(ModelParallel, GridLayoutPutsTensorRanksAdjacent) {
   // 2 x 2 x 2: rank = (pp * dp + dp_rank) * tp + tp_rank.
   const ParallelGrid g = ParallelGrid::of(6, 2, 2, 2);
