@@ -16,6 +16,14 @@ T* take_front(std::deque<T*>& queue) {
   return entry;
 }
 
+// One side's arrival: the other side's oldest waiting entry, taken; else `mine` (when not null) waits in its queue.
+template <class Theirs, class Mine>
+Theirs* take_or_wait(std::deque<Theirs*>& theirs, std::deque<Mine*>& waiting, Mine* mine) {
+  if (Theirs* entry = take_front(theirs)) return entry;
+  if (mine) waiting.push_back(mine);
+  return nullptr;
+}
+
 template <class T>
 void erase_waiting(std::deque<T*>& queue, const T* entry) {
   auto it = std::find(queue.begin(), queue.end(), entry);
@@ -32,17 +40,13 @@ Inbox::~Inbox() {
 PostedReceive* Inbox::match_send(const Channel& channel, Envelope* send) {
   std::lock_guard lock(mu_);
   Queues& q = channels_[channel];
-  if (PostedReceive* r = take_front(q.receives)) return r;
-  if (send) q.sends.push_back(send);
-  return nullptr;
+  return take_or_wait(q.receives, q.sends, send);
 }
 
 Envelope* Inbox::match_receive(const Channel& channel, PostedReceive* receive) {
   std::lock_guard lock(mu_);
   Queues& q = channels_[channel];
-  if (Envelope* e = take_front(q.sends)) return e;
-  if (receive) q.receives.push_back(receive);
-  return nullptr;
+  return take_or_wait(q.sends, q.receives, receive);
 }
 
 void Inbox::withdraw(const Channel& channel, const Envelope* send) {
