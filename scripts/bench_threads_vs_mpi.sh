@@ -4,8 +4,8 @@
 #   scripts/bench_threads_vs_mpi.sh [--ranks 2,4,8] [--threads-only 16,32] [--rounds 3] [--impl ring,rd]
 #                                   [--bin DIR] [--csv FILE]
 # Every round runs each rank count over threads, then over mpirun, so load from elsewhere falls on both alike.
-# 8 B and 64 KiB run 4000/N timed iterations (long enough that a shared machine's scheduling noise averages
-# out), 16 MiB 5 (cpu device, out-of-place). The mpirun column also shows OpenMPI's own allreduce (impl mpi)
+# Each size runs long enough (tens of milliseconds or more) that a shared machine's scheduling noise averages
+# out: 8 B 40000/N timed iterations, 64 KiB 4000/N, 16 MiB 20 (cpu device, out-of-place). The mpirun column also shows OpenMPI's own allreduce (impl mpi)
 # for reference. Without mpirun only the threads column is filled.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +50,7 @@ run() {
   local transport=$1 round=$2 impl=$3 n=$4 sizes iters warm
   local cmd=("$bench" "${common[@]}" --impl "$impl")
   if [ "$transport" = threads ]; then cmd+=(--ranks "$n"); else cmd=("${mpirun_cmd[@]}" -np "$n" "${cmd[@]}"); fi
-  for part in "8,64K $((4000 / n)) 20" "16M 5 1"; do
+  for part in "8 $((40000 / n)) 200" "64K $((4000 / n)) 20" "16M 20 2"; do
     read -r sizes iters warm <<<"$part"
     "${cmd[@]}" --sizes "$sizes" -n "$iters" -w "$warm" --csv "$tmp/one.csv" >"$tmp/log" 2>&1 ||
       { cat "$tmp/log" >&2; echo "bench_threads_vs_mpi.sh: $transport with $n ranks failed" >&2; exit 1; }
