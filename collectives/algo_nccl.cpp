@@ -13,6 +13,7 @@ namespace {
 class NcclLibrary final : public Algorithm {
  public:
   std::string_view name() const override { return "nccl"; }
+  bool queues_on_callers_stream() const override { return true; }
   std::string unsupported(Collective, const Communicator& comm) const override {
     if (comm.device().kind != DeviceKind::cuda)
       return "NCCL runs on GPUs only (--device cuda); device " + device_name(comm.device()) +

@@ -35,6 +35,8 @@ class Algorithm {
   // Empty when this implementation can run `c` on `comm`; otherwise why not, in words.
   virtual std::string unsupported(Collective c, const Communicator& comm) const = 0;
   virtual void run(Communicator& comm, const CollArgs& a) const = 0;
+  // True for a library collective queued on CollArgs::stream (NCCL); the others wait for that stream first.
+  virtual bool queues_on_callers_stream() const { return false; }
 };
 
 // The implementation registered under `name`; throws UsageError naming the accepted names.

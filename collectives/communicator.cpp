@@ -194,7 +194,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   deadline_set_ = false;
   in_call_ = true;
   channel_ = 1;
-  const bool queued = algo.name() == "nccl";  // the one implementation that runs on the caller's stream
+  const bool queued = algo.queues_on_callers_stream();
   stream_ = queued ? a.stream : nullptr;
   if (batching_ && std::find(batch_streams_.begin(), batch_streams_.end(), a.stream) == batch_streams_.end())
     batch_streams_.push_back(a.stream);
