@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collective_bench/timing.h"
+#include "core/stats.h"
 #include "collectives/bootstrap.h"
 #include "collectives/datacheck.h"
 #include "collectives/transport_mpi.h"
@@ -41,11 +42,6 @@ double bare(MPI_Comm mc, int iters, const std::function<void()>& op) {
   const auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) op();
   return seconds(t0) / iters;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 void run(Communicator& comm, const Config& cfg) {

@@ -35,11 +35,6 @@ RankStats RankStats::unpack(const double* v) {
   return s;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
 namespace {
 
 // max over parameter tensors of max|p - ref| / max|ref|.

@@ -9,6 +9,7 @@
 
 #include "collectives/communicator.h"
 #include "core/allocator.h"
+#include "core/stats.h"
 #include "app/cli.h"
 #include "core/device.h"
 #include "parallel/train.h"
@@ -52,8 +53,6 @@ struct RunResult {
   bool pipeline = false;
   int world = 0;
 };
-
-double median(std::vector<double> v);
 
 // Trains on this rank; rank 0 fills `out`.
 void run_rank(const Options& o, Communicator& comm, RunResult& out);
