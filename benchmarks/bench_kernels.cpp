@@ -20,6 +20,7 @@
 #include "core/memory.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "core/text.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
 #include "profiles/range.h"
@@ -51,12 +52,10 @@ const GptShape kShapes[] = {{"tiny", true, {2, 32, 64, 4, 256}},
 // The shapes to run: the one named by --shape, or the device's defaults when none is named.
 std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda) {
   std::vector<GptShape> out;
-  std::string accepted;
-  for (const auto& s : kShapes) {
+  for (const auto& s : kShapes)
     if (name.empty() ? s.host_default != cuda : s.name == name) out.push_back(s);
-    accepted += (accepted.empty() ? "" : ", ") + s.name;
-  }
-  if (out.empty()) throw UsageError("--shape: unknown shape '" + name + "'; accepted: " + accepted);
+  if (out.empty())
+    throw UsageError("--shape: unknown shape '" + name + "'; accepted: " + join(kShapes, ", ", &GptShape::name));
   return out;
 }
 

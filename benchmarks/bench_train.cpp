@@ -3,10 +3,12 @@
 // parameter difference from a single-rank run on the same global batch. Here: the options and their validation;
 // the measurement is in train/measure.cpp, the report in train/report.cpp.
 #include <iostream>
+#include <ranges>
 
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schemes/model_parallel.h"
 #include "profiles/trace.h"
@@ -17,10 +19,8 @@ using namespace parbench::train_bench;
 namespace {
 
 std::string model_parallel_scheme_names() {
-  std::string names;
-  for (const SchemeKind& k : scheme_kinds())
-    if (k.model_parallel) names += (names.empty() ? "" : ", ") + std::string(k.name);
-  return names;
+  return join(scheme_kinds() | std::views::filter([](const SchemeKind& k) { return k.model_parallel; }), ", ",
+              &SchemeKind::name);
 }
 
 // "trace.json" -> "trace.rank3.json": under mpirun every process records its own rank.

@@ -14,6 +14,7 @@
 
 #include "collectives/algorithm.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "profiles/trace.h"
 
 #ifdef PARBENCH_HAVE_MPI
@@ -34,11 +35,7 @@ int env_int(const char* name, int fallback) {
   return v && *v ? std::atoi(v) : fallback;
 }
 
-std::string handwritten_list() {
-  std::string s;
-  for (const auto& n : handwritten_algorithm_names()) s += (s.empty() ? "" : ", ") + n;
-  return s;
-}
+std::string handwritten_list() { return join(handwritten_algorithm_names()); }
 
 
 // PARBENCH_NCCL=off: the MPI transport and MPI's own collectives on GPUs even where NCCL could run. Why NCCL is

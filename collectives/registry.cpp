@@ -4,6 +4,7 @@
 
 #include "collectives/algorithm.h"
 #include "core/error.h"
+#include "core/text.h"
 
 namespace parbench {
 
@@ -49,9 +50,7 @@ const std::vector<Entry>& registry() {
 const Algorithm& find_algorithm(std::string_view name) {
   for (const auto& e : registry())
     if (e.name == name) return *e.algo;
-  std::string accepted;
-  for (const auto& e : registry()) accepted += (accepted.empty() ? "" : ", ") + e.name;
-  throw UsageError("unknown implementation '" + std::string(name) + "'; accepted: " + accepted);
+  throw UsageError("unknown implementation '" + std::string(name) + "'; accepted: " + join(algorithm_names()));
 }
 
 std::vector<std::string> algorithm_names() {
@@ -78,9 +77,7 @@ std::vector<std::string> auto_order() {
 }
 
 std::string auto_policy_text() {
-  std::string text;
-  for (const auto& n : auto_order()) text += (text.empty() ? "" : ", ") + n;
-  return "the first of " + text + " that can run the collective here";
+  return "the first of " + join(auto_order()) + " that can run the collective here";
 }
 
 const Algorithm& choose_automatically(Collective c, const Communicator& comm) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace parbench {
 
@@ -37,12 +38,8 @@ DType parse_dtype(std::string_view s) {
     for (auto a : i.aliases)
       if (!a.empty() && s == a) return i.type;
   }
-  std::string accepted;
-  for (const auto& i : kInfo) {
-    accepted += accepted.empty() ? "" : ", ";
-    accepted += std::string(i.name) + " (" + std::string(i.aliases[0]) + ")";
-  }
-  throw UsageError("unknown data type '" + std::string(s) + "'; accepted: " + accepted);
+  auto with_alias = [](const auto& i) { return std::string(i.name) + " (" + std::string(i.aliases[0]) + ")"; };
+  throw UsageError("unknown data type '" + std::string(s) + "'; accepted: " + join(kInfo, ", ", with_alias));
 }
 
 const std::vector<DType>& all_dtypes() {

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/sizes.h"
+#include "core/text.h"
 #include "plots/figures.h"
 #include "plots/grouping.h"
 
@@ -39,22 +40,14 @@ std::vector<ColumnSpec> collective_columns(const std::string& y_column) {
 std::string values_of(const CsvTable& t, const std::string& column) {
   std::set<std::string> values;
   for (std::size_t r = 0; r < t.size(); ++r) values.insert(t.text(r, column));
-  std::string out;
-  for (const std::string& v : values) out += (out.empty() ? "" : ", ") + v;
-  return out;
+  return join(values);
 }
 
 std::string join_numbers(const std::vector<std::int64_t>& v) {
-  std::string out;
-  for (auto x : v) out += (out.empty() ? "" : ",") + std::to_string(x);
-  return out;
+  return join(v, ",", [](std::int64_t x) { return std::to_string(x); });
 }
 
-std::string join_words(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& x : v) out += (out.empty() ? "" : ",") + x;
-  return out;
-}
+std::string join_words(const std::vector<std::string>& v) { return join(v, ","); }
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 #include "parallel/schedule/schedule.h"
 
 #include "core/error.h"
+#include "core/text.h"
 
 namespace parbench {
 
@@ -56,9 +57,7 @@ const std::vector<ScheduleKind>& schedule_kinds() {
 }
 
 std::string schedule_names() {
-  std::string names;
-  for (const auto& k : schedule_kinds()) names += (names.empty() ? "" : ", ") + std::string(k.name);
-  return names;
+  return join(schedule_kinds(), ", ", &ScheduleKind::name);
 }
 
 std::string schedule_help() {

@@ -1,6 +1,7 @@
 // The registry of schemes: one line per scheme file.
 #include "core/error.h"
 #include "core/memory.h"
+#include "core/text.h"
 #include "parallel/schemes/data_parallel.h"
 
 namespace parbench {
@@ -37,12 +38,10 @@ const std::vector<SchemeKind>& scheme_kinds() {
 
 const SchemeKind& find_scheme_kind(std::string_view name) {
   if (name == "fsdp") name = "zero3";
-  std::string known;
-  for (const auto& k : scheme_kinds()) {
+  for (const auto& k : scheme_kinds())
     if (k.name == name) return k;
-    known += (known.empty() ? "" : ", ") + std::string(k.name);
-  }
-  throw UsageError("unknown scheme '" + std::string(name) + "'; accepted: " + known + ", fsdp (= zero3)");
+  throw UsageError("unknown scheme '" + std::string(name) +
+                   "'; accepted: " + join(scheme_kinds(), ", ", &SchemeKind::name) + ", fsdp (= zero3)");
 }
 
 std::string scheme_help() {

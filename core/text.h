@@ -1,0 +1,22 @@
+// Joining names into one line of text, as error messages and help texts list what is accepted.
+#pragma once
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace parbench {
+
+// "a, b, c": each item of `items` as `text` renders it (the item itself by default), separated by `sep`.
+template <class Range, class Text = std::identity>
+std::string join(Range&& items, std::string_view sep = ", ", Text text = {}) {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    if (!first) out += sep;
+    first = false;
+    out += std::invoke(text, item);
+  }
+  return out;
+}
+
+}  // namespace parbench
