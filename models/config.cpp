@@ -47,12 +47,6 @@ void ModelConfig::validate() const {
   }
 }
 
-const ParamSpec& ParamLayout::find(int unit, std::string_view name) const {
-  for (const auto& p : units.at(unit).params)
-    if (p.name == name) return p;
-  throw Error("no parameter '" + std::string(name) + "' in unit " + units.at(unit).name);
-}
-
 ParamLayout make_layout(const ModelConfig& c) {
   const std::int64_t C = c.hidden, F = c.ffn_dim(), V = c.vocab, T = c.seq, n = c.tp;
   ParamLayout layout;

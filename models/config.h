@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "core/dtype.h"
@@ -71,7 +72,12 @@ struct ParamLayout {
   std::vector<UnitLayout> units;
   std::int64_t total = 0;        // elements of the flat buffer (with padding)
   std::int64_t parameters = 0;   // elements that are parameters (Psi)
-  const ParamSpec& find(int unit, std::string_view name) const;
+  // A parameter of unit `unit` by its handle (EmbeddingParam, BlockParam, HeadParam, MlpParam below).
+  template <class Handle>
+    requires std::is_enum_v<Handle>
+  const ParamSpec& spec(int unit, Handle which) const {
+    return units.at(std::size_t(unit)).params.at(std::size_t(which));
+  }
 };
 
 // Parameter handles: a parameter's place in its unit's list, so that a misspelt name does not compile.

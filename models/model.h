@@ -110,7 +110,7 @@ class Model {
   template <class Handle>
     requires std::is_enum_v<Handle>
   Tensor param(const Tensor& unit_flat, int unit, Handle which) const {
-    const ParamSpec& p = layout_.units.at(std::size_t(unit)).params.at(std::size_t(which));
+    const ParamSpec& p = layout_.spec(unit, which);
     return unit_flat.slice(p.offset, p.shape);
   }
   Tensor act(DType t, Shape shape) const { return Tensor(alloc_, t, std::move(shape), MemCategory::activations); }

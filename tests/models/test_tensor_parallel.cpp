@@ -313,23 +313,23 @@ TEST(TensorParallel, LocalLayoutAndBoundaryShapes) {
   ModelConfig c = gpt_config(DType::f32, 3, true);
   const ParamLayout l = make_layout(c);
   const std::int64_t C = 24, F = 48, V = 36;
-  EXPECT_EQ(l.find(0, "wte").shape, (Shape{V / 3, C}));
-  EXPECT_EQ(l.find(0, "wpe").shape, (Shape{12, C}));
-  EXPECT_EQ(l.find(1, "qkvw").shape, (Shape{3 * C / 3, C}));
-  EXPECT_EQ(l.find(1, "qkvb").shape, (Shape{3 * C / 3}));
-  EXPECT_EQ(l.find(1, "projw").shape, (Shape{C, C / 3}));
-  EXPECT_EQ(l.find(1, "projb").shape, (Shape{C}));
-  EXPECT_EQ(l.find(1, "fcw").shape, (Shape{F / 3, C}));
-  EXPECT_EQ(l.find(1, "fcprojw").shape, (Shape{C, F / 3}));
-  EXPECT_EQ(l.find(3, "lmw").shape, (Shape{V / 3, C}));
+  EXPECT_EQ(l.spec(0, EmbeddingParam::wte).shape, (Shape{V / 3, C}));
+  EXPECT_EQ(l.spec(0, EmbeddingParam::wpe).shape, (Shape{12, C}));
+  EXPECT_EQ(l.spec(1, BlockParam::qkvw).shape, (Shape{3 * C / 3, C}));
+  EXPECT_EQ(l.spec(1, BlockParam::qkvb).shape, (Shape{3 * C / 3}));
+  EXPECT_EQ(l.spec(1, BlockParam::projw).shape, (Shape{C, C / 3}));
+  EXPECT_EQ(l.spec(1, BlockParam::projb).shape, (Shape{C}));
+  EXPECT_EQ(l.spec(1, BlockParam::fcw).shape, (Shape{F / 3, C}));
+  EXPECT_EQ(l.spec(1, BlockParam::fcprojw).shape, (Shape{C, F / 3}));
+  EXPECT_EQ(l.spec(3, HeadParam::lmw).shape, (Shape{V / 3, C}));
   // Rank 1 of 3 holds heads 4..7: q rows 8..15, k rows 32..39, v rows 56..63 of the full qkvw.
   const TpIndex map = tp_index(c, 1, 1);
-  const std::int64_t qkvw = l.find(1, "qkvw").offset, full_qkvw = make_layout(c.unsplit()).find(1, "qkvw").offset;
+  const std::int64_t qkvw = l.spec(1, BlockParam::qkvw).offset, full_qkvw = make_layout(c.unsplit()).spec(1, BlockParam::qkvw).offset;
   EXPECT_EQ(map.full[std::size_t(qkvw)], full_qkvw + 8 * C);
   EXPECT_EQ(map.full[std::size_t(qkvw + 8 * C)], full_qkvw + 32 * C);
   EXPECT_EQ(map.full[std::size_t(qkvw + 16 * C + 3)], full_qkvw + 56 * C + 3);
   EXPECT_FALSE(map.replicated[std::size_t(qkvw)]);
-  EXPECT_TRUE(map.replicated[std::size_t(l.find(1, "ln1w").offset)]);
+  EXPECT_TRUE(map.replicated[std::size_t(l.spec(1, BlockParam::ln1w).offset)]);
   EXPECT_THROW(tp_index(c, 3, 1), Error);
 
   run_ranks({3, Device{}, 60}, [&](Communicator& comm) {
