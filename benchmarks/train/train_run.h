@@ -2,6 +2,7 @@
 // report on rank 0 (report.cpp), sharing the options and what was measured.
 #pragma once
 #include <array>
+#include <map>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -10,8 +11,10 @@
 #include "collectives/communicator.h"
 #include "core/allocator.h"
 #include "app/cli.h"
+#include "app/report.h"
 #include "core/device.h"
 #include "parallel/train.h"
+#include "predict/predict.h"
 
 namespace parbench::train_bench {
 
@@ -24,6 +27,10 @@ struct Options {
   int profile_begin = -1, profile_end = -1;
   double timeout = 300, peak_tflops = 0, check_tolerance = 0;
   bool check = false, estimate_memory = false, no_overlap = false, pin = false;
+  // --simulate / --search: predicted steps on a system instead of a run here.
+  bool simulate = false, search = false, sp = false;
+  std::string gpus, system = "dgx-a100", recompute = "none", calibrate;
+  int zero = 0, top = 5;
 };
 
 // What one rank measured, gathered to every rank.
@@ -54,6 +61,22 @@ struct RunResult {
 };
 
 double median(std::vector<double> v);
+
+// The training CSV's columns (measured and predicted rows share them), a memory category's column, and a row
+// from cells by column name (Error for a name that is not a column; missing names stay empty).
+const std::vector<Column>& train_csv_columns();
+std::string memory_column(MemCategory c);
+std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map<std::string, Cell>& cells);
+
+// --simulate (simulate.cpp) and --search (search.cpp): predictions, printed and written like a run's rows.
+int simulate(const Options& o);
+int search(const Options& o);
+// Shared by both: the --gpus list, the layout of a run's options on `gpus` GPUs (UsageError as a run would refuse
+// it), and a predicted row's cells by CSV column.
+std::vector<int> parse_gpu_list(const std::string& list);
+predict::Layout layout_for(const Options& o, int gpus);
+std::map<std::string, Cell> predicted_cells(const predict::Layout& l, const predict::Prediction& p,
+                                            const predict::SystemModel& sys);
 
 // Trains on this rank; rank 0 fills `out`.
 void run_rank(const Options& o, Communicator& comm, RunResult& out);
