@@ -36,12 +36,15 @@ std::vector<int> parse_gpu_list(const std::string& list) {
 
 namespace {
 
-// The scheme a measured run of this layout would use, so that plots group predictions with runs.
+// The scheme a run of this layout would use (ddp, zero1..3, hybrid), with what else distinguishes it, so that
+// plots group predictions like runs and keep layouts that differ apart: "hybrid+zero1+sp+recompute-full".
 std::string predicted_scheme_name(const Layout& l) {
   if (l.tp == 1 && l.pp == 1) return l.zero_stage > 0 ? "zero" + std::to_string(l.zero_stage) : "ddp";
-  if (l.dp == 1 && l.pp == 1) return l.sequence_parallel ? "sp" : "tp";
-  if (l.dp == 1 && l.tp == 1) return "pp";
-  return "hybrid";
+  std::string name = "hybrid";
+  if (l.zero_stage > 0) name += "+zero" + std::to_string(l.zero_stage);
+  if (l.sequence_parallel) name += "+sp";
+  if (l.recompute != predict::Recompute::none) name += "+recompute-" + predict::recompute_name(l.recompute);
+  return name;
 }
 
 }  // namespace
