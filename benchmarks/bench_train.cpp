@@ -93,6 +93,7 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
 }
 
 int run(Options& o, const CLI::App& app) {
+  if (!o.calibrate.empty()) return calibrate(o);
   validate_prediction_options(o, app);
   if (o.simulate || o.search) {
     o.train.model.kind = parse_model_kind(o.model);
@@ -133,6 +134,9 @@ void add_prediction_options(CLI::App& app, Options& o) {
   app.add_option("--recompute", o.recompute, "--simulate: activation recomputation none, selective or full")
       ->capture_default_str();
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
+  app.add_option("--calibrate", o.calibrate,
+                 "fit link alpha and beta to bench_<collective> CSV files and print the fit error (nothing runs)")
+      ->delimiter(',');
 }
 
 }  // namespace

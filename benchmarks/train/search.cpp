@@ -7,6 +7,7 @@
 #include "app/report.h"
 #include "benchmarks/train/train_run.h"
 #include "core/error.h"
+#include "predict/calibrate.h"
 #include "predict/search.h"
 
 namespace parbench::train_bench {
@@ -65,6 +66,26 @@ int search(const Options& o) {
   }
   if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
   if (!o.common.json.empty()) csv.write_json(o.common.json);
+  return 0;
+}
+
+int calibrate(const Options& o) {
+  std::vector<predict::CollectiveSample> samples;
+  for (const std::string& path : o.calibrate) {
+    auto more = predict::read_collective_csv(path);
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  const std::vector<predict::LinkFit> fits = predict::fit_links(samples);
+  Table t({{"collective"}, {"impl"}, {"ranks"}, {"sizes"}, {"alpha_us", 3}, {"link_GBps", 3}, {"mean_err_%", 1},
+           {"max_err_%", 1}});
+  for (const auto& f : fits)
+    t.add_row({f.collective, f.impl, std::int64_t(f.ranks), std::int64_t(f.samples), f.alpha * 1e6, f.gbps(),
+               100 * f.mean_rel_error, 100 * f.max_rel_error});
+  if (!o.common.quiet) {
+    std::cout << "# alpha-beta fit per (collective, impl, ranks): time = steps x alpha + volume x bytes / link_GBps\n";
+    t.write_text(std::cout);
+  }
+  if (!o.common.csv.empty()) t.write_csv(o.common.csv);
   return 0;
 }
 

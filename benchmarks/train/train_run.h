@@ -29,7 +29,8 @@ struct Options {
   bool check = false, estimate_memory = false, no_overlap = false, pin = false;
   // --simulate / --search: predicted steps on a system instead of a run here.
   bool simulate = false, search = false, sp = false;
-  std::string gpus, system = "dgx-a100", recompute = "none", calibrate;
+  std::string gpus, system = "dgx-a100", recompute = "none";
+  std::vector<std::string> calibrate;  // bench_<collective> CSVs to fit alpha and beta to
   int zero = 0, top = 5;
 };
 
@@ -71,6 +72,7 @@ std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map
 // --simulate (simulate.cpp) and --search (search.cpp): predictions, printed and written like a run's rows.
 int simulate(const Options& o);
 int search(const Options& o);
+int calibrate(const Options& o);  // --calibrate: the fit and its error per group
 // Shared by both: the --gpus list, the layout of a run's options on `gpus` GPUs (UsageError as a run would refuse
 // it), and a predicted row's cells by CSV column.
 std::vector<int> parse_gpu_list(const std::string& list);

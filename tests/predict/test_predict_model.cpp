@@ -4,10 +4,12 @@
 
 #include <chrono>
 #include <cstdio>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
 #include "parallel/schedule/schedule.h"
+#include "predict/calibrate.h"
 #include "predict/collective_model.h"
 #include "predict/costs.h"
 #include "predict/predict.h"
@@ -157,4 +159,28 @@ TEST(PredictSpeed, LargePipelineAndSearch) {
   ASSERT_FALSE(r.fitting.empty());
   for (std::size_t i = 1; i < r.fitting.size(); ++i)
     EXPECT_LE(r.fitting[i - 1].prediction.time.step, r.fitting[i].prediction.time.step);
+}
+
+// Calibration: rows generated from a known alpha and beta (ring allreduce counts) give them back with zero error;
+// a noisy row shows in the fit error; a CSV without the columns is refused naming the file.
+TEST(PredictCalibrate, FitRecoversAlphaAndBetaAndReportsTheError) {
+  const double alpha = 7e-6, beta = 1.0 / 3e9;
+  std::vector<CollectiveSample> rows;
+  for (int n : {2, 4})
+    for (double bytes : {1e3, 1e5, 1e7, 6e7})
+      rows.push_back({"allreduce", "ring", n, bytes, 2.0 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes * beta});
+  auto fits = fit_links(rows);
+  ASSERT_EQ(fits.size(), 2u);
+  for (const LinkFit& f : fits) {
+    EXPECT_NEAR(f.alpha, alpha, 1e-12) << f.ranks;
+    EXPECT_NEAR(f.gbps(), 3.0, 1e-6) << f.ranks;
+    EXPECT_LT(f.max_rel_error, 1e-9);
+  }
+  rows[0].seconds *= 1.5;  // one slow measurement at 2 ranks
+  fits = fit_links(rows);
+  EXPECT_GT(fits[0].max_rel_error, 0.1);
+  const std::string path = ::testing::TempDir() + "/not_collective.csv";
+  std::ofstream(path) << "stage,op\n0,F\n";
+  EXPECT_THROW(read_collective_csv(path), UsageError);
+  EXPECT_THROW(fit_links({{"allreduce", "ring", 2, 8, 1e-6}}), UsageError);  // one size: nothing to fit
 }
