@@ -91,15 +91,29 @@ PipeSchedule schedule_of(const Layout& l) {
 
 }  // namespace
 
+namespace {
+// Ranks that outnumber the node's compute units take turns (a CPU's cores): their compute stretches.
+double compute_sharing(const Layout& l, const SystemModel& sys) {
+  const int units = sys.gpu.compute_units, per_node = std::min(l.gpus, sys.node_size());
+  return units > 0 && per_node > units ? double(per_node) / units : 1.0;
+}
+
+}  // namespace
+
 std::vector<PassCosts> all_stage_costs(const Layout& l, const SystemModel& sys) {
   PassCosts block = block_costs(l, sys);
+  const double share = compute_sharing(l, sys);
+  for (double* x : {&block.forward, &block.backward_input, &block.backward_weight, &block.recompute}) *x *= share;
   add_zero3(l, sys, block);
   const int n = l.pp * l.virtual_stages;
   std::vector<PassCosts> out;
   for (int vs = 0; vs < n; ++vs) {
     PassCosts c = block.times(double(l.model.layers) / n);
-    if (vs == 0) c += embedding_costs(l, sys);
-    if (vs == n - 1) c += head_costs(l, sys);
+    PassCosts ends;
+    if (vs == 0) ends += embedding_costs(l, sys);
+    if (vs == n - 1) ends += head_costs(l, sys);
+    for (double* x : {&ends.forward, &ends.backward_input, &ends.backward_weight, &ends.recompute}) *x *= share;
+    c += ends;
     out.push_back(c);
   }
   return out;
@@ -180,7 +194,7 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
     for (int c = 0; c < l.virtual_stages; ++c) last_backward += vs_costs[std::size_t(c * l.pp + st)].bi();
     TimeSplit t = stage_split(l, vs_costs, st, sim.makespan, span0);
     t.dp_comm += dp_exposed_seconds(l, sys, psi, last_backward);
-    t.optimizer = optimizer_seconds(l, sys, psi);
+    t.optimizer = optimizer_seconds(l, sys, psi) * compute_sharing(l, sys);
     t.step = t.forward + t.backward + t.recompute + t.tp_comm + t.dp_comm + t.bubble + t.pp_comm + t.optimizer;
     if (t.step > worst) worst = t.step, out.time = t;
     const MemSplit mem = stage_memory(l, st, sim.peak_in_flight[std::size_t(st)], psi);

@@ -70,7 +70,7 @@ json curve_json(const Curve& c) {
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "vector_tflops", "hbm_gbps", "hbm_gb",
-                "matrix_efficiency", "vector_efficiency", "hbm_efficiency"},
+                "matrix_efficiency", "vector_efficiency", "hbm_efficiency", "compute_units"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -82,6 +82,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   m.matrix_efficiency = curve(g, "matrix_efficiency", where, at);
   m.vector_efficiency = curve(g, "vector_efficiency", where, at);
   m.hbm_efficiency = curve(g, "hbm_efficiency", where, at);
+  if (g.contains("compute_units")) m.compute_units = int(number(g, "compute_units", where, at, 0, 1 << 20));
   return m;
 }
 
@@ -125,7 +126,8 @@ json system_to_json(const SystemModel& s) {
            {{"name", g.name}, {"matrix_tflops_16", g.matrix_tflops_16}, {"matrix_tflops_32", g.matrix_tflops_32},
             {"vector_tflops", g.vector_tflops}, {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
             {"matrix_efficiency", curve_json(g.matrix_efficiency)},
-            {"vector_efficiency", curve_json(g.vector_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)}}},
+            {"vector_efficiency", curve_json(g.vector_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
+            {"compute_units", g.compute_units}}},
           {"network", net}};
 }
 

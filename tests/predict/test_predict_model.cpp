@@ -134,6 +134,13 @@ TEST(PredictSystem, JsonRoundTripAndSchemaErrorsNameTheField) {
   EXPECT_THROW(load_system("no-such-system"), UsageError);
 }
 
+// Sanitizer builds run several times slower: there the time limits are not checked (the results still are).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kSlowdown = 0;
+#else
+constexpr double kSlowdown = 1;
+#endif
+
 // Speed: 4096 GPUs, 1F1B over 64 stages with 512 microbatches, under 2 s; a search over thousands of layouts
 // under a minute.
 TEST(PredictSpeed, LargePipelineAndSearch) {
@@ -146,7 +153,7 @@ TEST(PredictSpeed, LargePipelineAndSearch) {
   const double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("4096 GPUs (dp 8 tp 8 pp 64), 512 microbatches, 1f1b: step %.2f s predicted in %.3f s\n", p.time.step,
               one);
-  EXPECT_LT(one, 2.0);
+  if (kSlowdown > 0) EXPECT_LT(one, 2.0);
   Layout base = small_gpt(512, 1, 1);
   base.model.layers = 96, base.model.hidden = 12288, base.model.heads = 96;
   base.global_batch = 1536;
@@ -155,7 +162,7 @@ TEST(PredictSpeed, LargePipelineAndSearch) {
   const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("search, 512 GPUs: %d layouts, %zu fit, %.2f s\n", r.enumerated, r.fitting.size(), all);
   EXPECT_GE(r.enumerated, 1000);
-  EXPECT_LT(all, 60.0);
+  if (kSlowdown > 0) EXPECT_LT(all, 60.0);
   ASSERT_FALSE(r.fitting.empty());
   for (std::size_t i = 1; i < r.fitting.size(); ++i)
     EXPECT_LE(r.fitting[i - 1].prediction.time.step, r.fitting[i].prediction.time.step);
