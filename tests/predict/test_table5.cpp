@@ -49,7 +49,7 @@ TEST(Table5, DgxA100PredictsEveryRow) {
   const SystemModel sys = builtin_system("dgx-a100");
   double sum_abs = 0;
   int n = 0;
-  std::printf("%-6s %-22s %10s %10s %8s %7s\n", "model", "recompute", "measured", "predicted", "error", "MFU");
+  std::printf("%-6s %-22s %10s %10s %8s %7s\n", "model", "recompute", "measured", "predicted", "error", "MFU(pred)");
   for (const Row& r : kRows)
     for (bool sel : {false, true}) {
       const Prediction p = predict_step(layout_of(r, sel), sys);
