@@ -153,16 +153,20 @@ TEST(PredictSpeed, LargePipelineAndSearch) {
   const double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("4096 GPUs (dp 8 tp 8 pp 64), 512 microbatches, 1f1b: step %.2f s predicted in %.3f s\n", p.time.step,
               one);
-  if (kSlowdown > 0) EXPECT_LT(one, 2.0);
-  Layout base = small_gpt(512, 1, 1);
+  if (kSlowdown > 0) {
+    EXPECT_LT(one, 2.0);
+  }
+  Layout base = small_gpt(kSlowdown > 0 ? 512 : 64, 1, 1);  // fewer layouts under the sanitizers
   base.model.layers = 96, base.model.hidden = 12288, base.model.heads = 96;
   base.global_batch = 1536;
   t0 = std::chrono::steady_clock::now();
   const SearchResult r = search_layouts(base, sys);
   const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("search, 512 GPUs: %d layouts, %zu fit, %.2f s\n", r.enumerated, r.fitting.size(), all);
-  EXPECT_GE(r.enumerated, 1000);
-  if (kSlowdown > 0) EXPECT_LT(all, 60.0);
+  std::printf("search, %d GPUs: %d layouts, %zu fit, %.2f s\n", base.gpus, r.enumerated, r.fitting.size(), all);
+  EXPECT_GE(r.enumerated, kSlowdown > 0 ? 1000 : 100);
+  if (kSlowdown > 0) {
+    EXPECT_LT(all, 60.0);
+  }
   ASSERT_FALSE(r.fitting.empty());
   for (std::size_t i = 1; i < r.fitting.size(); ++i)
     EXPECT_LE(r.fitting[i - 1].prediction.time.step, r.fitting[i].prediction.time.step);
