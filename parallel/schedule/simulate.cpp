@@ -94,7 +94,7 @@ class Player {
  public:
   Player(const PipeSchedule& s, const PipeCosts& costs)
       : s_(s), costs_(costs), p_(s.stages), last_(s.virtual_stages() - 1), next_(p_, 0), clock_(p_, 0),
-        in_flight_(p_, 0), computed_(p_, 0), sent_(2, s.microbatches, s.virtual_stages()),
+        comm_free_(p_, 0), in_flight_(p_, 0), computed_(p_, 0), sent_(2, s.microbatches, s.virtual_stages()),
         received_(2, s.microbatches, s.virtual_stages()), done_(4, s.microbatches, s.virtual_stages()) {
     PB_CHECK(int(s.actions.size()) == p_, "schedule has " + std::to_string(s.actions.size()) +
                                               " stage lists for " + std::to_string(p_) + " stages");
@@ -192,8 +192,8 @@ class Player {
     switch (a.op) {
       case PipeOp::recv_activation:
       case PipeOp::recv_gradient: received_.assign(a.op == PipeOp::recv_gradient, a.microbatch, vs, end); break;
-      case PipeOp::send_activation: sent_.assign(0, a.microbatch, vs + 1, end + costs_.transfer); break;
-      case PipeOp::send_gradient: sent_.assign(1, a.microbatch, vs - 1, end + costs_.transfer); break;
+      case PipeOp::send_activation: sent_.assign(0, a.microbatch, vs + 1, post(st, end)); break;
+      case PipeOp::send_gradient: sent_.assign(1, a.microbatch, vs - 1, post(st, end)); break;
       default:
         if (!done_.insert(int(a.op), a.microbatch, vs, end)) throw Error(describe(st, a) + ": runs twice");
         sim_.busy[st] += end - start;
@@ -203,6 +203,14 @@ class Player {
     sim_.timeline[st].push_back({a, start, end});
     clock_[st] = end;
     ++next_[st];
+  }
+
+  // A send leaves on the stage's communication stream, beside its compute: after the stream's previous send and
+  // the data's producer, taking `transfer`; returns when it is at the receiver.
+  double post(int st, double ready) {
+    const double arrival = std::max(ready, comm_free_[std::size_t(st)]) + costs_.transfer;
+    comm_free_[std::size_t(st)] = arrival;
+    return arrival;
   }
 
   std::string deadlock_message() const {
@@ -218,6 +226,7 @@ class Player {
   PipeSimulation sim_;
   std::vector<std::size_t> next_;  // next action per stage
   std::vector<double> clock_;      // when each stage is free
+  std::vector<double> comm_free_;  // when each stage's communication stream is free
   std::vector<int> in_flight_;
   std::vector<std::size_t> computed_;  // compute actions done per stage, the index into per_action
   TimeTable sent_;      // (is gradient, microbatch, receiving virtual stage) -> time available at the receiver

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "parallel/schedule/schedule.h"
+#include "parallel/schedule/simulate.h"
 #include "predict/calibrate.h"
 #include "predict/collective_model.h"
 #include "predict/costs.h"
@@ -194,4 +195,18 @@ TEST(PredictCalibrate, FitRecoversAlphaAndBetaAndReportsTheError) {
   std::ofstream(path) << "stage,op\n0,F\n";
   EXPECT_THROW(read_collective_csv(path), UsageError);
   EXPECT_THROW(fit_links({{"allreduce", "ring", 2, 8, 1e-6}}), UsageError);  // one size: nothing to fit
+}
+
+// Sends of one stage queue on its communication stream: GPipe over 2 stages with forwards far shorter than a
+// transfer, so stage 1 receives microbatch k only after k + 1 transfers.
+TEST(PredictPipeline, SendsQueueOnTheCommunicationStream) {
+  const int m = 6;
+  const PipeSchedule s = make_schedule("gpipe", 2, m);
+  PipeCosts c;
+  c.forward = 1e-3, c.backward = 2e-3, c.transfer = 1;
+  const PipeSimulation sim = simulate_schedule(s, c);
+  double last_forward_start = 0;
+  for (const TimedAction& t : sim.timeline[1])
+    if (t.action.op == PipeOp::forward && t.action.microbatch == m - 1) last_forward_start = t.start;
+  EXPECT_NEAR(last_forward_start, m * 1.0 + 1e-3, 1e-9);  // not 1 + m x 1e-3, as with parallel sends
 }
