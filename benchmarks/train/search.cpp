@@ -36,7 +36,8 @@ void print_result(const predict::SearchResult& r, const predict::SystemModel& sy
                   1e3 * t.bubble, 1e3 * (t.tp_comm + t.pp_comm + t.dp_comm),
                   c.prediction.peak_bytes / (1024.0 * 1024 * 1024)});
   }
-  best.write_text(std::cout);
+  if (r.fitting.empty()) std::cout << "# no layout fits in " << sys.gpu.hbm_bytes / 1e9 << " GB per GPU\n";
+  else best.write_text(std::cout);
   std::cout << "\n# each (tp, pp) family's best layout and why it lost to the winner\n";
   Table fam({{"tp"}, {"pp"}, {"best layout"}, {"step_ms", 1}, {"reason"}});
   for (const auto& f : r.families)
