@@ -89,31 +89,36 @@ PipeSchedule schedule_of(const Layout& l) {
   return make_schedule(l.schedule, l.pp, l.microbatches(), l.virtual_stages);
 }
 
-}  // namespace
+// Ranks that outnumber the node's compute units take turns (a CPU's cores): the span stretches to what the units
+// can compute, all ranks' busy time over the units, unless the dependencies already take longer (a pipeline's idle
+// stages leave their core to the others). The factor by which the span grows.
+double compute_sharing(const Layout& l, const SystemModel& sys, const PipeSimulation& sim) {
+  const double units = sys.gpu.compute_units;
+  const int per_node = std::min(l.gpus, sys.node_size());
+  if (units <= 0 || per_node <= units || sim.makespan <= 0) return 1.0;
+  double busy = 0;  // of one node's ranks: each stage's busy time on tp x dp ranks, the node's share of them
+  for (double b : sim.busy) busy += b * l.tp * l.dp;
+  busy *= double(per_node) / l.gpus;
+  return std::max(1.0, busy / units / sim.makespan);
+}
 
-namespace {
-// Ranks that outnumber the node's compute units take turns (a CPU's cores): their compute stretches.
-double compute_sharing(const Layout& l, const SystemModel& sys) {
-  const int units = sys.gpu.compute_units, per_node = std::min(l.gpus, sys.node_size());
-  return units > 0 && per_node > units ? double(per_node) / units : 1.0;
+// Every rank updates at once: with more ranks than compute units, the update stretches by ranks / units.
+double updates_sharing(const Layout& l, const SystemModel& sys) {
+  const double units = sys.gpu.compute_units, per_node = std::min(l.gpus, sys.node_size());
+  return units > 0 && per_node > units ? per_node / units : 1.0;
 }
 
 }  // namespace
 
 std::vector<PassCosts> all_stage_costs(const Layout& l, const SystemModel& sys) {
   PassCosts block = block_costs(l, sys);
-  const double share = compute_sharing(l, sys);
-  for (double* x : {&block.forward, &block.backward_input, &block.backward_weight, &block.recompute}) *x *= share;
   add_zero3(l, sys, block);
   const int n = l.pp * l.virtual_stages;
   std::vector<PassCosts> out;
   for (int vs = 0; vs < n; ++vs) {
     PassCosts c = block.times(double(l.model.layers) / n);
-    PassCosts ends;
-    if (vs == 0) ends += embedding_costs(l, sys);
-    if (vs == n - 1) ends += head_costs(l, sys);
-    for (double* x : {&ends.forward, &ends.backward_input, &ends.backward_weight, &ends.recompute}) *x *= share;
-    c += ends;
+    if (vs == 0) c += embedding_costs(l, sys);
+    if (vs == n - 1) c += head_costs(l, sys);
     out.push_back(c);
   }
   return out;
@@ -180,6 +185,7 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
   costs.per_action = action_costs(sched, vs_costs);
   costs.transfer = transfer;
   const PipeSimulation sim = simulate_schedule(sched, costs);
+  const double share = compute_sharing(l, sys, sim);
   double span0 = sim.makespan;
   if (split_pp_comm && costs.transfer > 0) {
     costs.transfer = 0;
@@ -193,8 +199,9 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
     double last_backward = 0;
     for (int c = 0; c < l.virtual_stages; ++c) last_backward += vs_costs[std::size_t(c * l.pp + st)].bi();
     TimeSplit t = stage_split(l, vs_costs, st, sim.makespan, span0);
+    for (double* x : {&t.forward, &t.backward, &t.recompute, &t.tp_comm, &t.dp_comm, &t.bubble, &t.pp_comm}) *x *= share;
     t.dp_comm += dp_exposed_seconds(l, sys, psi, last_backward);
-    t.optimizer = optimizer_seconds(l, sys, psi) * compute_sharing(l, sys);
+    t.optimizer = optimizer_seconds(l, sys, psi) * updates_sharing(l, sys);
     t.step = t.forward + t.backward + t.recompute + t.tp_comm + t.dp_comm + t.bubble + t.pp_comm + t.optimizer;
     if (t.step > worst) worst = t.step, out.time = t;
     const MemSplit mem = stage_memory(l, st, sim.peak_in_flight[std::size_t(st)], psi);

@@ -28,7 +28,7 @@ struct GpuModel {
   Curve hbm_efficiency;         // by the bytes one op moves
   // Ranks that can compute at once on one node (0: one per GPU). A CPU "GPU" is a core: with more ranks than
   // cores they take turns, and compute stretches by ranks / compute_units.
-  int compute_units = 0;
+  double compute_units = 0;
 };
 
 // One level of the network: `size` GPUs share it (a node's NVLink domain; the whole cluster for the last level).

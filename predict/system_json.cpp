@@ -82,7 +82,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   m.matrix_efficiency = curve(g, "matrix_efficiency", where, at);
   m.vector_efficiency = curve(g, "vector_efficiency", where, at);
   m.hbm_efficiency = curve(g, "hbm_efficiency", where, at);
-  if (g.contains("compute_units")) m.compute_units = int(number(g, "compute_units", where, at, 0, 1 << 20));
+  if (g.contains("compute_units")) m.compute_units = number(g, "compute_units", where, at, 0, 1 << 20);
   return m;
 }
 

@@ -41,6 +41,21 @@ for v in "$flops32" "$flops16" "$bytes32"; do
   [ "$v" != none ] || { echo "calibrate.sh: bench_kernels printed no matmul or elementwise rows" >&2; exit 1; }
 done
 
+# Compute units: one matmul benchmark alone, then one copy per core at once; the copies' summed rate over the
+# lone rate is how many ranks can compute together now (the core count on an idle machine, fewer when other jobs
+# hold cores).
+matmul_rate() {
+  "$bin/bench_kernels" --device cpu --shape small --benchmark_filter='matmul_forward_fc/reference/cpu/f32' \
+    --benchmark_min_time=0.3 --benchmark_format=csv 2>/dev/null |
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "FLOP/s") c = i }; next }
+             { print $c + 0 }'
+}
+alone=$(matmul_rate)
+cores=$(nproc)
+for i in $(seq "$cores"); do matmul_rate > "$tmp/rate$i" & done
+wait
+units=$(cat "$tmp"/rate* | awk -v alone="$alone" '{ s += $1 } END { printf "%.2f", s / alone }')
+
 # Allreduce over threads at each rank count: alpha and beta fitted per group; the ring's fits are averaged.
 files=""
 for n in ${ranks//,/ }; do
@@ -50,14 +65,14 @@ done
 "$bin/bench_train" --calibrate "$files" --csv "$tmp/fit.csv"
 read -r alpha_us gbps < <(awk -F, 'NR > 1 && $2 == "ring" { a += $5; g += $6; n++ } END { printf "%g %g\n", a / n, g / n }' "$tmp/fit.csv")
 
-awk -v f32="$flops32" -v f16="$flops16" -v b="$bytes32" -v a="$alpha_us" -v g="$gbps" -v host="$(hostname)" -v cores="$(nproc)" 'BEGIN {
+awk -v f32="$flops32" -v f16="$flops16" -v b="$bytes32" -v a="$alpha_us" -v g="$gbps" -v host="$(hostname)" -v units="$units" 'BEGIN {
   printf "{\n  \"name\": \"this-machine\",\n"
   printf "  \"source\": \"scripts/calibrate.sh on %s: bench_kernels --device cpu (medians of matmul FLOP/s and elementwise bytes/s), bench_allreduce ring over threads (alpha-beta fit)\",\n", host
   printf "  \"gpu\": {\"name\": \"cpu\", \"matrix_tflops_16\": %.6g, \"matrix_tflops_32\": %.6g, \"vector_tflops\": %.6g,\n", f16 / 1e12, f32 / 1e12, f32 / 1e12
   printf "          \"hbm_gbps\": %.6g, \"hbm_gb\": 8, \"matrix_efficiency\": [[0, 1]], \"vector_efficiency\": [[0, 1]],\n", b / 1e9
-  printf "          \"hbm_efficiency\": [[0, 1]], \"compute_units\": %d},\n", cores
+  printf "          \"hbm_efficiency\": [[0, 1]], \"compute_units\": %s},\n", units
   printf "  \"network\": [{\"name\": \"threads\", \"gpus\": 1024, \"gbps\": %.6g, \"efficiency\": 1, \"latency_us\": %.6g}]\n}\n", g, a
 }' > "$tmp/system.json"
 "$bin/bench_train" --simulate --gpus 1 --system "$tmp/system.json" --quiet  # the schema check
 mv "$tmp/system.json" "$out"
-echo "calibrate.sh: wrote $out (matmul $flops32 FLOP/s f32, elementwise $bytes32 B/s, allreduce link ${gbps} GB/s, alpha ${alpha_us} us)"
+echo "calibrate.sh: wrote $out (matmul $flops32 FLOP/s f32, elementwise $bytes32 B/s, allreduce link ${gbps} GB/s, alpha ${alpha_us} us, $units of $cores cores free for compute)"
