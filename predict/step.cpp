@@ -197,7 +197,10 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
   for (int st = 0; st < l.pp; ++st) {  // the step ends when the slowest stage's reduction and update end
     const double psi = params[std::size_t(st)];
     double last_backward = 0;
-    for (int c = 0; c < l.virtual_stages; ++c) last_backward += vs_costs[std::size_t(c * l.pp + st)].bi();
+    for (int c = 0; c < l.virtual_stages; ++c) {
+      const PassCosts& k = vs_costs[std::size_t(c * l.pp + st)];
+      last_backward += k.bi() + k.w();
+    }
     TimeSplit t = stage_split(l, vs_costs, st, sim.makespan, span0);
     for (double* x : {&t.forward, &t.backward, &t.recompute, &t.tp_comm, &t.dp_comm, &t.bubble, &t.pp_comm}) *x *= share;
     t.dp_comm += dp_exposed_seconds(l, sys, psi, last_backward);
