@@ -49,7 +49,7 @@ struct Prediction {
   int heaviest_stage = 0;
 };
 
-// Predicts one training step of `l` on `sys`. `simulate_transfers` false skips the second pipeline simulation that
+// Predicts one training step of `l` on `sys`. `split_pp_comm` false skips the second pipeline simulation that
 // separates exposed pipeline communication from the bubble (used by the search, where only the total matters).
 Prediction predict_step(const Layout& l, const SystemModel& sys, bool split_pp_comm = true);
 

@@ -1,10 +1,8 @@
 // Built-in systems and the JSON form of a system, with a schema check that names the bad field.
 #include "predict/system.h"
 
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
