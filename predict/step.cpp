@@ -1,6 +1,7 @@
 // One step: the schedule's action lists played with these costs (parallel/schedule/simulate.cpp), then the
 // data-parallel reduction and the optimizer; the split of the slowest stage's time; throughput and memory.
 #include <algorithm>
+#include <cmath>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -58,18 +59,32 @@ void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
                         std::max(0.0, gather + scatter - block.bi() - block.w());
 }
 
-// The gradient reduction over the data-parallel group after the last microbatch's backward, in 25 MiB buckets
-// that start while that backward runs; ZeRO-1/2 also all-gather the updated parameters after the optimizer.
-double dp_exposed_seconds(const Layout& l, const SystemModel& sys, double psi, double last_backward) {
-  if (l.dp <= 1) return 0;
-  const double bytes = psi * double(dtype_size(l.model.dtype));
+// The data-parallel gradient reduction as events on stage `st`'s communication stream: each chunk's gradients
+// become final during its last backward (weight-gradient) action, in 25 MiB buckets, one every 1/n of that action
+// (reverse layer order, as DDP fills them); the stream reduces them in order of readiness. Returns how far the
+// reduction (and ZeRO-1/2's all-gather of the updated parameters, after the optimizer) runs past `span`.
+double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSimulation& sim, int st, double psi,
+                          double span) {
+  if (l.dp <= 1 || l.zero_stage >= 3) return 0;  // ZeRO-3 reduces per block inside the passes (add_zero3)
+  const double p = double(dtype_size(l.model.dtype)), chunk_bytes = psi * p / l.virtual_stages;
+  const double bucket_cap = 25.0 * 1048576;
+  const int buckets = std::max(1, int(std::ceil(chunk_bytes / bucket_cap)));
   const GroupPlacement g = place_group(sys, l.dp, l.tp);
-  if (l.zero_stage >= 3) return 0;  // per block, inside the passes (add_zero3)
-  const double reduce = l.zero_stage == 0 ? collective_cost(sys, CollOp::allreduce, bytes, g).seconds
-                                          : collective_cost(sys, CollOp::reducescatter, bytes, g).seconds;
-  const double last_bucket = reduce * std::min(1.0, 25.0 * 1048576 / bytes);
-  double exposed = std::max(reduce - last_backward, last_bucket);
-  if (l.zero_stage >= 1) exposed += collective_cost(sys, CollOp::allgather, bytes, g).seconds;
+  const CollOp op = l.zero_stage == 0 ? CollOp::allreduce : CollOp::reducescatter;
+  const double per_bucket = collective_cost(sys, op, chunk_bytes / buckets, g).seconds;
+  std::vector<double> ready;
+  for (int c = 0; c < l.virtual_stages; ++c) {
+    const TimedAction* last = nullptr;  // the chunk's last gradient-producing action
+    for (const TimedAction& t : sim.timeline[std::size_t(st)])
+      if (t.action.chunk == c && (t.action.op == PipeOp::backward || t.action.op == PipeOp::backward_weight)) last = &t;
+    if (!last) continue;
+    for (int i = 1; i <= buckets; ++i) ready.push_back(last->start + (last->end - last->start) * i / buckets);
+  }
+  std::sort(ready.begin(), ready.end());
+  double stream = 0;
+  for (double r : ready) stream = std::max(stream, r) + per_bucket;
+  double exposed = std::max(0.0, stream - span);
+  if (l.zero_stage >= 1) exposed += collective_cost(sys, CollOp::allgather, psi * p, g).seconds;
   return exposed;
 }
 
@@ -196,14 +211,9 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
   const std::vector<double> params = stage_parameter_counts(l);
   for (int st = 0; st < l.pp; ++st) {  // the step ends when the slowest stage's reduction and update end
     const double psi = params[std::size_t(st)];
-    double last_backward = 0;
-    for (int c = 0; c < l.virtual_stages; ++c) {
-      const PassCosts& k = vs_costs[std::size_t(c * l.pp + st)];
-      last_backward += k.bi() + k.w();
-    }
     TimeSplit t = stage_split(l, vs_costs, st, sim.makespan, span0);
     for (double* x : {&t.forward, &t.backward, &t.recompute, &t.tp_comm, &t.dp_comm, &t.bubble, &t.pp_comm}) *x *= share;
-    t.dp_comm += dp_exposed_seconds(l, sys, psi, last_backward);
+    t.dp_comm += dp_exposed_seconds(l, sys, sim, st, psi, sim.makespan);
     t.optimizer = optimizer_seconds(l, sys, psi) * updates_sharing(l, sys);
     t.step = t.forward + t.backward + t.recompute + t.tp_comm + t.dp_comm + t.bubble + t.pp_comm + t.optimizer;
     if (t.step > worst) worst = t.step, out.time = t;
