@@ -2,6 +2,7 @@
 #include "predict/search.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "core/error.h"
@@ -52,7 +53,7 @@ std::string why_lost(const TimeSplit& loser, const TimeSplit& winner) {
       {"optimizer", loser.optimizer - winner.optimizer}};
   const auto* worst = std::max_element(std::begin(parts), std::end(parts),
                                        [](const auto& a, const auto& b) { return a.second < b.second; });
-  return std::string(worst->first) + " (+" + std::to_string(int(worst->second * 1e3 + 0.5)) + " ms)";
+  return std::string(worst->first) + " (+" + std::to_string(std::llround(worst->second * 1e3)) + " ms)";
 }
 
 }  // namespace
@@ -104,8 +105,8 @@ SearchResult search_layouts(const Layout& base, const SystemModel& sys) {
             [](const Candidate& a, const Candidate& b) { return a.prediction.time.step < b.prediction.time.step; });
   for (auto& [key, f] : families) {
     if (!f.any_fits)
-      f.reason = "memory: its smallest peak is " + std::to_string(int(f.best.prediction.peak_bytes / 1e9 + 0.5)) +
-                 " GB, more than the GPU's " + std::to_string(int(sys.gpu.hbm_bytes / 1e9 + 0.5)) + " GB";
+      f.reason = "memory: its smallest peak is " + std::to_string(std::llround(f.best.prediction.peak_bytes / 1e9)) +
+                 " GB, more than the GPU's " + std::to_string(std::llround(sys.gpu.hbm_bytes / 1e9)) + " GB";
     else if (f.best.layout.tp == r.fitting.front().layout.tp && f.best.layout.pp == r.fitting.front().layout.pp)
       f.reason = "winner";
     else f.reason = why_lost(f.best.prediction.time, r.fitting.front().prediction.time);
