@@ -81,7 +81,28 @@ void validate_on_ranks(const TrainConfig& t, Communicator& comm) {
   }
 }
 
-int run(Options& o) {
+// Options that only a prediction takes, refused without --simulate or --search.
+void validate_prediction_options(const Options& o, const CLI::App& app) {
+  const bool predicting = o.simulate || o.search;
+  for (const char* name : {"--gpus", "--system", "--sp", "--zero", "--recompute", "--top"})
+    if (!predicting && app.count(name) > 0)
+      throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
+  if (predicting && o.gpus.empty())
+    throw UsageError("--simulate and --search need --gpus N or N,M,... (the GPU counts to predict)");
+  if (o.simulate && o.search) throw UsageError("--simulate and --search are alternatives; give one");
+}
+
+int run(Options& o, const CLI::App& app) {
+  if (!o.calibrate.empty()) return calibrate(o);
+  validate_prediction_options(o, app);
+  if (o.simulate || o.search) {
+    o.train.model.kind = parse_model_kind(o.model);
+    o.train.model.dtype = parse_dtype(o.dtype);
+    o.train.model.flash_attention = o.attention == "flash";
+    o.train.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+    o.train.model.validate();
+    return o.simulate ? simulate(o) : search(o);
+  }
   std::string why;
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
@@ -99,6 +120,23 @@ int run(Options& o) {
     return 0;
   }
   return report(o, dev, result);
+}
+
+void add_prediction_options(CLI::App& app, Options& o) {
+  app.add_flag("--simulate", o.simulate, "predict one step per --gpus value on --system instead of running here");
+  app.add_flag("--search", o.search, "predict every layout that fits on --gpus and print the best --top");
+  app.add_option("--gpus", o.gpus, "--simulate/--search: GPU counts, N or N,M,...");
+  app.add_option("--system", o.system, "--simulate/--search: dgx-a100, dgx-h100, h200, this-machine or FILE.json")
+      ->capture_default_str();
+  app.add_flag("--sp", o.sp, "--simulate: sequence parallelism (a run here: --scheme sp)");
+  app.add_option("--zero", o.zero, "--simulate: ZeRO stage of the data-parallel dimension (a run here: --scheme)")
+      ->check(in_range(0, 3))->capture_default_str();
+  app.add_option("--recompute", o.recompute, "--simulate: activation recomputation none, selective or full")
+      ->capture_default_str();
+  app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
+  app.add_option("--calibrate", o.calibrate,
+                 "fit link alpha and beta to bench_<collective> CSV files and print the fit error (nothing runs)")
+      ->delimiter(',');
 }
 
 }  // namespace
@@ -167,5 +205,6 @@ int main(int argc, char** argv) {
   app.add_option("--profile-steps", o.profile_steps,
                  "A:B: run steps A..B-1 (warm-up counted) inside cudaProfilerStart/Stop for nsys");
   app.add_flag("--estimate-memory", o.estimate_memory, "print the closed-form memory beside the measured peak");
-  return run_program(app, argc, argv, [&] { return run(o); });
+  add_prediction_options(app, o);
+  return run_program(app, argc, argv, [&] { return run(o, app); });
 }

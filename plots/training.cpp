@@ -84,6 +84,9 @@ void finish(const PlotScript& sc, const FigureOptions& o) {
 
 // ---- scaling -------------------------------------------------------------------------------------
 
+// bench_train --simulate rows (predicted = 1) form series of their own, labelled "predicted".
+std::string predicted_words(const std::string& v) { return v == "1" ? "predicted" : ""; }
+
 std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilter& filter, const std::string& metric,
                                           ScalingMode mode, std::string* common,
                                           std::vector<std::string>* single) {
@@ -91,7 +94,8 @@ std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilte
                                         {"schedule", as_is},
                                         {"model", as_is},
                                         {"device", as_is},
-                                        {"impl", as_is}};
+                                        {"impl", as_is},
+                                        {"predicted", predicted_words}};
   std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)> grouped(&key_less);
   std::vector<Key> keys;
   for (std::size_t r = 0; r < t.size(); ++r) {
@@ -165,7 +169,8 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
                                               {"schedule", false},
                                               {"model", false},
                                               {"device", false},
-                                              {"impl", false}});
+                                              {"impl", false},
+                                              {"predicted", false}});
   std::string common;
   std::vector<std::string> single;
   const std::vector<ScalingSeries> series = scaling_series(t, filter, metric, mode, &common, &single);

@@ -1,6 +1,8 @@
 // bench_train's report on rank 0: the CSV row (the columns the plots read), the text table, the memory table of
 // --estimate-memory and the JSON with per-rank and per-stage detail.
+#include <algorithm>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/train/train_run.h"
@@ -12,9 +14,7 @@
 
 namespace parbench::train_bench {
 
-namespace {
-
-const std::vector<Column>& csv_columns() {
+const std::vector<Column>& train_csv_columns() {
   static const std::vector<Column> cols = {
       {"model"}, {"scheme"}, {"schedule"}, {"device"}, {"impl"}, {"ranks"}, {"tp"}, {"pp"}, {"dp"},
       {"microbatches"}, {"global_batch"}, {"micro_batch"}, {"step_ms", 3}, {"samples_per_s", 2},
@@ -22,8 +22,39 @@ const std::vector<Column>& csv_columns() {
       {"bubble_replayed", 4},
       {"peak_bytes"}, {"params_bytes"}, {"grads_bytes"}, {"optimizer_bytes"}, {"activations_bytes"},
       {"comm_buffer_bytes"}, {"workspace_bytes"}, {"comm_bytes_per_step"}, {"loss", 6},
-      {"max_param_diff_vs_single", 9}, {"estimate_bytes"}};
+      {"max_param_diff_vs_single", 9}, {"estimate_bytes"},
+      // Layout columns a prediction varies, and its time split (empty for measured runs).
+      {"virtual_stages"}, {"sp"}, {"zero"}, {"recompute"}, {"predicted"}, {"forward_ms", 3}, {"backward_ms", 3},
+      {"recompute_ms", 3}, {"optimizer_ms", 3}, {"bubble_ms", 3}, {"tp_comm_ms", 3}, {"pp_comm_ms", 3},
+      {"dp_comm_ms", 3}};
   return cols;
+}
+
+std::string memory_column(MemCategory c) {
+  static const char* names[kMemCategories] = {"params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
+                                              "comm_buffer_bytes", "workspace_bytes"};
+  return names[int(c)];
+}
+
+std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map<std::string, Cell>& cells) {
+  std::vector<Cell> row;
+  for (const Column& c : columns) {
+    auto it = cells.find(c.name);
+    row.push_back(it == cells.end() ? Cell{} : it->second);
+  }
+  for (const auto& [name, cell] : cells)
+    PB_CHECK(std::any_of(columns.begin(), columns.end(), [&](const Column& c) { return c.name == name; }),
+             "no CSV column '" + name + "'");
+  return row;
+}
+
+namespace {
+
+// The ZeRO stage a measured run's data-parallel dimension uses.
+int zero_stage_of(const TrainConfig& t) {
+  const SchemeKind& k = find_scheme_kind(t.scheme);
+  if (k.model_parallel) return t.dp_scheme == "ddp" ? 0 : find_scheme_kind(t.dp_scheme).zero_stage;
+  return k.zero_stage;
 }
 
 // The figures every output shares, derived once from the measurements.
@@ -61,7 +92,7 @@ Table csv_table(const Options& o, const Device& device, const RunResult& r, cons
   std::size_t estimate_total = 0;  // closed-form parameters + gradients + optimizer state of that rank
   for (std::size_t b : h.estimate) estimate_total += b;
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
-  Table csv(csv_columns());
+  Table csv(train_csv_columns());
   std::vector<Cell> row = {std::string(model_kind_name(t.model.kind)), t.scheme,
                            sh.schedule.empty() ? Cell{} : Cell(sh.schedule), device_name(device), t.impl,
                            std::int64_t(r.world), std::int64_t(sh.tp), std::int64_t(sh.pp), std::int64_t(sh.dp),
@@ -72,8 +103,11 @@ Table csv_table(const Options& o, const Device& device, const RunResult& r, cons
                            s.bubble_theory, s.bubble_replayed, i64(h.peak_bytes)};
   for (std::size_t bytes : h.at_peak) row.push_back(i64(double(bytes)));
   for (Cell c : {i64(s.comm_max), Cell(r.loss), r.max_diff ? Cell(*r.max_diff) : Cell{},
-                 Cell(std::int64_t(estimate_total))})
+                 Cell(std::int64_t(estimate_total)), Cell(std::int64_t(sh.virtual_stages)),
+                 Cell(std::int64_t(find_scheme_kind(t.scheme).sequence_parallel)), Cell(std::int64_t(zero_stage_of(t))),
+                 Cell(std::string("none")), Cell(std::int64_t(0))})
     row.push_back(c);
+  row.resize(csv.columns().size());  // the predicted time split stays empty
   csv.add_row(std::move(row));
   return csv;
 }

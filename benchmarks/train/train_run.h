@@ -2,6 +2,7 @@
 // report on rank 0 (report.cpp), sharing the options and what was measured.
 #pragma once
 #include <array>
+#include <map>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -11,8 +12,10 @@
 #include "core/allocator.h"
 #include "core/stats.h"
 #include "app/cli.h"
+#include "app/report.h"
 #include "core/device.h"
 #include "parallel/train.h"
+#include "predict/predict.h"
 
 namespace parbench::train_bench {
 
@@ -25,6 +28,11 @@ struct Options {
   int profile_begin = -1, profile_end = -1;
   double timeout = 300, peak_tflops = 0, check_tolerance = 0;
   bool check = false, estimate_memory = false, no_overlap = false, pin = false;
+  // --simulate / --search: predicted steps on a system instead of a run here.
+  bool simulate = false, search = false, sp = false;
+  std::string gpus, system = "dgx-a100", recompute = "none";
+  std::vector<std::string> calibrate;  // bench_<collective> CSVs to fit alpha and beta to
+  int zero = 0, top = 5;
 };
 
 // What one rank measured, gathered to every rank.
@@ -53,6 +61,23 @@ struct RunResult {
   bool pipeline = false;
   int world = 0;
 };
+
+// The training CSV's columns (measured and predicted rows share them), a memory category's column, and a row
+// from cells by column name (Error for a name that is not a column; missing names stay empty).
+const std::vector<Column>& train_csv_columns();
+std::string memory_column(MemCategory c);
+std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map<std::string, Cell>& cells);
+
+// --simulate (simulate.cpp) and --search (search.cpp): predictions, printed and written like a run's rows.
+int simulate(const Options& o);
+int search(const Options& o);
+int calibrate(const Options& o);  // --calibrate: the fit and its error per group
+// Shared by both: the --gpus list, the layout of a run's options on `gpus` GPUs (UsageError as a run would refuse
+// it), and a predicted row's cells by CSV column.
+std::vector<int> parse_gpu_list(const std::string& list);
+predict::Layout layout_for(const Options& o, int gpus);
+std::map<std::string, Cell> predicted_cells(const predict::Layout& l, const predict::Prediction& p,
+                                            const predict::SystemModel& sys);
 
 // Trains on this rank; rank 0 fills `out`.
 void run_rank(const Options& o, Communicator& comm, RunResult& out);

@@ -30,10 +30,40 @@ double cost_of(PipeOp op, const PipeCosts& c) {
   }
 }
 
-// A message between virtual stages: (kind is gradient, microbatch, receiving virtual stage).
-using MessageKey = std::tuple<bool, int, int>;
-// Completion of a compute step: (op, microbatch, virtual stage).
-using DoneKey = std::tuple<PipeOp, int, int>;
+// Times keyed by (kind, microbatch, virtual stage) in flat arrays: the player looks one up for every action, and
+// 4096-GPU pipelines have hundreds of thousands of actions. Keys out of range are never present.
+class TimeTable {
+ public:
+  TimeTable(int kinds, int microbatches, int virtual_stages)
+      : m_(microbatches), vs_(virtual_stages), time_(std::size_t(kinds) * m_ * vs_, 0), set_(time_.size(), 0) {}
+  bool find(int kind, int mb, int vs, double* at) const {
+    const long i = index(kind, mb, vs);
+    if (i < 0 || !set_[std::size_t(i)]) return false;
+    if (at) *at = time_[std::size_t(i)];
+    return true;
+  }
+  // False when the key was present already.
+  bool insert(int kind, int mb, int vs, double t) {
+    const long i = index(kind, mb, vs);
+    if (i < 0) return true;
+    if (set_[std::size_t(i)]) return false;
+    set_[std::size_t(i)] = 1, time_[std::size_t(i)] = t;
+    return true;
+  }
+  void assign(int kind, int mb, int vs, double t) {
+    const long i = index(kind, mb, vs);
+    if (i >= 0) set_[std::size_t(i)] = 1, time_[std::size_t(i)] = t;
+  }
+
+ private:
+  long index(int kind, int mb, int vs) const {
+    if (mb < 0 || mb >= m_ || vs < 0 || vs >= vs_) return -1;
+    return (long(kind) * m_ + mb) * vs_ + vs;
+  }
+  int m_, vs_;
+  std::vector<double> time_;
+  std::vector<char> set_;
+};
 
 }  // namespace
 
@@ -64,7 +94,8 @@ class Player {
  public:
   Player(const PipeSchedule& s, const PipeCosts& costs)
       : s_(s), costs_(costs), p_(s.stages), last_(s.virtual_stages() - 1), next_(p_, 0), clock_(p_, 0),
-        in_flight_(p_, 0), computed_(p_, 0) {
+        comm_free_(p_, 0), in_flight_(p_, 0), computed_(p_, 0), sent_(2, s.microbatches, s.virtual_stages()),
+        received_(2, s.microbatches, s.virtual_stages()), done_(4, s.microbatches, s.virtual_stages()) {
     PB_CHECK(int(s.actions.size()) == p_, "schedule has " + std::to_string(s.actions.size()) +
                                               " stage lists for " + std::to_string(p_) + " stages");
     check_per_action_costs(s, costs);
@@ -93,10 +124,7 @@ class Player {
 
  private:
   bool finished(PipeOp op, int mb, int vs, double* at) const {
-    auto it = done_.find({op, mb, vs});
-    if (it == done_.end()) return false;
-    *at = it->second;
-    return true;
+    return done_.find(int(op), mb, vs, at);
   }
   // Time at which the input gradient of (mb, vs) exists on its producing virtual stage vs+1.
   bool grad_ready(int mb, int vs, double* at) const {
@@ -111,9 +139,9 @@ class Player {
     switch (a.op) {
       case PipeOp::recv_activation:
       case PipeOp::recv_gradient: {
-        auto it = sent_.find({a.op == PipeOp::recv_gradient, a.microbatch, vs});
-        if (it == sent_.end()) return false;
-        start = std::max(start, it->second);
+        double at = 0;
+        if (!sent_.find(a.op == PipeOp::recv_gradient, a.microbatch, vs, &at)) return false;
+        start = std::max(start, at);
         return true;
       }
       case PipeOp::send_activation:
@@ -121,7 +149,7 @@ class Player {
       case PipeOp::forward:
         if (vs == 0) return true;
         if ((vs - 1) % p_ != st) {
-          if (!received_.count({false, a.microbatch, vs}))
+          if (!received_.find(0, a.microbatch, vs, nullptr))
             throw Error(describe(st, a) + ": runs before receiving its input activation");
           return true;
         }
@@ -145,7 +173,7 @@ class Player {
     if (!finished(PipeOp::forward, a.microbatch, vs, &t)) throw Error(describe(st, a) + ": runs before its own forward");
     if (vs == last_) return true;
     if ((vs + 1) % p_ != st) {
-      if (!received_.count({true, a.microbatch, vs}))
+      if (!received_.find(1, a.microbatch, vs, nullptr))
         throw Error(describe(st, a) + ": runs before receiving its output gradient");
       return true;
     }
@@ -163,11 +191,11 @@ class Player {
     const double end = start + cost;
     switch (a.op) {
       case PipeOp::recv_activation:
-      case PipeOp::recv_gradient: received_.insert({a.op == PipeOp::recv_gradient, a.microbatch, vs}); break;
-      case PipeOp::send_activation: sent_[{false, a.microbatch, vs + 1}] = end + costs_.transfer; break;
-      case PipeOp::send_gradient: sent_[{true, a.microbatch, vs - 1}] = end + costs_.transfer; break;
+      case PipeOp::recv_gradient: received_.assign(a.op == PipeOp::recv_gradient, a.microbatch, vs, end); break;
+      case PipeOp::send_activation: sent_.assign(0, a.microbatch, vs + 1, post(st, end)); break;
+      case PipeOp::send_gradient: sent_.assign(1, a.microbatch, vs - 1, post(st, end)); break;
       default:
-        if (!done_.emplace(DoneKey{a.op, a.microbatch, vs}, end).second) throw Error(describe(st, a) + ": runs twice");
+        if (!done_.insert(int(a.op), a.microbatch, vs, end)) throw Error(describe(st, a) + ": runs twice");
         sim_.busy[st] += end - start;
     }
     if (a.op == PipeOp::forward) sim_.peak_in_flight[st] = std::max(sim_.peak_in_flight[st], ++in_flight_[st]);
@@ -175,6 +203,14 @@ class Player {
     sim_.timeline[st].push_back({a, start, end});
     clock_[st] = end;
     ++next_[st];
+  }
+
+  // A send leaves on the stage's communication stream, beside its compute: after the stream's previous send and
+  // the data's producer, taking `transfer`; returns when it is at the receiver.
+  double post(int st, double ready) {
+    const double arrival = std::max(ready, comm_free_[std::size_t(st)]) + costs_.transfer;
+    comm_free_[std::size_t(st)] = arrival;
+    return arrival;
   }
 
   std::string deadlock_message() const {
@@ -190,11 +226,12 @@ class Player {
   PipeSimulation sim_;
   std::vector<std::size_t> next_;  // next action per stage
   std::vector<double> clock_;      // when each stage is free
+  std::vector<double> comm_free_;  // when each stage's communication stream is free
   std::vector<int> in_flight_;
   std::vector<std::size_t> computed_;  // compute actions done per stage, the index into per_action
-  std::map<MessageKey, double> sent_;  // message -> time available at the receiver
-  std::set<MessageKey> received_;      // per receiving virtual stage
-  std::map<DoneKey, double> done_;     // compute step -> end time
+  TimeTable sent_;      // (is gradient, microbatch, receiving virtual stage) -> time available at the receiver
+  TimeTable received_;  // the same keys, once received
+  TimeTable done_;      // (compute op, microbatch, virtual stage) -> end time
 };
 
 }  // namespace

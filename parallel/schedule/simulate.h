@@ -13,7 +13,7 @@ struct PipeCosts {
   double backward = 2;         // full backward (input + weight gradients)
   double backward_input = 1;
   double backward_weight = 1;
-  double transfer = 0;         // latency from a send to the matching receive
+  double transfer = 0;         // a send's time on its stage's communication stream (sends of a stage queue there)
   // When not empty: [stage][k] is the cost of the k-th compute action in that stage's list, replacing the four
   // uniform costs above (a replay of measured action times).
   std::vector<std::vector<double>> per_action;

@@ -178,6 +178,28 @@ TEST(ScalingSeries, IdealAndEfficiencyStrongAndWeak) {
               HasSubstr("no rows to plot"));
 }
 
+// bench_train --simulate rows (predicted = 1) beside measured ones: a series of their own, labelled "predicted".
+TEST(ScalingSeries, PredictedRowsFormTheirOwnSeries) {
+  ScratchDir dir;
+  Random r;
+  const double m1 = r(50, 100), m2 = r(80, 200), p1 = r(50, 100), p2 = r(80, 200);
+  write_file(dir.file("t.csv"),
+             "model,scheme,schedule,ranks,samples_per_s,predicted\n"
+             "gpt,ddp,,1," + num(m1) + ",0\n"
+             "gpt,ddp,,2," + num(m2) + ",0\n"
+             "gpt,ddp,,1," + num(p1) + ",1\n"
+             "gpt,ddp,,2," + num(p2) + ",1\n");
+  std::vector<ColumnSpec> cols = training_columns("samples_per_s");
+  cols.push_back({"predicted", false});
+  const CsvTable t = CsvTable::read(dir.file("t.csv"), cols);
+  const auto series = scaling_series(t, {}, "samples_per_s", ScalingMode::strong, nullptr, nullptr);
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].label, "ddp");
+  EXPECT_THAT(series[0].throughput, ElementsAre(m1, m2));
+  EXPECT_EQ(series[1].label, "ddp (predicted)");
+  EXPECT_THAT(series[1].throughput, ElementsAre(p1, p2));
+}
+
 TEST(BubbleSeries, PercentOfStepSkippingNonPipelineRows) {
   ScratchDir dir;
   Random r;

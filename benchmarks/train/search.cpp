@@ -1,0 +1,93 @@
+// bench_train --search: every layout of the model on --gpus GPUs predicted on --system; the best --top printed
+// (and written as CSV rows like --simulate's), then each (tp, pp) family's best and why it lost.
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include "app/report.h"
+#include "benchmarks/train/train_run.h"
+#include "core/error.h"
+#include "predict/calibrate.h"
+#include "predict/search.h"
+
+namespace parbench::train_bench {
+
+namespace {
+
+std::string describe(const predict::Layout& l) {
+  std::string s = "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp) +
+                  " mbs " + std::to_string(l.micro_batch);
+  if (l.pp > 1) s += " " + l.schedule + (l.virtual_stages > 1 ? " v " + std::to_string(l.virtual_stages) : "");
+  if (l.sequence_parallel) s += " sp";
+  if (l.zero_stage > 0) s += " zero" + std::to_string(l.zero_stage);
+  if (l.recompute != predict::Recompute::none) s += " recompute " + predict::recompute_name(l.recompute);
+  return s;
+}
+
+void print_result(const predict::SearchResult& r, const predict::SystemModel& sys, int gpus, int top, double secs) {
+  std::cout << "# search on " << gpus << " GPUs of " << sys.name << ": " << r.enumerated << " layouts, "
+            << r.fitting.size() << " fit in memory, " << secs << " s\n";
+  Table best({{"rank"}, {"layout"}, {"step_ms", 1}, {"tokens/s", 0}, {"MFU", 3}, {"bubble_ms", 1}, {"comm_ms", 1},
+              {"peak_GiB", 2}});
+  for (std::size_t i = 0; i < r.fitting.size() && int(i) < top; ++i) {
+    const auto& c = r.fitting[i];
+    const predict::TimeSplit& t = c.prediction.time;
+    best.add_row({std::int64_t(i + 1), describe(c.layout), 1e3 * t.step, c.prediction.tokens_per_s, c.prediction.mfu,
+                  1e3 * t.bubble, 1e3 * (t.tp_comm + t.pp_comm + t.dp_comm),
+                  c.prediction.peak_bytes / (1024.0 * 1024 * 1024)});
+  }
+  if (r.fitting.empty()) std::cout << "# no layout fits in " << sys.gpu.hbm_bytes / 1e9 << " GB per GPU\n";
+  else best.write_text(std::cout);
+  std::cout << "\n# each (tp, pp) family's best layout and why it lost to the winner\n";
+  Table fam({{"tp"}, {"pp"}, {"best layout"}, {"step_ms", 1}, {"reason"}});
+  for (const auto& f : r.families)
+    fam.add_row({std::int64_t(f.tp), std::int64_t(f.pp), describe(f.best.layout),
+                 f.any_fits ? Cell(1e3 * f.best.prediction.time.step) : Cell(std::string("-")), f.reason});
+  fam.write_text(std::cout);
+}
+
+}  // namespace
+
+int search(const Options& o) {
+  const predict::SystemModel sys = predict::load_system(o.system);
+  Table csv(train_csv_columns());
+  for (int gpus : parse_gpu_list(o.gpus)) {
+    Options base_options = o;
+    base_options.train.tp = base_options.train.pp = 1, base_options.train.dp = 0;
+    base_options.train.virtual_stages = 1, base_options.train.microbatches = 0;
+    base_options.train.micro_batch = 1, base_options.zero = 0, base_options.sp = false;
+    base_options.recompute = "none";
+    const predict::Layout base = layout_for(base_options, gpus);
+    const auto t0 = std::chrono::steady_clock::now();
+    const predict::SearchResult r = predict::search_layouts(base, sys);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!o.common.quiet) print_result(r, sys, gpus, o.top, secs);
+    for (std::size_t i = 0; i < r.fitting.size() && int(i) < o.top; ++i)
+      csv.add_row(row_by_name(csv.columns(), predicted_cells(r.fitting[i].layout, r.fitting[i].prediction, sys)));
+  }
+  if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
+  if (!o.common.json.empty()) csv.write_json(o.common.json);
+  return 0;
+}
+
+int calibrate(const Options& o) {
+  std::vector<predict::CollectiveSample> samples;
+  for (const std::string& path : o.calibrate) {
+    auto more = predict::read_collective_csv(path);
+    samples.insert(samples.end(), more.begin(), more.end());
+  }
+  const std::vector<predict::LinkFit> fits = predict::fit_links(samples);
+  Table t({{"collective"}, {"impl"}, {"ranks"}, {"sizes"}, {"alpha_us", 3}, {"link_GBps", 3}, {"mean_err_%", 1},
+           {"max_err_%", 1}});
+  for (const auto& f : fits)
+    t.add_row({f.collective, f.impl, std::int64_t(f.ranks), std::int64_t(f.samples), f.alpha * 1e6, f.gbps(),
+               100 * f.mean_rel_error, 100 * f.max_rel_error});
+  if (!o.common.quiet) {
+    std::cout << "# alpha-beta fit per (collective, impl, ranks): time = steps x alpha + volume x bytes / link_GBps\n";
+    t.write_text(std::cout);
+  }
+  if (!o.common.csv.empty()) t.write_csv(o.common.csv);
+  return 0;
+}
+
+}  // namespace parbench::train_bench

@@ -1,0 +1,137 @@
+// bench_train --simulate: the options of a real run turned into predictor layouts, one predicted step per
+// --gpus value, printed and written as rows of the training CSV (predicted = 1).
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include "app/report.h"
+#include "benchmarks/train/train_run.h"
+#include "core/error.h"
+#include "predict/predict.h"
+
+namespace parbench::train_bench {
+
+using predict::Layout;
+using predict::Prediction;
+
+// "8,64,512" -> {8, 64, 512}; UsageError naming the bad token.
+std::vector<int> parse_gpu_list(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  for (std::string tok; std::getline(ss, tok, ',');) {
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(tok, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tok.size() || tok.empty() || v < 1)
+      throw UsageError("--gpus '" + list + "': '" + tok + "' is not a GPU count; accepted: N or N,M,... (N >= 1)");
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError("--gpus is empty; accepted: N or N,M,... (N >= 1)");
+  return out;
+}
+
+namespace {
+
+// The scheme a run of this layout would use (ddp, zero1..3, hybrid), with what else distinguishes it, so that
+// plots group predictions like runs and keep layouts that differ apart: "hybrid+zero1+sp+recompute-full".
+std::string predicted_scheme_name(const Layout& l) {
+  if (l.tp == 1 && l.pp == 1) return l.zero_stage > 0 ? "zero" + std::to_string(l.zero_stage) : "ddp";
+  std::string name = "hybrid";
+  if (l.zero_stage > 0) name += "+zero" + std::to_string(l.zero_stage);
+  if (l.sequence_parallel) name += "+sp";
+  if (l.recompute != predict::Recompute::none) name += "+recompute-" + predict::recompute_name(l.recompute);
+  return name;
+}
+
+}  // namespace
+
+Layout layout_for(const Options& o, int gpus) {
+  const TrainConfig& t = o.train;
+  Layout l;
+  l.model = t.model;
+  l.gpus = gpus;
+  l.tp = t.tp > 0 ? t.tp : 1;
+  l.pp = t.pp > 0 ? t.pp : 1;
+  if (t.dp > 0) l.dp = t.dp;
+  else if (gpus % (l.tp * l.pp) != 0)
+    throw UsageError("--gpus " + std::to_string(gpus) + " is not divisible by --tp " + std::to_string(l.tp) +
+                     " x --pp " + std::to_string(l.pp) + "; dp defaults to gpus / (tp x pp)");
+  else l.dp = gpus / (l.tp * l.pp);
+  l.virtual_stages = t.virtual_stages;
+  l.schedule = t.schedule;
+  l.global_batch = t.global_batch;
+  const int m = t.microbatches > 0 ? t.microbatches : l.pp;
+  l.micro_batch = t.micro_batch > 0 ? t.micro_batch : std::max(1, t.global_batch / (l.dp * m));
+  if (t.microbatches > 0 && l.microbatches() != t.microbatches)
+    throw UsageError("--microbatches " + std::to_string(t.microbatches) + " disagrees with --global-batch " +
+                     std::to_string(t.global_batch) + " / (dp " + std::to_string(l.dp) + " x --micro-batch " +
+                     std::to_string(l.micro_batch) + ")");
+  l.sequence_parallel = o.sp;
+  l.zero_stage = o.zero;
+  l.recompute = predict::parse_recompute(o.recompute);
+  l.adamw = t.optimizer == OptimizerKind::adamw;
+  predict::validate_layout(l);
+  return l;
+}
+
+std::map<std::string, Cell> predicted_cells(const Layout& l, const Prediction& p,
+                                            const predict::SystemModel& sys) {
+  const predict::TimeSplit& t = p.time;
+  auto i64 = [](double v) { return Cell(std::int64_t(v)); };
+  std::map<std::string, Cell> c = {
+      {"model", std::string(model_kind_name(l.model.kind))}, {"scheme", predicted_scheme_name(l)},
+      {"schedule", l.pp > 1 ? Cell(l.schedule) : Cell{}}, {"device", "predicted:" + sys.name},
+      {"impl", std::string("model")}, {"ranks", std::int64_t(l.gpus)}, {"tp", std::int64_t(l.tp)},
+      {"pp", std::int64_t(l.pp)}, {"dp", std::int64_t(l.dp)}, {"microbatches", std::int64_t(l.microbatches())},
+      {"global_batch", std::int64_t(l.global_batch)}, {"micro_batch", std::int64_t(l.micro_batch)},
+      {"step_ms", 1e3 * t.step}, {"samples_per_s", l.global_batch / t.step}, {"tokens_per_s", p.tokens_per_s},
+      {"tflops_per_rank", p.tflops_per_gpu}, {"mfu", p.mfu},
+      {"bubble_theory", l.pp > 1 ? Cell(p.bubble_theory) : Cell{}},
+      {"bubble_replayed", l.pp > 1 ? Cell(p.bubble_simulated) : Cell{}}, {"peak_bytes", i64(p.peak_bytes)},
+      {"estimate_bytes", i64(p.state_bytes)}, {"predicted", std::int64_t(1)},
+      {"forward_ms", 1e3 * t.forward}, {"backward_ms", 1e3 * t.backward}, {"recompute_ms", 1e3 * t.recompute},
+      {"optimizer_ms", 1e3 * t.optimizer}, {"bubble_ms", 1e3 * t.bubble}, {"tp_comm_ms", 1e3 * t.tp_comm},
+      {"pp_comm_ms", 1e3 * t.pp_comm}, {"dp_comm_ms", 1e3 * t.dp_comm}, {"recompute", predict::recompute_name(l.recompute)},
+      {"sp", std::int64_t(l.sequence_parallel)}, {"zero", std::int64_t(l.zero_stage)},
+      {"virtual_stages", std::int64_t(l.virtual_stages)}};
+  for (int k = 0; k < kMemCategories; ++k)
+    c[memory_column(MemCategory(k))] = i64(double(p.memory[std::size_t(k)]));
+  return c;
+}
+
+int simulate(const Options& o) {
+  const predict::SystemModel sys = predict::load_system(o.system);
+  std::vector<std::pair<Layout, Prediction>> rows;
+  for (int gpus : parse_gpu_list(o.gpus)) {  // every layout is checked before anything is printed or written
+    const Layout l = layout_for(o, gpus);
+    rows.push_back({l, predict::predict_step(l, sys)});
+  }
+  Table csv(train_csv_columns());
+  Table text({{"gpus"}, {"dp.tp.pp"}, {"v"}, {"schedule"}, {"mbs"}, {"zero"}, {"recompute"}, {"step_ms", 1},
+              {"tokens/s", 0}, {"TFLOP/s/GPU", 1}, {"MFU", 3}, {"fwd", 1}, {"bwd", 1}, {"recomp", 1}, {"opt", 1},
+              {"bubble", 1}, {"tp", 1}, {"pp", 1}, {"dp", 1}, {"peak_GiB", 2}, {"fits"}});
+  for (const auto& [l, p] : rows) {
+    csv.add_row(row_by_name(csv.columns(), predicted_cells(l, p, sys)));
+    const predict::TimeSplit& t = p.time;
+    text.add_row({std::int64_t(l.gpus),
+                  std::to_string(l.dp) + "." + std::to_string(l.tp) + "." + std::to_string(l.pp),
+                  std::int64_t(l.virtual_stages), l.pp > 1 ? l.schedule : std::string("-"),
+                  std::int64_t(l.micro_batch), std::int64_t(l.zero_stage), predict::recompute_name(l.recompute),
+                  1e3 * t.step, p.tokens_per_s, p.tflops_per_gpu, p.mfu, 1e3 * t.forward, 1e3 * t.backward,
+                  1e3 * t.recompute, 1e3 * t.optimizer, 1e3 * t.bubble, 1e3 * t.tp_comm, 1e3 * t.pp_comm,
+                  1e3 * t.dp_comm, p.peak_bytes / (1024.0 * 1024 * 1024), std::string(p.fits ? "yes" : "NO")});
+  }
+  if (!o.common.quiet) {
+    std::cout << "# predicted on " << sys.name << " (" << sys.gpu.name << "); times in ms per step\n";
+    text.write_text(std::cout);
+  }
+  if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
+  if (!o.common.json.empty()) csv.write_json(o.common.json);
+  return 0;
+}
+
+}  // namespace parbench::train_bench

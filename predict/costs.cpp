@@ -1,0 +1,140 @@
+// Layer costs: matrix multiplications at the system's matrix efficiency, elementwise work by bytes moved (the
+// activation list of Korthikanti et al. 2022), tensor-parallel collectives from the collective model.
+#include "predict/costs.h"
+
+#include <algorithm>
+
+#include "core/dtype.h"
+#include "parallel/schemes/model_parallel.h"
+#include "predict/collective_model.h"
+
+namespace parbench::predict {
+
+PassCosts& PassCosts::operator+=(const PassCosts& o) {
+  forward += o.forward, forward_tp += o.forward_tp, backward_input += o.backward_input;
+  backward_weight += o.backward_weight, backward_tp += o.backward_tp, recompute += o.recompute;
+  recompute_tp += o.recompute_tp, zero3_exposed += o.zero3_exposed;
+  return *this;
+}
+
+PassCosts PassCosts::times(double k) const {
+  PassCosts c = *this;
+  for (double* x : {&c.forward, &c.forward_tp, &c.backward_input, &c.backward_weight, &c.backward_tp, &c.recompute,
+                    &c.recompute_tp, &c.zero3_exposed})
+    *x *= k;
+  return c;
+}
+
+double matmul_seconds(const SystemModel& sys, double flops, int dtype_bytes) {
+  if (flops <= 0) return 0;
+  return flops / (sys.matrix_tflops(dtype_bytes) * 1e12 * sys.gpu.matrix_efficiency.at(flops / 1e9));
+}
+
+double memory_seconds(const SystemModel& sys, double bytes) {
+  if (bytes <= 0) return 0;
+  return bytes / (sys.gpu.hbm_gbps * 1e9 * sys.gpu.hbm_efficiency.at(bytes));
+}
+
+double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes) {
+  const double flops = 2 * batch * m * n * k, bytes = batch * (m * k + k * n + m * n) * dtype_bytes;
+  return std::max(matmul_seconds(sys, flops, dtype_bytes), memory_seconds(sys, bytes));
+}
+
+namespace {
+
+int dtype_bytes(const Layout& l) { return int(dtype_size(l.model.dtype)); }
+
+// The tensor-parallel collectives around one parallel region (attention or MLP) in one direction: an allreduce of
+// the (b, s, h) activation, or with sequence parallelism an all-gather before and a reduce-scatter after.
+double tp_region_seconds(const Layout& l, const SystemModel& sys) {
+  if (l.tp <= 1) return 0;
+  const double bytes = double(l.micro_batch) * l.model.seq * l.model.hidden * dtype_bytes(l);
+  const GroupPlacement g = place_group(sys, l.tp, 1);
+  if (!l.sequence_parallel) return collective_cost(sys, CollOp::allreduce, bytes, g).seconds;
+  return collective_cost(sys, CollOp::allgather, bytes, g).seconds +
+         collective_cost(sys, CollOp::reducescatter, bytes, g).seconds;
+}
+
+// Attention core without flash attention: the two batched matmuls and the softmax, mask and dropout on the
+// (a/t, s, s) scores (Korthikanti's 5 a s^2 b bytes of activations; read and written: 9 bytes per score).
+double attention_core_seconds(const Layout& l, const SystemModel& sys) {
+  const double b = l.micro_batch, s = l.model.seq, h = l.model.hidden, a = l.model.heads, t = l.tp;
+  // Scores Q K^T (s x d by d x s) and the weighted sum P V (s x s by s x d) per head, d = h / a: with d near 128
+  // they move as many bytes as they compute (the roofline's memory side).
+  const double heads = b * a / t, d = h / a;
+  const double mm = gemm_seconds(sys, heads, s, s, d, dtype_bytes(l)) + gemm_seconds(sys, heads, s, d, s, dtype_bytes(l));
+  if (l.model.flash_attention) return mm;
+  const double scores = a / t * s * s * b;
+  return mm + memory_seconds(sys, 4.5 * scores * dtype_bytes(l));
+}
+
+}  // namespace
+
+PassCosts block_costs(const Layout& l, const SystemModel& sys) {
+  const double b = l.micro_batch, s = l.model.seq, h = l.model.hidden, f = l.model.ffn_dim(), t = l.tp;
+  const int p = dtype_bytes(l);
+  const double tokens = b * s;
+  // Weight matmuls: qkv (h -> 3h/t), projection (h/t -> h), fc (h -> f/t), fc projection (f/t -> h).
+  const double weight_mm = gemm_seconds(sys, 1, tokens, 3 * h / t, h, p) + gemm_seconds(sys, 1, tokens, h, h / t, p) +
+                           gemm_seconds(sys, 1, tokens, f / t, h, p) + gemm_seconds(sys, 1, tokens, h, f / t, p);
+  // Elementwise: two layernorms, two dropout + residual adds on the replicated (b, s, h) (a 1/t share under
+  // sequence parallelism), bias + GeLU on (b, s, f/t).
+  const double local = tokens * h * p / (l.sequence_parallel ? t : 1);
+  const double elementwise = memory_seconds(sys, 2 * 2 * local) + 2 * memory_seconds(sys, 3.5 * local) +
+                             memory_seconds(sys, 2 * tokens * f / t * p);
+  const double core = attention_core_seconds(l, sys);
+  PassCosts c;
+  c.forward = weight_mm + elementwise + core;
+  c.forward_tp = 2 * tp_region_seconds(l, sys);
+  // Backward: each weight matmul twice (input and weight gradients), the attention core's two gradients per
+  // matmul and its elementwise work twice, elementwise work twice.
+  c.backward_input = weight_mm + 2 * core + 2 * elementwise;
+  c.backward_weight = weight_mm;
+  c.backward_tp = c.forward_tp;
+  if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core;
+  if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
+  return c;
+}
+
+PassCosts embedding_costs(const Layout& l, const SystemModel& sys) {
+  const double tokens = double(l.micro_batch) * l.model.seq, p = dtype_bytes(l);
+  PassCosts c;
+  c.forward = memory_seconds(sys, 2 * tokens * l.model.hidden * p);  // token + position rows, summed
+  c.backward_weight = memory_seconds(sys, 3 * tokens * l.model.hidden * p);
+  // Vocabulary-parallel lookup: partial rows summed over the tensor-parallel group (reduce-scatter under SP).
+  c.forward_tp = tp_region_seconds(l, sys) / (l.sequence_parallel ? 2 : 1);
+  c.backward_tp = c.forward_tp;
+  return c;
+}
+
+PassCosts head_costs(const Layout& l, const SystemModel& sys) {
+  const double tokens = double(l.micro_batch) * l.model.seq, h = l.model.hidden, V = l.model.vocab, t = l.tp;
+  const int p = dtype_bytes(l);
+  const double logits_mm = gemm_seconds(sys, 1, tokens, V / t, h, p);
+  // fp32 logits: written, read for max/sum and the loss, gradient written (4 bytes each).
+  const double loss = memory_seconds(sys, 4 * tokens * V / t * 4);
+  PassCosts c;
+  c.forward = logits_mm + loss + memory_seconds(sys, 2 * tokens * h * p / (l.sequence_parallel ? t : 1));
+  c.backward_input = logits_mm + loss;
+  c.backward_weight = logits_mm;
+  if (l.sequence_parallel) c.forward_tp = c.backward_tp = tp_region_seconds(l, sys) / 2;  // gather before the head
+  if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
+  return c;
+}
+
+std::vector<double> stage_parameter_counts(const Layout& l) {
+  ModelConfig m = l.model;
+  m.tp = l.tp;
+  m.sequence_parallel = l.sequence_parallel;
+  const ParamLayout layout = make_layout(m);
+  if (l.tp == 1 && l.pp == 1) return {double(layout.parameters)};  // the data-parallel schemes count Psi unpadded
+  std::vector<double> n(std::size_t(l.pp), 0.0);
+  for (int stage = 0; stage < l.pp; ++stage)
+    for (int c = 0; c < l.virtual_stages; ++c) {
+      const UnitRange r = virtual_stage_units(m, c * l.pp + stage, l.pp * l.virtual_stages);
+      for (int u = r.first; u < r.last; ++u) n[std::size_t(stage)] += double(layout.units[std::size_t(u)].numel);
+    }
+  return n;
+}
+
+}  // namespace parbench::predict

@@ -1,0 +1,44 @@
+// Per-GPU costs of one microbatch through one virtual pipeline stage: compute by kind, tensor-parallel
+// communication on the critical path, and the ZeRO-3 gathers that prefetch cannot hide.
+#pragma once
+#include <vector>
+
+#include "predict/predict.h"
+
+namespace parbench::predict {
+
+struct PassCosts {
+  double forward = 0, forward_tp = 0;
+  double backward_input = 0, backward_weight = 0, backward_tp = 0;
+  double recompute = 0, recompute_tp = 0;  // extra forward work in the backward
+  double zero3_exposed = 0;                // gathers and reduce-scatters not hidden behind the layer's compute
+  PassCosts& operator+=(const PassCosts& o);
+  PassCosts times(double k) const;
+  double f() const { return forward + forward_tp + zero3_exposed / 2; }
+  double bi() const { return backward_input + backward_tp + recompute + recompute_tp + zero3_exposed / 2; }
+  double w() const { return backward_weight; }
+};
+
+// Time of an op on the GPU: matrix FLOPs at the matrix-efficiency curve; memory-bound ops by bytes moved.
+double matmul_seconds(const SystemModel& sys, double flops, int dtype_bytes);
+double memory_seconds(const SystemModel& sys, double bytes);
+// A (batched) GEMM of (m x k) by (k x n): the slower of its FLOPs and its bytes (inputs read, output written).
+double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes);
+
+// One transformer block, the embedding and the head (with its loss), for one microbatch on one GPU.
+PassCosts block_costs(const Layout& l, const SystemModel& sys);
+PassCosts embedding_costs(const Layout& l, const SystemModel& sys);
+PassCosts head_costs(const Layout& l, const SystemModel& sys);
+
+// Every virtual stage's costs for `l` (ZeRO-3's exposed gathers included), and the predictor's second half: the
+// schedule played with given costs and stage-to-stage transfer time, then the data-parallel reduction, optimizer,
+// throughput and memory (predict_step = this with the layout's own costs).
+std::vector<PassCosts> all_stage_costs(const Layout& l, const SystemModel& sys);
+Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std::vector<PassCosts>& vs_costs,
+                              double transfer, bool split_pp_comm = true);
+
+// Parameter elements held by each pipeline stage (its chunks' units of the tensor-parallel layout) before any
+// ZeRO sharding: what bench_train's --estimate-memory counts for that stage's ranks.
+std::vector<double> stage_parameter_counts(const Layout& l);
+
+}  // namespace parbench::predict

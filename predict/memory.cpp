@@ -1,0 +1,59 @@
+// Memory per category of a pipeline stage's GPU.
+#include "predict/memory.h"
+
+#include "core/dtype.h"
+#include "parallel/schemes/data_parallel.h"
+#include "predict/costs.h"
+
+namespace parbench::predict {
+
+namespace {
+// Korthikanti et al. (2022), bytes per block for 16-bit activations: s b h (10 + 24/t + 5 a s / (h t)) with tensor
+// parallelism, (s b h / t)(34 + 5 a s / h) with sequence parallelism as well. Flash attention keeps no (s, s) scores.
+double stored_bytes(const Layout& l, bool keep_attention_scores) {
+  const double s = l.model.seq, b = l.micro_batch, h = l.model.hidden, a = l.model.heads, t = l.tp;
+  const double scores = keep_attention_scores && !l.model.flash_attention ? 5 * a * s / h : 0;
+  const double per16 = l.sequence_parallel ? s * b * h / t * (34 + scores) : s * b * h * (10 + 24 / t + scores / t);
+  return per16 * double(dtype_size(l.model.dtype)) / 2;
+}
+}  // namespace
+
+double block_activation_bytes(const Layout& l) {
+  switch (l.recompute) {
+    case Recompute::none: return stored_bytes(l, true);
+    case Recompute::selective: return stored_bytes(l, false);
+    case Recompute::full: {  // only the block's input, 2 s b h (a 1/t share under sequence parallelism)
+      const double s = l.model.seq, b = l.micro_batch, h = l.model.hidden;
+      return s * b * h * double(dtype_size(l.model.dtype)) / (l.sequence_parallel ? l.tp : 1);
+    }
+  }
+  return 0;
+}
+
+MemSplit stage_memory(const Layout& l, int stage, int in_flight, double psi) {
+  TrainConfig cfg;
+  cfg.model = l.model;
+  cfg.optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
+  MemSplit m = zero_closed_form(cfg, std::int64_t(psi), l.dp, l.zero_stage);
+  const int chunks = l.pp * l.virtual_stages;
+  const double blocks_per_chunk = double(l.model.layers) / chunks;
+  double acts = in_flight * blocks_per_chunk * block_activation_bytes(l);
+  // Full recomputation rebuilds one block's whole activations at a time during the backward.
+  if (l.recompute == Recompute::full) {
+    Layout none = l;
+    none.recompute = Recompute::none;
+    acts += block_activation_bytes(none);
+  }
+  m[int(MemCategory::activations)] = std::size_t(acts);
+  // The last stage's fp32 logits and their gradient, (b, s, V/t) each.
+  const bool last = stage == (chunks - 1) % l.pp;
+  const double tokens = double(l.micro_batch) * l.model.seq;
+  if (last) m[int(MemCategory::workspace)] = std::size_t(2 * tokens * l.model.vocab / l.tp * 4);
+  // ZeRO-3 gathers a unit ahead: two blocks' full parameters at a time.
+  if (l.zero_stage >= 3 && l.dp > 1)
+    m[int(MemCategory::communication)] = std::size_t(2 * psi / std::max(1.0, blocks_per_chunk * l.virtual_stages) *
+                                                   double(dtype_size(l.model.dtype)));
+  return m;
+}
+
+}  // namespace parbench::predict

@@ -1,0 +1,56 @@
+// The predictor's input (a training layout, as bench_train takes it) and output (one step's time split, throughput
+// and memory per rank), and the function that predicts one step on a system.
+#pragma once
+#include <string>
+
+#include "core/allocator.h"
+#include "models/config.h"
+#include "predict/system.h"
+
+namespace parbench::predict {
+
+enum class Recompute { none, selective, full };
+std::string recompute_name(Recompute r);
+Recompute parse_recompute(const std::string& s);  // UsageError naming the value and none, selective, full
+
+struct Layout {
+  ModelConfig model;  // the whole model (tp = 1); dtype bf16 stands for any 16-bit type
+  int gpus = 1, tp = 1, pp = 1, dp = 1;
+  int virtual_stages = 1;
+  std::string schedule = "1f1b";  // with pp > 1
+  int micro_batch = 1, global_batch = 1;
+  bool sequence_parallel = false;
+  int zero_stage = 0;
+  Recompute recompute = Recompute::none;
+  bool adamw = true;
+  int microbatches() const { return global_batch / (dp * micro_batch); }
+};
+
+// Refuses a layout the real run would refuse (UsageError naming the value): tp x pp x dp != gpus, batch not
+// divisible, heads/ffn/vocab not divisible by tp, layers not divisible by pp x v, the schedule's own checks.
+void validate_layout(const Layout& l);
+
+// Seconds of one step by where they go on the critical (slowest) pipeline stage; they add up to `step`.
+struct TimeSplit {
+  double forward = 0, backward = 0, recompute = 0, optimizer = 0, bubble = 0;
+  double tp_comm = 0, pp_comm = 0, dp_comm = 0;  // exposed: not hidden behind compute
+  double step = 0;
+};
+
+struct Prediction {
+  TimeSplit time;
+  double tokens_per_s = 0, tflops_per_gpu = 0, mfu = 0;
+  double bubble_theory = 0;    // the schedule's closed form (pipelines)
+  double bubble_simulated = 0; // idle fraction of the stages in the simulated pipeline (mean over stages)
+  MemSplit memory{};           // peak bytes per category of the heaviest rank
+  double peak_bytes = 0;
+  double state_bytes = 0;      // parameters + gradients + optimizer state (what --estimate-memory prints)
+  bool fits = true;            // peak_bytes within the GPU's memory
+  int heaviest_stage = 0;
+};
+
+// Predicts one training step of `l` on `sys`. `split_pp_comm` false skips the second pipeline simulation that
+// separates exposed pipeline communication from the bubble (used by the search, where only the total matters).
+Prediction predict_step(const Layout& l, const SystemModel& sys, bool split_pp_comm = true);
+
+}  // namespace parbench::predict

@@ -1,0 +1,249 @@
+// One step: the schedule's action lists played with these costs (parallel/schedule/simulate.cpp), then the
+// data-parallel reduction and the optimizer; the split of the slowest stage's time; throughput and memory.
+#include <algorithm>
+#include <cmath>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "parallel/optimizer.h"
+#include "parallel/schedule/simulate.h"
+#include "predict/collective_model.h"
+#include "predict/costs.h"
+#include "predict/memory.h"
+
+namespace parbench::predict {
+
+namespace {
+
+// Compute-action costs per stage in list order, from each virtual stage's pass costs.
+std::vector<std::vector<double>> action_costs(const PipeSchedule& s, const std::vector<PassCosts>& vs_costs) {
+  std::vector<std::vector<double>> out(std::size_t(s.stages));
+  for (int st = 0; st < s.stages; ++st)
+    for (const PipeAction& a : s.actions[std::size_t(st)]) {
+      const PassCosts& c = vs_costs[std::size_t(s.virtual_stage(st, a.chunk))];
+      switch (a.op) {
+        case PipeOp::forward: out[st].push_back(c.f()); break;
+        case PipeOp::backward: out[st].push_back(c.bi() + c.w()); break;
+        case PipeOp::backward_input: out[st].push_back(c.bi()); break;
+        case PipeOp::backward_weight: out[st].push_back(c.w()); break;
+        default: break;
+      }
+    }
+  return out;
+}
+
+// A stage boundary's message: the (b, s, h) activation or its gradient. With tensor parallelism each rank of the
+// group sends a 1/t slice over its own link and the receivers all-gather it (Megatron's scatter-gather), unless
+// sequence parallelism already keeps only the slice.
+double transfer_seconds(const Layout& l, const SystemModel& sys) {
+  if (l.pp <= 1) return 0;
+  const double bytes = double(l.micro_batch) * l.model.seq * l.model.hidden * double(dtype_size(l.model.dtype));
+  const int stride = l.tp * l.dp;  // neighbouring stages' ranks in Megatron's order
+  const GroupPlacement pair = stride >= sys.node_size() ? GroupPlacement{2, 1} : GroupPlacement{2, 2};
+  double t = collective_cost(sys, CollOp::sendrecv, bytes / l.tp, pair).seconds;
+  if (l.tp > 1 && !l.sequence_parallel)
+    t += collective_cost(sys, CollOp::allgather, bytes, place_group(sys, l.tp, 1)).seconds;
+  return t;
+}
+
+// ZeRO-3 gathers each block's parameters before its forward and backward and reduce-scatters its gradients after
+// the backward, one block ahead: what exceeds the block's compute is exposed.
+void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
+  if (l.zero_stage < 3 || l.dp <= 1) return;
+  const double params = stage_parameter_counts(l)[0] / std::max(1, l.model.layers / l.pp);
+  const double bytes = params * double(dtype_size(l.model.dtype));
+  const GroupPlacement g = place_group(sys, l.dp, l.tp);
+  const double gather = collective_cost(sys, CollOp::allgather, bytes, g).seconds;
+  const double scatter = collective_cost(sys, CollOp::reducescatter, bytes, g).seconds;
+  block.zero3_exposed = std::max(0.0, gather - block.forward - block.forward_tp) +
+                        std::max(0.0, gather + scatter - block.bi() - block.w());
+}
+
+// The data-parallel gradient reduction as events on stage `st`'s communication stream: each chunk's gradients
+// become final during its last backward (weight-gradient) action, in 25 MiB buckets, one every 1/n of that action
+// (reverse layer order, as DDP fills them); the stream reduces them in order of readiness. Returns how far the
+// reduction (and ZeRO-1/2's all-gather of the updated parameters, after the optimizer) runs past `span`.
+double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSimulation& sim, int st, double psi,
+                          double span) {
+  if (l.dp <= 1 || l.zero_stage >= 3) return 0;  // ZeRO-3 reduces per block inside the passes (add_zero3)
+  const double p = double(dtype_size(l.model.dtype)), chunk_bytes = psi * p / l.virtual_stages;
+  const double bucket_cap = 25.0 * 1048576;
+  const int buckets = std::max(1, int(std::ceil(chunk_bytes / bucket_cap)));
+  const GroupPlacement g = place_group(sys, l.dp, l.tp);
+  const CollOp op = l.zero_stage == 0 ? CollOp::allreduce : CollOp::reducescatter;
+  const double per_bucket = collective_cost(sys, op, chunk_bytes / buckets, g).seconds;
+  std::vector<double> ready;
+  for (int c = 0; c < l.virtual_stages; ++c) {
+    const TimedAction* last = nullptr;  // the chunk's last gradient-producing action
+    for (const TimedAction& t : sim.timeline[std::size_t(st)])
+      if (t.action.chunk == c && (t.action.op == PipeOp::backward || t.action.op == PipeOp::backward_weight)) last = &t;
+    if (!last) continue;
+    for (int i = 1; i <= buckets; ++i) ready.push_back(last->start + (last->end - last->start) * i / buckets);
+  }
+  std::sort(ready.begin(), ready.end());
+  double stream = 0;
+  for (double r : ready) stream = std::max(stream, r) + per_bucket;
+  double exposed = std::max(0.0, stream - span);
+  if (l.zero_stage >= 1) exposed += collective_cost(sys, CollOp::allgather, psi * p, g).seconds;
+  return exposed;
+}
+
+double optimizer_seconds(const Layout& l, const SystemModel& sys, double psi) {
+  TrainConfig cfg;
+  cfg.model = l.model;
+  cfg.optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
+  const double k = double(FlatOptimizer::state_bytes_per_param(cfg)), p = double(dtype_size(l.model.dtype));
+  const double shard = l.zero_stage >= 1 ? psi / l.dp : psi;
+  return memory_seconds(sys, shard * (2 * k + 2 * p));  // state read and written, gradient read, parameter written
+}
+
+// The pipeline's schedule: the registered or file schedule, or one stage running each microbatch's forward and
+// backward in turn (gradient accumulation holds one microbatch's activations).
+PipeSchedule schedule_of(const Layout& l) {
+  if (l.pp == 1) return make_schedule("1f1b", 1, l.microbatches(), 1);
+  return make_schedule(l.schedule, l.pp, l.microbatches(), l.virtual_stages);
+}
+
+// Ranks that outnumber the node's compute units take turns (a CPU's cores): the span stretches to what the units
+// can compute, all ranks' busy time over the units, unless the dependencies already take longer (a pipeline's idle
+// stages leave their core to the others). The factor by which the span grows.
+double compute_sharing(const Layout& l, const SystemModel& sys, const PipeSimulation& sim) {
+  const double units = sys.gpu.compute_units;
+  const int per_node = std::min(l.gpus, sys.node_size());
+  if (units <= 0 || per_node <= units || sim.makespan <= 0) return 1.0;
+  double busy = 0;  // of one node's ranks: each stage's busy time on tp x dp ranks, the node's share of them
+  for (double b : sim.busy) busy += b * l.tp * l.dp;
+  busy *= double(per_node) / l.gpus;
+  return std::max(1.0, busy / units / sim.makespan);
+}
+
+// Every rank updates at once: with more ranks than compute units, the update stretches by ranks / units.
+double updates_sharing(const Layout& l, const SystemModel& sys) {
+  const double units = sys.gpu.compute_units, per_node = std::min(l.gpus, sys.node_size());
+  return units > 0 && per_node > units ? per_node / units : 1.0;
+}
+
+}  // namespace
+
+std::vector<PassCosts> all_stage_costs(const Layout& l, const SystemModel& sys) {
+  PassCosts block = block_costs(l, sys);
+  add_zero3(l, sys, block);
+  const int n = l.pp * l.virtual_stages;
+  std::vector<PassCosts> out;
+  for (int vs = 0; vs < n; ++vs) {
+    PassCosts c = block.times(double(l.model.layers) / n);
+    if (vs == 0) c += embedding_costs(l, sys);
+    if (vs == n - 1) c += head_costs(l, sys);
+    out.push_back(c);
+  }
+  return out;
+}
+
+namespace {
+
+// The time split of stage `st`: its own work from the pass costs, the rest of the pipeline span as bubble and
+// exposed pipeline communication.
+TimeSplit stage_split(const Layout& l, const std::vector<PassCosts>& vs_costs, int st, double span,
+                      double span_without_transfers) {
+  TimeSplit t;
+  const double m = l.microbatches();
+  for (int c = 0; c < l.virtual_stages; ++c) {
+    const PassCosts& k = vs_costs[std::size_t(c * l.pp + st)];
+    t.forward += m * k.forward;
+    t.backward += m * (k.backward_input + k.backward_weight);
+    t.recompute += m * k.recompute;
+    t.tp_comm += m * (k.forward_tp + k.backward_tp + k.recompute_tp);
+    t.dp_comm += m * k.zero3_exposed;
+  }
+  const double busy = t.forward + t.backward + t.recompute + t.tp_comm + t.dp_comm;
+  t.bubble = std::max(0.0, span_without_transfers - busy);
+  t.pp_comm = span - span_without_transfers;
+  return t;
+}
+
+}  // namespace
+
+void validate_layout(const Layout& l) {
+  for (auto [name, v] : {std::pair{"--tp", l.tp}, {"--pp", l.pp}, {"--dp", l.dp}, {"--gpus", l.gpus},
+                         {"--micro-batch", l.micro_batch}, {"--global-batch", l.global_batch}})
+    if (v < 1) throw UsageError(std::string(name) + " " + std::to_string(v) + " must be >= 1");
+  if (l.tp * l.pp * l.dp != l.gpus)
+    throw UsageError("--tp " + std::to_string(l.tp) + " x --pp " + std::to_string(l.pp) + " x --dp " +
+                     std::to_string(l.dp) + " = " + std::to_string(l.tp * l.pp * l.dp) + " GPUs, but --gpus is " +
+                     std::to_string(l.gpus) + "; choose degrees whose product is the GPU count");
+  if (l.global_batch % (l.dp * l.micro_batch) != 0)
+    throw UsageError("--global-batch " + std::to_string(l.global_batch) + " is not divisible by --dp " +
+                     std::to_string(l.dp) + " x --micro-batch " + std::to_string(l.micro_batch));
+  if (l.zero_stage < 0 || l.zero_stage > 3)
+    throw UsageError("--zero " + std::to_string(l.zero_stage) + " is not a ZeRO stage; accepted: 0, 1, 2, 3");
+  ModelConfig m = l.model;
+  m.tp = l.tp;
+  m.sequence_parallel = l.sequence_parallel;
+  m.validate();
+  if (l.model.layers % (l.pp * l.virtual_stages) != 0)
+    throw UsageError("--layers " + std::to_string(l.model.layers) + " is not divisible by --pp " +
+                     std::to_string(l.pp) + " x --virtual-stages " + std::to_string(l.virtual_stages));
+  if (l.pp > 1) validate_schedule(l.schedule, l.pp, l.microbatches(), l.virtual_stages);
+  else if (l.virtual_stages != 1)
+    throw UsageError("--virtual-stages " + std::to_string(l.virtual_stages) + " needs a pipeline (--pp > 1)");
+}
+
+Prediction predict_step(const Layout& l, const SystemModel& sys, bool split_pp_comm) {
+  validate_layout(l);
+  return predict_with_costs(l, sys, all_stage_costs(l, sys), transfer_seconds(l, sys), split_pp_comm);
+}
+
+Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std::vector<PassCosts>& vs_costs,
+                              double transfer, bool split_pp_comm) {
+  const PipeSchedule sched = schedule_of(l);
+  PipeCosts costs;
+  costs.per_action = action_costs(sched, vs_costs);
+  costs.transfer = transfer;
+  const PipeSimulation sim = simulate_schedule(sched, costs);
+  const double share = compute_sharing(l, sys, sim);
+  double span0 = sim.makespan;
+  if (split_pp_comm && costs.transfer > 0) {
+    costs.transfer = 0;
+    span0 = simulate_schedule(sched, costs).makespan;
+  }
+  Prediction out;
+  double worst = -1;
+  const std::vector<double> params = stage_parameter_counts(l);
+  for (int st = 0; st < l.pp; ++st) {  // the step ends when the slowest stage's reduction and update end
+    const double psi = params[std::size_t(st)];
+    TimeSplit t = stage_split(l, vs_costs, st, sim.makespan, span0);
+    for (double* x : {&t.forward, &t.backward, &t.recompute, &t.tp_comm, &t.dp_comm, &t.bubble, &t.pp_comm}) *x *= share;
+    t.dp_comm += dp_exposed_seconds(l, sys, sim, st, psi, sim.makespan);
+    t.optimizer = optimizer_seconds(l, sys, psi) * updates_sharing(l, sys);
+    t.step = t.forward + t.backward + t.recompute + t.tp_comm + t.dp_comm + t.bubble + t.pp_comm + t.optimizer;
+    if (t.step > worst) worst = t.step, out.time = t;
+    const MemSplit mem = stage_memory(l, st, sim.peak_in_flight[std::size_t(st)], psi);
+    double total = 0;
+    for (std::size_t b : mem) total += double(b);
+    if (total > out.peak_bytes) {
+      out.peak_bytes = total, out.memory = mem, out.heaviest_stage = st;
+      out.state_bytes = double(mem[0] + mem[1] + mem[2]);
+    }
+  }
+  const double step = out.time.step;
+  out.tokens_per_s = double(l.global_batch) * l.model.tokens_per_sample() / step;
+  out.tflops_per_gpu = model_flops_per_step(l.model, l.global_batch) / step / l.gpus / 1e12;
+  out.mfu = out.tflops_per_gpu / sys.matrix_tflops(int(dtype_size(l.model.dtype)));
+  out.bubble_theory = l.pp > 1 ? bubble_theory(sched) : 0;
+  out.bubble_simulated = l.pp > 1 ? sim.mean_bubble() : 0;
+  out.fits = out.peak_bytes <= sys.gpu.hbm_bytes;
+  return out;
+}
+
+std::string recompute_name(Recompute r) {
+  return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
+}
+
+Recompute parse_recompute(const std::string& s) {
+  if (s == "none") return Recompute::none;
+  if (s == "selective") return Recompute::selective;
+  if (s == "full") return Recompute::full;
+  throw UsageError("--recompute '" + s + "' is unknown; accepted: none, selective, full");
+}
+
+}  // namespace parbench::predict

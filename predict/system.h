@@ -1,0 +1,63 @@
+// A system for the predictor: one GPU's peaks and efficiency curves, and the network levels between GPUs. Built-in
+// systems carry published figures (predict/README.md names each source); a JSON file describes any other.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace parbench::predict {
+
+// Efficiency by size: the first point whose threshold the size reaches, scanning from the largest threshold;
+// below every threshold the smallest threshold's value. Points are (threshold, efficiency in (0, 1]).
+struct Curve {
+  std::vector<std::pair<double, double>> points;  // sorted by threshold, descending
+  double at(double size) const;
+};
+
+struct GpuModel {
+  std::string name;
+  double matrix_tflops_16 = 0;  // dense 16-bit (bf16/fp16) tensor-core peak
+  double matrix_tflops_32 = 0;  // fp32 matrix peak (TF32 off)
+  double vector_tflops = 0;     // elementwise/reduction units, 16-bit
+  double hbm_gbps = 0;          // memory bandwidth, 1e9 B/s
+  double hbm_bytes = 0;         // capacity
+  Curve matrix_efficiency;      // by the op's size in GFLOP
+  Curve vector_efficiency;      // by the op's size in GFLOP
+  Curve hbm_efficiency;         // by the bytes one op moves
+  // Ranks that can compute at once on one node (0: one per GPU). A CPU "GPU" is a core: with more ranks than
+  // cores they take turns, and compute stretches by ranks / compute_units.
+  double compute_units = 0;
+};
+
+// One level of the network: `size` GPUs share it (a node's NVLink domain; the whole cluster for the last level).
+struct NetLevel {
+  std::string name;
+  int size = 1;            // GPUs reachable at this level (the last level: any number)
+  double gbps = 0;         // per GPU and direction, 1e9 B/s
+  double efficiency = 1;   // fraction of gbps a large transfer reaches
+  double latency_us = 0;   // per message (alpha)
+};
+
+struct SystemModel {
+  std::string name;
+  GpuModel gpu;
+  std::vector<NetLevel> levels;  // innermost first; levels[i].size divides levels[i+1]'s reach
+  std::string source;            // where the numbers came from, in a line
+  double matrix_tflops(int dtype_bytes) const { return dtype_bytes <= 2 ? gpu.matrix_tflops_16 : gpu.matrix_tflops_32; }
+  int node_size() const { return levels.empty() ? 1 : levels.front().size; }
+};
+
+// "dgx-a100", "dgx-h100", "h200", "this-machine" (built from scripts/calibrate.sh's output when it exists, else
+// a conservative default) or a JSON file path. Throws UsageError naming the value and the accepted forms.
+SystemModel load_system(const std::string& name_or_file);
+std::vector<std::string> builtin_system_names();
+SystemModel builtin_system(const std::string& name);  // UsageError for an unknown name
+
+// JSON form (the schema is in predict/README.md). from_json throws UsageError naming the bad field and what it
+// accepts; `where` prefixes the message (the file name).
+SystemModel system_from_json(const nlohmann::json& j, const std::string& where);
+nlohmann::json system_to_json(const SystemModel& s);
+
+}  // namespace parbench::predict

@@ -1,0 +1,134 @@
+// A system as JSON: reading with a schema check (every field named in its error), and writing.
+#include <algorithm>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "predict/system.h"
+
+namespace parbench::predict {
+
+namespace {
+
+using nlohmann::json;
+
+[[noreturn]] void bad(const std::string& where, const std::string& field, const std::string& why) {
+  throw UsageError(where + ": field '" + field + "' " + why + " (schema: predict/README.md)");
+}
+
+void only_keys(const json& j, const std::set<std::string>& allowed, const std::string& where, const std::string& at) {
+  if (!j.is_object()) bad(where, at.empty() ? "(top level)" : at, "must be an object");
+  for (const auto& [k, v] : j.items())
+    if (!allowed.count(k)) {
+      std::string accepted;
+      for (const auto& a : allowed) accepted += (accepted.empty() ? "" : ", ") + a;
+      bad(where, at + k, "is unknown; accepted: " + accepted);
+    }
+}
+
+double number(const json& j, const std::string& key, const std::string& where, const std::string& at, double min,
+              double max) {
+  if (!j.contains(key)) bad(where, at + key, "is missing");
+  const json& v = j.at(key);
+  if (!v.is_number()) bad(where, at + key, "must be a number, got " + v.dump());
+  const double d = v.get<double>();
+  if (!(d >= min && d <= max))
+    bad(where, at + key, "= " + v.dump() + " is out of range; accepted: " + std::to_string(min) + " .. " +
+                             std::to_string(max));
+  return d;
+}
+
+std::string text(const json& j, const std::string& key, const std::string& where, const std::string& at) {
+  if (!j.contains(key)) bad(where, at + key, "is missing");
+  if (!j.at(key).is_string()) bad(where, at + key, "must be a string, got " + j.at(key).dump());
+  return j.at(key).get<std::string>();
+}
+
+Curve curve(const json& j, const std::string& key, const std::string& where, const std::string& at) {
+  if (!j.contains(key)) bad(where, at + key, "is missing");
+  const json& v = j.at(key);
+  const std::string form = "must be a non-empty list of [threshold >= 0, efficiency in (0, 1]] pairs";
+  if (!v.is_array() || v.empty()) bad(where, at + key, form);
+  Curve c;
+  for (const json& p : v) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) bad(where, at + key, form);
+    const double t = p[0].get<double>(), e = p[1].get<double>();
+    if (t < 0 || !(e > 0 && e <= 1)) bad(where, at + key, form + ", got " + p.dump());
+    c.points.push_back({t, e});
+  }
+  std::sort(c.points.begin(), c.points.end(), [](auto& a, auto& b) { return a.first > b.first; });
+  return c;
+}
+
+json curve_json(const Curve& c) {
+  json a = json::array();
+  for (const auto& [t, e] : c.points) a.push_back({t, e});
+  return a;
+}
+
+GpuModel gpu_from_json(const json& g, const std::string& where) {
+  const std::string at = "gpu.";
+  only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "vector_tflops", "hbm_gbps", "hbm_gb",
+                "matrix_efficiency", "vector_efficiency", "hbm_efficiency", "compute_units"},
+            where, at);
+  GpuModel m;
+  m.name = text(g, "name", where, at);
+  m.matrix_tflops_16 = number(g, "matrix_tflops_16", where, at, 1e-9, 1e6);
+  m.matrix_tflops_32 = number(g, "matrix_tflops_32", where, at, 1e-9, 1e6);
+  m.vector_tflops = number(g, "vector_tflops", where, at, 1e-9, 1e6);
+  m.hbm_gbps = number(g, "hbm_gbps", where, at, 1e-6, 1e6);
+  m.hbm_bytes = number(g, "hbm_gb", where, at, 1e-6, 1e6) * 1e9;
+  m.matrix_efficiency = curve(g, "matrix_efficiency", where, at);
+  m.vector_efficiency = curve(g, "vector_efficiency", where, at);
+  m.hbm_efficiency = curve(g, "hbm_efficiency", where, at);
+  if (g.contains("compute_units")) m.compute_units = number(g, "compute_units", where, at, 0, 1 << 20);
+  return m;
+}
+
+}  // namespace
+
+SystemModel system_from_json(const json& j, const std::string& where) {
+  only_keys(j, {"name", "source", "gpu", "network"}, where, "");
+  SystemModel s;
+  s.name = text(j, "name", where, "");
+  if (j.contains("source")) s.source = text(j, "source", where, "");
+  if (!j.contains("gpu")) bad(where, "gpu", "is missing");
+  s.gpu = gpu_from_json(j.at("gpu"), where);
+  if (!j.contains("network") || !j.at("network").is_array() || j.at("network").empty())
+    bad(where, "network", "must be a non-empty list of levels, innermost first");
+  int reach = 1;
+  for (std::size_t i = 0; i < j.at("network").size(); ++i) {
+    const json& l = j.at("network")[i];
+    const std::string at = "network[" + std::to_string(i) + "].";
+    only_keys(l, {"name", "gpus", "gbps", "efficiency", "latency_us"}, where, at);
+    NetLevel n{text(l, "name", where, at), int(number(l, "gpus", where, at, 1, 1 << 30)),
+               number(l, "gbps", where, at, 1e-9, 1e6), number(l, "efficiency", where, at, 1e-6, 1),
+               number(l, "latency_us", where, at, 0, 1e7)};
+    if (n.size % reach != 0 || n.size < reach)
+      bad(where, at + "gpus", "= " + std::to_string(n.size) + " must be a multiple of the inner level's " +
+                                  std::to_string(reach));
+    reach = n.size;
+    s.levels.push_back(n);
+  }
+  return s;
+}
+
+json system_to_json(const SystemModel& s) {
+  const GpuModel& g = s.gpu;
+  json net = json::array();
+  for (const NetLevel& l : s.levels)
+    net.push_back({{"name", l.name}, {"gpus", l.size}, {"gbps", l.gbps}, {"efficiency", l.efficiency},
+                   {"latency_us", l.latency_us}});
+  return {{"name", s.name},
+          {"source", s.source},
+          {"gpu",
+           {{"name", g.name}, {"matrix_tflops_16", g.matrix_tflops_16}, {"matrix_tflops_32", g.matrix_tflops_32},
+            {"vector_tflops", g.vector_tflops}, {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
+            {"matrix_efficiency", curve_json(g.matrix_efficiency)},
+            {"vector_efficiency", curve_json(g.vector_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
+            {"compute_units", g.compute_units}}},
+          {"network", net}};
+}
+
+}  // namespace parbench::predict

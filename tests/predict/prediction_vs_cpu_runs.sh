@@ -1,0 +1,31 @@
+#!/bin/sh
+# Predicted step times against bench_train runs on this machine's cpu device: ddp, zero3, tp, pp (1f1b) and hybrid
+# at 1, 2 and 4 ranks (threads), with a system file from scripts/calibrate.sh. Prints each pair and fails when one
+# differs from the measured time by more than the tolerance (default 25%).
+#   prediction_vs_cpu_runs.sh BIN_DIR SYSTEM.json [TOLERANCE]
+set -eu
+bin=$1 system=$2 tol=${3:-0.25}
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+model="--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --global-batch 8"
+step_ms() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "step_ms") c = i } NR == 2 { print $c }' "$1"; }
+failed=0
+compare() {  # compare LABEL RANKS "RUN ARGS" "SIMULATE ARGS"
+  rm -f "$dir/run.csv" "$dir/sim.csv"
+  "$bin/bench_train" $model --device cpu --ranks "$2" --steps 3 --warmup 1 --quiet --csv "$dir/run.csv" $3
+  "$bin/bench_train" $model --simulate --gpus "$2" --system "$system" --quiet --csv "$dir/sim.csv" $4
+  awk -v label="$1" -v n="$2" -v m="$(step_ms "$dir/run.csv")" -v p="$(step_ms "$dir/sim.csv")" -v tol="$tol" 'BEGIN {
+    err = (p - m) / m
+    printf "%-8s %d ranks: measured %9.2f ms  predicted %9.2f ms  %+6.1f%%%s\n", label, n, m, p, 100 * err,
+           (err > tol || err < -tol) ? "  OUTSIDE" : ""
+    exit (err > tol || err < -tol) ? 1 : 0 }' || failed=1
+}
+for n in 1 2 4; do
+  compare ddp "$n" "--scheme ddp" ""
+  compare zero3 "$n" "--scheme zero3" "--zero 3"
+  compare tp "$n" "--scheme tp" "--tp $n"
+  compare pp-1f1b "$n" "--scheme pp --schedule 1f1b --microbatches 4" "--pp $n --microbatches 4"
+done
+compare hybrid 4 "--scheme hybrid --tp 2 --pp 2 --microbatches 2" "--tp 2 --pp 2 --microbatches 2"
+compare hybrid 2 "--scheme hybrid --dp 2" "--dp 2"
+exit $failed

@@ -1,0 +1,212 @@
+// The predictor's parts: collective costs, the pipeline bubble with free communication and equal stages against
+// every registered schedule's closed form, the layout checks, system files, and speed at 4096 GPUs.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "parallel/schedule/schedule.h"
+#include "parallel/schedule/simulate.h"
+#include "predict/calibrate.h"
+#include "predict/collective_model.h"
+#include "predict/costs.h"
+#include "predict/predict.h"
+#include "predict/search.h"
+
+using namespace parbench;
+using namespace parbench::predict;
+
+namespace {
+
+Layout small_gpt(int gpus, int tp, int pp) {
+  Layout l;
+  l.model.kind = ModelKind::gpt;
+  l.model.layers = 24, l.model.hidden = 2048, l.model.heads = 16, l.model.seq = 2048, l.model.vocab = 51200;
+  l.model.dtype = DType::bf16;
+  l.gpus = gpus, l.tp = tp, l.pp = pp, l.dp = gpus / (tp * pp);
+  l.micro_batch = 1, l.global_batch = 8 * l.dp;
+  return l;
+}
+
+}  // namespace
+
+// Equal stages (F = 1, BI = W = 1, so B = 2) and free communication: the predicted bubble of the slowest stage is
+// the schedule's closed form, for every registered schedule and several shapes.
+TEST(PredictPipeline, FreeCommunicationEqualStagesGiveTheClosedForm) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  PassCosts unit;
+  unit.forward = 1, unit.backward_input = 1, unit.backward_weight = 1;
+  int checked = 0;
+  for (const ScheduleKind& k : schedule_kinds())
+    for (int p : {2, 4, 8})
+      for (int m : {8, 16, 32})
+        for (int v : {1, 2, 3}) {
+          try {
+            k.validate(p, m, v);
+          } catch (const UsageError&) {
+            continue;
+          }
+          Layout l = small_gpt(p, 1, p);
+          l.model.layers = p * v * 2, l.virtual_stages = v, l.schedule = std::string(k.name);
+          l.global_batch = m;
+          validate_layout(l);
+          const std::vector<PassCosts> costs(std::size_t(p * v), unit);
+          const Prediction pr = predict_with_costs(l, sys, costs, /*transfer=*/0);
+          const TimeSplit& t = pr.time;
+          const double span = t.forward + t.backward + t.bubble;
+          EXPECT_EQ(t.pp_comm, 0);
+          EXPECT_NEAR(t.bubble / span, k.bubble(p, m, v), 1e-12) << k.name << " p=" << p << " m=" << m << " v=" << v;
+          EXPECT_NEAR(pr.bubble_simulated, k.bubble(p, m, v), 1e-12) << k.name;
+          ++checked;
+        }
+  EXPECT_GE(checked, 30);
+}
+
+// Ring allreduce within a node: 2 (n-1) alpha + 2 (n-1)/n S beta, and the least-time choice picks the cheapest.
+TEST(PredictCollectives, AlphaBetaFormulasAndLeastTimeChoice) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  const Link nv = link_of(sys.levels[0]);
+  const double S = 64e6;
+  const auto costs = collective_costs(sys, CollOp::allreduce, S, {8, 8});
+  double ring = -1, least = 1e9;
+  for (const auto& c : costs) {
+    if (c.algorithm == "ring") ring = c.seconds;
+    least = std::min(least, c.seconds);
+  }
+  EXPECT_NEAR(ring, 14 * nv.alpha + 2 * 7.0 / 8 * S * nv.beta, 1e-12);
+  EXPECT_EQ(collective_cost(sys, CollOp::allreduce, S, {8, 8}).seconds, least);
+  // Small messages: latency decides, so a log-depth algorithm beats the ring.
+  EXPECT_NE(collective_cost(sys, CollOp::allreduce, 8, {8, 8}).algorithm, "ring");
+  // Across 16 nodes with 8 GPUs each, the hierarchical form is offered.
+  bool hier = false;
+  for (const auto& c : collective_costs(sys, CollOp::allreduce, S, {128, 8})) hier |= c.algorithm == "hierarchical";
+  EXPECT_TRUE(hier);
+  EXPECT_EQ(collective_cost(sys, CollOp::allreduce, S, {1, 1}).seconds, 0);
+}
+
+TEST(PredictLayout, BadLayoutsAreRefusedNamingTheValue) {
+  Layout l = small_gpt(8, 2, 2);
+  l.dp = 3;
+  EXPECT_THROW(
+      {
+        try {
+          validate_layout(l);
+        } catch (const UsageError& e) {
+          EXPECT_NE(std::string(e.what()).find("--dp 3"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      UsageError);
+  l = small_gpt(8, 3, 1);
+  l.gpus = 3, l.dp = 1;
+  EXPECT_THROW(validate_layout(l), UsageError);  // 16 heads not divisible by tp 3
+  EXPECT_THROW(parse_recompute("some"), UsageError);
+}
+
+TEST(PredictSystem, JsonRoundTripAndSchemaErrorsNameTheField) {
+  const SystemModel a = builtin_system("dgx-h100");
+  const SystemModel b = system_from_json(system_to_json(a), "x.json");
+  EXPECT_EQ(b.gpu.matrix_tflops_16, 989);
+  EXPECT_EQ(b.levels.size(), a.levels.size());
+  EXPECT_EQ(b.gpu.hbm_efficiency.at(5e6), a.gpu.hbm_efficiency.at(5e6));
+  auto error_of = [](nlohmann::json j) {
+    try {
+      system_from_json(j, "sys.json");
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  nlohmann::json j = system_to_json(a);
+  j["gpu"]["hbm_gbps"] = "fast";
+  EXPECT_NE(error_of(j).find("gpu.hbm_gbps"), std::string::npos) << error_of(j);
+  j = system_to_json(a);
+  j["network"][1]["bandwidth"] = 3;
+  EXPECT_NE(error_of(j).find("network[1].bandwidth"), std::string::npos) << error_of(j);
+  j = system_to_json(a);
+  j["gpu"]["matrix_efficiency"] = {{1, 1.5}};
+  EXPECT_NE(error_of(j).find("gpu.matrix_efficiency"), std::string::npos) << error_of(j);
+  j = system_to_json(a);
+  j["network"][1]["gpus"] = 12;
+  EXPECT_NE(error_of(j).find("network[1].gpus"), std::string::npos) << error_of(j);
+  EXPECT_THROW(load_system("no-such-system"), UsageError);
+}
+
+// Sanitizer builds run several times slower: there the time limits are not checked (the results still are).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kSlowdown = 0;
+#else
+constexpr double kSlowdown = 1;
+#endif
+
+// Speed: 4096 GPUs, 1F1B over 64 stages with 512 microbatches, under 2 s; a search over thousands of layouts
+// under a minute.
+TEST(PredictSpeed, LargePipelineAndSearch) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout l = small_gpt(4096, 8, 64);
+  l.model.layers = 128, l.model.hidden = 12288, l.model.heads = 96;
+  l.global_batch = 8 * 512;  // dp 8 x 512 microbatches
+  auto t0 = std::chrono::steady_clock::now();
+  const Prediction p = predict_step(l, sys);
+  const double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("4096 GPUs (dp 8 tp 8 pp 64), 512 microbatches, 1f1b: step %.2f s predicted in %.3f s\n", p.time.step,
+              one);
+  if (kSlowdown > 0) {
+    EXPECT_LT(one, 2.0);
+  }
+  Layout base = small_gpt(kSlowdown > 0 ? 512 : 64, 1, 1);  // fewer layouts under the sanitizers
+  base.model.layers = 96, base.model.hidden = 12288, base.model.heads = 96;
+  base.global_batch = 1536;
+  t0 = std::chrono::steady_clock::now();
+  const SearchResult r = search_layouts(base, sys);
+  const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("search, %d GPUs: %d layouts, %zu fit, %.2f s\n", base.gpus, r.enumerated, r.fitting.size(), all);
+  EXPECT_GE(r.enumerated, kSlowdown > 0 ? 1000 : 100);
+  if (kSlowdown > 0) {
+    EXPECT_LT(all, 60.0);
+  }
+  ASSERT_FALSE(r.fitting.empty());
+  for (std::size_t i = 1; i < r.fitting.size(); ++i)
+    EXPECT_LE(r.fitting[i - 1].prediction.time.step, r.fitting[i].prediction.time.step);
+}
+
+// Calibration: rows generated from a known alpha and beta (ring allreduce counts) give them back with zero error;
+// a noisy row shows in the fit error; a CSV without the columns is refused naming the file.
+TEST(PredictCalibrate, FitRecoversAlphaAndBetaAndReportsTheError) {
+  const double alpha = 7e-6, beta = 1.0 / 3e9;
+  std::vector<CollectiveSample> rows;
+  for (int n : {2, 4})
+    for (double bytes : {1e3, 1e5, 1e7, 6e7})
+      rows.push_back({"allreduce", "ring", n, bytes, 2.0 * (n - 1) * alpha + 2.0 * (n - 1) / n * bytes * beta});
+  auto fits = fit_links(rows);
+  ASSERT_EQ(fits.size(), 2u);
+  for (const LinkFit& f : fits) {
+    EXPECT_NEAR(f.alpha, alpha, 1e-12) << f.ranks;
+    EXPECT_NEAR(f.gbps(), 3.0, 1e-6) << f.ranks;
+    EXPECT_LT(f.max_rel_error, 1e-9);
+  }
+  rows[0].seconds *= 1.5;  // one slow measurement at 2 ranks
+  fits = fit_links(rows);
+  EXPECT_GT(fits[0].max_rel_error, 0.1);
+  const std::string path = ::testing::TempDir() + "/not_collective.csv";
+  std::ofstream(path) << "stage,op\n0,F\n";
+  EXPECT_THROW(read_collective_csv(path), UsageError);
+  EXPECT_THROW(fit_links({{"allreduce", "ring", 2, 8, 1e-6}}), UsageError);  // one size: nothing to fit
+}
+
+// Sends of one stage queue on its communication stream: GPipe over 2 stages with forwards far shorter than a
+// transfer, so stage 1 receives microbatch k only after k + 1 transfers.
+TEST(PredictPipeline, SendsQueueOnTheCommunicationStream) {
+  const int m = 6;
+  const PipeSchedule s = make_schedule("gpipe", 2, m);
+  PipeCosts c;
+  c.forward = 1e-3, c.backward = 2e-3, c.transfer = 1;
+  const PipeSimulation sim = simulate_schedule(s, c);
+  double last_forward_start = 0;
+  for (const TimedAction& t : sim.timeline[1])
+    if (t.action.op == PipeOp::forward && t.action.microbatch == m - 1) last_forward_start = t.start;
+  EXPECT_NEAR(last_forward_start, m * 1.0 + 1e-3, 1e-9);  // not 1 + m x 1e-3, as with parallel sends
+}
