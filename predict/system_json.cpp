@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "predict/system.h"
 
 namespace parbench::predict {
@@ -20,11 +21,7 @@ using nlohmann::json;
 void only_keys(const json& j, const std::set<std::string>& allowed, const std::string& where, const std::string& at) {
   if (!j.is_object()) bad(where, at.empty() ? "(top level)" : at, "must be an object");
   for (const auto& [k, v] : j.items())
-    if (!allowed.count(k)) {
-      std::string accepted;
-      for (const auto& a : allowed) accepted += (accepted.empty() ? "" : ", ") + a;
-      bad(where, at + k, "is unknown; accepted: " + accepted);
-    }
+    if (!allowed.count(k)) bad(where, at + k, "is unknown; accepted: " + join(allowed));
 }
 
 double number(const json& j, const std::string& key, const std::string& where, const std::string& at, double min,
