@@ -4,6 +4,7 @@
 // the measurement is in train/measure.cpp, the report in train/report.cpp.
 #include <iostream>
 
+#include "collectives/fault_injection.h"
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "core/error.h"
@@ -86,6 +87,7 @@ int run(Options& o) {
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   validate(o, dev);
+  fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
   if (!o.common.trace.empty()) TraceRecorder::instance().enable();
   RunResult result;
   int process_rank = 0;

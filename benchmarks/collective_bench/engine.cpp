@@ -15,6 +15,8 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/datacheck.h"
+#include "collectives/fault_injection.h"
+#include "collectives/measurement.h"
 #include "app/cli.h"
 #include "collectives/hybrid.h"
 #include "core/error.h"
@@ -150,12 +152,17 @@ class Bench {
     HalfResult h;
     h.ran = true;
     const int root = std::max(row.root, 0);
+    // What a failure from here on names: the user's operation, not the helper calls around it.
+    MeasurementScope measuring(describe_call(coll_, algo.name(), row.bytes, row.count, row.dtype, comm.size()) +
+                                   (in_place ? ", in place" : ", out of place"),
+                               coll_, algo.name());
     CollectiveBuffers b(comm, coll_, row.count, row.dtype, op, root, in_place, std::size_t(o_.unalign));
     b.fill(o_.seed);
     TimingConfig tc;
     tc.iters = o_.iters, tc.warmup = o_.warmup, tc.agg = o_.agg, tc.blocking = o_.blocking;
     tc.per_iter = o_.per_iter != 0, tc.per_iter_skip = o_.per_iter_skip;
     tc.skip = world.rank() == hook_int("PARBENCH_TEST_SKIP_RANK");
+    tc.world = &world;
     Timing mine = time_collective(comm, algo, b.args(), tc);
     if (const int fake = hook_int("PARBENCH_TEST_RANK_TIME_US"); fake > 0) {
       const double s = (world.rank() + 1) * fake * 1e-6;
@@ -177,15 +184,29 @@ class Bench {
     for (int round = 0; round < o_.check; ++round) {
       const std::uint64_t seed = o_.seed + 1 + std::uint64_t(round);
       b.fill(seed);
+      fault_point(world);
+      if (faults_on()) arm_flip_for_next_call(world.rank());
       if (!skip) comm.run(b.args(), algo);
+      if (faults_on()) disarm_flip();
       device_synchronize(device_);
       if (corrupt && b.args().count > 0)
         device_memcpy(device_, b.args().recv, Device{}, kSpoiled, dtype_size(b.args().dtype));
-      wrong_mine += double(b.wrong(seed));
+      CollectiveBuffers::FirstWrong first;
+      const std::size_t wrong = b.wrong(seed, &first);
+      if (wrong > 0) report_wrong(world, wrong, first, round);
+      wrong_mine += double(wrong);
     }
     if (o_.check == 0) return -1;
     world.allreduce(&wrong_mine, &wrong_all, 1, DType::f64, ReduceOp::sum, "naive");
     return std::int64_t(wrong_all);
+  }
+
+  // Each rank names its own wrong elements (the table counts them over all ranks): the first says where.
+  static void report_wrong(Communicator& world, std::size_t wrong, const CollectiveBuffers::FirstWrong& first,
+                           int round) {
+    std::fprintf(stderr, "error: rank %d: %s: %zu wrong element(s) in check round %d; the first at index %zu: "
+                 "expected %.9g, got %.9g\n", world.rank(), current_measurement().c_str(), wrong, round + 1,
+                 first.index, first.expected, first.got);
   }
 
   void add_csv_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half) {
@@ -246,6 +267,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       std::string choice;
       const Device device = resolve_device(o.common.device, &choice);
       const BenchPlan plan = resolve_plan(c, o);
+      fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
       if (!o.common.trace.empty()) TraceRecorder::instance().enable();
       if (!choice.empty() && !o.common.quiet && !quiet_rank) std::cerr << choice << "\n";
       const std::uint64_t lo = plan.sizes.empty() ? 0 : *std::min_element(plan.sizes.begin(), plan.sizes.end());
