@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "benchmarks/kernels_rows.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/stream.h"
@@ -219,6 +220,8 @@ Peak detect_peak(const Device& dev) {
 }
 
 int run(Bench& b, const Options& o, int argc, char** argv) {
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
+  KernelRowsReporter reporter(o.common.csv, o.common.json);
   std::string why;
   b.dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
@@ -271,7 +274,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   }
   (void)argc;
   (void)argv;
-  benchmark::RunSpecifiedBenchmarks();
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   if (b.failed > 0) {
     std::cerr << "bench_kernels: " << b.failed << " benchmark(s) reported an error (see error_message above)\n";
@@ -283,18 +286,11 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --csv FILE / --json FILE become Google Benchmark's file output; its own --benchmark_* flags are
-  // taken out of argv by benchmark::Initialize before our options are parsed.
+  // Google Benchmark's own --benchmark_* flags are taken out of argv by benchmark::Initialize before our options
+  // are parsed; --csv and --json are ours (kernels_rows.h: a row per finished benchmark).
   std::vector<std::string> args(argv, argv + argc);
-  std::vector<std::string> extra;
-  for (std::size_t i = 1; i + 1 < args.size(); ++i)
-    if (args[i] == "--csv" || args[i] == "--json") {
-      extra.push_back("--benchmark_out=" + args[i + 1]);
-      extra.push_back(std::string("--benchmark_out_format=") + (args[i] == "--csv" ? "csv" : "json"));
-    }
   std::vector<char*> av;
   for (auto& a : args) av.push_back(a.data());
-  for (auto& a : extra) av.push_back(a.data());
   int ac = int(av.size());
   av.push_back(nullptr);
   benchmark::Initialize(&ac, av.data());

@@ -10,7 +10,7 @@
 #include "app/cli.h"
 #include "core/error.h"
 #include "core/memory.h"
-#include "app/report.h"
+#include "app/output.h"
 #include "core/sizes.h"
 #include "core/stream.h"
 #include "profiles/range.h"
@@ -37,9 +37,10 @@ int run(const Options& o) {
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   if (o.iters < 1) throw UsageError("--iters " + std::to_string(o.iters) + " must be >= 1");
   auto sizes = parse_size_list(o.sizes);
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
+  StreamingTable rows({{"device"}, {"bytes"}, {"time_us", 2}, {"gbps", 2}, {"wrong"}}, o.common.csv, o.common.json);
   TrackedAllocator alloc(dev);
   Stream stream(dev);
-  Table table({{"device"}, {"bytes"}, {"time_us", 2}, {"gbps", 2}, {"wrong"}});
   int wrong_total = 0;
   for (std::uint64_t bytes : sizes) {
     Buffer src(alloc, bytes, MemCategory::workspace), dst(alloc, bytes, MemCategory::workspace);
@@ -65,11 +66,9 @@ int run(const Options& o) {
     for (std::size_t i = 0; i < bytes; ++i) wrong += back[i] != host[i];
     wrong_total += wrong != 0;
     // GB/s counts bytes read plus bytes written, as memory-bandwidth tools do.
-    table.add_row({device_name(dev), std::int64_t(bytes), us, us > 0 ? 2.0 * bytes / us / 1e3 : 0.0, wrong});
+    rows.add_row({device_name(dev), std::int64_t(bytes), us, us > 0 ? 2.0 * bytes / us / 1e3 : 0.0, wrong});
   }
-  if (!o.common.quiet) table.write_text(std::cout);
-  if (!o.common.csv.empty()) table.write_csv(o.common.csv);
-  if (!o.common.json.empty()) table.write_json(o.common.json);
+  if (!o.common.quiet) rows.table().write_text(std::cout);
   if (wrong_total) std::cerr << "bench_memcpy: " << wrong_total << " size(s) copied wrong bytes\n";
   return wrong_total ? 1 : 0;
 }

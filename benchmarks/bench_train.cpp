@@ -3,6 +3,7 @@
 // parameter difference from a single-rank run on the same global batch. Here: the options and their validation;
 // the measurement is in train/measure.cpp, the report in train/report.cpp.
 #include <iostream>
+#include <optional>
 
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
@@ -86,6 +87,11 @@ int run(Options& o) {
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   validate(o, dev);
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
+  // Rank 0's process writes the row; an existing CSV with another header is refused now, not after training.
+  std::optional<CsvRowFile> csv;
+  if (!o.common.csv.empty() && !(launched_by_mpirun() && launcher_world_rank() != 0))
+    csv.emplace("--csv", o.common.csv, csv_header(), CsvRowFile::Mode::append);
   if (!o.common.trace.empty()) TraceRecorder::instance().enable();
   RunResult result;
   int process_rank = 0;
@@ -98,7 +104,7 @@ int run(Options& o) {
     if (!o.common.trace.empty()) TraceRecorder::instance().write(per_rank_path(o.common.trace, process_rank));
     return 0;
   }
-  return report(o, dev, result);
+  return report(o, dev, result, csv ? &*csv : nullptr);
 }
 
 }  // namespace

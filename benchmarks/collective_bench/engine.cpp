@@ -19,6 +19,7 @@
 #include "collectives/hybrid.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "app/output.h"
 #include "app/report.h"
 #include "core/sizes.h"
 #include "engine_notes.h"
@@ -43,13 +44,16 @@ int hook_int(const char* name) {
 // NaN in every float type (the integer types read it as -1 or 255, which only usually differs from the expected).
 constexpr unsigned char kSpoiled[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
+std::vector<Column> csv_columns() {
+  return {{"collective"}, {"impl"}, {"device"}, {"ranks"}, {"nodes"}, {"dtype"}, {"op"}, {"root"}, {"inplace"},
+          {"bytes"}, {"count"}, {"time_us", 3}, {"algbw_gbps", 6}, {"busbw_gbps", 6}, {"wrong"}};
+}
+
 class Bench {
  public:
-  Bench(Collective c, const BenchOptions& o, const BenchPlan& p, Device d, NcclReport& report)
-      : coll_(c), o_(o), p_(p), device_(d), report_(report),
-        table_({{"collective"}, {"impl"}, {"device"}, {"ranks"}, {"nodes"}, {"dtype"}, {"op"}, {"root"},
-                {"inplace"}, {"bytes"}, {"count"}, {"time_us", 3}, {"algbw_gbps", 6}, {"busbw_gbps", 6},
-                {"wrong"}}) {}
+  // `rows`: the result files, given to world rank 0 only (the one rank that writes).
+  Bench(Collective c, const BenchOptions& o, const BenchPlan& p, Device d, NcclReport& report, StreamingTable* rows)
+      : coll_(c), o_(o), p_(p), device_(d), report_(report), rows_(rows) {}
 
   // Runs on every rank; returns the program's exit status (meaningful on rank 0).
   int run(Communicator& world) {
@@ -63,7 +67,8 @@ class Bench {
       if (root >= comm.size())
         throw UsageError("--root " + std::to_string(root) + " is outside the ranks 0.." +
                          std::to_string(comm.size() - 1) + " of a group");
-    const std::vector<RankInfo> ranks = gather_rank_info(world, color, device_);
+    ranks_ = gather_rank_info(world, color, device_);
+    const std::vector<RankInfo>& ranks = ranks_;
     const int nodes = count_nodes(world);
     if (out) report_.print_header(ranks, run_notes(o_, p_, world, comm, nodes, device_));
     int ran_blocks = 0;
@@ -80,12 +85,7 @@ class Bench {
     }
     if (o_.memory) memory_report(world, out);
     if (out) report_.print_end();
-    if (world.rank() == 0) {
-      if (!o_.common.csv.empty()) table_.write_csv(o_.common.csv);
-      if (!o_.common.json.empty()) table_.write_json(o_.common.json);
-      if (!o_.json_file.empty())
-        report_.write_json(o_.json_file, ranks, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
-    }
+    if (rows_ && ran_blocks > 0) write_nccl_json();  // the final end_time
     if (ran_blocks == 0)
       throw UsageError("none of the implementations asked for can run " + std::string(collective_name(coll_)) +
                        " here:" + refusals);
@@ -117,16 +117,18 @@ class Bench {
               RowResult row = measure_row(world, comm, algo, size, t, op, root);
               if (progress) std::fprintf(stderr, "\r%40s\r", "");
               if (out) report_.print_row(row);
-              if (world.rank() == 0) report_.add_json_row(row, std::string(algo.name()));
               for (int i = 0; i < 2; ++i) {
                 const HalfResult& h = row.half[i];
                 if (!h.ran) continue;
-                bus_sum += h.busbw, ++bus_n;
-                if (h.wrong > 0) wrong += h.wrong;
-                if (world.rank() == 0) add_csv_row(algo, comm.size(), nodes, row, i);
+                bus_sum_ += h.busbw, ++bus_n_, bus_sum += h.busbw, ++bus_n;
+                if (h.wrong > 0) wrong += h.wrong, wrong_total_ += h.wrong;
+                if (rows_) add_csv_row(algo, comm.size(), nodes, row, i);
+              }
+              if (rows_) {
+                report_.add_json_row(row, std::string(algo.name()));
+                write_nccl_json();
               }
             }
-    wrong_total_ += wrong, bus_sum_ += bus_sum, bus_n_ += bus_n;
     if (out) report_.print_block_footer(wrong, bus_n ? bus_sum / bus_n : 0.0);
   }
 
@@ -188,9 +190,14 @@ class Bench {
     return std::int64_t(wrong_all);
   }
 
+  // -J: nccl-tests' JSON, rewritten atomically after every row so that it is complete and valid at any time.
+  void write_nccl_json() {
+    if (!o_.json_file.empty()) report_.write_json(o_.json_file, ranks_, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
+  }
+
   void add_csv_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half) {
     const HalfResult& h = row.half[half];
-    table_.add_row({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
+    rows_->add_row({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
                     std::int64_t(ranks), std::int64_t(nodes), std::string(dtype_name(row.dtype)), row.redop,
                     std::int64_t(row.root), std::int64_t(half), std::int64_t(row.bytes), std::int64_t(row.count),
                     (o_.cputime ? h.t.cpu_time : h.t.time) * 1e6, h.algbw, h.busbw,
@@ -217,7 +224,8 @@ class Bench {
   const BenchPlan& p_;
   Device device_;
   NcclReport& report_;
-  Table table_;
+  StreamingTable* rows_;
+  std::vector<RankInfo> ranks_;
   std::int64_t wrong_total_ = 0;
   double bus_sum_ = 0;
   int bus_n_ = 0;
@@ -246,6 +254,10 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       std::string choice;
       const Device device = resolve_device(o.common.device, &choice);
       const BenchPlan plan = resolve_plan(c, o);
+      check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
+                          {"--trace", o.common.trace}});
+      std::optional<StreamingTable> rows;  // the writing process's result files, opened before any work
+      if (!quiet_rank) rows.emplace(csv_columns(), o.common.csv, o.common.json);
       if (!o.common.trace.empty()) TraceRecorder::instance().enable();
       if (!choice.empty() && !o.common.quiet && !quiet_rank) std::cerr << choice << "\n";
       const std::uint64_t lo = plan.sizes.empty() ? 0 : *std::min_element(plan.sizes.begin(), plan.sizes.end());
@@ -258,7 +270,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       lo_opts.timeout_s = plan.timeout;
       int status = 0;
       auto body = [&](Communicator& comm) {
-        Bench bench(c, o, plan, device, report);  // per rank: threads must not share its table
+        Bench bench(c, o, plan, device, report, comm.rank() == 0 && rows ? &*rows : nullptr);
         int s = bench.run(comm);
         if (comm.rank() == 0) status = s;
       };
