@@ -1,4 +1,4 @@
-// The stop flag and the signal handlers (async-signal-safe: an atomic store, write(2) and _exit(2) only).
+// The stop flag and the signal handlers (async-signal-safe: atomics, write(2) and _exit(2) only).
 #include "app/interrupt.h"
 
 #include <signal.h>
@@ -12,26 +12,49 @@ namespace parbench {
 namespace {
 
 std::atomic<int> g_stop{0};
-// The message of a second signal, built before any signal can arrive (a handler must not allocate).
-char g_note[512] = {0};
-std::size_t g_note_len = 0;
+std::atomic<bool> g_abandon{false};
+// The message of an immediate exit, split around "SIGNAL" and built before any signal can arrive (a handler
+// must not allocate).
+char g_before[512] = {0}, g_after[512] = {0};
+std::size_t g_before_len = 0, g_after_len = 0;
+bool g_named = false;  // the note has "SIGNAL" in it
+
+void write_all(const char* text, std::size_t len) {
+  while (len > 0) {
+    const ssize_t n = ::write(2, text, len);
+    if (n <= 0) return;
+    text += n, len -= std::size_t(n);
+  }
+}
 
 void on_stop_signal(int sig) {
   int expected = 0;
-  if (g_stop.compare_exchange_strong(expected, sig)) return;  // the first: stop after the current measurement
-  if (g_note_len > 0) {
-    ssize_t ignored = ::write(2, g_note, g_note_len);
-    (void)ignored;
+  const bool first = g_stop.compare_exchange_strong(expected, sig);
+  if (first && !g_abandon.load()) return;  // stop after the measurement in progress
+  if (g_before_len + g_after_len > 0) {
+    write_all(g_before, g_before_len);
+    const char* name = !g_named ? "" : sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+    write_all(name, ::strlen(name));
+    write_all(g_after, g_after_len);
   }
   ::_exit(128 + sig);
 }
 
+void keep(const std::string& text, char* buffer, std::size_t capacity, std::size_t& len) {
+  len = std::min(text.size(), capacity - 1);
+  ::memcpy(buffer, text.data(), len);
+}
+
 }  // namespace
 
-void install_stop_handlers(const std::string& second_signal_note) {
-  const std::string note = second_signal_note.empty() ? "" : second_signal_note + "\n";
-  g_note_len = std::min(note.size(), sizeof g_note - 1);
-  ::memcpy(g_note, note.data(), g_note_len);
+void install_stop_handlers(const std::string& note, StopMode mode) {
+  const std::size_t at = note.find("SIGNAL");
+  const std::string before = at == std::string::npos ? note : note.substr(0, at);
+  const std::string after = (at == std::string::npos ? "" : note.substr(at + 6)) + (note.empty() ? "" : "\n");
+  keep(before, g_before, sizeof g_before, g_before_len);
+  keep(after, g_after, sizeof g_after, g_after_len);
+  g_named = at != std::string::npos;
+  g_abandon.store(mode == StopMode::abandon);
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
@@ -41,11 +64,6 @@ void install_stop_handlers(const std::string& second_signal_note) {
 }
 
 int stop_signal() { return g_stop.load(std::memory_order_relaxed); }
-
-void request_stop(int sig) {
-  int expected = 0;
-  g_stop.compare_exchange_strong(expected, sig);
-}
 
 std::string signal_name(int sig) {
   if (sig == SIGINT) return "SIGINT";

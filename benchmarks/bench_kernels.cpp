@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/interrupt.h"
 #include "benchmarks/kernels_rows.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -204,6 +205,7 @@ struct Options {
   std::string filter_shapes;
   double peak_tflops = 0, peak_gbps = 0;
   double min_time = 0;
+  bool resume = false;
 };
 
 Peak detect_peak(const Device& dev) {
@@ -221,7 +223,10 @@ Peak detect_peak(const Device& dev) {
 
 int run(Bench& b, const Options& o, int argc, char** argv) {
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
-  KernelRowsReporter reporter(o.common.csv, o.common.json);
+  if (o.resume && o.common.csv.empty()) throw UsageError("--resume needs --csv FILE: the benchmarks to skip are its rows");
+  KernelRowsReporter reporter(o.common.csv, o.common.json, o.resume);
+  install_stop_handlers("bench_kernels: stopped at once by a second SIGNAL" +
+                        (o.common.csv.empty() ? std::string() : "; completed rows are in " + o.common.csv));
   std::string why;
   b.dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
@@ -237,6 +242,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   const auto shapes = shapes_to_run(o.filter_shapes, b.cuda());
   std::string dev_name = device_name(b.dev);
   auto add = [&](const std::string& name, const Spec& sp) {
+    if (reporter.done(name)) return;  // --resume
     auto* bm = benchmark::RegisterBenchmark(name.c_str(), [&b, sp](benchmark::State& st) { run_benchmark(st, b, sp); });
     bm->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(min_time);
   };
@@ -311,6 +317,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--min-time", o.min_time, "seconds per benchmark (default 0.05 on host devices, 0.5 on cuda)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--resume", o.resume, "skip the benchmarks already in --csv (by name), append the rest");
   Bench b;
   return run_program(app, ac, av.data(), [&] { return run(b, o, ac, av.data()); });
 }

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <optional>
 
+#include "app/interrupt.h"
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "core/error.h"
@@ -92,6 +93,13 @@ int run(Options& o) {
   std::optional<CsvRowFile> csv;
   if (!o.common.csv.empty() && !(launched_by_mpirun() && launcher_world_rank() != 0))
     csv.emplace("--csv", o.common.csv, csv_header(), CsvRowFile::Mode::append);
+  // A row needs the whole run: a signal abandons it (nothing half-measured is written) and says what ran.
+  const bool writer = !(launched_by_mpirun() && launcher_world_rank() != 0);
+  install_stop_handlers(writer ? "bench_train: stopped by SIGNAL during " + o.model + " training under scheme " +
+                                     o.train.scheme + " (" + std::to_string(o.steps) + " timed steps); abandoned, " +
+                                     "no row written (a row needs the whole run)"
+                               : "",
+                        StopMode::abandon);
   if (!o.common.trace.empty()) TraceRecorder::instance().enable();
   RunResult result;
   int process_rank = 0;

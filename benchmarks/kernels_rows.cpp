@@ -2,6 +2,11 @@
 #include "benchmarks/kernels_rows.h"
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "app/interrupt.h"
 
 namespace parbench {
 namespace {
@@ -22,21 +27,41 @@ Cell counter(const benchmark::UserCounters& counters, const char* name) {
 
 }  // namespace
 
-KernelRowsReporter::KernelRowsReporter(const std::string& csv_path, const std::string& json_path)
-    : display_(benchmark::CreateDefaultDisplayReporter()), rows_(kernel_columns(), csv_path, json_path) {}
+KernelRowsReporter::KernelRowsReporter(const std::string& csv_path, const std::string& json_path, bool resume)
+    : display_(benchmark::CreateDefaultDisplayReporter()),
+      rows_(kernel_columns(), csv_path, json_path, resume ? CsvRowFile::Mode::append : CsvRowFile::Mode::replace),
+      csv_path_(csv_path) {}
+
+bool KernelRowsReporter::done(const std::string& name) const {
+  for (const auto& f : rows_.existing_rows())
+    if (!f.empty() && f[0] == name) return true;
+  return false;
+}
 
 bool KernelRowsReporter::ReportContext(const Context& context) { return display_->ReportContext(context); }
 
 void KernelRowsReporter::ReportRuns(const std::vector<Run>& runs) {
   display_->ReportRuns(runs);
   for (const Run& r : runs) {
-    last_name_ = r.benchmark_name();
+    // The registered name (op/version/device/dtype/shape), without Google Benchmark's "/min_time:..." tail, so
+    // --resume can match it before the benchmark runs; aggregates (--benchmark_repetitions) keep their suffix.
+    last_name_ = r.run_name.function_name + (r.run_type == Run::RT_Aggregate ? "_" + r.aggregate_name : "");
     const Cell batch = counter(r.counters, "batch");
     rows_.add_row({last_name_, std::int64_t(r.iterations), r.GetAdjustedRealTime(), r.GetAdjustedCPUTime(),
                    std::string(benchmark::GetTimeUnitString(r.time_unit)),
                    std::holds_alternative<double>(batch) ? Cell{std::int64_t(std::get<double>(batch))} : Cell{},
                    counter(r.counters, "FLOP/s"), counter(r.counters, "bytes/s"), counter(r.counters, "%cuBLAS"),
                    counter(r.counters, "%roofline"), std::int64_t(r.error_occurred), r.error_message});
+  }
+  if (const int sig = stop_signal()) {
+    // Google Benchmark has no way to end its loop early; this benchmark's rows are on disk, so leave now.
+    display_->Finalize();
+    std::cout.flush();
+    std::cerr << "bench_kernels: stopped by " << signal_name(sig) << " after " << last_name_ << "; "
+              << rows_.table().rows().size() << " completed benchmarks"
+              << (csv_path_.empty() ? "" : " are in " + csv_path_) << std::endl;
+    std::fflush(nullptr);
+    std::_Exit(exit_status_for_signal(sig));
   }
 }
 
