@@ -100,6 +100,58 @@ std::string failure_report(int rank, const std::string& what) {
          what;
 }
 
+// The rank threads' failures, and which to report: a collective's timeout (it names collective, implementation
+// and size) over any other root cause, and those over ranks that only stopped because another failed.
+class RankFailures {
+ public:
+  RankFailures(ThreadsWorld& world, double timeout_s) : world_(world), timeout_s_(timeout_s) {}
+
+  // In a catch block of rank r's thread: keeps the failure and, for a root cause, stops the other ranks.
+  void record_current(int r) {
+    try {
+      throw;
+    } catch (const RankLeftEarly&) {
+      // Test fault (PARBENCH_FAULT kind exit): this rank stops taking part; the others wait for it in vain.
+    } catch (const AbortedError& e) {
+      keep(std::current_exception(), kStopped, r, e.what(), false);
+    } catch (const CollectiveTimeoutError& e) {
+      keep(std::current_exception(), kCollectiveTimeout, r, e.what(), true);
+    } catch (const TimeoutError& e) {
+      // Outside a collective (e.g. a barrier after a rank skipped one, a pipeline's messages): ranks stuck in a
+      // collective time out on their own deadlines and may give the more useful message, so they get a moment
+      // first; then everyone stops (a stalled rank may be waiting for nothing else).
+      keep(std::current_exception(), kRootCause, r, e.what(), false);
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(timeout_s_, 2.0)));
+      abort_threads_world(world_, "rank " + std::to_string(r) + " timed out: " + e.what());
+    } catch (const UsageError& e) {
+      keep(std::current_exception(), kRootCause, r, e.what(), true);
+    } catch (const std::exception& e) {
+      const std::string what = failure_report(r, e.what());  // which rank, and what it was measuring
+      keep(std::make_exception_ptr(Error(what)), kRootCause, r, what, true);
+    } catch (...) {
+      keep(std::current_exception(), kRootCause, r, "unknown exception", true);
+    }
+  }
+
+  void rethrow_first() const {
+    for (const auto& e : best_)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  enum Kind { kCollectiveTimeout, kRootCause, kStopped };
+  void keep(std::exception_ptr e, Kind kind, int r, const std::string& what, bool abort_all) {
+    std::lock_guard lock(mu_);
+    if (!best_[kind]) best_[kind] = e;
+    if (abort_all) abort_threads_world(world_, "rank " + std::to_string(r) + " failed: " + what);
+  }
+
+  ThreadsWorld& world_;
+  double timeout_s_;
+  std::mutex mu_;
+  std::exception_ptr best_[3];
+};
+
 void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
   const int n = o.ranks > 0 ? o.ranks : 1;
   auto world = make_threads_world(n);
@@ -123,18 +175,10 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
 #else
   if (cuda) nccl_reason = "this build has no NCCL";
 #endif
-  // Which failure to report: a collective's timeout (it names collective, implementation and size) over any
-  // other root cause, and those over ranks that only stopped because another failed.
-  std::mutex mu;
-  std::exception_ptr best[3];  // 0 collective timeout, 1 other root cause, 2 stopped by another rank
+  RankFailures failures(*world, o.timeout_s);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      auto record = [&](std::exception_ptr e, const std::string& what, int kind, bool abort_all) {
-        std::lock_guard lock(mu);
-        if (!best[kind]) best[kind] = e;
-        if (abort_all) abort_threads_world(*world, "rank " + std::to_string(r) + " failed: " + what);
-      };
       try {
         TraceTrack track(r, "comm");
         Device d = rank_device(o.device, r, gpus);
@@ -150,26 +194,8 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
 #ifdef PARBENCH_HAVE_NCCL
         if (nccl) nccl_healthy[std::size_t(r)] = 1;
 #endif
-      } catch (const RankLeftEarly&) {
-        // Test fault (PARBENCH_FAULT kind exit): this rank stops taking part; the others wait for it in vain.
-      } catch (const AbortedError& e) {
-        record(std::current_exception(), e.what(), 2, false);
-      } catch (const CollectiveTimeoutError& e) {
-        record(std::current_exception(), e.what(), 0, true);
-      } catch (const TimeoutError& e) {
-        // Outside a collective (e.g. a barrier after a rank skipped one, a pipeline's messages): ranks stuck in a
-        // collective time out on their own deadlines and may give the more useful message, so they get a moment
-        // first; then everyone stops (a stalled rank may be waiting for nothing else).
-        record(std::current_exception(), e.what(), 1, false);
-        std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.timeout_s, 2.0)));
-        abort_threads_world(*world, "rank " + std::to_string(r) + " timed out: " + e.what());
-      } catch (const UsageError& e) {
-        record(std::current_exception(), e.what(), 1, true);
-      } catch (const std::exception& e) {
-        const std::string what = failure_report(r, e.what());  // which rank, and what it was measuring
-        record(std::make_exception_ptr(Error(what)), what, 1, true);
       } catch (...) {
-        record(std::current_exception(), "unknown exception", 1, true);
+        failures.record_current(r);
       }
       mark_rank_gone(*world, r);  // a rank still waiting for this one names it as gone
     });
@@ -180,8 +206,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   for (std::size_t r = 0; r < nccl_comms.size(); ++r)
     if (nccl_healthy[r]) ncclCommDestroy(nccl_comms[r]);
 #endif
-  for (auto& e : best)
-    if (e) std::rethrow_exception(e);
+  failures.rethrow_first();
 }
 
 #ifdef PARBENCH_HAVE_MPI

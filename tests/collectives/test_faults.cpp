@@ -59,9 +59,8 @@ int csv_rows(const std::string& path) {
   return rows;
 }
 
-// Whether the programs write each CSV row as soon as it is measured (the per-row streaming of the results, a
-// separate change): until then a failed run leaves no CSV, and the row count is not checked.
-constexpr bool kRowsStream = false;
+// The programs write each CSV row as soon as it is measured, so a failed run keeps the rows before the fault.
+constexpr bool kRowsStream = true;
 
 // The common expectations of a fault: bounded time, non-zero exit, no process left, the rows before the fault.
 void expect_clean_failure(const Timed& t, double limit_s, const std::string& csv, int rows_before) {
