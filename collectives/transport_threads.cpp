@@ -373,8 +373,10 @@ class ThreadsTransport final : public Transport {
     const bool gone = world_->at(r).gone.load(std::memory_order_acquire);
     const int next = world_->at(r).waiting_on.load(std::memory_order_relaxed);
     return "; late: rank " + std::to_string(r) +
-           (gone ? ", whose thread has left" : next < 0 ? ", which waits for no message (stalled, or busy outside "
-                                                          "the transport)" : ", which waits in a cycle") +
+           (gone ? ", whose thread has left"
+                 : next < 0 ? ", which waits for no message (stalled, or busy outside the transport)"
+                            : ", which waits for rank " + std::to_string(next) +
+                                  " in turn (a cycle: the ranks wait in different operations)") +
            (via.empty() ? "" : " (waiting for it in between: rank(s) " + via + ")");
   }
 

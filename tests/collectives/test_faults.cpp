@@ -124,6 +124,16 @@ TEST(FaultsThreads, ThrowStallAndExitNameTheRankAndTheMeasurement) {
   }
 }
 
+// A rank that skipped the measured collective waits in the next one: the ranks wait for each other, and the
+// report says so instead of blaming a rank that merely waits.
+TEST(FaultsThreads, RanksInDifferentOperationsAreACycle) {
+  Timed t = timed_run("PARBENCH_TEST_SKIP_RANK=1 " + bench("allreduce") +
+                      " --device cpu --ranks 2 --impl ring --sizes 1K --timeout 1 -q");
+  EXPECT_EQ(t.r.status, 1) << t.r.output;
+  EXPECT_LT(t.seconds, 1 + 4) << t.r.output;
+  EXPECT_THAT(t.r.output, testing::ContainsRegex("late: rank [01], which waits for rank [01] in turn \\(a cycle"));
+}
+
 TEST(FaultsThreads, PipelineStageThatDiesOrStalls) {
   for (const std::string kind : {"throw", "stall"}) {
     SCOPED_TRACE(kind);
