@@ -53,12 +53,16 @@ std::string Table::header_csv() const {
   return h;
 }
 
+std::string Table::csv_line(const std::vector<Cell>& row) const {
+  std::string out;
+  for (std::size_t i = 0; i < row.size() && i < columns_.size(); ++i)
+    out += (i ? "," : "") + csv_escape(format(row[i], columns_[i]));
+  return out;
+}
+
 std::string Table::to_csv(bool with_header) const {
   std::string out = with_header ? header_csv() + "\n" : "";
-  for (const auto& row : rows_) {
-    for (std::size_t i = 0; i < row.size(); ++i) out += (i ? "," : "") + csv_escape(format(row[i], columns_[i]));
-    out += "\n";
-  }
+  for (const auto& row : rows_) out += csv_line(row) + "\n";
   return out;
 }
 

@@ -25,6 +25,7 @@ class Table {
   const std::vector<Column>& columns() const { return columns_; }
   const std::vector<std::vector<Cell>>& rows() const { return rows_; }
   std::string header_csv() const;
+  std::string csv_line(const std::vector<Cell>& row) const;  // one row as CSV, without the newline
 
   void write_text(std::ostream& os) const;  // header line, then right-aligned columns
   std::string to_csv(bool with_header = true) const;

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "app/cli.h"
+#include "app/interrupt.h"
+#include "benchmarks/kernels_rows.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/stream.h"
@@ -202,6 +204,7 @@ struct Options {
   std::string filter_shapes;
   double peak_tflops = 0, peak_gbps = 0;
   double min_time = 0;
+  bool resume = false;
 };
 
 Peak detect_peak(const Device& dev) {
@@ -218,6 +221,11 @@ Peak detect_peak(const Device& dev) {
 }
 
 int run(Bench& b, const Options& o, int argc, char** argv) {
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
+  if (o.resume && o.common.csv.empty()) throw UsageError("--resume needs --csv FILE: the benchmarks to skip are its rows");
+  KernelRowsReporter reporter(o.common.csv, o.common.json, o.resume);
+  install_stop_handlers("bench_kernels: stopped at once by a second SIGNAL" +
+                        (o.common.csv.empty() ? std::string() : "; completed rows are in " + o.common.csv));
   std::string why;
   b.dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
@@ -233,6 +241,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   const auto shapes = shapes_to_run(o.filter_shapes, b.cuda());
   std::string dev_name = device_name(b.dev);
   auto add = [&](const std::string& name, const Spec& sp) {
+    if (reporter.done(name)) return;  // --resume
     auto* bm = benchmark::RegisterBenchmark(name.c_str(), [&b, sp](benchmark::State& st) { run_benchmark(st, b, sp); });
     bm->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(min_time);
   };
@@ -270,7 +279,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   }
   (void)argc;
   (void)argv;
-  benchmark::RunSpecifiedBenchmarks();
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   if (b.failed > 0) {
     std::cerr << "bench_kernels: " << b.failed << " benchmark(s) reported an error (see error_message above)\n";
@@ -282,18 +291,11 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // --csv FILE / --json FILE become Google Benchmark's file output; its own --benchmark_* flags are
-  // taken out of argv by benchmark::Initialize before our options are parsed.
+  // Google Benchmark's own --benchmark_* flags are taken out of argv by benchmark::Initialize before our options
+  // are parsed; --csv and --json are ours (kernels_rows.h: a row per finished benchmark).
   std::vector<std::string> args(argv, argv + argc);
-  std::vector<std::string> extra;
-  for (std::size_t i = 1; i + 1 < args.size(); ++i)
-    if (args[i] == "--csv" || args[i] == "--json") {
-      extra.push_back("--benchmark_out=" + args[i + 1]);
-      extra.push_back(std::string("--benchmark_out_format=") + (args[i] == "--csv" ? "csv" : "json"));
-    }
   std::vector<char*> av;
   for (auto& a : args) av.push_back(a.data());
-  for (auto& a : extra) av.push_back(a.data());
   int ac = int(av.size());
   av.push_back(nullptr);
   benchmark::Initialize(&ac, av.data());
@@ -314,6 +316,7 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--min-time", o.min_time, "seconds per benchmark (default 0.05 on host devices, 0.5 on cuda)")
       ->check(CLI::PositiveNumber);
+  app.add_flag("--resume", o.resume, "skip the benchmarks already in --csv (by name), append the rest");
   Bench b;
   return run_program(app, ac, av.data(), [&] { return run(b, o, ac, av.data()); });
 }

@@ -4,13 +4,15 @@
 #include <chrono>
 #include <cstring>
 #include <iostream>
+#include <set>
 #include <vector>
 
 #include "core/allocator.h"
 #include "app/cli.h"
 #include "core/error.h"
 #include "core/memory.h"
-#include "app/report.h"
+#include "app/interrupt.h"
+#include "app/output.h"
 #include "core/sizes.h"
 #include "core/stream.h"
 #include "profiles/range.h"
@@ -24,11 +26,40 @@ struct Options {
   std::string sizes = "1K:64M:x4";
   int iters = 20;
   int warmup = 2;
+  bool resume = false;
 };
 
 // Fills with a position-dependent pattern so a copy that skips or shifts bytes is caught.
 void fill_pattern(std::vector<unsigned char>& v, unsigned seed) {
   for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<unsigned char>((i * 2654435761u + seed) >> 13);
+}
+
+// One size: copies timed back to back, then the destination checked byte for byte. Returns the CSV row.
+std::vector<Cell> measure_size(const Options& o, const Device& dev, TrackedAllocator& alloc, Stream& stream,
+                               std::uint64_t bytes, std::int64_t& wrong) {
+  Buffer src(alloc, bytes, MemCategory::workspace), dst(alloc, bytes, MemCategory::workspace);
+  std::vector<unsigned char> host(bytes), back(bytes);
+  fill_pattern(host, unsigned(bytes));
+  device_memcpy(dev, src.data(), Device{}, host.data(), bytes);
+  device_memset(dev, dst.data(), 0xA5, bytes);
+  for (int i = 0; i < o.warmup; ++i) device_memcpy_async(dev, dst.data(), dev, src.data(), bytes, stream);
+  stream.synchronize();
+  // The timed copies go back to back on the stream between two events, with one wait at the end: a wait
+  // per copy would add its round trip (~10 us on an H100) to every copy.
+  Event start(dev), stop(dev);
+  {
+    PB_RANGE("timed batch", Category::compute, {.chunk = o.iters});  // NVTX: a tool can count the waits
+    start.record(stream);
+    for (int i = 0; i < o.iters; ++i) device_memcpy_async(dev, dst.data(), dev, src.data(), bytes, stream);
+    stop.record(stream);
+    stop.synchronize();
+  }
+  double us = Event::elapsed_ms(start, stop) * 1e3 / o.iters;
+  device_memcpy(Device{}, back.data(), dev, dst.data(), bytes);
+  wrong = 0;
+  for (std::size_t i = 0; i < bytes; ++i) wrong += back[i] != host[i];
+  // GB/s counts bytes read plus bytes written, as memory-bandwidth tools do.
+  return {device_name(dev), std::int64_t(bytes), us, us > 0 ? 2.0 * bytes / us / 1e3 : 0.0, wrong};
 }
 
 int run(const Options& o) {
@@ -37,40 +68,37 @@ int run(const Options& o) {
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   if (o.iters < 1) throw UsageError("--iters " + std::to_string(o.iters) + " must be >= 1");
   auto sizes = parse_size_list(o.sizes);
+  if (o.resume && o.common.csv.empty()) throw UsageError("--resume needs --csv FILE: the sizes to skip are its rows");
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
+  StreamingTable rows({{"device"}, {"bytes"}, {"time_us", 2}, {"gbps", 2}, {"wrong"}}, o.common.csv, o.common.json,
+                      o.resume ? CsvRowFile::Mode::append : CsvRowFile::Mode::replace);
+  std::set<std::string> done;  // --resume: "device,bytes" of the rows already in the CSV
+  for (const auto& f : rows.existing_rows())
+    if (f.size() >= 2) done.insert(f[0] + "," + f[1]);
+  install_stop_handlers("bench_memcpy: stopped at once by a second SIGNAL" +
+                        (o.common.csv.empty() ? std::string() : "; completed rows are in " + o.common.csv));
   TrackedAllocator alloc(dev);
   Stream stream(dev);
-  Table table({{"device"}, {"bytes"}, {"time_us", 2}, {"gbps", 2}, {"wrong"}});
   int wrong_total = 0;
   for (std::uint64_t bytes : sizes) {
-    Buffer src(alloc, bytes, MemCategory::workspace), dst(alloc, bytes, MemCategory::workspace);
-    std::vector<unsigned char> host(bytes), back(bytes);
-    fill_pattern(host, unsigned(bytes));
-    device_memcpy(dev, src.data(), Device{}, host.data(), bytes);
-    device_memset(dev, dst.data(), 0xA5, bytes);
-    for (int i = 0; i < o.warmup; ++i) device_memcpy_async(dev, dst.data(), dev, src.data(), bytes, stream);
-    stream.synchronize();
-    // The timed copies go back to back on the stream between two events, with one wait at the end: a wait
-    // per copy would add its round trip (~10 us on an H100) to every copy.
-    Event start(dev), stop(dev);
-    {
-      PB_RANGE("timed batch", Category::compute, {.chunk = o.iters});  // NVTX: a tool can count the waits
-      start.record(stream);
-      for (int i = 0; i < o.iters; ++i) device_memcpy_async(dev, dst.data(), dev, src.data(), bytes, stream);
-      stop.record(stream);
-      stop.synchronize();
+    if (done.count(device_name(dev) + "," + std::to_string(bytes))) continue;
+    if (const int sig = stop_signal()) {
+      std::cerr << "bench_memcpy: stopped by " << signal_name(sig) << " before size " << bytes << " bytes on "
+                << device_name(dev) << "; " << rows.table().rows().size() << " completed sizes"
+                << (o.common.csv.empty() ? "" : " are in " + o.common.csv) << "\n";
+      if (!o.common.quiet) rows.table().write_text(std::cout);
+      return exit_status_for_signal(sig);
     }
-    double us = Event::elapsed_ms(start, stop) * 1e3 / o.iters;
-    device_memcpy(Device{}, back.data(), dev, dst.data(), bytes);
     std::int64_t wrong = 0;
-    for (std::size_t i = 0; i < bytes; ++i) wrong += back[i] != host[i];
+    rows.add_row(measure_size(o, dev, alloc, stream, bytes, wrong));
     wrong_total += wrong != 0;
-    // GB/s counts bytes read plus bytes written, as memory-bandwidth tools do.
-    table.add_row({device_name(dev), std::int64_t(bytes), us, us > 0 ? 2.0 * bytes / us / 1e3 : 0.0, wrong});
   }
-  if (!o.common.quiet) table.write_text(std::cout);
-  if (!o.common.csv.empty()) table.write_csv(o.common.csv);
-  if (!o.common.json.empty()) table.write_json(o.common.json);
+  if (!o.common.quiet) rows.table().write_text(std::cout);
   if (wrong_total) std::cerr << "bench_memcpy: " << wrong_total << " size(s) copied wrong bytes\n";
+  if (const int sig = stop_signal()) {
+    std::cerr << "bench_memcpy: stopped by " << signal_name(sig) << " after the last size\n";
+    return exit_status_for_signal(sig);
+  }
   return wrong_total ? 1 : 0;
 }
 
@@ -85,5 +113,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-n,--iters", o.iters, "timed copies per size")->capture_default_str();
   app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str()->check(at_least(0));
+  app.add_flag("--resume", o.resume, "skip the sizes already in --csv (same device and bytes), append the rest");
   return run_program(app, argc, argv, [&] { return run(o); });
 }

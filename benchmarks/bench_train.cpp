@@ -3,8 +3,11 @@
 // parameter difference from a single-rank run on the same global batch. Here: the options and their validation;
 // the measurement is in train/measure.cpp, the report in train/report.cpp.
 #include <iostream>
+#include <optional>
 #include <ranges>
 
+#include "app/interrupt.h"
+#include "collectives/fault_injection.h"
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "core/error.h"
@@ -107,6 +110,19 @@ int run(Options& o, const CLI::App& app) {
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   validate(o, dev);
+  fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
+  // Rank 0's process writes the row; an existing CSV with another header is refused now, not after training.
+  std::optional<CsvRowFile> csv;
+  if (!o.common.csv.empty() && !(launched_by_mpirun() && launcher_world_rank() != 0))
+    csv.emplace("--csv", o.common.csv, csv_header(), CsvRowFile::Mode::append);
+  // A row needs the whole run: a signal abandons it (nothing half-measured is written) and says what ran.
+  const bool writer = !(launched_by_mpirun() && launcher_world_rank() != 0);
+  install_stop_handlers(writer ? "bench_train: stopped by SIGNAL during " + o.model + " training under scheme " +
+                                     o.train.scheme + " (" + std::to_string(o.steps) + " timed steps); abandoned, " +
+                                     "no row written (a row needs the whole run)"
+                               : "",
+                        StopMode::abandon);
   if (!o.common.trace.empty()) TraceRecorder::instance().enable();
   RunResult result;
   int process_rank = 0;
@@ -119,7 +135,7 @@ int run(Options& o, const CLI::App& app) {
     if (!o.common.trace.empty()) TraceRecorder::instance().write(per_rank_path(o.common.trace, process_rank));
     return 0;
   }
-  return report(o, dev, result);
+  return report(o, dev, result, csv ? &*csv : nullptr);
 }
 
 void add_prediction_options(CLI::App& app, Options& o) {

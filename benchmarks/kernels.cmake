@@ -1,3 +1,4 @@
 # Kernel benchmarks: every op and matmul version on Google Benchmark, against references and cuBLAS.
-add_executable(bench_kernels ${CMAKE_CURRENT_SOURCE_DIR}/bench_kernels.cpp)
+add_executable(bench_kernels ${CMAKE_CURRENT_SOURCE_DIR}/bench_kernels.cpp
+                             ${CMAKE_CURRENT_SOURCE_DIR}/kernels_rows.cpp)
 target_link_libraries(bench_kernels PRIVATE parbench_kernels parbench_profiles benchmark::benchmark parbench_app)

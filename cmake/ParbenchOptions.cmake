@@ -14,7 +14,12 @@ foreach(part CUDA MPI NCCL)
     message(FATAL_ERROR "PARBENCH_${part}=${PARBENCH_${part}} is not valid; use ${accepted_words}")
   endif()
 endforeach()
-option(PARBENCH_SANITIZE "Build with AddressSanitizer and UndefinedBehaviorSanitizer" OFF)
+# PARBENCH_SANITIZE: OFF; ON or address (AddressSanitizer + UndefinedBehaviorSanitizer); thread (ThreadSanitizer).
+set(PARBENCH_SANITIZE OFF CACHE STRING "Sanitizers: OFF, ON/address (ASan + UBSan) or thread (TSan)")
+set_property(CACHE PARBENCH_SANITIZE PROPERTY STRINGS OFF ON address thread)
+if(NOT PARBENCH_SANITIZE MATCHES "^(OFF|ON|address|thread|0|1|FALSE|TRUE|NO|YES)$")
+  message(FATAL_ERROR "PARBENCH_SANITIZE=${PARBENCH_SANITIZE} is not valid; use OFF, ON (= address) or thread")
+endif()
 
 function(parbench_require part found what)
   if(PARBENCH_${part} STREQUAL "ON" AND NOT found)
@@ -118,7 +123,11 @@ if(NVTX3_INCLUDE_DIR)
   set(PARBENCH_HAVE_NVTX ON)
 endif()
 
-if(PARBENCH_SANITIZE)
+if(PARBENCH_SANITIZE STREQUAL "thread")
+  # ThreadSanitizer: the threads transport, DDP's communication thread, the pipeline and the simt fibers.
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=thread> $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer>)
+  add_link_options(-fsanitize=thread)
+elseif(PARBENCH_SANITIZE)
   add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=address,undefined>
                       $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer>
                       $<$<COMPILE_LANGUAGE:CXX,C>:-fno-sanitize-recover=undefined>)

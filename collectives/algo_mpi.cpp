@@ -9,6 +9,7 @@
 #include "collectives/communicator.h"
 
 #ifdef PARBENCH_HAVE_MPI
+#include "collectives/liveness.h"
 #include "collectives/reduce.h"
 #include "collectives/transport_mpi.h"
 #include "collectives/watchdog.h"
@@ -64,7 +65,7 @@ void abort_job(const std::string& report) {
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, report.c_str());
+  std::fprintf(stderr, "error: rank %d of %d: %s; %s\n", rank, size, report.c_str(), liveness_report(1.0).c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
 }

@@ -13,11 +13,14 @@
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "collectives/fault_injection.h"
+#include "collectives/measurement.h"
 #include "core/error.h"
 #include "core/text.h"
 #include "profiles/trace.h"
 
 #ifdef PARBENCH_HAVE_MPI
+#include "collectives/liveness.h"
 #include "collectives/transport_mpi.h"
 #endif
 #ifdef PARBENCH_HAVE_CUDA
@@ -87,6 +90,65 @@ void enable_peer_access([[maybe_unused]] const Device& d, [[maybe_unused]] const
 #endif
 }
 
+// "rank R: while measuring X: what" (the measurement is this thread's, see measurement.h).
+std::string failure_report(int rank, const std::string& what) {
+  const std::string measuring = current_measurement();
+  return "rank " + std::to_string(rank) + ": " + (measuring.empty() ? "" : "while measuring " + measuring + ": ") +
+         what;
+}
+
+// The rank threads' failures, and which to report: a collective's timeout (it names collective, implementation
+// and size) over any other root cause, and those over ranks that only stopped because another failed.
+class RankFailures {
+ public:
+  RankFailures(ThreadsWorld& world, double timeout_s) : world_(world), timeout_s_(timeout_s) {}
+
+  // In a catch block of rank r's thread: keeps the failure and, for a root cause, stops the other ranks.
+  void record_current(int r) {
+    try {
+      throw;
+    } catch (const RankLeftEarly&) {
+      // Test fault (PARBENCH_FAULT kind exit): this rank stops taking part; the others wait for it in vain.
+    } catch (const AbortedError& e) {
+      keep(std::current_exception(), kStopped, r, e.what(), false);
+    } catch (const CollectiveTimeoutError& e) {
+      keep(std::current_exception(), kCollectiveTimeout, r, e.what(), true);
+    } catch (const TimeoutError& e) {
+      // Outside a collective (e.g. a barrier after a rank skipped one, a pipeline's messages): ranks stuck in a
+      // collective time out on their own deadlines and may give the more useful message, so they get a moment
+      // first; then everyone stops (a stalled rank may be waiting for nothing else).
+      keep(std::current_exception(), kRootCause, r, e.what(), false);
+      std::this_thread::sleep_for(std::chrono::duration<double>(std::min(timeout_s_, 2.0)));
+      abort_threads_world(world_, "rank " + std::to_string(r) + " timed out: " + e.what());
+    } catch (const UsageError& e) {
+      keep(std::current_exception(), kRootCause, r, e.what(), true);
+    } catch (const std::exception& e) {
+      const std::string what = failure_report(r, e.what());  // which rank, and what it was measuring
+      keep(std::make_exception_ptr(Error(what)), kRootCause, r, what, true);
+    } catch (...) {
+      keep(std::current_exception(), kRootCause, r, "unknown exception", true);
+    }
+  }
+
+  void rethrow_first() const {
+    for (const auto& e : best_)
+      if (e) std::rethrow_exception(e);
+  }
+
+ private:
+  enum Kind { kCollectiveTimeout, kRootCause, kStopped };
+  void keep(std::exception_ptr e, Kind kind, int r, const std::string& what, bool abort_all) {
+    std::lock_guard lock(mu_);
+    if (!best_[kind]) best_[kind] = e;
+    if (abort_all) abort_threads_world(world_, "rank " + std::to_string(r) + " failed: " + what);
+  }
+
+  ThreadsWorld& world_;
+  double timeout_s_;
+  std::mutex mu_;
+  std::exception_ptr best_[3];
+};
+
 void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
   const int n = o.ranks > 0 ? o.ranks : 1;
   auto world = make_threads_world(n);
@@ -110,18 +172,10 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
 #else
   if (cuda) nccl_reason = "this build has no NCCL";
 #endif
-  // Which failure to report: a collective's timeout (it names collective, implementation and size) over any
-  // other root cause, and those over ranks that only stopped because another failed.
-  std::mutex mu;
-  std::exception_ptr best[3];  // 0 collective timeout, 1 other root cause, 2 stopped by another rank
+  RankFailures failures(*world, o.timeout_s);
   std::vector<std::thread> threads;
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
-      auto record = [&](std::exception_ptr e, const std::string& what, int kind, bool abort_all) {
-        std::lock_guard lock(mu);
-        if (!best[kind]) best[kind] = e;
-        if (abort_all) abort_threads_world(*world, "rank " + std::to_string(r) + " failed: " + what);
-      };
       try {
         TraceTrack track(r, "comm");
         Device d = rank_device(o.device, r, gpus);
@@ -137,19 +191,10 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
 #ifdef PARBENCH_HAVE_NCCL
         if (nccl) nccl_healthy[std::size_t(r)] = 1;
 #endif
-      } catch (const AbortedError& e) {
-        record(std::current_exception(), e.what(), 2, false);
-      } catch (const CollectiveTimeoutError& e) {
-        record(std::current_exception(), e.what(), 0, true);
-      } catch (const TimeoutError& e) {
-        // Outside a collective (e.g. a barrier after a rank skipped one): the ranks stuck in the collective
-        // time out on their own deadlines and give the more useful message.
-        record(std::current_exception(), e.what(), 1, false);
-      } catch (const std::exception& e) {
-        record(std::current_exception(), e.what(), 1, true);
       } catch (...) {
-        record(std::current_exception(), "unknown exception", 1, true);
+        failures.record_current(r);
       }
+      mark_rank_gone(*world, r);  // a rank still waiting for this one names it as gone
     });
   }
   for (auto& t : threads) t.join();
@@ -158,8 +203,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   for (std::size_t r = 0; r < nccl_comms.size(); ++r)
     if (nccl_healthy[r]) ncclCommDestroy(nccl_comms[r]);
 #endif
-  for (auto& e : best)
-    if (e) std::rethrow_exception(e);
+  failures.rethrow_first();
 }
 
 #ifdef PARBENCH_HAVE_MPI
@@ -194,6 +238,7 @@ void init_mpi_once() {
   if (provided < MPI_THREAD_MULTIPLE)
     throw Error("this MPI library does not support MPI_THREAD_MULTIPLE, which the communication threads need");
   std::atexit([] {
+    liveness_stop();  // its thread calls MPI
     int finalized = 0;
     MPI_Finalized(&finalized);
     if (!finalized) MPI_Finalize();
@@ -206,6 +251,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   TraceRecorder::instance().set_default_rank(rank);
+  liveness_start(MPI_COMM_WORLD);  // so that a rank that times out can tell which rank is late
   if (o.ranks > 0 && o.ranks != size)
     throw UsageError("--ranks " + std::to_string(o.ranks) + " does not match the " + std::to_string(size) +
                      " processes started by mpirun; under mpirun leave --ranks out");
@@ -258,17 +304,20 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   } catch (const UsageError&) {
     throw;
   } catch (const CollectiveTimeoutError& e) {
-    std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, e.what());
+    std::fprintf(stderr, "error: rank %d of %d: %s; %s\n", rank, size, e.what(), liveness_report(1.0).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const TimeoutError& e) {
-    // Outside a collective: give the ranks stuck inside one a timeout period to report first.
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.timeout_s, 30.0)));
-    std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, e.what());
+    // Outside a collective (a barrier, a pipeline's messages): a rank stuck inside a collective may name the
+    // measured operation better, so give it a moment (bounded: the job must end soon after the timeout).
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.timeout_s, 2.0)));
+    std::fprintf(stderr, "error: rank %d of %d: %s; %s\n", rank, size, e.what(), liveness_report(1.0).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: rank %d of %d: %s\n", rank, size, e.what());
+    const std::string measuring = current_measurement();
+    std::fprintf(stderr, "error: rank %d of %d: %s%s\n", rank, size,
+                 measuring.empty() ? "" : ("while measuring " + measuring + ": ").c_str(), e.what());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   }

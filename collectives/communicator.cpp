@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "collectives/fault_injection.h"
+#include "collectives/measurement.h"
 #include "collectives/reduce.h"
 #include "core/memory.h"
 #include "core/stream.h"
@@ -115,12 +117,40 @@ void Communicator::group(std::span<const P2POp> ops) {
   Deadline d = in_call_ ? deadline()
                         : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_));
-  // A rank that skipped a collective must not have its next messages taken for the collective's: channels
-  // (tags) keep user point-to-point, collective and barrier traffic apart.
-  if (channel_ == 0) return transport_->group(ops, d);
-  std::vector<P2POp> tagged(ops.begin(), ops.end());
-  for (auto& op : tagged) op.tag = channel_;
-  transport_->group(tagged, d);
+  try {
+    // A rank that skipped a collective must not have its next messages taken for the collective's: channels
+    // (tags) keep user point-to-point, collective and barrier traffic apart.
+    if (channel_ == 0) return transport_->group(ops, d);
+    std::vector<P2POp> tagged(ops.begin(), ops.end());
+    for (auto& op : tagged) op.tag = channel_;
+    transport_->group(tagged, d);
+  } catch (const TimeoutError& e) {
+    if (in_call_) throw;  // run() names the collective
+    // Point-to-point traffic of the caller (a pipeline's activations) or a barrier: what was being measured.
+    const std::string measuring = current_measurement();
+    const std::string what = channel_ == 2 ? "a barrier" : "point-to-point messages";
+    throw TimeoutError("rank " + std::to_string(rank()) + ": " +
+                       (measuring.empty() ? "" : "while measuring " + measuring + ", ") + what +
+                       " did not finish within the timeout of " + seconds_text(timeout_s_) + " s: " + e.what());
+  }
+  if (channel_ == 1 && faults_on() && flip_armed()) flip_one_received_byte(ops);
+}
+
+// Test-only (PARBENCH_FAULT kind flip): the first non-empty message received has the most significant byte of
+// its middle element flipped (sign and exponent of a float, high bits of an integer), as a corrupting link would.
+void Communicator::flip_one_received_byte(std::span<const P2POp> ops) {
+  for (const P2POp& op : ops) {
+    const std::size_t es = dtype_size(call_dtype_);
+    if (op.kind != P2POp::recv || op.bytes < es) continue;
+    const std::size_t at = (op.bytes / es / 2) * es + es - 1;
+    const Device where = op.device(device_);
+    unsigned char byte = 0;
+    device_memcpy(Device{}, &byte, where, static_cast<char*>(op.buf) + at, 1);
+    byte ^= 0x40;
+    device_memcpy(where, static_cast<char*>(op.buf) + at, Device{}, &byte, 1);
+    disarm_flip();
+    return;
+  }
 }
 
 void Communicator::post_sends(std::span<const P2POp> ops) {
@@ -194,6 +224,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   deadline_set_ = false;
   in_call_ = true;
   channel_ = 1;
+  call_dtype_ = a.dtype;
   const bool queued = algo.queues_on_callers_stream();
   stream_ = queued ? a.stream : nullptr;
   if (batching_ && std::find(batch_streams_.begin(), batch_streams_.end(), a.stream) == batch_streams_.end())
@@ -219,15 +250,27 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   } catch (const CollectiveTimeoutError&) {
     throw;
   } catch (const TimeoutError& e) {
-    const int n = size();
-    BufferCounts bc = buffer_counts(a.coll, a.count, n, rank(), a.root);
-    std::size_t bytes = std::max(bc.send, bc.recv) * dtype_size(a.dtype);
-    throw CollectiveTimeoutError("rank " + std::to_string(rank()) + ": " + std::string(collective_name(a.coll)) + "/" +
-                       std::string(algo.name()) + " of " + std::to_string(bytes) + " bytes (" +
-                       std::to_string(a.count) + " x " + std::string(dtype_name(a.dtype)) + " per rank, " +
-                       std::to_string(n) + " ranks) did not finish within the timeout of " +
-                       seconds_text(timeout_s_) + " s: " + e.what());
+    throw CollectiveTimeoutError(timeout_message(a, algo.name(), e.what()));
   }
+}
+
+std::string Communicator::timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const {
+  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
+  const std::string call = describe_call(a.coll, impl, std::max(bc.send, bc.recv) * dtype_size(a.dtype), a.count,
+                                         a.dtype, size());
+  const std::string measuring = current_measurement();
+  const std::string late = " did not finish within the timeout of " + seconds_text(timeout_s_) + " s: " + why;
+  if (measuring.empty() || is_measured_call(a.coll, impl))
+    return "rank " + std::to_string(rank()) + ": " + (measuring.empty() ? call : measuring) + late;
+  // A helper call (the reduction of the timings, a check's count) stuck while measuring: the measurement first.
+  return "rank " + std::to_string(rank()) + ": while measuring " + measuring + ", the helper call " + call + late;
+}
+
+std::string describe_call(Collective c, std::string_view impl, std::size_t bytes, std::size_t count, DType t,
+                          int ranks) {
+  return std::string(collective_name(c)) + "/" + std::string(impl) + " of " + std::to_string(bytes) + " bytes (" +
+         std::to_string(count) + " x " + std::string(dtype_name(t)) + " per rank, " + std::to_string(ranks) +
+         " ranks)";
 }
 
 namespace {

@@ -103,12 +103,15 @@ class Communicator {
 
  private:
   void release();
+  std::string timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const;
+  void flip_one_received_byte(std::span<const P2POp> ops);
   std::unique_ptr<Transport> transport_;
   Device device_;
   double timeout_s_;
   mutable Deadline deadline_{};
   mutable bool deadline_set_ = false;
   bool in_call_ = false;
+  DType call_dtype_ = DType::f32;  // of the collective running now
   int channel_ = 0;  // tag of point-to-point traffic now: 0 user p2p, 1 collectives, 2 barrier
   int local_rank_ = 0, local_size_ = 1;
   void* nccl_comm_ = nullptr;
@@ -127,6 +130,10 @@ class Communicator {
   HostStaging host_staging_{Device{}};
   std::uint64_t splits_ = 0;
 };
+
+// "allreduce/ring of 1024 bytes (256 x f32 per rank, 4 ranks)": how reports name a call.
+std::string describe_call(Collective c, std::string_view impl, std::size_t bytes, std::size_t count, DType t,
+                          int ranks);
 
 // Helpers shared by the algorithm files.
 inline char* byte_ptr(void* p, std::size_t elems, DType t) { return static_cast<char*>(p) + elems * dtype_size(t); }

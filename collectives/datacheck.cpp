@@ -209,7 +209,7 @@ void CollectiveBuffers::fill(std::uint64_t seed) {
   device_memcpy(comm_.device(), const_cast<void*>(args_.send), host, h.data(), send_elems_ * es);
 }
 
-std::size_t CollectiveBuffers::wrong(std::uint64_t seed) const {
+std::size_t CollectiveBuffers::wrong(std::uint64_t seed, FirstWrong* first) const {
   const int n = comm_.size(), r = comm_.rank();
   const DType t = args_.dtype;
   std::vector<unsigned char> h(recv_elems_ * dtype_size(t));
@@ -218,7 +218,9 @@ std::size_t CollectiveBuffers::wrong(std::uint64_t seed) const {
   for (std::size_t i = 0; i < recv_elems_; ++i) {
     const datacheck::Expected e =
         datacheck::expected_value(args_.coll, t, args_.op, n, args_.root, seed, r, args_.count, i);
-    if (!datacheck::matches(load_as_double(h.data(), t, i), e)) ++bad;
+    const double got = load_as_double(h.data(), t, i);
+    if (datacheck::matches(got, e)) continue;
+    if (bad++ == 0 && first) *first = FirstWrong{i, e.value, got};
   }
   return bad;
 }

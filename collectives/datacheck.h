@@ -47,7 +47,13 @@ class CollectiveBuffers {
   const CollArgs& args() const { return args_; }
   bool in_place() const { return in_place_; }
   void fill(std::uint64_t seed);
-  std::size_t wrong(std::uint64_t seed) const;
+  // The first wrong output element: where, what it should be and what it is.
+  struct FirstWrong {
+    std::size_t index = 0;
+    double expected = 0, got = 0;
+  };
+  // How many output elements are wrong; `first` (when given and any is wrong) gets the first of them.
+  std::size_t wrong(std::uint64_t seed, FirstWrong* first = nullptr) const;
 
  private:
   Communicator& comm_;

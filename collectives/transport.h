@@ -77,6 +77,8 @@ class Transport {
   virtual bool shares_address_space() const { return false; }
   // Tells the other ranks to stop waiting (threads mode); MPI and NCCL abort from the bootstrap.
   virtual void abort(const std::string& /*reason*/) {}
+  // Whether another rank has failed and told this one to stop waiting (threads mode).
+  virtual bool aborted() const { return false; }
   // Another transport over the same ranks that this one hands some messages to (NCCL's MPI, see
   // make_nccl_transport), or null.
   virtual const Transport* companion() const { return nullptr; }
@@ -91,6 +93,8 @@ std::shared_ptr<ThreadsWorld> make_threads_world(int ranks);
 std::unique_ptr<Transport> make_threads_transport(std::shared_ptr<ThreadsWorld> world, int rank, Device device);
 // Makes every rank of `world` stop waiting (AbortedError) because of `reason`.
 void abort_threads_world(ThreadsWorld& world, const std::string& reason);
+// Rank `rank`'s thread has ended: a rank whose wait times out names it as the one that left.
+void mark_rank_gone(ThreadsWorld& world, int rank);
 
 #ifdef PARBENCH_HAVE_MPI
 // MPI point-to-point over a duplicate of `comm` (an MPI_Comm passed as void* to keep mpi.h out of this header).

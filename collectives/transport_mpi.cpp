@@ -78,6 +78,7 @@ class MpiTransport final : public Transport {
       if (staged(ops[i])) offset[i] = total, total += (ops[i].bytes + 255) / 256 * 256;
     char* host = total ? group_staging_.get(total) : nullptr;
     std::vector<MPI_Request> reqs;
+    std::vector<std::size_t> op_of;  // request -> its op, to name the late peers
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const P2POp& op = ops[i];
       char* buf = static_cast<char*>(op.buf);
@@ -86,9 +87,9 @@ class MpiTransport final : public Transport {
         if (op.kind == P2POp::send) device_memcpy(Device{}, buf, device_, op.buf, op.bytes);
       }
       start(op, buf, reqs);
+      op_of.resize(reqs.size(), i);
     }
-    mpi_wait_all(reqs.data(), int(reqs.size()), deadline,
-                 "rank " + std::to_string(rank_) + " waited for point-to-point messages");
+    if (!mpi_test_until(reqs.data(), int(reqs.size()), deadline)) throw late_peers(reqs, op_of, ops);
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (ops[i].kind == P2POp::recv && staged(ops[i]))
         device_memcpy(device_, ops[i].buf, Device{}, host + offset[i], ops[i].bytes);
@@ -97,6 +98,24 @@ class MpiTransport final : public Transport {
  private:
   // Device memory goes through host buffers, op by op (barrier and split pass host memory on any device).
   bool staged(const P2POp& op) const { return !op.device(device_).on_host(); }
+
+  // Which peers the requests still open wait for, worded as the threads transport words it.
+  TimeoutError late_peers(std::vector<MPI_Request>& reqs, const std::vector<std::size_t>& op_of,
+                          std::span<const P2POp> ops) const {
+    std::string from, to;
+    for (std::size_t i = 0; i < reqs.size(); ++i) {
+      int done = 0;
+      MPI_Request_get_status(reqs[i], &done, MPI_STATUS_IGNORE);
+      const P2POp& op = ops[op_of[i]];
+      std::string& list = op.kind == P2POp::recv ? from : to;
+      const std::string peer = std::to_string(op.peer);
+      if (!done && (list.empty() || list.find(peer) == std::string::npos)) list += (list.empty() ? "" : ", ") + peer;
+    }
+    const std::string me = "rank " + std::to_string(rank_);
+    if (!from.empty()) return TimeoutError(me + " waited for data from rank(s) " + from);
+    if (!to.empty()) return TimeoutError(me + " sent data to rank(s) " + to + ", which never received it");
+    return TimeoutError(me + " waited for point-to-point messages");
+  }
 
   // Starts op's MPI_Isend or MPI_Irecv on `buf` (the op's buffer or its host copy), in parts of at most 1 GiB.
   void start(const P2POp& op, char* buf, std::vector<MPI_Request>& reqs) const {
@@ -134,14 +153,18 @@ MPI_Comm mpi_comm_of(const Transport& t) {
   return typeid(mpi) == typeid(MpiTransport) ? static_cast<const MpiTransport&>(mpi).comm() : MPI_COMM_NULL;
 }
 
-void mpi_wait_all(MPI_Request* reqs, int count, Deadline deadline, const std::string& what) {
+bool mpi_test_until(MPI_Request* reqs, int count, Deadline deadline) {
   for (unsigned spins = 0;; ++spins) {
     int flag = 0;
     MPI_CHECK(MPI_Testall(count, reqs, &flag, MPI_STATUSES_IGNORE));
-    if (flag) return;
-    if ((spins & 63) == 0 && Clock::now() > deadline) throw TimeoutError(what);
+    if (flag) return true;
+    if ((spins & 63) == 0 && Clock::now() > deadline) return false;
     sched_yield();  // ranks may outnumber cores (--oversubscribe): let the peer run
   }
+}
+
+void mpi_wait_all(MPI_Request* reqs, int count, Deadline deadline, const std::string& what) {
+  if (!mpi_test_until(reqs, count, deadline)) throw TimeoutError(what);
 }
 
 std::unique_ptr<Transport> make_mpi_transport(const void* mpi_comm, Device device) {

@@ -12,6 +12,9 @@ namespace parbench {
 // The MPI_Comm behind `t`, or MPI_COMM_NULL when `t` is not the MPI transport.
 MPI_Comm mpi_comm_of(const Transport& t);
 
+// Polls `reqs` (yielding the CPU between tests) until all completed (true) or `deadline` passed (false; the
+// requests are left as they are, the completed ones included, so that the caller can tell which are late).
+bool mpi_test_until(MPI_Request* reqs, int count, Deadline deadline);
 // Completes `reqs` by polling (yielding the CPU between tests) until `deadline`; then TimeoutError naming `what`.
 void mpi_wait_all(MPI_Request* reqs, int count, Deadline deadline, const std::string& what);
 

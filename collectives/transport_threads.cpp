@@ -7,8 +7,10 @@
 // On GPUs every copy into a rank's buffers is made by that rank (pull only): its stream orders the copy after its
 // own kernels. Waits honour the caller's deadline, and any failing rank aborts the world.
 #include <algorithm>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -26,6 +28,9 @@ class ThreadsWorld {
     Inbox inbox;
     Doorbell bell;
     std::atomic<bool> receiver_copies{false};  // pulls waiting sends itself (GPU): ring it when one arrives
+    // For naming a late rank: the world rank this one waits for now (-1: none), and whether it has left.
+    std::atomic<int> waiting_on{-1};
+    std::atomic<bool> gone{false};
   };
 
   explicit ThreadsWorld(int ranks)
@@ -57,6 +62,8 @@ class ThreadsWorld {
 std::shared_ptr<ThreadsWorld> make_threads_world(int ranks) { return std::make_shared<ThreadsWorld>(ranks); }
 
 void abort_threads_world(ThreadsWorld& world, const std::string& reason) { world.abort(reason); }
+
+void mark_rank_gone(ThreadsWorld& world, int rank) { world.at(rank).gone.store(true, std::memory_order_release); }
 
 namespace {
 
@@ -147,6 +154,7 @@ class ThreadsTransport final : public Transport {
   int size() const override { return int(members_.size()); }
   bool shares_address_space() const override { return true; }
   void abort(const std::string& reason) override { world_->abort(reason); }
+  bool aborted() const override { return world_->aborted(); }
 
   std::unique_ptr<Transport> split(int color, int /*key*/, const std::vector<int>& members,
                                    int new_rank) override {
@@ -177,7 +185,8 @@ class ThreadsTransport final : public Transport {
 
   void finish_sends(Deadline deadline) override {
     try {
-      wait([&] { return sends_done(posted_); }, deadline, [&] { return send_timeout(posted_); });
+      wait([&] { return sends_done(posted_); }, deadline, [&] { return send_timeout(posted_); },
+           [&] { return first_pending_send(posted_); });
     } catch (...) {
       abandon_sends();
       throw;
@@ -196,7 +205,8 @@ class ThreadsTransport final : public Transport {
         if (op.kind == P2POp::recv) post_receive(receives_.next(), op);
       for (const P2POp& op : ops)
         if (op.kind == P2POp::send) post_send(sends_.next(), op, true);
-      wait([&] { return receives_done() && sends_done(sends_); }, deadline, [&] { return group_timeout(); });
+      wait([&] { return receives_done() && sends_done(sends_); }, deadline, [&] { return group_timeout(); },
+           [&] { return first_pending_peer(); });
     } catch (...) {
       withdraw(receives_);
       withdraw(sends_);
@@ -302,13 +312,28 @@ class ThreadsTransport final : public Transport {
     return sends.all([](const SendRecord& s) { return is_done(s.envelope.state); });
   }
 
-  // Until done() (checked after every ring of this rank's doorbell), an abort or the deadline.
-  template <class Done, class Timeout>
-  void wait(Done done, Deadline deadline, Timeout timeout_error) {
+  // Until done() (checked after every ring of this rank's doorbell), an abort or the deadline. While it waits,
+  // the rank publishes whom it waits for (a world rank, from waiting_for()), so that a timeout can follow the
+  // chain of waits to the rank that holds everyone up.
+  template <class Done, class Timeout, class WaitingFor>
+  void wait(Done done, Deadline deadline, Timeout timeout_error, WaitingFor waiting_for) {
+    struct Published {
+      std::atomic<int>& slot;
+      bool set = false;
+      int uncaught = std::uncaught_exceptions();
+      // A wait that failed stays published: the ranks timing out after this one follow the chain through it.
+      ~Published() {
+        if (set && std::uncaught_exceptions() == uncaught) slot.store(-1, std::memory_order_relaxed);
+      }
+    } published{me_.waiting_on};
     for (;;) {
       const std::uint32_t ticket = me_.bell.ticket();
       if (done()) return;
       throw_if_aborted();
+      if (!published.set) {
+        me_.waiting_on.store(waiting_for(), std::memory_order_relaxed);
+        published.set = true;
+      }
       if (!me_.bell.wait(ticket, deadline, world_->wait) && !done()) {
         throw_if_aborted();
         throw timeout_error();
@@ -316,12 +341,52 @@ class ThreadsTransport final : public Transport {
     }
   }
 
+  int first_pending_peer() const {
+    int peer = -1;
+    receives_.each([&](const ReceiveRecord& r) {
+      if (peer < 0 && !is_done(r.posted.state)) peer = world_rank(r.peer);
+    });
+    return peer >= 0 ? peer : first_pending_send(sends_);
+  }
+
+  int first_pending_send(const RecordPool<SendRecord>& sends) const {
+    int peer = -1;
+    sends.each([&](const SendRecord& s) {
+      if (peer < 0 && !is_done(s.envelope.state)) peer = world_rank(s.peer);
+    });
+    return peer;
+  }
+
+  // "; late: rank 1, which ...": the end of the chain of waits from world rank `first` (world ranks).
+  std::string late_rank(int first) const {
+    if (first < 0) return "";
+    std::vector<int> seen{members_[std::size_t(rank_)]};
+    int r = first;
+    std::string via;
+    for (;;) {
+      seen.push_back(r);
+      const int next = world_->at(r).waiting_on.load(std::memory_order_relaxed);
+      if (next < 0 || std::find(seen.begin(), seen.end(), next) != seen.end()) break;
+      via += (via.empty() ? "" : ", ") + std::to_string(r);
+      r = next;
+    }
+    const bool gone = world_->at(r).gone.load(std::memory_order_acquire);
+    const int next = world_->at(r).waiting_on.load(std::memory_order_relaxed);
+    return "; late: rank " + std::to_string(r) +
+           (gone ? ", whose thread has left"
+                 : next < 0 ? ", which waits for no message (stalled, or busy outside the transport)"
+                            : ", which waits for rank " + std::to_string(next) +
+                                  " in turn (a cycle: the ranks wait in different operations)") +
+           (via.empty() ? "" : " (waiting for it in between: rank(s) " + via + ")");
+  }
+
   TimeoutError group_timeout() const {
     std::string from;
     receives_.each([&](const ReceiveRecord& r) {
       if (!is_done(r.posted.state)) from += (from.empty() ? "" : ", ") + std::to_string(r.peer);
     });
-    if (!from.empty()) return TimeoutError(who() + " waited for data from rank(s) " + from);
+    if (!from.empty())
+      return TimeoutError(who() + " waited for data from rank(s) " + from + late_rank(first_pending_peer()));
     return send_timeout(sends_);
   }
 
@@ -332,7 +397,8 @@ class ThreadsTransport final : public Transport {
     });
     if (!first) return TimeoutError(who() + " waited for its sends");  // all arrived right at the deadline
     return TimeoutError(who() + " sent " + std::to_string(first->envelope.bytes) + " bytes to rank " +
-                        std::to_string(first->peer) + ", which never received them");
+                        std::to_string(first->peer) + ", which never received them" +
+                        late_rank(world_rank(first->peer)));
   }
 
   // After a failure: takes back what nobody has started copying, and waits for the copies in flight (those

@@ -31,8 +31,9 @@ using WatchdogAction = void (*)(const std::string& report);
 void watchdog_arm(const WatchedCall& call, WatchdogAction action);
 void watchdog_disarm();
 
-// The report for `call`.
-std::string watchdog_report(const WatchedCall& call);
+struct MeasurementRecord;
+// The report for `call`, naming what the calling thread was measuring (measurement.h) when `measurement` is given.
+std::string watchdog_report(const WatchedCall& call, const MeasurementRecord* measurement = nullptr);
 
 // RAII form.
 class WatchGuard {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 
+#include "collectives/fault_injection.h"
 #include "core/error.h"
 #include "profiles/range.h"
 
@@ -82,6 +83,7 @@ class StageRun {
   }
 
   void compute(const PipeAction& a) {
+    fault_point(s_.pipeline);  // test faults (fault_injection.h) strike stage R's compute actions
     const int vs = vstage(a), mb = a.microbatch;
     Slot& sl = slot(mb, vs);
     const RangeArgs args{.microbatch = mb, .stage = stage_, .chunk = a.chunk};

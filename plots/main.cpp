@@ -4,6 +4,7 @@
 #include <string>
 
 #include "app/cli.h"
+#include "app/output.h"
 #include "core/error.h"
 #include "core/sizes.h"
 #include "plots/figures.h"
@@ -100,6 +101,9 @@ int main(int argc, char** argv) {
   merge->add_option("traces", traces, "per-rank trace files")->required();
 
   return parbench::run_program(app, argc, argv, [&]() {
+    // Every output path checked before any input is read.
+    if (*merge) parbench::check_output_path("merge-traces -o/--output", merged);
+    else parbench::check_output_paths({{"-o/--output", c.figure.render.output}, {"--script", c.figure.render.script_copy}});
     c.figure.render.size = parse_image_size(c.size);
     if (*busbw) plot_busbw(c.figure, cfilter);
     if (*latency) plot_latency(c.figure, cfilter, parbench::parse_size(max_bytes));

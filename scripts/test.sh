@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test (ctest), then the unit tests once more and the cuda path (ctest label gpu)
 # in an AddressSanitizer + UndefinedBehaviorSanitizer build on emulated GPUs (PARBENCH_CUDA=EMULATED), where ASan
-# also sees kernels that overrun device buffers.
+# also sees kernels that overrun device buffers; last, the threaded parts under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -25,3 +25,17 @@ export UBSAN_OPTIONS=print_stacktrace=1
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L unit -R 'Mpi')
 echo "== ctest (sanitizers, emulated GPUs: the cuda path under three stream-timing seeds)"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L gpu)
+
+echo "== build (ThreadSanitizer: threads transport, DDP's communication thread, pipeline executor, simt fibers)"
+# Only what the stage runs, CPU devices only (no MPI: OpenMPI's own threads are not instrumented), -O1 -g1 to keep
+# the build short.
+cmake -S . -B build-tsan -G Ninja -DPARBENCH_SANITIZE=thread -DPARBENCH_CUDA=OFF -DPARBENCH_MPI=OFF \
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" >build-tsan.configure.log 2>&1 ||
+  { cat build-tsan.configure.log; exit 1; }
+cmake --build build-tsan -j "$jobs" --target test_coll_threads_transport test_coll_communicator test_coll_watchdog test_simt \
+  bench_train
+echo "== ctest (ThreadSanitizer)"
+export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
+(cd build-tsan && ctest --output-on-failure -j "$jobs" \
+  -R '^(ThreadsTransport|Doorbell|Communicator|ReduceKernel|Watchdog)\.|SimtKernels\.|^Simt(Runtime|Launch|Stack|Schedules)\.|^tsan_' \
+  -E 'RefusalsAreUsageErrorsWithReasons')  # that one expects an MPI build

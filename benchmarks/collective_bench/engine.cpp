@@ -15,16 +15,21 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/datacheck.h"
+#include "collectives/fault_injection.h"
+#include "collectives/measurement.h"
 #include "app/cli.h"
 #include "collectives/hybrid.h"
 #include "core/error.h"
 #include "core/memory.h"
+#include "app/interrupt.h"
+#include "app/output.h"
 #include "app/report.h"
 #include "core/sizes.h"
 #include "engine_notes.h"
 #include "options.h"
 #include "profiles/trace.h"
 #include "report.h"
+#include "sweep_control.h"
 #include "timing.h"
 
 namespace parbench {
@@ -43,13 +48,17 @@ int hook_int(const char* name) {
 // NaN in every float type (the integer types read it as -1 or 255, which only usually differs from the expected).
 constexpr unsigned char kSpoiled[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
+std::vector<Column> csv_columns() {
+  return {{"collective"}, {"impl"}, {"device"}, {"ranks"}, {"nodes"}, {"dtype"}, {"op"}, {"root"}, {"inplace"},
+          {"bytes"}, {"count"}, {"time_us", 3}, {"algbw_gbps", 6}, {"busbw_gbps", 6}, {"wrong"}};
+}
+
 class Bench {
  public:
-  Bench(Collective c, const BenchOptions& o, const BenchPlan& p, Device d, NcclReport& report)
-      : coll_(c), o_(o), p_(p), device_(d), report_(report),
-        table_({{"collective"}, {"impl"}, {"device"}, {"ranks"}, {"nodes"}, {"dtype"}, {"op"}, {"root"},
-                {"inplace"}, {"bytes"}, {"count"}, {"time_us", 3}, {"algbw_gbps", 6}, {"busbw_gbps", 6},
-                {"wrong"}}) {}
+  // `rows`: the result files, given to world rank 0 only (the one rank that writes).
+  Bench(Collective c, const BenchOptions& o, const BenchPlan& p, Device d, NcclReport& report, StreamingTable* rows)
+      : coll_(c), o_(o), p_(p), device_(d), report_(report), rows_(rows),
+        control_(rows ? rows->existing_rows() : std::vector<std::vector<std::string>>{}) {}
 
   // Runs on every rank; returns the program's exit status (meaningful on rank 0).
   int run(Communicator& world) {
@@ -63,7 +72,8 @@ class Bench {
       if (root >= comm.size())
         throw UsageError("--root " + std::to_string(root) + " is outside the ranks 0.." +
                          std::to_string(comm.size() - 1) + " of a group");
-    const std::vector<RankInfo> ranks = gather_rank_info(world, color, device_);
+    ranks_ = gather_rank_info(world, color, device_);
+    const std::vector<RankInfo>& ranks = ranks_;
     const int nodes = count_nodes(world);
     if (out) report_.print_header(ranks, run_notes(o_, p_, world, comm, nodes, device_));
     int ran_blocks = 0;
@@ -77,18 +87,19 @@ class Bench {
       }
       ++ran_blocks;
       block(world, comm, algo, nodes, out);
+      if (stopped_) break;
     }
-    if (o_.memory) memory_report(world, out);
+    if (!stopped_ && ran_blocks > 0) stopped_ = SweepControl::agree(world, false).stop_signal;  // a late signal
+    if (o_.memory && !stopped_) memory_report(world, out);
     if (out) report_.print_end();
-    if (world.rank() == 0) {
-      if (!o_.common.csv.empty()) table_.write_csv(o_.common.csv);
-      if (!o_.common.json.empty()) table_.write_json(o_.common.json);
-      if (!o_.json_file.empty())
-        report_.write_json(o_.json_file, ranks, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
-    }
+    if (rows_ && ran_blocks > 0) write_nccl_json();  // the final end_time
     if (ran_blocks == 0)
       throw UsageError("none of the implementations asked for can run " + std::string(collective_name(coll_)) +
                        " here:" + refusals);
+    if (stopped_) {
+      if (world.rank() == 0) print_stop_line();
+      return exit_status_for_signal(stopped_);
+    }
     if (wrong_total_ > 0) {
       if (world.rank() == 0)
         std::fprintf(stderr, "error: %lld wrong elements in the data check\n", (long long)wrong_total_);
@@ -107,42 +118,110 @@ class Bench {
     int bus_n = 0;
     std::int64_t wrong = 0;
     const bool progress = out && isatty(2);
-    for (int cycle = 0; o_.cycles == 0 || cycle < o_.cycles; ++cycle)
-      for (DType t : p_.dtypes)
-        for (ReduceOp op : p_.ops)
-          for (int root : p_.roots)
-            for (std::uint64_t size : p_.sizes) {
-              if (progress) std::fprintf(stderr, "\r%s %s %s       ", std::string(algo.name()).c_str(),
-                                         format_size(size).c_str(), std::string(dtype_name(t)).c_str());
-              RowResult row = measure_row(world, comm, algo, size, t, op, root);
-              if (progress) std::fprintf(stderr, "\r%40s\r", "");
-              if (out) report_.print_row(row);
-              if (world.rank() == 0) report_.add_json_row(row, std::string(algo.name()));
-              for (int i = 0; i < 2; ++i) {
-                const HalfResult& h = row.half[i];
-                if (!h.ran) continue;
-                bus_sum += h.busbw, ++bus_n;
-                if (h.wrong > 0) wrong += h.wrong;
-                if (world.rank() == 0) add_csv_row(algo, comm.size(), nodes, row, i);
-              }
-            }
-    wrong_total_ += wrong, bus_sum_ += bus_sum, bus_n_ += bus_n;
+    int skipped = 0;
+    for (int cycle = 0; (o_.cycles == 0 || cycle < o_.cycles) && !stopped_; ++cycle)
+      for (const SweepPoint& pt : sweep_points()) {
+        RowResult row = plan_row(comm, pt);
+        const SweepControl::Decision d = SweepControl::agree(world, rows_ && resumed(algo, comm.size(), nodes, row));
+        if (d.stop_signal) {
+          stopped_ = d.stop_signal;
+          stopped_at_ = describe(algo, row);
+          break;
+        }
+        if (d.skip) {
+          ++skipped;
+          continue;
+        }
+        if (progress) std::fprintf(stderr, "\r%s %s %s       ", std::string(algo.name()).c_str(),
+                                   format_size(pt.size).c_str(), std::string(dtype_name(pt.dtype)).c_str());
+        measure_row(world, comm, algo, row, pt.op);
+        if (progress) std::fprintf(stderr, "\r%40s\r", "");
+        if (out) report_.print_row(row);
+        for (int i = 0; i < 2; ++i) {
+          const HalfResult& h = row.half[i];
+          if (!h.ran) continue;
+          bus_sum_ += h.busbw, ++bus_n_, bus_sum += h.busbw, ++bus_n;
+          if (h.wrong > 0) wrong += h.wrong, wrong_total_ += h.wrong;
+          if (rows_) add_csv_row(algo, comm.size(), nodes, row, i);
+        }
+        if (rows_) {
+          ++rows_written_;
+          report_.add_json_row(row, std::string(algo.name()));
+          write_nccl_json();
+        }
+      }
+    if (out && skipped > 0) std::printf("# resume: %d sizes already in %s skipped\n", skipped, o_.common.csv.c_str());
     if (out) report_.print_block_footer(wrong, bus_n ? bus_sum / bus_n : 0.0);
   }
 
-  RowResult measure_row(Communicator& world, Communicator& comm, const Algorithm& algo, std::uint64_t size, DType t,
-                        ReduceOp op, int root) {
+  struct SweepPoint {
+    DType dtype;
+    ReduceOp op;
+    int root;
+    std::uint64_t size;
+  };
+  // The rows of one implementation's block, in the order they run.
+  std::vector<SweepPoint> sweep_points() const {
+    std::vector<SweepPoint> points;
+    for (DType t : p_.dtypes)
+      for (ReduceOp op : p_.ops)
+        for (int root : p_.roots)
+          for (std::uint64_t size : p_.sizes) points.push_back({t, op, root, size});
+    return points;
+  }
+
+  // The CSV key of half `half` of `row` (the columns SweepControl compares).
+  std::string row_key(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half) const {
+    return SweepControl::key({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
+                              std::to_string(ranks), std::to_string(nodes), std::string(dtype_name(row.dtype)),
+                              row.redop, std::to_string(row.root), std::to_string(half), std::to_string(row.bytes)});
+  }
+
+  // --resume: every half this run would measure is in the CSV already.
+  bool resumed(const Algorithm& algo, int ranks, int nodes, const RowResult& row) const {
+    for (int half = 0; half < 2; ++half) {
+      const bool runs = half == 0 ? o_.inplace != "only" : o_.inplace != "off";
+      if (runs && !control_.has(row_key(algo, ranks, nodes, row, half))) return false;
+    }
+    return true;
+  }
+
+  std::string describe(const Algorithm& algo, const RowResult& row) const {
+    std::string where = std::string(collective_name(coll_)) + ", implementation " + std::string(algo.name()) +
+                        ", size " + std::to_string(row.bytes) + " bytes (" + std::string(dtype_name(row.dtype));
+    if (row.redop != "none") where += ", " + row.redop;
+    if (row.root >= 0) where += ", root " + std::to_string(row.root);
+    return where + ")";
+  }
+
+  // One line on stderr: where the sweep stopped and where its rows are.
+  void print_stop_line() const {
+    std::string files;
+    for (const std::string* f : {&o_.common.csv, &o_.common.json, &o_.json_file})
+      if (!f->empty()) files += (files.empty() ? "" : ", ") + *f;
+    std::string line = "bench_" + std::string(collective_name(coll_)) + ": stopped by " + signal_name(stopped_) +
+                       (stopped_at_.empty() ? " after the last measurement" : " before " + stopped_at_) + "; " +
+                       std::to_string(rows_written_) + " completed sizes" +
+                       (files.empty() ? "" : " are in " + files) + "\n";
+    std::fputs(line.c_str(), stderr);
+  }
+
+  // A row's configuration (sizes, type, op, root) before it is measured.
+  RowResult plan_row(Communicator& comm, const SweepPoint& pt) const {
     RowResult row;
+    row.count = count_for_bytes(coll_, pt.size, pt.dtype, comm.size());
+    const BufferCounts bc = buffer_counts(coll_, row.count, comm.size(), std::max(pt.root, 0), std::max(pt.root, 0));
+    row.bytes = std::max(bc.send, bc.recv) * dtype_size(pt.dtype);
+    row.dtype = pt.dtype;
+    row.redop = is_reduction(coll_) ? std::string(reduce_op_name(pt.op)) : "none";
+    row.root = pt.root;
+    return row;
+  }
+
+  void measure_row(Communicator& world, Communicator& comm, const Algorithm& algo, RowResult& row, ReduceOp op) {
     row.timestamp = o_.timestamps ? time_of_day() : "";
-    row.count = count_for_bytes(coll_, size, t, comm.size());
-    const BufferCounts bc = buffer_counts(coll_, row.count, comm.size(), std::max(root, 0), std::max(root, 0));
-    row.bytes = std::max(bc.send, bc.recv) * dtype_size(t);
-    row.dtype = t;
-    row.redop = is_reduction(coll_) ? std::string(reduce_op_name(op)) : "none";
-    row.root = root;
     if (o_.inplace != "only") row.half[0] = measure(world, comm, algo, row, op, false);
     if (o_.inplace != "off") row.half[1] = measure(world, comm, algo, row, op, true);
-    return row;
   }
 
   HalfResult measure(Communicator& world, Communicator& comm, const Algorithm& algo, const RowResult& row,
@@ -150,12 +229,17 @@ class Bench {
     HalfResult h;
     h.ran = true;
     const int root = std::max(row.root, 0);
+    // What a failure from here on names: the user's operation, not the helper calls around it.
+    MeasurementScope measuring(describe_call(coll_, algo.name(), row.bytes, row.count, row.dtype, comm.size()) +
+                                   (in_place ? ", in place" : ", out of place"),
+                               coll_, algo.name());
     CollectiveBuffers b(comm, coll_, row.count, row.dtype, op, root, in_place, std::size_t(o_.unalign));
     b.fill(o_.seed);
     TimingConfig tc;
     tc.iters = o_.iters, tc.warmup = o_.warmup, tc.agg = o_.agg, tc.blocking = o_.blocking;
     tc.per_iter = o_.per_iter != 0, tc.per_iter_skip = o_.per_iter_skip;
     tc.skip = world.rank() == hook_int("PARBENCH_TEST_SKIP_RANK");
+    tc.world = &world;
     Timing mine = time_collective(comm, algo, b.args(), tc);
     if (const int fake = hook_int("PARBENCH_TEST_RANK_TIME_US"); fake > 0) {
       const double s = (world.rank() + 1) * fake * 1e-6;
@@ -177,20 +261,40 @@ class Bench {
     for (int round = 0; round < o_.check; ++round) {
       const std::uint64_t seed = o_.seed + 1 + std::uint64_t(round);
       b.fill(seed);
+      fault_point(world);
+      if (faults_on()) arm_flip_for_next_call(world.rank());
       if (!skip) comm.run(b.args(), algo);
+      if (faults_on()) disarm_flip();
       device_synchronize(device_);
       if (corrupt && b.args().count > 0)
         device_memcpy(device_, b.args().recv, Device{}, kSpoiled, dtype_size(b.args().dtype));
-      wrong_mine += double(b.wrong(seed));
+      CollectiveBuffers::FirstWrong first;
+      const std::size_t wrong = b.wrong(seed, &first);
+      if (wrong > 0) report_wrong(world, wrong, first, round);
+      wrong_mine += double(wrong);
     }
     if (o_.check == 0) return -1;
     world.allreduce(&wrong_mine, &wrong_all, 1, DType::f64, ReduceOp::sum, "naive");
     return std::int64_t(wrong_all);
   }
 
+  // Each rank names its own wrong elements (the table counts them over all ranks): the first says where.
+  static void report_wrong(Communicator& world, std::size_t wrong, const CollectiveBuffers::FirstWrong& first,
+                           int round) {
+    std::fprintf(stderr, "error: rank %d: %s: %zu wrong element(s) in check round %d; the first at index %zu: "
+                 "expected %.9g, got %.9g\n", world.rank(), current_measurement().c_str(), wrong, round + 1,
+                 first.index, first.expected, first.got);
+  }
+
+  // -J: nccl-tests' JSON, rewritten atomically after every row so that it is complete and valid at any time.
+  void write_nccl_json() {
+    if (!o_.json_file.empty()) report_.write_json(o_.json_file, ranks_, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
+  }
+
   void add_csv_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half) {
+    if (control_.has(row_key(algo, ranks, nodes, row, half))) return;  // resumed: one half was written before
     const HalfResult& h = row.half[half];
-    table_.add_row({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
+    rows_->add_row({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
                     std::int64_t(ranks), std::int64_t(nodes), std::string(dtype_name(row.dtype)), row.redop,
                     std::int64_t(row.root), std::int64_t(half), std::int64_t(row.bytes), std::int64_t(row.count),
                     (o_.cputime ? h.t.cpu_time : h.t.time) * 1e6, h.algbw, h.busbw,
@@ -217,7 +321,12 @@ class Bench {
   const BenchPlan& p_;
   Device device_;
   NcclReport& report_;
-  Table table_;
+  StreamingTable* rows_;
+  SweepControl control_;
+  std::vector<RankInfo> ranks_;
+  int stopped_ = 0;         // the signal that stopped the sweep
+  std::string stopped_at_;  // the row it stopped before
+  int rows_written_ = 0;    // sizes measured and written by this run
   std::int64_t wrong_total_ = 0;
   double bus_sum_ = 0;
   int bus_n_ = 0;
@@ -246,6 +355,20 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       std::string choice;
       const Device device = resolve_device(o.common.device, &choice);
       const BenchPlan plan = resolve_plan(c, o);
+      fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
+      check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
+                          {"--trace", o.common.trace}});
+      if (o.resume && o.common.csv.empty())
+        throw UsageError("--resume needs --csv FILE: the sizes to skip are the rows of that file");
+      if (o.resume && o.cycles != 1)
+        throw UsageError("--resume with -N " + std::to_string(o.cycles) + ": accepted with -N 1 only (a row's key "
+                         "does not say which cycle measured it)");
+      std::optional<StreamingTable> rows;  // the writing process's result files, opened before any work
+      if (!quiet_rank)
+        rows.emplace(csv_columns(), o.common.csv, o.common.json,
+                     o.resume ? CsvRowFile::Mode::append : CsvRowFile::Mode::replace);
+      std::string kept = o.common.csv.empty() ? "" : "; completed rows are in " + o.common.csv;
+      install_stop_handlers(quiet_rank ? "" : name + ": stopped at once by a second SIGNAL" + kept);
       if (!o.common.trace.empty()) TraceRecorder::instance().enable();
       if (!choice.empty() && !o.common.quiet && !quiet_rank) std::cerr << choice << "\n";
       const std::uint64_t lo = plan.sizes.empty() ? 0 : *std::min_element(plan.sizes.begin(), plan.sizes.end());
@@ -258,7 +381,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       lo_opts.timeout_s = plan.timeout;
       int status = 0;
       auto body = [&](Communicator& comm) {
-        Bench bench(c, o, plan, device, report);  // per rank: threads must not share its table
+        Bench bench(c, o, plan, device, report, comm.rank() == 0 && rows ? &*rows : nullptr);
         int s = bench.run(comm);
         if (comm.rank() == 0) status = s;
       };

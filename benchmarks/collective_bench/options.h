@@ -31,6 +31,7 @@ struct BenchOptions {
   std::string sizes, impl = "auto", inplace = "both";
   int ranks = 0;
   std::uint64_t seed = 1;
+  bool resume = false;  // skip the rows already in --csv, append the rest
 };
 
 inline constexpr double kDefaultTimeout = 300;

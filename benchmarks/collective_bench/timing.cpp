@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "collectives/fault_injection.h"
 #include "core/memory.h"
 #include "profiles/range.h"
 
@@ -26,6 +27,7 @@ void wait_done(Communicator& comm) {
 
 Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs& args, const TimingConfig& c) {
   auto issue = [&] {
+    if (c.world) fault_point(*c.world);
     if (!c.skip) comm.run(args, algo);
   };
   comm.begin_batch();

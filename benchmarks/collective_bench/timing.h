@@ -14,6 +14,7 @@ struct TimingConfig {
   bool per_iter = false;  // -I: one wait per iteration, statistics over iterations
   int per_iter_skip = 0;  // -K
   bool skip = false;      // test hook: this rank issues nothing (the others must time out)
+  Communicator* world = nullptr;  // when given, each issued operation is a fault point (fault_injection.h)
 };
 
 // One rank's measurement. Times are per operation, in seconds.

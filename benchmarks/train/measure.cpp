@@ -9,6 +9,7 @@
 #include <map>
 #include <thread>
 
+#include "collectives/measurement.h"
 #include "benchmarks/train/train_run.h"
 #include "parallel/schedule/simulate.h"
 #include "parallel/schemes/model_parallel.h"
@@ -119,6 +120,11 @@ StepSeries run_steps(const Options& o, Communicator& comm, Scheme& scheme, const
   if (scheme.last_step_pipeline())
     schedule = make_schedule(shape.schedule, shape.pp, shape.microbatches, shape.virtual_stages);
   for (int s = 0; s < o.warmup + o.steps; ++s) {
+    // What a failure names: the step and the scheme (a stage's messages, a bucket's allreduce run inside it).
+    MeasurementScope measuring("training step " + std::to_string(s) + " of " + std::to_string(o.warmup + o.steps) +
+                               " (scheme " + o.train.scheme +
+                               (schedule ? ", schedule " + shape.schedule + ", " + std::to_string(shape.pp) +
+                                               " stages" : std::string()) + ")");
     comm.barrier();
     cuda_profiler_at(o, s);
     auto t0 = std::chrono::steady_clock::now();

@@ -7,6 +7,7 @@
 
 #include "benchmarks/train/train_run.h"
 #include "core/error.h"
+#include "app/output.h"
 #include "app/report.h"
 #include "parallel/schedule/simulate.h"
 #include "parallel/schemes/model_parallel.h"
@@ -179,12 +180,14 @@ void write_json(const Options& o, const RunResult& r, const Table& csv) {
 
 }  // namespace
 
-int report(const Options& o, const Device& device, const RunResult& r) {
+std::string csv_header() { return Table(train_csv_columns()).header_csv(); }
+
+int report(const Options& o, const Device& device, const RunResult& r, CsvRowFile* csv_file) {
   const Summary s = summarize(o, r);
   const Table csv = csv_table(o, device, r, s);
   if (!o.common.quiet) print_table(o, r, s);
   if (o.estimate_memory) print_memory(r, s);
-  if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);
+  if (csv_file) csv_file->append(csv.csv_line(csv.rows().at(0)));
   if (!o.common.json.empty()) write_json(o, r, csv);
   if (!o.common.trace.empty()) TraceRecorder::instance().write(o.common.trace);
   if (o.check && o.check_tolerance > 0 && r.max_diff && *r.max_diff > o.check_tolerance) {

@@ -12,6 +12,7 @@
 #include "core/allocator.h"
 #include "core/stats.h"
 #include "app/cli.h"
+#include "app/output.h"
 #include "app/report.h"
 #include "core/device.h"
 #include "parallel/train.h"
@@ -82,7 +83,11 @@ std::map<std::string, Cell> predicted_cells(const predict::Layout& l, const pred
 // Trains on this rank; rank 0 fills `out`.
 void run_rank(const Options& o, Communicator& comm, RunResult& out);
 
-// Prints and writes rank 0's results; returns the exit status (1 when --check-tolerance is exceeded).
-int report(const Options& o, const Device& device, const RunResult& result);
+// The CSV header (checked against an existing file before any work).
+std::string csv_header();
+
+// Prints and writes rank 0's results (the row to `csv` when given); returns the exit status (1 when
+// --check-tolerance is exceeded).
+int report(const Options& o, const Device& device, const RunResult& result, CsvRowFile* csv);
 
 }  // namespace parbench::train_bench

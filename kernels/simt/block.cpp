@@ -76,6 +76,7 @@ struct Block {
   Fiber* current = nullptr;
   Context sched;
   void* sched_fake = nullptr;
+  void* sched_tsan = nullptr;  // ThreadSanitizer's fiber of the scheduler (the OS thread's own)
   const void* sched_bottom = nullptr;
   std::size_t sched_size = 0;
   std::exception_ptr error;
@@ -109,6 +110,7 @@ void resume(Block& b, Fiber& f) {
   g.stack_bytes = f.stack->size;
   g.thread[0] = f.tid.x, g.thread[1] = f.tid.y, g.thread[2] = f.tid.z;
   asan_start_switch(&b.sched_fake, f.stack->lo, f.stack->size);
+  tsan_switch_to(f.stack->tsan_fiber);
   switch_context(b.sched, f.ctx);
   asan_finish_switch(b.sched_fake, nullptr, nullptr);
   g.guard_lo = g.guard_hi = nullptr;
@@ -117,6 +119,7 @@ void resume(Block& b, Fiber& f) {
 
 void suspend(Block& b, Fiber& f) {
   asan_start_switch(&f.asan_fake, b.sched_bottom, b.sched_size);
+  tsan_switch_to(b.sched_tsan);
   switch_context(f.ctx, b.sched);
   asan_finish_switch(f.asan_fake, &b.sched_bottom, &b.sched_size);
 }
@@ -271,7 +274,9 @@ void thread_exit(Block& b, Fiber& f) {
   }
 }
 
-void fiber_main(void* p) {
+// Not instrumented by TSan: it never returns (its last switch leaves the fiber for good), so an entry TSan
+// recorded would never be left and the fiber's shadow call stack would grow with every block that reuses it.
+__attribute__((no_sanitize("thread"))) void fiber_main(void* p) {
   Fiber& f = *static_cast<Fiber*>(p);
   Block& b = *t_block;
   asan_finish_switch(nullptr, &b.sched_bottom, &b.sched_size);
@@ -282,6 +287,7 @@ void fiber_main(void* p) {
   }
   thread_exit(b, f);
   asan_start_switch(nullptr, b.sched_bottom, b.sched_size);
+  tsan_switch_to(b.sched_tsan);
   switch_context(f.ctx, b.sched);
   std::abort();  // never resumed
 }
@@ -397,6 +403,7 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
 
   Block b;
   b.launch = &launch;
+  b.sched_tsan = tsan_current_fiber();
   b.idx = uint3{unsigned(block_linear % s.grid.x), unsigned(block_linear / s.grid.x % s.grid.y),
                 unsigned(block_linear / (std::uint64_t(s.grid.x) * s.grid.y))};
   b.fibers = wk.fibers.data();

@@ -28,6 +28,7 @@
 #include <sanitizer/common_interface_defs.h>
 #endif
 
+
 namespace parbench::simt::detail {
 
 namespace {
@@ -57,10 +58,16 @@ FiberStack map_stack(std::size_t usable_bytes) {
   }
   s.lo = s.map + kGuardBytes;
   s.size = usable_bytes;
+#ifdef PB_SIMT_TSAN
+  s.tsan_fiber = __tsan_create_fiber(0);
+#endif
   return s;
 }
 
 void unmap_stack(FiberStack& s) {
+#ifdef PB_SIMT_TSAN
+  if (s.tsan_fiber) __tsan_destroy_fiber(s.tsan_fiber);
+#endif
   if (s.map) munmap(s.map, s.map_bytes);
   s = FiberStack{};
 }
@@ -241,5 +248,6 @@ void asan_start_switch(void**, const void*, std::size_t) {}
 void asan_finish_switch(void*, const void**, std::size_t*) {}
 void asan_unpoison(const void*, std::size_t) {}
 #endif
+
 
 }  // namespace parbench::simt::detail

@@ -3,6 +3,17 @@
 #pragma once
 #include <cstddef>
 
+#if defined(__SANITIZE_THREAD__)
+#define PB_SIMT_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PB_SIMT_TSAN 1
+#endif
+#endif
+#ifdef PB_SIMT_TSAN
+#include <sanitizer/tsan_interface.h>
+#endif
+
 #if defined(__x86_64__) && !defined(PB_SIMT_UCONTEXT)
 #define PB_SIMT_ASM_SWITCH 1
 #else
@@ -17,6 +28,7 @@ struct FiberStack {
   std::size_t map_bytes = 0;
   char* lo = nullptr;   // lowest usable byte
   std::size_t size = 0;  // usable bytes
+  void* tsan_fiber = nullptr;  // ThreadSanitizer's fiber for the code that runs on this stack (null without TSan)
 };
 FiberStack map_stack(std::size_t usable_bytes);
 void unmap_stack(FiberStack& s);
@@ -51,5 +63,18 @@ void install_guard_handler();
 void asan_start_switch(void** fake_stack_save, const void* bottom, std::size_t size);
 void asan_finish_switch(void* fake_stack_save, const void** bottom_old, std::size_t* size_old);
 void asan_unpoison(const void* p, std::size_t bytes);
+
+// ThreadSanitizer must be told about them too, or it takes the fibers of one OS thread for one thread whose stack
+// jumps about (no-ops without TSan): the fiber of the code running now, and the switch to another, made right
+// before the context switch. Always inlined: a function of its own would be entered on one fiber and left on
+// another, unbalancing TSan's shadow call stacks. Flag 0: the switch orders the two fibers (they alternate on one
+// OS thread). Fibers are made and destroyed with their stacks (map_stack, unmap_stack).
+#ifdef PB_SIMT_TSAN
+inline void* tsan_current_fiber() { return __tsan_get_current_fiber(); }
+__attribute__((always_inline)) inline void tsan_switch_to(void* fiber) { __tsan_switch_to_fiber(fiber, 0); }
+#else
+inline void* tsan_current_fiber() { return nullptr; }
+inline void tsan_switch_to(void*) {}
+#endif
 
 }  // namespace parbench::simt::detail
