@@ -30,5 +30,9 @@ CLI::Validator size_list_validator();
 CLI::Validator greater_than(double bound);        // value > bound
 CLI::Validator in_range(double min, double max);  // min <= value <= max
 CLI::Validator at_least(double min);              // value >= min
+// The same for integer options: "1.5" or "abc" is refused naming the value and the accepted range (CLI11's
+// own conversion error does not say what is accepted).
+CLI::Validator integer_in(long long min, long long max);
+CLI::Validator integer_at_least(long long min);
 
 }  // namespace parbench

@@ -111,8 +111,9 @@ int main(int argc, char** argv) {
   app.add_option("--sizes", o.sizes, "sizes to copy: MIN:MAX:xF, MIN:MAX:+S or a list")
       ->check(size_list_validator())
       ->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed copies per size")->capture_default_str();
-  app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str()->check(at_least(0));
+  app.add_option("-n,--iters", o.iters, "timed copies per size")->capture_default_str()->check(integer_in(1, 1 << 30));
+  app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str()
+      ->check(integer_in(0, 1 << 30));
   app.add_flag("--resume", o.resume, "skip the sizes already in --csv (same device and bytes), append the rest");
   return run_program(app, argc, argv, [&] { return run(o); });
 }
