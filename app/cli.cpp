@@ -56,6 +56,16 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
   }
 }
 
+std::uint64_t parse_size_option(const std::string& option, const std::string& text) {
+  try {
+    const std::uint64_t bytes = parse_size(text);
+    if (bytes == 0) throw UsageError("0 bytes is not accepted: expected a positive size, e.g. 512M or 16G");
+    return bytes;
+  } catch (const UsageError& e) {
+    throw UsageError(option + ": " + e.what());
+  }
+}
+
 CLI::Validator size_list_validator() {
   return CLI::Validator(
       [](std::string& value) -> std::string {

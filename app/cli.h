@@ -1,6 +1,7 @@
 // Command-line conventions shared by every program (on CLI11): common options and exit codes.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -21,6 +22,9 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 // (CLI11 parse errors, UsageError) with "error: ..." on stderr; 1 for runtime failures (Error and any other
 // exception). Never lets an exception escape.
 int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+
+// A positive size with K/M/G suffixes (--max-memory 16G); a bad one is a UsageError naming the option.
+std::uint64_t parse_size_option(const std::string& option, const std::string& text);
 
 // A CLI11 validator for size lists, so bad --sizes fail at parse time with the accepted forms.
 CLI::Validator size_list_validator();

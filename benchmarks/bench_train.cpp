@@ -9,6 +9,7 @@
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "core/error.h"
+#include "core/sizes.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schemes/model_parallel.h"
 #include "profiles/trace.h"
@@ -66,6 +67,7 @@ void validate(Options& o, const Device& dev) {
                      model_parallel_scheme_names() + ", not to '" + t.scheme + "'");
   if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
   parse_profile_steps(o);
+  if (!o.max_memory.empty()) t.max_memory = parse_size_option("--max-memory", o.max_memory);
   if (o.check_tolerance < 0 || (o.check_tolerance > 0 && !o.check))
     throw UsageError("--check-tolerance " + std::to_string(o.check_tolerance) + " needs --check and a value >= 0");
   if (t.model.dtype == DType::f64 && dev.kind != DeviceKind::cpu)
@@ -187,5 +189,7 @@ int main(int argc, char** argv) {
   app.add_option("--profile-steps", o.profile_steps,
                  "A:B: run steps A..B-1 (warm-up counted) inside cudaProfilerStart/Stop for nsys");
   app.add_flag("--estimate-memory", o.estimate_memory, "print the closed-form memory beside the measured peak");
+  app.add_option("--max-memory", o.max_memory,
+                 "refuse (before allocating) a run whose closed-form model state per rank exceeds BYTES (K/M/G)");
   return run_program(app, argc, argv, [&] { return run(o); });
 }

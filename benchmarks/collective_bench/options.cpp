@@ -122,6 +122,9 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--inplace", o.inplace, "both (default), only (in-place only) or off (out-of-place only)")
       ->check(CLI::IsMember({"both", "only", "off"}));
   app.add_option("--seed", o.seed, "seed of the data-check inputs")->capture_default_str();
+  app.add_option("--max-memory", o.max_memory,
+                 "refuse, before allocating, a sweep whose largest size needs more buffer memory per rank than "
+                 "BYTES (K/M/G; default: the device's memory)");
   app.add_flag("--resume", o.resume,
                "skip the sizes already in --csv (same collective, impl, device, ranks, nodes, dtype, op, root, "
                "inplace, bytes) and append the rest; a CSV with another header is refused");
