@@ -51,6 +51,9 @@ const std::vector<Case>& cases() {
       {"bench_allreduce", "-R 3" + kRows, {"--local_register: 3", "0..2"}},
       {"bench_allreduce", "-e 1Q" + kRows, {"'1Q'", "K, M or G suffix"}},
       {"bench_allreduce", "-b 1K -e 4K -i 0" + kRows, {"--stepbytes 0", "positive step"}},
+      // Found by fuzz_sizes: a range of a billion sizes was built in memory until the process ran out.
+      {"bench_allreduce", "--sizes 1K:6566666M:+6" + kRows, {"'1K:6566666M:+6'", "more than 100000", "larger step"}},
+      {"bench_allreduce", "-b 1 -e 1G -i 1" + kRows, {"-b 1 -e 1G -i 1 gives 1073741824 sizes", "larger -i or -f"}},
       {"bench_allreduce", "--ranks 2 --sizes 1K" + kRows, {"'XOR 1'", "'AND|OR|MOD|DIV <number>'"}, 2,
        "NCCL_TESTS_SPLIT='XOR 1'"},
       {"bench_sendrecv", "--bogus" + kRows, {"--bogus"}},
