@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "core/error.h"
@@ -35,6 +36,11 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::ConversionError& e) {
+    // CLI11 says "Could not convert: --x = v": name the value, and where the accepted form is.
+    print_error(name + ": error: " + e.what() + ": not a value of the option's type; the accepted values are "
+                "in --help\n");
+    return 2;
   } catch (const CLI::ParseError& e) {
     print_error(name + ": error: " + e.what() + "\nRun with --help for the accepted options.\n");
     return 2;
@@ -47,6 +53,16 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
   } catch (const std::exception& e) {
     print_error(name + ": failed: " + e.what() + "\n");
     return 1;
+  }
+}
+
+std::uint64_t parse_size_option(const std::string& option, const std::string& text) {
+  try {
+    const std::uint64_t bytes = parse_size(text);
+    if (bytes == 0) throw UsageError("0 bytes is not accepted: expected a positive size, e.g. 512M or 16G");
+    return bytes;
+  } catch (const UsageError& e) {
+    throw UsageError(option + ": " + e.what());
   }
 }
 
@@ -87,7 +103,31 @@ CLI::Validator number_check(std::function<bool(double)> ok, const std::string& a
       accepted);
 }
 
+CLI::Validator integer_check(long long min, long long max, const std::string& accepted) {
+  return CLI::Validator(
+      [min, max, accepted](std::string& value) -> std::string {
+        long long v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stoll(value, &used);
+          if (used != value.size()) throw std::invalid_argument("junk");
+        } catch (const std::exception&) {
+          return "'" + value + "' is not an integer; expected " + accepted;
+        }
+        return v >= min && v <= max ? std::string() : value + " is not accepted: expected " + accepted;
+      },
+      accepted);
+}
+
 }  // namespace
+
+CLI::Validator integer_in(long long min, long long max) {
+  return integer_check(min, max, "an integer in " + std::to_string(min) + ".." + std::to_string(max));
+}
+
+CLI::Validator integer_at_least(long long min) {
+  return integer_check(min, std::numeric_limits<long long>::max(), "an integer >= " + std::to_string(min));
+}
 
 CLI::Validator greater_than(double bound) {
   return number_check([bound](double v) { return v > bound; }, "a number > " + number_text(bound));

@@ -1,6 +1,7 @@
 // Command-line conventions shared by every program (on CLI11): common options and exit codes.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -22,6 +23,9 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 // exception). Never lets an exception escape.
 int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
 
+// A positive size with K/M/G suffixes (--max-memory 16G); a bad one is a UsageError naming the option.
+std::uint64_t parse_size_option(const std::string& option, const std::string& text);
+
 // A CLI11 validator for size lists, so bad --sizes fail at parse time with the accepted forms.
 CLI::Validator size_list_validator();
 
@@ -30,5 +34,9 @@ CLI::Validator size_list_validator();
 CLI::Validator greater_than(double bound);        // value > bound
 CLI::Validator in_range(double min, double max);  // min <= value <= max
 CLI::Validator at_least(double min);              // value >= min
+// The same for integer options: "1.5" or "abc" is refused naming the value and the accepted range (CLI11's
+// own conversion error does not say what is accepted).
+CLI::Validator integer_in(long long min, long long max);
+CLI::Validator integer_at_least(long long min);
 
 }  // namespace parbench

@@ -311,11 +311,11 @@ int main(int argc, char** argv) {
                  "run only this shape: tiny, small, gpt2-124M or gpt2-1.5B, on any device (default: tiny and small "
                  "on cpu and simt, the gpt2 ones on cuda)");
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for the roofline (default: device table)")
-      ->check(CLI::PositiveNumber);
+      ->check(greater_than(0));
   app.add_option("--peak-gbps", o.peak_gbps, "peak memory GB/s for the roofline (default: device table)")
-      ->check(CLI::PositiveNumber);
+      ->check(greater_than(0));
   app.add_option("--min-time", o.min_time, "seconds per benchmark (default 0.05 on host devices, 0.5 on cuda)")
-      ->check(CLI::PositiveNumber);
+      ->check(greater_than(0));
   app.add_flag("--resume", o.resume, "skip the benchmarks already in --csv (by name), append the rest");
   Bench b;
   return run_program(app, ac, av.data(), [&] { return run(b, o, ac, av.data()); });

@@ -27,6 +27,7 @@ struct Options {
   int iters = 20;
   int warmup = 2;
   bool resume = false;
+  std::string max_memory;  // --max-memory BYTES
 };
 
 // Fills with a position-dependent pattern so a copy that skips or shifts bytes is caught.
@@ -77,6 +78,12 @@ int run(const Options& o) {
     if (f.size() >= 2) done.insert(f[0] + "," + f[1]);
   install_stop_handlers("bench_memcpy: stopped at once by a second SIGNAL" +
                         (o.common.csv.empty() ? std::string() : "; completed rows are in " + o.common.csv));
+  // Two device buffers of the largest size, and its host pattern and read-back (on the device's memory too
+  // when the device is the host).
+  const std::uint64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
+  check_memory_fits("bench_memcpy's buffers for the largest size", (dev.on_host() ? 4 : 2) * largest, dev,
+                    o.max_memory.empty() ? 0 : parse_size_option("--max-memory", o.max_memory), 1,
+                    "use smaller --sizes");
   TrackedAllocator alloc(dev);
   Stream stream(dev);
   int wrong_total = 0;
@@ -111,8 +118,11 @@ int main(int argc, char** argv) {
   app.add_option("--sizes", o.sizes, "sizes to copy: MIN:MAX:xF, MIN:MAX:+S or a list")
       ->check(size_list_validator())
       ->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed copies per size")->capture_default_str();
-  app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str()->check(at_least(0));
+  app.add_option("-n,--iters", o.iters, "timed copies per size")->capture_default_str()->check(integer_in(1, 1 << 30));
+  app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str()
+      ->check(integer_in(0, 1 << 30));
+  app.add_option("--max-memory", o.max_memory,
+                 "refuse, before allocating, sizes whose buffers exceed BYTES (K/M/G; default: the device's memory)");
   app.add_flag("--resume", o.resume, "skip the sizes already in --csv (same device and bytes), append the rest");
   return run_program(app, argc, argv, [&] { return run(o); });
 }

@@ -11,6 +11,7 @@
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "core/error.h"
+#include "core/sizes.h"
 #include "core/text.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schemes/model_parallel.h"
@@ -67,6 +68,7 @@ void validate(Options& o, const Device& dev) {
                      model_parallel_scheme_names() + ", not to '" + t.scheme + "'");
   if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
   parse_profile_steps(o);
+  if (!o.max_memory.empty()) t.max_memory = parse_size_option("--max-memory", o.max_memory);
   if (o.check_tolerance < 0 || (o.check_tolerance > 0 && !o.check))
     throw UsageError("--check-tolerance " + std::to_string(o.check_tolerance) + " needs --check and a value >= 0");
   if (t.model.dtype == DType::f64 && dev.kind != DeviceKind::cpu)
@@ -163,16 +165,17 @@ int main(int argc, char** argv) {
   add_common_options(app, o.common);
   auto& m = o.train.model;
   app.add_option("--model", o.model, "mlp or gpt")->capture_default_str();
-  app.add_option("--layers", m.layers, "blocks")->capture_default_str();
-  app.add_option("--hidden", m.hidden, "hidden size C")->capture_default_str();
-  app.add_option("--heads", m.heads, "attention heads (gpt)")->capture_default_str();
-  app.add_option("--seq", m.seq, "sequence length T (gpt)")->capture_default_str();
-  app.add_option("--vocab", m.vocab, "vocabulary size V (gpt)")->capture_default_str();
-  app.add_option("--ffn", m.ffn, "MLP hidden size (0: 4 x hidden)")->capture_default_str();
+  app.add_option("--layers", m.layers, "blocks")->capture_default_str()->check(integer_in(1, 1 << 20));
+  app.add_option("--hidden", m.hidden, "hidden size C")->capture_default_str()->check(integer_in(1, 1 << 24));
+  app.add_option("--heads", m.heads, "attention heads (gpt)")->capture_default_str()->check(integer_in(1, 1 << 20));
+  app.add_option("--seq", m.seq, "sequence length T (gpt)")->capture_default_str()->check(integer_in(1, 1 << 24));
+  app.add_option("--vocab", m.vocab, "vocabulary size V (gpt)")->capture_default_str()->check(integer_in(1, 1 << 26));
+  app.add_option("--ffn", m.ffn, "MLP hidden size (0: 4 x hidden)")->capture_default_str()->check(integer_in(0, 1 << 26));
   app.add_option("--dtype", o.dtype, "f32, or bf16 with fp32 master weights")->capture_default_str();
   app.add_option("--attention", o.attention, "flash or plain")->check(CLI::IsMember({"flash", "plain"}))
       ->capture_default_str();
-  app.add_option("--global-batch", o.train.global_batch, "samples per step over all ranks")->capture_default_str();
+  app.add_option("--global-batch", o.train.global_batch, "samples per step over all ranks")->capture_default_str()
+      ->check(integer_in(1, 1 << 30));
   app.add_option("--micro-batch", o.train.micro_batch, "samples per microbatch (0: global / ranks)")
       ->capture_default_str()
       ->check(in_range(0, 1 << 30));
@@ -180,9 +183,12 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)")
       ->check(in_range(0, 1024));
-  app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str();
-  app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str();
-  app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str();
+  app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str()
+      ->check(integer_in(0, 1024));
   app.add_option("--schedule", o.train.schedule, "pipeline schedule:" + schedule_help())
       ->capture_default_str();
   app.add_option("--microbatches", o.train.microbatches,
@@ -196,18 +202,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
       ->capture_default_str();
-  app.add_option("--steps", o.steps, "timed steps")->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps")->capture_default_str()->check(integer_in(1, 1 << 30));
   app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str()
-      ->check(at_least(0));
+      ->check(integer_in(0, 1 << 30));
   app.add_option("--optimizer", o.optimizer, "adamw or sgd")->capture_default_str();
   app.add_option("--lr", o.train.adamw.lr, "learning rate")->capture_default_str()
       ->check(greater_than(0));
   app.add_option("--weight-decay", o.train.adamw.weight_decay, "weight decay")->capture_default_str()
       ->check(at_least(0));
-  app.add_option("--bucket-mb", o.train.bucket_mb, "ddp bucket size (MiB)")->capture_default_str();
+  app.add_option("--bucket-mb", o.train.bucket_mb, "ddp bucket size (MiB)")->capture_default_str()
+      ->check(greater_than(0));
   app.add_flag("--no-overlap", o.no_overlap, "ddp: allreduce after backward instead of during it");
   app.add_option("--sync-every", o.train.sync_every, "localsgd: average parameters every k steps")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 30));
   app.add_flag("--offload", o.train.offload, "zero1..3: optimizer state and update in host memory");
   app.add_option("--seed", o.train.seed, "seed of parameters and data")->capture_default_str();
   app.add_option("--timeout", o.timeout, "seconds any collective may wait")->capture_default_str()
@@ -221,6 +229,8 @@ int main(int argc, char** argv) {
   app.add_option("--profile-steps", o.profile_steps,
                  "A:B: run steps A..B-1 (warm-up counted) inside cudaProfilerStart/Stop for nsys");
   app.add_flag("--estimate-memory", o.estimate_memory, "print the closed-form memory beside the measured peak");
+  app.add_option("--max-memory", o.max_memory,
+                 "refuse (before allocating) a run whose closed-form model state per rank exceeds BYTES (K/M/G)");
   add_prediction_options(app, o);
   return run_program(app, argc, argv, [&] { return run(o, app); });
 }

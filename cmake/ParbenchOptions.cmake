@@ -123,6 +123,19 @@ if(NVTX3_INCLUDE_DIR)
   set(PARBENCH_HAVE_NVTX ON)
 endif()
 
+# libFuzzer targets (tests/fuzz): everything compiled with clang's fuzzer instrumentation, ASan and UBSan; build
+# only the `fuzz` target of such a tree (scripts/fuzz.sh does).
+option(PARBENCH_FUZZ "Build the libFuzzer targets of tests/fuzz (clang only)" OFF)
+if(PARBENCH_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "PARBENCH_FUZZ=ON needs clang (libFuzzer): configure with -DCMAKE_CXX_COMPILER=clang++ "
+                        "-DCMAKE_C_COMPILER=clang, not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=fuzzer-no-link,address,undefined>
+                      $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer>
+                      $<$<COMPILE_LANGUAGE:CXX,C>:-fno-sanitize-recover=undefined>)
+  add_link_options(-fsanitize=address,undefined)
+endif()
 if(PARBENCH_SANITIZE STREQUAL "thread")
   # ThreadSanitizer: the threads transport, DDP's communication thread, the pipeline and the simt fibers.
   add_compile_options($<$<COMPILE_LANGUAGE:CXX,C>:-fsanitize=thread> $<$<COMPILE_LANGUAGE:CXX,C>:-fno-omit-frame-pointer>)

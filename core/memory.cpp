@@ -163,4 +163,22 @@ std::size_t device_memory_bytes(const Device& d) {
   return std::size_t(::sysconf(_SC_PHYS_PAGES)) * std::size_t(::sysconf(_SC_PAGESIZE));
 }
 
+void check_memory_fits(const std::string& what, std::uint64_t need, const Device& d, std::uint64_t max_memory,
+                       int sharing, const std::string& advice) {
+  const std::uint64_t device = device_memory_bytes(d) / std::uint64_t(std::max(sharing, 1));
+  const bool by_option = max_memory > 0 && max_memory < device;
+  const std::uint64_t limit = by_option ? max_memory : device;
+  if (need <= limit) return;
+  auto mib = [](std::uint64_t b) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.1f MiB", double(b) / (1 << 20));
+    return std::string(text);
+  };
+  const std::string source = by_option ? "--max-memory"
+                             : sharing > 1 ? device_name(d) + "'s memory shared by " + std::to_string(sharing) + " ranks"
+                                           : device_name(d) + "'s memory";
+  throw UsageError(what + " needs " + std::to_string(need) + " bytes (" + mib(need) + ") per rank, more than the "
+                   "limit of " + std::to_string(limit) + " bytes (" + mib(limit) + ": " + source + "); " + advice);
+}
+
 }  // namespace parbench

@@ -1,6 +1,8 @@
 // Raw memory per device: allocate, free, copy and fill. Host memory on cpu and simt, GPU memory on cuda.
 #pragma once
 #include <cstddef>
+#include <cstdint>
+#include <string>
 #include <utility>
 
 #include "core/device.h"
@@ -64,5 +66,12 @@ void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, c
 void device_memset(const Device& d, void* p, int value, std::size_t bytes);
 // Total memory of the device: physical memory for cpu and simt, the GPU's memory for cuda.
 std::size_t device_memory_bytes(const Device& d);
+
+// Refuses, before anything is allocated, a request of `need` bytes per rank beyond the limit: the device's memory
+// divided by the `sharing` ranks that use it (host devices in threads mode), or `max_memory` (--max-memory, 0:
+// none) when smaller. Throws UsageError "<what> needs N bytes (X MiB) per rank, more than the limit of L bytes
+// (Y MiB: <source>); <advice>".
+void check_memory_fits(const std::string& what, std::uint64_t need, const Device& d, std::uint64_t max_memory,
+                       int sharing, const std::string& advice);
 
 }  // namespace parbench

@@ -88,6 +88,9 @@ std::vector<std::uint64_t> parse_size_list(std::string_view spec) {
     }
   } else {
     if (amount == 0) bad(spec, step, "the step must be > 0");
+    if ((hi - lo) / amount >= kMaxSweepSizes)
+      bad(spec, step, "it gives " + std::to_string((hi - lo) / amount + 1) + " sizes, more than " +
+                          std::to_string(kMaxSweepSizes) + "; use a larger step");
     for (std::uint64_t s = lo; s <= hi; s += amount) {
       out.push_back(s);
       if (hi - s < amount) break;

@@ -11,6 +11,9 @@ namespace parbench {
 // trailing B). Throws UsageError naming the token and the accepted form.
 std::uint64_t parse_size(std::string_view token);
 
+// The most sizes a sweep may have: a range like 1K:1G:+1 would otherwise build a list of a billion sizes.
+inline constexpr std::uint64_t kMaxSweepSizes = 100000;
+
 // min:max:xF (multiply by F >= 2), min:max:+S (add S > 0), or a comma list. Bounds inclusive; min <= max.
 std::vector<std::uint64_t> parse_size_list(std::string_view spec);
 

@@ -37,6 +37,7 @@ struct TrainConfig {
   int microbatches = 0;           // pp, hybrid: 0 means global batch / (dp x micro-batch), or pp when unset
   int virtual_stages = 1;         // interleaved: model chunks per stage
   std::string dp_scheme = "ddp";  // hybrid: ddp, zero1, zero2 or zero3 across the data-parallel groups
+  std::uint64_t max_memory = 0;   // --max-memory: bytes per rank the model state may take (0: the device's)
 };
 
 // Bytes a rank moved per step, by nominal collective volume (the alpha-beta "bus" bytes each rank sends:

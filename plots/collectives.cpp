@@ -32,11 +32,6 @@ std::vector<KeyField> collective_key_fields() {
           {"root", with_pattern("root ", ""), false, false}};
 }
 
-std::vector<ColumnSpec> collective_columns(const std::string& y_column) {
-  return {{"collective"}, {"impl"},   {"ranks"},         {"dtype"},         {"bytes"},         {y_column},
-          {"device", false}, {"nodes", false}, {"op", false}, {"root", false}, {"inplace", false}};
-}
-
 std::string values_of(const CsvTable& t, const std::string& column) {
   std::set<std::string> values;
   for (std::size_t r = 0; r < t.size(); ++r) values.insert(t.text(r, column));
@@ -50,6 +45,11 @@ std::string join_numbers(const std::vector<std::int64_t>& v) {
 std::string join_words(const std::vector<std::string>& v) { return join(v, ","); }
 
 }  // namespace
+
+std::vector<ColumnSpec> collective_columns(const std::string& y_column) {
+  return {{"collective"}, {"impl"},   {"ranks"},         {"dtype"},         {"bytes"},         {y_column},
+          {"device", false}, {"nodes", false}, {"op", false}, {"root", false}, {"inplace", false}};
+}
 
 namespace {
 

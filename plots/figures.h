@@ -44,6 +44,8 @@ struct CollectiveFilter {
 // implementation and whatever else varies (device, ranks, nodes, dtype, op, in-place, root); repeated sizes of a
 // series are averaged. y_column is busbw_gbps or time_us; rows with bytes > max_bytes or y <= 0 are dropped
 // (log axes), counted in *dropped. The values common to all rows are returned in *common (for the title).
+// The columns the busbw and latency figures read (y_column: busbw_gbps or time_us).
+std::vector<ColumnSpec> collective_columns(const std::string& y_column);
 std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilter& filter,
                                      const std::string& y_column, double max_bytes, std::string* common,
                                      std::size_t* dropped);
@@ -83,6 +85,7 @@ struct BubbleSeries {
   std::vector<std::pair<double, double>> measured, theory;
   std::vector<std::pair<double, double>> replayed;  // bubble_replayed, when the CSV has it
 };
+std::vector<ColumnSpec> bubble_columns();  // the columns the bubble figure reads
 std::vector<BubbleSeries> bubble_series(const CsvTable& table, const TrainingFilter& filter, std::string* common);
 void plot_bubble(const FigureOptions& options, const TrainingFilter& filter);
 

@@ -100,6 +100,19 @@ int main(int argc, char** argv) {
   merge->add_option("-o,--output", merged, "merged trace (JSON) to write")->required();
   merge->add_option("traces", traces, "per-rank trace files")->required();
 
+  // CLI11 says only "A subcommand is required" for an unknown one: name it and the accepted ones.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string names;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+      known = known || sub->get_name() == argv[1];
+    }
+    if (!known) {
+      std::fprintf(stderr, "parbench-plot: error: unknown figure '%s'; accepted: %s\n", argv[1], names.c_str());
+      return 2;
+    }
+  }
   return parbench::run_program(app, argc, argv, [&]() {
     // Every output path checked before any input is read.
     if (*merge) parbench::check_output_path("merge-traces -o/--output", merged);

@@ -271,18 +271,14 @@ std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter&
   return out;
 }
 
+std::vector<ColumnSpec> bubble_columns() {
+  return {{"schedule"}, {"microbatches"},  {"bubble_measured"}, {"bubble_theory"}, {"bubble_replayed", false},
+          {"scheme"},   {"pp", false},     {"model", false},    {"device", false}, {"ranks", false}};
+}
+
 void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
   image_format(o.render.output);
-  const CsvTable t = CsvTable::read(o.input, {{"schedule"},
-                                              {"microbatches"},
-                                              {"bubble_measured"},
-                                              {"bubble_theory"},
-                                              {"bubble_replayed", false},
-                                              {"scheme"},
-                                              {"pp", false},
-                                              {"model", false},
-                                              {"device", false},
-                                              {"ranks", false}});
+  const CsvTable t = CsvTable::read(o.input, bubble_columns());
   std::string common;
   const std::vector<BubbleSeries> series = bubble_series(t, filter, &common);
   std::set<double> micro;

@@ -72,9 +72,10 @@ class Bench {
       if (root >= comm.size())
         throw UsageError("--root " + std::to_string(root) + " is outside the ranks 0.." +
                          std::to_string(comm.size() - 1) + " of a group");
+    const int nodes = count_nodes(world);
+    check_buffers_fit(world, comm, nodes);
     ranks_ = gather_rank_info(world, color, device_);
     const std::vector<RankInfo>& ranks = ranks_;
-    const int nodes = count_nodes(world);
     if (out) report_.print_header(ranks, run_notes(o_, p_, world, comm, nodes, device_));
     int ran_blocks = 0;
     std::string refusals;
@@ -152,6 +153,23 @@ class Bench {
       }
     if (out && skipped > 0) std::printf("# resume: %d sizes already in %s skipped\n", skipped, o_.common.csv.c_str());
     if (out) report_.print_block_footer(wrong, bus_n ? bus_sum / bus_n : 0.0);
+  }
+
+  // --max-memory or the device's memory: the buffers of the largest row (send and receive, or the in-place
+  // one, plus -u) must fit before any is allocated. On host devices the ranks of a node share the memory.
+  void check_buffers_fit(Communicator& world, Communicator& comm, int nodes) const {
+    std::uint64_t most = 0;
+    for (const SweepPoint& pt : sweep_points()) {
+      const std::size_t count = count_for_bytes(coll_, pt.size, pt.dtype, comm.size());
+      const int root = std::max(pt.root, 0);
+      const BufferCounts bc = buffer_counts(coll_, count, comm.size(), root, root);
+      const std::uint64_t elems = std::max<std::uint64_t>(1, bc.send) + std::max<std::uint64_t>(1, bc.recv) +
+                                  2 * std::uint64_t(o_.unalign);
+      most = std::max(most, elems * dtype_size(pt.dtype));
+    }
+    const int sharing = device_.on_host() ? (world.size() + nodes - 1) / nodes : 1;
+    check_memory_fits(std::string(collective_name(coll_)) + "'s buffers for the largest size", most, device_,
+                      p_.max_memory, sharing, "use a smaller -e/--sizes or fewer ranks per node");
   }
 
   struct SweepPoint {
@@ -354,10 +372,11 @@ int collective_bench_main(Collective c, int argc, char** argv) {
     try {
       std::string choice;
       const Device device = resolve_device(o.common.device, &choice);
-      const BenchPlan plan = resolve_plan(c, o);
+      BenchPlan plan = resolve_plan(c, o);
       fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
       check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
                           {"--trace", o.common.trace}});
+      if (!o.max_memory.empty()) plan.max_memory = parse_size_option("--max-memory", o.max_memory);
       if (o.resume && o.common.csv.empty())
         throw UsageError("--resume needs --csv FILE: the sizes to skip are the rows of that file");
       if (o.resume && o.cycles != 1)

@@ -31,16 +31,20 @@ std::vector<std::uint64_t> sweep_sizes(const BenchOptions& o) {
   if (o.stepfactor > 1) {
     for (std::uint64_t s = lo; s <= hi; s *= o.stepfactor) {
       v.push_back(s);
-      if (s == 0) break;
+      if (s == 0 || s > hi / o.stepfactor) break;  // no overflow past the largest size
     }
     return v;
   }
   if (o.stepfactor == 1) throw UsageError("--stepfactor 1 would never end; use 2 or more");
   const std::uint64_t step = parse_size(o.stepbytes);
   if (step == 0 && lo != hi) throw UsageError("--stepbytes 0 would never end; give a positive step");
+  if (step > 0 && (hi - lo) / step >= kMaxSweepSizes)
+    throw UsageError("-b " + o.minbytes + " -e " + o.maxbytes + " -i " + o.stepbytes + " gives " +
+                     std::to_string((hi - lo) / step + 1) + " sizes, more than " + std::to_string(kMaxSweepSizes) +
+                     "; use a larger -i or -f");
   for (std::uint64_t s = lo; s <= hi; s += step) {
     v.push_back(s);
-    if (step == 0) break;
+    if (step == 0 || hi - s < step) break;  // no overflow past the largest size
   }
   return v;
 }
@@ -122,6 +126,9 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--inplace", o.inplace, "both (default), only (in-place only) or off (out-of-place only)")
       ->check(CLI::IsMember({"both", "only", "off"}));
   app.add_option("--seed", o.seed, "seed of the data-check inputs")->capture_default_str();
+  app.add_option("--max-memory", o.max_memory,
+                 "refuse, before allocating, a sweep whose largest size needs more buffer memory per rank than "
+                 "BYTES (K/M/G; default: the device's memory)");
   app.add_flag("--resume", o.resume,
                "skip the sizes already in --csv (same collective, impl, device, ranks, nodes, dtype, op, root, "
                "inplace, bytes) and append the rest; a CSV with another header is refused");

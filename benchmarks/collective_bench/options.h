@@ -32,6 +32,7 @@ struct BenchOptions {
   int ranks = 0;
   std::uint64_t seed = 1;
   bool resume = false;  // skip the rows already in --csv, append the rest
+  std::string max_memory;  // --max-memory BYTES: refuse sweeps whose buffers exceed it (per rank)
 };
 
 inline constexpr double kDefaultTimeout = 300;
@@ -59,6 +60,7 @@ struct BenchPlan {
   int planned_ranks = 1;      // processes x t x g
   double timeout = kDefaultTimeout;
   SplitRule split;
+  std::uint64_t max_memory = 0;  // --max-memory (0: the device's memory)
 };
 BenchPlan resolve_plan(Collective c, const BenchOptions& o);
 

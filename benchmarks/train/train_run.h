@@ -25,6 +25,7 @@ struct Options {
   TrainConfig train;
   std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
   int ranks = 0, steps = 5, warmup = 1;
+  std::string max_memory;     // --max-memory BYTES (K/M/G)
   std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop
   int profile_begin = -1, profile_end = -1;
   double timeout = 300, peak_tflops = 0, check_tolerance = 0;

@@ -42,7 +42,9 @@ struct Row {
 };
 
 std::vector<Row> read_rows(const std::string& path) {
-  if (!std::ifstream(path)) throw UsageError("cannot read schedule file " + path);
+  if (!std::ifstream(path))
+    throw UsageError("--schedule: cannot read schedule file '" + path + "'; expected a readable CSV with the header "
+                     "stage,op,microbatch,chunk, or one of the schedule names");
   std::vector<Row> rows;
   try {
     io::CSVReader<4, io::trim_chars<' ', '\t'>> in(path);

@@ -1,8 +1,11 @@
 // The registry of schemes: one line per scheme file.
+#include <algorithm>
+
 #include "core/error.h"
 #include "core/memory.h"
 #include "core/text.h"
 #include "parallel/schemes/data_parallel.h"
+#include "parallel/schemes/model_parallel.h"
 
 namespace parbench {
 
@@ -50,21 +53,47 @@ std::string scheme_help() {
   return help;
 }
 
+namespace {
+
+// The closed-form model state (parameters, gradients, optimizer; --estimate-memory's) of the rank that holds
+// the most: a data-parallel scheme shards the whole model over the ranks, a model-parallel one holds its tensor-
+// parallel slice of its pipeline stage's layers, sharded over its data-parallel group.
+std::uint64_t closed_form_state_bytes(const TrainConfig& cfg, const SchemeKind& kind, int ranks) {
+  MemSplit need{};
+  if (!kind.model_parallel) {
+    cfg.model.validate();
+    need = zero_closed_form(cfg, make_layout(cfg.model).parameters, ranks, kind.zero_stage);
+  } else {
+    const ModelParallelPlan plan = plan_model_parallel(cfg, ranks);  // refuses the scheme's own bad options
+    const ParamLayout layout = make_layout(plan.model);
+    const ParallelShape& sh = plan.shape;
+    std::int64_t most = 0;
+    for (int stage = 0; stage < sh.pp; ++stage) {
+      std::int64_t numel = 0;
+      for (int c = 0; c < sh.virtual_stages; ++c) {
+        const UnitRange r = virtual_stage_units(cfg.model, c * sh.pp + stage, sh.pp * sh.virtual_stages);
+        for (int u = r.first; u < r.last; ++u) numel += layout.units[std::size_t(u)].numel;
+      }
+      most = std::max(most, numel);
+    }
+    need = zero_closed_form(cfg, most, sh.dp, plan.zero_stage);
+  }
+  std::uint64_t total = 0;
+  for (std::size_t b : need) total += b;
+  return total;
+}
+
+}  // namespace
+
 std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx) {
   const SchemeKind& kind = find_scheme_kind(cfg.scheme);
-  if (kind.model_parallel) return kind.make(cfg, ctx);  // refuses its own bad options
-  if (cfg.offload && kind.zero_stage == 0)
+  if (cfg.offload && kind.zero_stage == 0 && !kind.model_parallel)
     throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + cfg.scheme + "'");
-  // Refuse before allocating: the closed-form model state alone must fit in the device's memory.
-  cfg.model.validate();
-  MemSplit need = zero_closed_form(cfg, make_layout(cfg.model).parameters, ctx.comm.size(), kind.zero_stage);
-  std::size_t total = 0;
-  for (std::size_t b : need) total += b;
-  const std::size_t have = device_memory_bytes(ctx.alloc.device());
-  if (total > have)
-    throw UsageError("the model state of scheme '" + cfg.scheme + "' does not fit: " + std::to_string(total >> 20) +
-                     " MiB per rank (parameters, gradients, optimizer) but " + device_name(ctx.alloc.device()) +
-                     " has " + std::to_string(have >> 20) + " MiB; use fewer parameters, more ranks or zero3");
+  // Refuse before allocating: the closed-form model state alone must fit in the device's memory (or
+  // --max-memory).
+  check_memory_fits("the model state of scheme '" + cfg.scheme + "' (parameters, gradients, optimizer; closed form)",
+                    closed_form_state_bytes(cfg, kind, ctx.comm.size()), ctx.alloc.device(), cfg.max_memory, 1,
+                    "it does not fit: use fewer parameters, more ranks or zero3");
   return kind.make(cfg, ctx);
 }
 

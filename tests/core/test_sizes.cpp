@@ -65,3 +65,17 @@ TEST(Sizes, BadListsNameTheTokenAndTheForms) {
     }
   }
 }
+
+// Found by fuzz_sizes: a range of billions of sizes was built in memory; now refused naming the step, while
+// a range of exactly the most sizes still parses.
+TEST(Sizes, RangesOfTooManySizesAreRefused) {
+  EXPECT_THROW(parse_size_list("1K:6566666M:+6"), UsageError);
+  try {
+    parse_size_list("0:100000:+1");
+    ADD_FAILURE() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("100001 sizes, more than 100000"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_size_list("0:99999:+1").size(), kMaxSweepSizes);
+  EXPECT_EQ(parse_size_list("1:18446744073709551615:x2").size(), 64u);  // no overflow at the top
+}

@@ -255,7 +255,7 @@ TEST(ScheduleFiles, HandWrittenMixedScheduleIsAccepted) {
 }
 
 TEST(ScheduleFiles, BadFilesAreRefusedNamingTheProblem) {
-  EXPECT_NE(usage_error_of("/nonexistent/s.csv", 2, 2, 1).find("cannot read schedule file /nonexistent/s.csv"),
+  EXPECT_NE(usage_error_of("/nonexistent/s.csv", 2, 2, 1).find("cannot read schedule file '/nonexistent/s.csv'"),
             std::string::npos);
   {
     TempCsv f("stage,op,microbatch\n0,F,0\n");

@@ -1,0 +1,35 @@
+// Fuzzes parbench-plot's CSV reader and the figure data built from it: any file is read into a table or refused
+// with a UsageError (naming file, line and column); the collective panels and training series of what was read
+// are computed without crashing.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "plots/csv_table.h"
+#include "plots/figures.h"
+
+using namespace parbench::plots;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const std::string path = "/tmp/parbench_fuzz_plot." + std::to_string(::getpid()) + ".csv";
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
+                                                                std::streamsize(size));
+  try {
+    const CsvTable t = CsvTable::read(path, collective_columns("busbw_gbps"));
+    std::string common;
+    std::size_t dropped = 0;
+    (void)collective_panels(t, {}, "busbw_gbps", UINT64_MAX, &common, &dropped);
+  } catch (const parbench::UsageError&) {
+  }
+  try {
+    const CsvTable t = CsvTable::read(path, bubble_columns());
+    std::string common;
+    (void)bubble_series(t, {}, &common);
+  } catch (const parbench::UsageError&) {
+  }
+  return 0;
+}
