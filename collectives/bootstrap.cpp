@@ -27,7 +27,7 @@
 #include <cuda_runtime.h>
 #endif
 #ifdef PARBENCH_HAVE_NCCL
-#include <nccl.h>
+#include "collectives/nccl_util.h"
 #endif
 
 namespace parbench {
@@ -199,9 +199,14 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   }
   for (auto& t : threads) t.join();
 #ifdef PARBENCH_HAVE_NCCL
-  // A failed rank's communicator may have been aborted (which frees it); the run has failed anyway.
-  for (std::size_t r = 0; r < nccl_comms.size(); ++r)
-    if (nccl_healthy[r]) ncclCommDestroy(nccl_comms[r]);
+  // A healthy rank's communicator is destroyed; a failed rank's is aborted (destroying it could wait for operations
+  // its peers will never match), unless a timeout already aborted (and freed) it.
+  for (std::size_t r = 0; r < nccl_comms.size(); ++r) {
+    if (nccl_healthy[r])
+      ncclCommDestroy(nccl_comms[r]);
+    else if (!nccl_was_aborted(nccl_comms[r]))
+      ncclCommAbort(nccl_comms[r]);
+  }
 #endif
   failures.rethrow_first();
 }

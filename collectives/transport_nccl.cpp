@@ -7,12 +7,13 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <mutex>
+#include <set>
 #include <utility>
 #include <vector>
 
-#include "core/memory.h"
-
 #include "collectives/nccl_util.h"
+#include "core/memory.h"
 
 namespace parbench {
 
@@ -40,6 +41,16 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
+namespace {
+std::mutex aborted_mu;
+std::set<ncclComm_t> aborted_comms;  // by nccl_wait; taken out when their owner asks
+}  // namespace
+
+bool nccl_was_aborted(ncclComm_t comm) {
+  std::lock_guard lock(aborted_mu);
+  return aborted_comms.erase(comm) > 0;
+}
+
 void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const std::string& what) {
   for (;;) {
     cudaError_t e = cudaStreamQuery(stream);
@@ -49,6 +60,10 @@ void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const st
     NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
     NCCL_CHECK(async);
     if (Clock::now() > deadline) {
+      {
+        std::lock_guard lock(aborted_mu);
+        aborted_comms.insert(comm);
+      }
       ncclCommAbort(comm);
       throw TimeoutError(what);
     }

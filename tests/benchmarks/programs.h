@@ -17,6 +17,15 @@ namespace pbtest {
 
 inline std::string bin(const std::string& program) { return std::string(PB_BIN_DIR) + "/" + program; }
 
+// An empty folder of this process's own under the temporary directory (tests run in parallel).
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  namespace fs = std::filesystem;
+  fs::path d = fs::temp_directory_path() / ("pb_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
 #ifdef PB_MPIEXEC
 inline std::string mpirun(int n) {
   return std::string(PB_MPIEXEC) + " --allow-run-as-root --oversubscribe -np " + std::to_string(n) + " ";

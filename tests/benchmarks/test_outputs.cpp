@@ -17,13 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("pb_outputs_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -63,7 +56,7 @@ TEST(OutputPaths, EveryProgramRefusesAMissingDirectoryBeforeAnyWork) {
   const Finished j = run(bin("bench_allreduce") + " --ranks 2 --sizes 8:64M:x2 -n 1000 -J /nonexistent/dir/x.json");
   EXPECT_EQ(j.status, 2) << j.output;
   EXPECT_THAT(j.output, HasSubstr("-J/--output_file '/nonexistent/dir/x.json'"));
-  const fs::path d = fresh_dir("plotpath");
+  const fs::path d = fresh_dir("outputs_plotpath");
   std::ofstream(d / "in.csv") << kCollectiveHeader << "\nallreduce,ring,cpu,2,1,f32,sum,0,0,8,2,1,1,1,0\n";
   const Finished p = run(bin("parbench-plot") + " busbw -i " + (d / "in.csv").string() + " -o /nonexistent/dir/b.png");
   EXPECT_EQ(p.status, 2) << p.output;
@@ -79,7 +72,7 @@ TEST(OutputPaths, EveryProgramRefusesAMissingDirectoryBeforeAnyWork) {
 // A sweep killed (SIGKILL: nothing of ours runs) after some rows: every row written so far is whole, and both
 // JSON files parse and hold the rows measured before the last one at least.
 TEST(Rows, AKilledCollectiveSweepKeepsWholeRowsAndValidJson) {
-  const fs::path d = fresh_dir("killed");
+  const fs::path d = fresh_dir("outputs_killed");
   const fs::path csv = d / "r.csv", json = d / "r.json", nccl = d / "nccl.json";
   Background b(bin("bench_allreduce") + " --ranks 2 --device cpu --impl ring --sizes 1K:1M:x2 -n 3000 -w 1 --csv " +
                    csv.string() + " --json " + json.string() + " -J " + nccl.string(),
@@ -118,7 +111,7 @@ TEST(Rows, AKilledCollectiveSweepKeepsWholeRowsAndValidJson) {
 }
 
 TEST(Rows, MemcpyAndKernelsWriteARowPerMeasurement) {
-  const fs::path d = fresh_dir("memcpy");
+  const fs::path d = fresh_dir("outputs_memcpy");
   const Finished m = run(bin("bench_memcpy") + " --device cpu --sizes 1K,4K,16K -q --csv " + (d / "m.csv").string() +
                          " --json " + (d / "m.json").string());
   ASSERT_EQ(m.status, 0) << m.output;
@@ -140,7 +133,7 @@ TEST(Rows, MemcpyAndKernelsWriteARowPerMeasurement) {
 }
 
 TEST(Rows, BenchTrainRefusesACsvWithAnotherHeaderBeforeTraining) {
-  const fs::path d = fresh_dir("train");
+  const fs::path d = fresh_dir("outputs_train");
   const fs::path csv = d / "t.csv";
   std::ofstream(csv) << kCollectiveHeader << "\n";
   const Finished r = run(bin("bench_train") + " --device cpu --ranks 2 --scheme ddp --steps 1000 --csv " + csv.string());
@@ -161,7 +154,7 @@ TEST(Rows, BenchTrainRefusesACsvWithAnotherHeaderBeforeTraining) {
 
 #ifdef PB_MPIEXEC
 TEST(Rows, UnderMpirunOneProcessWritesEachRowOnce) {
-  const fs::path d = fresh_dir("mpi");
+  const fs::path d = fresh_dir("outputs_mpi");
   const Finished r = run(mpirun(2) + bin("bench_allreduce") + " --device cpu --impl ring --sizes 1K,2K,4K -n 2 --csv " +
                          (d / "m.csv").string());
   ASSERT_EQ(r.status, 0) << r.output;

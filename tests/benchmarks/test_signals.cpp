@@ -19,13 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("pb_signals_" + std::to_string(::getpid()) + "_" + name);
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
-
 std::vector<std::vector<std::string>> csv_rows(const fs::path& p) {
   std::vector<std::vector<std::string>> rows;
   std::istringstream in(slurp(p));
@@ -46,7 +39,7 @@ const std::string kLongSweep = " --device cpu --impl ring --sizes 1K:64M:x2 -n 4
 }  // namespace
 
 TEST(Signals, SigintStopsAThreadsSweepAfterTheCurrentSizeAndResumeFinishesIt) {
-  const fs::path d = fresh_dir("threads");
+  const fs::path d = fresh_dir("signals_threads");
   const fs::path csv = d / "a.csv", nccl = d / "a.json";
   Background b(bin("bench_allreduce") + " --ranks 2" + kLongSweep + " --csv " + csv.string() + " -J " + nccl.string(),
                d / "log");
@@ -82,7 +75,7 @@ TEST(Signals, SigintStopsAThreadsSweepAfterTheCurrentSizeAndResumeFinishesIt) {
 }
 
 TEST(Signals, SigtermStopsMemcpyAndKernelsWithTheirLine) {
-  const fs::path d = fresh_dir("memcpy");
+  const fs::path d = fresh_dir("signals_memcpy");
   Background m(bin("bench_memcpy") + " --device cpu --sizes 1K:256M:x2 -n 200 --csv " + (d / "m.csv").string(),
                d / "mlog");
   ASSERT_TRUE(eventually(120, [&] { return line_count(d / "m.csv") >= 4; })) << m.log();
@@ -115,7 +108,7 @@ TEST(Signals, SigtermStopsMemcpyAndKernelsWithTheirLine) {
 }
 
 TEST(Signals, BenchTrainAbandonsItsRunOnSigint) {
-  const fs::path d = fresh_dir("train");
+  const fs::path d = fresh_dir("signals_train");
   Background b(bin("bench_train") + " --device cpu --ranks 2 --scheme ddp --steps 100000 --csv " +
                    (d / "t.csv").string(),
                d / "log");
@@ -134,7 +127,7 @@ TEST(Signals, BenchTrainAbandonsItsRunOnSigint) {
 }
 
 TEST(Resume, RefusesACsvWithAnotherHeaderAndNeedsACsv) {
-  const fs::path d = fresh_dir("resume");
+  const fs::path d = fresh_dir("signals_resume");
   std::ofstream(d / "other.csv") << "device,bytes,time_us,gbps,wrong\ncpu,1024,1,1,0\n";
   const Finished r = run(bin("bench_allreduce") + " --ranks 2 --sizes 1K --resume --csv " + (d / "other.csv").string());
   EXPECT_EQ(r.status, 2) << r.output;
@@ -151,7 +144,7 @@ TEST(Resume, RefusesACsvWithAnotherHeaderAndNeedsACsv) {
 // Slurm and most schedulers signal every task; OpenMPI's mpirun, signalled itself, forwards SIGTERM to its ranks
 // but exits 1 on its own account, so the ranks are signalled here and mpirun passes their 143 on.
 TEST(Signals, SigtermToTheRanksOfAnMpirunJob) {
-  const fs::path d = fresh_dir("mpi");
+  const fs::path d = fresh_dir("signals_mpi");
   const fs::path csv = d / "m.csv";
   Background b(mpirun(2) + bin("bench_allreduce") + kLongSweep + " --csv " + csv.string(), d / "log");
   ASSERT_TRUE(eventually(120, [&] { return line_count(csv) >= 7; })) << b.log();
