@@ -12,7 +12,8 @@ if ! command -v clang++ >/dev/null; then
   exit 2
 fi
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DPARBENCH_FUZZ=ON \
-  -DPARBENCH_CUDA=OFF -DPARBENCH_MPI=OFF -DPARBENCH_NCCL=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  -DPARBENCH_CUDA=OFF -DPARBENCH_MPI=OFF -DPARBENCH_NCCL=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" >/dev/null  # -O1 -g1: the build in about 1.5 minutes on 2 cores
 cmake --build build-fuzz --target fuzz -j "$(nproc)"
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
