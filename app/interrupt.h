@@ -13,6 +13,11 @@ enum class StopMode { finish_current, abandon };
 // name, e.g. "bench_train: stopped by SIGNAL during training; nothing written" (empty: prints nothing).
 void install_stop_handlers(const std::string& note, StopMode mode = StopMode::finish_current);
 
+// What this process is doing now ("rank 0 measures allreduce/ring of 4096 bytes ..."), kept where a signal handler
+// can read it: the first signal in finish_current mode then says at once what it interrupts (under mpirun a rank
+// that died makes mpirun signal the others, which may be stuck waiting for it and never finish).
+void set_signal_context(const std::string& text);
+
 // 0, or the first stop signal received (SIGINT or SIGTERM).
 int stop_signal();
 

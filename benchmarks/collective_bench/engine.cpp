@@ -248,9 +248,11 @@ class Bench {
     h.ran = true;
     const int root = std::max(row.root, 0);
     // What a failure from here on names: the user's operation, not the helper calls around it.
-    MeasurementScope measuring(describe_call(coll_, algo.name(), row.bytes, row.count, row.dtype, comm.size()) +
-                                   (in_place ? ", in place" : ", out of place"),
-                               coll_, algo.name());
+    const std::string what = describe_call(coll_, algo.name(), row.bytes, row.count, row.dtype, comm.size()) +
+                             (in_place ? ", in place" : ", out of place");
+    MeasurementScope measuring(what, coll_, algo.name());
+    if (launched_by_mpirun() || world.rank() == 0)
+      set_signal_context("rank " + std::to_string(world.rank()) + " measures " + what);
     CollectiveBuffers b(comm, coll_, row.count, row.dtype, op, root, in_place, std::size_t(o_.unalign));
     b.fill(o_.seed);
     TimingConfig tc;

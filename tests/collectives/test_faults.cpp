@@ -210,6 +210,8 @@ TEST(FaultsMpi, KilledRankEndsTheJob) {
     expect_clean_failure(t, 2 + 5, csv, 2);
     EXPECT_THAT(t.r.output, HasSubstr("rank 1"));
     EXPECT_THAT(t.r.output, HasSubstr("signal 9"));
+    // The survivor, signalled by mpirun while it waits for the dead rank, says what it was measuring.
+    EXPECT_THAT(t.r.output, HasSubstr("SIGTERM while rank 0 measures allreduce/" + impl + " of 4096 bytes"));
   }
 }
 
