@@ -274,9 +274,9 @@ void stack_overflow(int* out, int depth, void* stream) {
 
 // ---- a kernel launching a kernel (simt only: needs relocatable device code under nvcc)
 __global__ void nested_inner_kernel(int* out) { out[threadIdx.x] = 1; }
-__global__ void nested_outer_kernel(int* out) {
+__global__ void nested_outer_kernel(int* out) {  // out: one int per thread of every block
   if (threadIdx.x == 3) PB_LAUNCH(nested_inner_kernel, dim3(1), dim3(32), 0, nullptr)(out);
-  out[threadIdx.x] = 2;
+  out[blockIdx.x * blockDim.x + threadIdx.x] = 2;  // blocks apart: no two blocks write one element
 }
 void nested_launch(int* out, int blocks, void* stream) {
   PB_LAUNCH(nested_outer_kernel, dim3(blocks), dim3(32), 0, stream)(out);

@@ -180,7 +180,7 @@ TEST(SimtLaunch, ExceptionsInsideAKernelReachTheHost) {
   const int saved = simt::worker_threads();
   for (int threads : {1, 2}) {
     simt::set_worker_threads(threads);
-    std::vector<int> out(32, 0);
+    std::vector<int> out(4 * 32, 0);
     std::string msg = message_of<parbench::Error>([&] { k::nested_launch(out.data(), 4, nullptr); });
     EXPECT_NE(msg.find("kernel nested_inner_kernel launched from inside kernel nested_outer_kernel"),
               std::string::npos) << msg;
