@@ -136,10 +136,12 @@ TraceEvents read_events(const json& events, const std::string& path) {
     const json& e = events[i];
     const std::string where = path + ": traceEvents[" + std::to_string(i) + "]";
     if (!e.is_object()) throw UsageError(where + ": not an object");
-    const std::string ph = e.value("ph", "");
+    // json::value throws (not our Error) when the field exists with another type: read strings by hand.
+    auto text = [&](const char* key) { return e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : ""; };
+    const std::string ph = text("ph");
     const auto pid_it = e.find("pid");
     if (ph == "M") {
-      if (e.value("name", "") == "process_name" && pid_it != e.end() && pid_it->is_number_integer() &&
+      if (text("name") == "process_name" && pid_it != e.end() && pid_it->is_number_integer() &&
           e.contains("args") && e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string())
         out.names[pid_it->get<std::int64_t>()] = e["args"]["name"].get<std::string>();
       continue;

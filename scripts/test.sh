@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test (ctest), then the unit tests once more and the cuda path (ctest label gpu)
 # in an AddressSanitizer + UndefinedBehaviorSanitizer build on emulated GPUs (PARBENCH_CUDA=EMULATED), where ASan
-# also sees kernels that overrun device buffers; then the threaded parts under ThreadSanitizer; last, every parser
-# under libFuzzer for a few seconds each (scripts/fuzz.sh).
+# also sees kernels that overrun device buffers; then the threaded parts under ThreadSanitizer. The fuzzers
+# (scripts/fuzz.sh) are not run here yet: a time-bounded run is not reproducible, and a new finding would block
+# CI; they need fixed seeds and run counts first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -40,6 +41,3 @@ export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
 (cd build-tsan && ctest --output-on-failure -j "$jobs" \
   -R '^(ThreadsTransport|Doorbell|Communicator|ReduceKernel|Watchdog)\.|SimtKernels\.|^Simt(Runtime|Launch|Stack|Schedules)\.|^tsan_' \
   -E 'RefusalsAreUsageErrorsWithReasons')  # that one expects an MPI build
-
-echo "== fuzzing (libFuzzer, ASan + UBSan: every parser from its committed corpus, 5 s each)"
-scripts/fuzz.sh 5
