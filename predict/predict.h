@@ -23,6 +23,10 @@ struct Layout {
   int zero_stage = 0;
   Recompute recompute = Recompute::none;
   bool adamw = true;
+  // Pipeline sends hold the sending stage until the data arrived (Megatron's 2022 pipeline waited for each batched
+  // send/receive before computing on); false: they leave on a communication stream beside compute, as bench_train's
+  // executor sends.
+  bool blocking_p2p = false;
   int microbatches() const { return global_batch / (dp * micro_batch); }
 };
 

@@ -199,6 +199,7 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
   PipeCosts costs;
   costs.per_action = action_costs(sched, vs_costs);
   costs.transfer = transfer;
+  costs.blocking_sends = l.blocking_p2p;
   const PipeSimulation sim = simulate_schedule(sched, costs);
   const double share = compute_sharing(l, sys, sim);
   double span0 = sim.makespan;

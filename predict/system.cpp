@@ -11,6 +11,8 @@
 
 namespace parbench::predict {
 
+std::string processing_name(Processing p) { return p == Processing::roofline ? "roofline" : "no_overlap"; }
+
 double Curve::at(double size) const {
   for (const auto& [threshold, eff] : points)
     if (size >= threshold) return eff;
@@ -27,6 +29,7 @@ Curve calculon_hbm() { return {{{100e6, 0.9}, {10e6, 0.75}, {1e6, 0.6}, {0, 0.3}
 
 SystemModel dgx_a100() {
   GpuModel g{"A100-SXM4-80GB", 312, 19.5, 78, 2039, 80e9, calculon_matrix(), calculon_vector(), calculon_hbm()};
+  g.processing = Processing::no_overlap;  // as Calculon's file
   return {"dgx-a100", g,
           {{"nvlink3", 8, 300, 0.6, 1.0}, {"infiniband-hdr", 1 << 30, 25, 0.9, 2.0}},
           "A100 80GB SXM data sheet; DGX A100: NVSwitch, 8 HDR NICs per node; Calculon's A100 efficiencies"};
@@ -34,6 +37,7 @@ SystemModel dgx_a100() {
 
 SystemModel dgx_h100() {
   GpuModel g{"H100-SXM5-80GB", 989, 67, 134, 3350, 80e9, calculon_matrix(), calculon_vector(), calculon_hbm()};
+  g.processing = Processing::no_overlap;
   return {"dgx-h100", g,
           {{"nvlink4", 8, 450, 0.6, 1.0}, {"infiniband-ndr", 1 << 30, 50, 0.9, 2.0}},
           "H100 SXM data sheet; DGX H100: NVSwitch, 8 NDR NICs per node; efficiencies as Calculon's A100 file"};

@@ -16,6 +16,11 @@ struct Curve {
   double at(double size) const;
 };
 
+// How an op's compute and memory times combine: `roofline` takes the slower (they overlap fully), `no_overlap` adds
+// them (Calculon's processing mode for its GPU files: kernels of the 2022 frameworks rarely overlap the two).
+enum class Processing { roofline, no_overlap };
+std::string processing_name(Processing p);
+
 struct GpuModel {
   std::string name;
   double matrix_tflops_16 = 0;  // dense 16-bit (bf16/fp16) tensor-core peak
@@ -29,6 +34,7 @@ struct GpuModel {
   // Ranks that can compute at once on one node (0: one per GPU). A CPU "GPU" is a core: with more ranks than
   // cores they take turns, and compute stretches by ranks / compute_units.
   double compute_units = 0;
+  Processing processing = Processing::roofline;
 };
 
 // One level of the network: `size` GPUs share it (a node's NVLink domain; the whole cluster for the last level).

@@ -67,7 +67,7 @@ json curve_json(const Curve& c) {
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "vector_tflops", "hbm_gbps", "hbm_gb",
-                "matrix_efficiency", "vector_efficiency", "hbm_efficiency", "compute_units"},
+                "matrix_efficiency", "vector_efficiency", "hbm_efficiency", "compute_units", "processing"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -80,6 +80,12 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   m.vector_efficiency = curve(g, "vector_efficiency", where, at);
   m.hbm_efficiency = curve(g, "hbm_efficiency", where, at);
   if (g.contains("compute_units")) m.compute_units = number(g, "compute_units", where, at, 0, 1 << 20);
+  if (g.contains("processing")) {
+    const std::string p = text(g, "processing", where, at);
+    if (p != "roofline" && p != "no_overlap")
+      bad(where, at + "processing", "= \"" + p + "\" is unknown; accepted: roofline, no_overlap");
+    m.processing = p == "roofline" ? Processing::roofline : Processing::no_overlap;
+  }
   return m;
 }
 
@@ -124,7 +130,7 @@ json system_to_json(const SystemModel& s) {
             {"vector_tflops", g.vector_tflops}, {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
             {"matrix_efficiency", curve_json(g.matrix_efficiency)},
             {"vector_efficiency", curve_json(g.vector_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
-            {"compute_units", g.compute_units}}},
+            {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)}}},
           {"network", net}};
 }
 

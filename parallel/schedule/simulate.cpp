@@ -188,12 +188,18 @@ class Player {
     const int vs = s_.virtual_stage(st, a.chunk);
     const double cost = costs_.per_action.empty() || !is_compute(a.op) ? cost_of(a.op, costs_)
                                                                        : costs_.per_action[st][computed_[st]++];
-    const double end = start + cost;
+    double end = start + cost;
     switch (a.op) {
       case PipeOp::recv_activation:
       case PipeOp::recv_gradient: received_.assign(a.op == PipeOp::recv_gradient, a.microbatch, vs, end); break;
-      case PipeOp::send_activation: sent_.assign(0, a.microbatch, vs + 1, post(st, end)); break;
-      case PipeOp::send_gradient: sent_.assign(1, a.microbatch, vs - 1, post(st, end)); break;
+      case PipeOp::send_activation:
+      case PipeOp::send_gradient: {
+        const bool activation = a.op == PipeOp::send_activation;
+        const double arrival = post(st, end);
+        sent_.assign(activation ? 0 : 1, a.microbatch, activation ? vs + 1 : vs - 1, arrival);
+        if (costs_.blocking_sends) end = arrival;
+        break;
+      }
       default:
         if (!done_.insert(int(a.op), a.microbatch, vs, end)) throw Error(describe(st, a) + ": runs twice");
         sim_.busy[st] += end - start;

@@ -14,6 +14,9 @@ struct PipeCosts {
   double backward_input = 1;
   double backward_weight = 1;
   double transfer = 0;         // a send's time on its stage's communication stream (sends of a stage queue there)
+  // Sends that hold their stage until the data arrived (a blocking send, as Megatron's 2022 pipeline waited for
+  // its batched send/receive before computing on), instead of leaving on the communication stream.
+  bool blocking_sends = false;
   // When not empty: [stage][k] is the cost of the k-th compute action in that stage's list, replacing the four
   // uniform costs above (a replay of measured action times).
   std::vector<std::vector<double>> per_action;

@@ -112,6 +112,7 @@ TEST(PredictSystem, JsonRoundTripAndSchemaErrorsNameTheField) {
   EXPECT_EQ(b.gpu.matrix_tflops_16, 989);
   EXPECT_EQ(b.levels.size(), a.levels.size());
   EXPECT_EQ(b.gpu.hbm_efficiency.at(5e6), a.gpu.hbm_efficiency.at(5e6));
+  EXPECT_EQ(b.gpu.processing, Processing::no_overlap);
   auto error_of = [](nlohmann::json j) {
     try {
       system_from_json(j, "sys.json");
@@ -132,7 +133,28 @@ TEST(PredictSystem, JsonRoundTripAndSchemaErrorsNameTheField) {
   j = system_to_json(a);
   j["network"][1]["gpus"] = 12;
   EXPECT_NE(error_of(j).find("network[1].gpus"), std::string::npos) << error_of(j);
+  j = system_to_json(a);
+  j["gpu"]["processing"] = "overlapped";
+  EXPECT_NE(error_of(j).find("gpu.processing' = \"overlapped\" is unknown; accepted: roofline, no_overlap"),
+            std::string::npos)
+      << error_of(j);
+  j = system_to_json(a);
+  j["gpu"].erase("processing");  // optional: the older files' roofline
+  EXPECT_EQ(system_from_json(j, "sys.json").gpu.processing, Processing::roofline);
   EXPECT_THROW(load_system("no-such-system"), UsageError);
+}
+
+// A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the
+// HBM bandwidth x the efficiency of its bytes; summed under no_overlap, the slower under roofline.
+TEST(PredictCosts, GemmCombinesComputeAndMemoryByTheProcessingMode) {
+  SystemModel sys = builtin_system("dgx-a100");
+  const double m = 2048, n = 2304, k = 6144;  // 58 GFLOP: efficiency 0.9; 60.8 MB: HBM efficiency 0.75
+  const double compute = 2 * m * n * k / (312e12 * 0.9), memory = (m * k + k * n + m * n) * 2 / (2039e9 * 0.75);
+  EXPECT_NEAR(gemm_seconds(sys, 1, m, n, k, 2), compute + memory, 1e-12);
+  sys.gpu.processing = Processing::roofline;
+  EXPECT_NEAR(gemm_seconds(sys, 1, m, n, k, 2), std::max(compute, memory), 1e-12);
+  EXPECT_NEAR(gemm_seconds(sys, 32, 2048, 2048, 96, 2), 32 * (2.0 * 2048 * 96 + 2048.0 * 2048) * 2 / (2039e9 * 0.9),
+              1e-12);  // the attention scores' batched GEMM: memory-bound
 }
 
 // Sanitizer builds run several times slower: there the time limits are not checked (the results still are), and
@@ -210,4 +232,26 @@ TEST(PredictPipeline, SendsQueueOnTheCommunicationStream) {
   for (const TimedAction& t : sim.timeline[1])
     if (t.action.op == PipeOp::forward && t.action.microbatch == m - 1) last_forward_start = t.start;
   EXPECT_NEAR(last_forward_start, m * 1.0 + 1e-3, 1e-9);  // not 1 + m x 1e-3, as with parallel sends
+}
+
+// A blocking send holds its stage: GPipe's first stage computes forward, sends (transfer T), computes the next, so
+// its m forwards end at m (F + T) - T plus the last send, not at m F; the second stage's last forward starts when
+// that send arrives. With F = 1, T = 0.5, m = 4: the first stage's sends end at 1.5, 3, 4.5, 6.
+TEST(PredictPipeline, BlockingSendsHoldTheSendingStage) {
+  const int m = 4;
+  const PipeSchedule s = make_schedule("gpipe", 2, m);
+  PipeCosts c;
+  c.forward = 1, c.backward = 2, c.transfer = 0.5, c.blocking_sends = true;
+  const PipeSimulation sim = simulate_schedule(s, c);
+  double last_forward_start = -1, sends_end = -1;
+  for (const TimedAction& t : sim.timeline[1])
+    if (t.action.op == PipeOp::forward && t.action.microbatch == m - 1) last_forward_start = t.start;
+  for (const TimedAction& t : sim.timeline[0])
+    if (t.action.op == PipeOp::send_activation) sends_end = std::max(sends_end, t.end);
+  EXPECT_NEAR(sends_end, 6.0, 1e-12);
+  EXPECT_NEAR(last_forward_start, 6.0, 1e-12);
+  c.blocking_sends = false;  // the sends leave on the stream: the forwards end at m F, the last arrives at 4.5
+  for (const TimedAction& t : simulate_schedule(s, c).timeline[1])
+    if (t.action.op == PipeOp::forward && t.action.microbatch == m - 1) last_forward_start = t.start;
+  EXPECT_NEAR(last_forward_start, 4.5, 1e-12);
 }
