@@ -250,19 +250,29 @@ PipeSimulation replay_schedule(const PipeSchedule& s, const std::vector<std::vec
   return simulate_schedule(s, costs);
 }
 
-std::vector<std::string> check_schedule(const PipeSchedule& s) {
-  std::vector<std::string> problems;
-  const int p = s.stages, m = s.microbatches, v = s.chunks;
-  if (int(s.actions.size()) != p) return {"expected " + std::to_string(p) + " stage lists"};
-  std::map<std::tuple<int, PipeOp, int, int>, int> count;  // (stage, op, mb, chunk)
-  std::map<std::tuple<bool, int, int, int>, int> sends, recvs;  // (gradient, mb, from vs, to vs)
-  for (int st = 0; st < p; ++st) {
+namespace {
+
+using PassCount = std::map<std::tuple<int, PipeOp, int, int>, int>;      // (stage, op, mb, chunk) -> times
+using MessageCount = std::map<std::tuple<bool, int, int, int>, int>;   // (gradient, mb, from vs, to vs) -> times
+
+// A send or receive's peer is the stage of the neighbouring virtual stage, and never the stage itself.
+void check_peer(const PipeSchedule& s, int st, const PipeAction& a, std::vector<std::string>& problems) {
+  const int vs = s.virtual_stage(st, a.chunk);
+  const int peer_vs = (a.op == PipeOp::send_activation || a.op == PipeOp::recv_gradient) ? vs + 1 : vs - 1;
+  if (peer_vs < 0 || peer_vs >= s.virtual_stages() || a.peer != peer_vs % s.stages || a.peer == st)
+    problems.push_back(describe(st, a) + ": wrong peer (virtual stage " + std::to_string(peer_vs) + ")");
+}
+
+// Counts every action's pass and message; actions out of range and wrong peers are problems.
+void count_actions(const PipeSchedule& s, PassCount& passes, MessageCount& sends, MessageCount& recvs,
+                   std::vector<std::string>& problems) {
+  for (int st = 0; st < s.stages; ++st)
     for (const auto& a : s.actions[st]) {
-      if (a.microbatch < 0 || a.microbatch >= m || a.chunk < 0 || a.chunk >= v) {
+      if (a.microbatch < 0 || a.microbatch >= s.microbatches || a.chunk < 0 || a.chunk >= s.chunks) {
         problems.push_back(describe(st, a) + ": microbatch or chunk out of range");
         continue;
       }
-      ++count[{st, a.op, a.microbatch, a.chunk}];
+      ++passes[{st, a.op, a.microbatch, a.chunk}];
       const int vs = s.virtual_stage(st, a.chunk);
       switch (a.op) {
         case PipeOp::send_activation: ++sends[{false, a.microbatch, vs, vs + 1}]; break;
@@ -271,38 +281,50 @@ std::vector<std::string> check_schedule(const PipeSchedule& s) {
         case PipeOp::recv_gradient: ++recvs[{true, a.microbatch, vs + 1, vs}]; break;
         default: break;
       }
-      if (!is_compute(a.op)) {
-        const int peer_vs = (a.op == PipeOp::send_activation || a.op == PipeOp::recv_gradient) ? vs + 1 : vs - 1;
-        if (peer_vs < 0 || peer_vs >= s.virtual_stages() || a.peer != peer_vs % p || a.peer == st)
-          problems.push_back(describe(st, a) + ": wrong peer (virtual stage " + std::to_string(peer_vs) + ")");
-      }
+      if (!is_compute(a.op)) check_peer(s, st, a, problems);
     }
-  }
-  const bool split = s.split_backward;
-  for (int st = 0; st < p; ++st)
-    for (int c = 0; c < v; ++c)
-      for (int mb = 0; mb < m; ++mb) {
+}
+
+// Every (stage, chunk, microbatch) is forwarded once and backpropagated once, by B or by BI then W as the schedule
+// splits its backward.
+void check_passes_once(const PipeSchedule& s, const PassCount& passes, std::vector<std::string>& problems) {
+  for (int st = 0; st < s.stages; ++st)
+    for (int c = 0; c < s.chunks; ++c)
+      for (int mb = 0; mb < s.microbatches; ++mb) {
         auto n = [&](PipeOp op) {
-          auto it = count.find({st, op, mb, c});
-          return it == count.end() ? 0 : it->second;
+          auto it = passes.find({st, op, mb, c});
+          return it == passes.end() ? 0 : it->second;
         };
-        std::string where = "stage " + std::to_string(st) + " mb=" + std::to_string(mb) + " chunk=" + std::to_string(c);
+        const std::string where =
+            "stage " + std::to_string(st) + " mb=" + std::to_string(mb) + " chunk=" + std::to_string(c);
         if (n(PipeOp::forward) != 1) problems.push_back(where + ": " + std::to_string(n(PipeOp::forward)) + " forwards");
-        if (split ? (n(PipeOp::backward_input) != 1 || n(PipeOp::backward_weight) != 1 || n(PipeOp::backward) != 0)
-                  : (n(PipeOp::backward) != 1 || n(PipeOp::backward_input) + n(PipeOp::backward_weight) != 0))
+        const bool split_ok = n(PipeOp::backward_input) == 1 && n(PipeOp::backward_weight) == 1 && n(PipeOp::backward) == 0;
+        const bool whole_ok = n(PipeOp::backward) == 1 && n(PipeOp::backward_input) + n(PipeOp::backward_weight) == 0;
+        if (!(s.split_backward ? split_ok : whole_ok))
           problems.push_back(where + ": backward passes do not match the schedule's kind");
       }
+}
+
+// Each message is sent once and received once.
+void check_messages_matched(const MessageCount& sends, const MessageCount& recvs, std::vector<std::string>& problems) {
+  auto times = [](const MessageCount& m, const MessageCount::key_type& key) {
+    auto it = m.find(key);
+    return it == m.end() ? 0 : it->second;
+  };
   for (const auto& [key, n] : sends)
-    if (n != 1 || recvs[key] != 1)
+    if (n != 1 || times(recvs, key) != 1)
       problems.push_back("message " + std::string(std::get<0>(key) ? "gradient" : "activation") + " mb=" +
                          std::to_string(std::get<1>(key)) + " from virtual stage " + std::to_string(std::get<2>(key)) +
-                         ": " + std::to_string(n) + " sends, " + std::to_string(recvs[key]) + " receives");
+                         ": " + std::to_string(n) + " sends, " + std::to_string(times(recvs, key)) + " receives");
   for (const auto& [key, n] : recvs)
     if (!sends.count(key)) problems.push_back("receive without a send: mb=" + std::to_string(std::get<1>(key)));
-  // Messages between two stages are received in the order they are sent, so the schedule also runs on
-  // transports that match messages between a pair in order without per-message tags.
+}
+
+// Messages between two stages are received in the order they are sent, so the schedule also runs on transports
+// that match messages between a pair in order without per-message tags.
+void check_message_order(const PipeSchedule& s, std::vector<std::string>& problems) {
   std::map<std::pair<int, int>, std::vector<std::tuple<bool, int, int>>> sent, received;  // (from, to) -> messages
-  for (int st = 0; st < p; ++st)
+  for (int st = 0; st < s.stages; ++st)
     for (const auto& a : s.actions[st]) {
       const int vs = s.virtual_stage(st, a.chunk);
       if (a.op == PipeOp::send_activation) sent[{st, a.peer}].push_back({false, a.microbatch, vs + 1});
@@ -314,7 +336,20 @@ std::vector<std::string> check_schedule(const PipeSchedule& s) {
     if (messages != received[pair])
       problems.push_back("stage " + std::to_string(pair.second) + " receives the messages of stage " +
                          std::to_string(pair.first) + " in another order than they are sent");
-  if (problems.empty()) {
+}
+
+}  // namespace
+
+std::vector<std::string> check_schedule(const PipeSchedule& s) {
+  if (int(s.actions.size()) != s.stages) return {"expected " + std::to_string(s.stages) + " stage lists"};
+  std::vector<std::string> problems;
+  PassCount passes;
+  MessageCount sends, recvs;
+  count_actions(s, passes, sends, recvs, problems);
+  check_passes_once(s, passes, problems);
+  check_messages_matched(sends, recvs, problems);
+  check_message_order(s, problems);
+  if (problems.empty()) {  // the dependencies and deadlock freedom: play it
     try {
       simulate_schedule(s);
     } catch (const Error& e) {
