@@ -13,14 +13,14 @@ namespace parbench::predict {
 PassCosts& PassCosts::operator+=(const PassCosts& o) {
   forward += o.forward, forward_tp += o.forward_tp, backward_input += o.backward_input;
   backward_weight += o.backward_weight, backward_tp += o.backward_tp, recompute += o.recompute;
-  recompute_tp += o.recompute_tp, zero3_exposed += o.zero3_exposed;
+  recompute_tp += o.recompute_tp, zero3_forward += o.zero3_forward, zero3_backward += o.zero3_backward;
   return *this;
 }
 
 PassCosts PassCosts::times(double k) const {
   PassCosts c = *this;
   for (double* x : {&c.forward, &c.forward_tp, &c.backward_input, &c.backward_weight, &c.backward_tp, &c.recompute,
-                    &c.recompute_tp, &c.zero3_exposed})
+                    &c.recompute_tp, &c.zero3_forward, &c.zero3_backward})
     *x *= k;
   return c;
 }

@@ -11,11 +11,12 @@ struct PassCosts {
   double forward = 0, forward_tp = 0;
   double backward_input = 0, backward_weight = 0, backward_tp = 0;
   double recompute = 0, recompute_tp = 0;  // extra forward work in the backward
-  double zero3_exposed = 0;                // gathers and reduce-scatters not hidden behind the layer's compute
+  // ZeRO-3's gathers (and in the backward reduce-scatters) that the compute does not hide (predict/zero3.h).
+  double zero3_forward = 0, zero3_backward = 0;
   PassCosts& operator+=(const PassCosts& o);
   PassCosts times(double k) const;
-  double f() const { return forward + forward_tp + zero3_exposed / 2; }
-  double bi() const { return backward_input + backward_tp + recompute + recompute_tp + zero3_exposed / 2; }
+  double f() const { return forward + forward_tp + zero3_forward; }
+  double bi() const { return backward_input + backward_tp + recompute + recompute_tp + zero3_backward; }
   double w() const { return backward_weight; }
 };
 

@@ -10,6 +10,7 @@
 #include "predict/collective_model.h"
 #include "predict/costs.h"
 #include "predict/memory.h"
+#include "predict/zero3.h"
 
 namespace parbench::predict {
 
@@ -46,17 +47,22 @@ double transfer_seconds(const Layout& l, const SystemModel& sys) {
   return t;
 }
 
-// ZeRO-3 gathers each block's parameters before its forward and backward and reduce-scatters its gradients after
-// the backward, one block ahead: what exceeds the block's compute is exposed.
+// ZeRO-3 gathers each block's parameters before its forward and backward, one block ahead, and reduce-scatters its
+// gradients after the backward: played on the two streams for one chunk's blocks (predict/zero3.h), what the
+// compute does not hide is spread over the chunk's blocks.
 void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
   if (l.zero_stage < 3 || l.dp <= 1) return;
+  const int blocks = std::max(1, l.model.layers / (l.pp * l.virtual_stages));
   const double params = stage_parameter_counts(l)[0] / std::max(1, l.model.layers / l.pp);
   const double bytes = params * double(dtype_size(l.model.dtype));
   const GroupPlacement g = place_group(sys, l.dp, l.tp);
-  const double gather = collective_cost(sys, CollOp::allgather, bytes, g).seconds;
-  const double scatter = collective_cost(sys, CollOp::reducescatter, bytes, g).seconds;
-  block.zero3_exposed = std::max(0.0, gather - block.forward - block.forward_tp) +
-                        std::max(0.0, gather + scatter - block.bi() - block.w());
+  Zero3Pass pass;
+  pass.blocks = blocks;
+  pass.forward = block.f(), pass.backward = block.bi() + block.w();
+  pass.gather = collective_cost(sys, CollOp::allgather, bytes, g).seconds;
+  pass.scatter = collective_cost(sys, CollOp::reducescatter, bytes, g).seconds;
+  const Zero3Exposed e = zero3_exposed(pass);
+  block.zero3_forward = e.forward / blocks, block.zero3_backward = e.backward / blocks;
 }
 
 // The data-parallel gradient reduction as events on stage `st`'s communication stream: each chunk's gradients
@@ -153,7 +159,7 @@ TimeSplit stage_split(const Layout& l, const std::vector<PassCosts>& vs_costs, i
     t.backward += m * (k.backward_input + k.backward_weight);
     t.recompute += m * k.recompute;
     t.tp_comm += m * (k.forward_tp + k.backward_tp + k.recompute_tp);
-    t.dp_comm += m * k.zero3_exposed;
+    t.dp_comm += m * (k.zero3_forward + k.zero3_backward);
   }
   const double busy = t.forward + t.backward + t.recompute + t.tp_comm + t.dp_comm;
   t.bubble = std::max(0.0, span_without_transfers - busy);

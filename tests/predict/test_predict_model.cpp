@@ -15,6 +15,7 @@
 #include "predict/costs.h"
 #include "predict/predict.h"
 #include "predict/search.h"
+#include "predict/zero3.h"
 
 using namespace parbench;
 using namespace parbench::predict;
@@ -155,6 +156,22 @@ TEST(PredictCosts, GemmCombinesComputeAndMemoryByTheProcessingMode) {
   EXPECT_NEAR(gemm_seconds(sys, 1, m, n, k, 2), std::max(compute, memory), 1e-12);
   EXPECT_NEAR(gemm_seconds(sys, 32, 2048, 2048, 96, 2), 32 * (2.0 * 2048 * 96 + 2048.0 * 2048) * 2 / (2039e9 * 0.9),
               1e-12);  // the attention scores' batched GEMM: memory-bound
+}
+
+// ZeRO-3's two streams by hand. Forward, gathers faster than compute: only the first gather shows. Gathers slower
+// (G 2 > C 1, 3 blocks): the gathers run back to back and the last block computes after the third, 3 G + C = 7.
+// Backward (B 2, G S 0.5, 3 blocks): gather 0 ends 0.5; blocks run 0.5-2.5, 2.5-4.5, 4.5-6.5, each next gather and
+// the previous scatter fit inside; the last scatter ends 7.0: the first gather and the last scatter show, 1.0.
+TEST(PredictZero3, GathersPrefetchOneBlockAheadAndScattersFollowTheBackward) {
+  Zero3Pass p;
+  p.blocks = 4, p.forward = 1, p.backward = 2, p.gather = 0.5, p.scatter = 0;
+  EXPECT_NEAR(zero3_exposed(p).forward, 0.5, 1e-12);
+  p.blocks = 3, p.gather = 2;
+  EXPECT_NEAR(zero3_exposed(p).forward, 7.0 - 3, 1e-12);
+  p.gather = 0.5, p.scatter = 0.5;
+  EXPECT_NEAR(zero3_exposed(p).backward, 1.0, 1e-12);
+  p.blocks = 1, p.gather = 0, p.scatter = 0;
+  EXPECT_NEAR(zero3_exposed(p).forward + zero3_exposed(p).backward, 0.0, 1e-12);
 }
 
 // Sanitizer builds run several times slower: there the time limits are not checked (the results still are), and
