@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <limits>  // fccp's integer parsing uses numeric_limits without including it
 #include <map>
@@ -16,6 +17,7 @@
 #include <libfccp/csv.h>
 
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace parbench::predict {
 
@@ -95,6 +97,104 @@ std::vector<LinkFit> fit_links(const std::vector<CollectiveSample>& samples) {
   if (out.empty())
     throw UsageError("--calibrate: no (collective, impl, ranks) group with more than one rank and at least two sizes");
   return out;
+}
+
+bool is_kernels_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::string header;
+  return std::getline(in, header) && header.rfind("name,", 0) == 0;
+}
+
+namespace {
+
+// "matmul_forward_qkv/reference/cpu/f32/small/..." -> the op (first part) and the dtype (the part after the device).
+std::pair<std::string, std::string> op_and_dtype(const std::string& name) {
+  std::vector<std::string> parts;
+  for (std::size_t at = 0;;) {
+    const std::size_t slash = name.find('/', at);
+    parts.push_back(name.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+    if (slash == std::string::npos) break;
+    at = slash + 1;
+  }
+  for (std::size_t i = 1; i < parts.size(); ++i)
+    if (parts[i] == "f32" || parts[i] == "bf16" || parts[i] == "f16") return {parts[0], parts[i]};
+  return {parts[0], ""};
+}
+
+double seconds_per_unit(const std::string& unit) {
+  if (unit == "ns") return 1e-9;
+  if (unit == "us") return 1e-6;
+  if (unit == "ms") return 1e-3;
+  if (unit == "s") return 1;
+  return 0;
+}
+
+}  // namespace
+
+std::vector<KernelSample> read_kernels_csv(const std::string& path) {
+  const std::string form = "accepted: bench_kernels --benchmark_format=csv output";
+  if (!std::ifstream(path)) throw UsageError("--calibrate: cannot read " + path + "; " + form);
+  std::vector<KernelSample> out;
+  try {
+    io::CSVReader<6, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    in.read_header(io::ignore_extra_column | io::ignore_missing_column, "name", "real_time", "time_unit",
+                   "error_occurred", "FLOP/s", "bytes/s");
+    for (const char* column : {"name", "real_time", "time_unit", "FLOP/s", "bytes/s"})
+      if (!in.has_column(column))
+        throw UsageError("--calibrate: " + path + " has no column '" + column + "'; " + form);
+    std::string name, unit, error, flop_text, byte_text;  // rates as text: a failed benchmark leaves them empty
+    double time = 0;
+    while (in.read_row(name, time, unit, error, flop_text, byte_text)) {
+      const double flop_rate = std::strtod(flop_text.c_str(), nullptr), byte_rate = std::strtod(byte_text.c_str(), nullptr);
+      if (error == "true" || !(flop_rate > 0) || !(byte_rate > 0)) continue;
+      const double per_unit = seconds_per_unit(unit);
+      if (per_unit == 0 || !(time > 0))
+        throw UsageError("--calibrate: " + path + ":" + std::to_string(in.get_file_line()) + ": time " +
+                         std::to_string(time) + " " + unit + " is not a time; accepted: > 0 in ns, us, ms or s");
+      KernelSample k;
+      std::tie(k.op, k.dtype) = op_and_dtype(name);
+      k.seconds = time * per_unit, k.flops = flop_rate * k.seconds, k.bytes = byte_rate * k.seconds;
+      out.push_back(k);
+    }
+  } catch (const io::error::base& e) {
+    throw UsageError("--calibrate: " + path + ": " + e.what() + "; " + form);
+  }
+  if (out.empty()) throw UsageError("--calibrate: " + path + " has no kernel rows with FLOP/s and bytes/s");
+  return out;
+}
+
+CurveFit fit_curve(const std::vector<std::pair<double, double>>& size_and_efficiency) {
+  std::map<int, std::vector<double>> by_decade;  // floor(log10(size)) -> efficiencies
+  for (const auto& [size, eff] : size_and_efficiency)
+    if (size > 0 && eff > 0) by_decade[int(std::floor(std::log10(size)))].push_back(eff);
+  CurveFit f;
+  for (auto it = by_decade.rbegin(); it != by_decade.rend(); ++it) {
+    const bool smallest = std::next(it) == by_decade.rend();
+    f.curve.points.push_back({smallest ? 0.0 : std::pow(10.0, it->first), std::min(1.0, median(it->second))});
+  }
+  for (const auto& [size, eff] : size_and_efficiency) {
+    if (!(size > 0 && eff > 0)) continue;
+    const double err = std::abs(f.curve.at(size) - eff) / eff;
+    f.mean_rel_error += err, f.max_rel_error = std::max(f.max_rel_error, err), ++f.samples;
+  }
+  if (f.samples) f.mean_rel_error /= f.samples;
+  return f;
+}
+
+KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const SystemModel& sys, const std::string& dtype) {
+  const double peak = sys.matrix_tflops(dtype == "f32" ? 4 : 2) * 1e12, hbm = sys.gpu.hbm_gbps * 1e9;
+  std::vector<std::pair<double, double>> matrix, memory;
+  for (const KernelSample& k : samples) {
+    if (k.dtype != dtype) continue;
+    if (k.matmul()) matrix.push_back({k.flops / 1e9, k.flops / k.seconds / peak});
+    else memory.push_back({k.bytes, k.bytes / k.seconds / hbm});
+  }
+  if (matrix.empty() && memory.empty())
+    throw UsageError("--calibrate: no kernel row has dtype " + dtype + "; accepted: the --dtype of rows in the CSV");
+  KernelFit fit;
+  fit.matrix = matrix.empty() ? CurveFit{sys.gpu.matrix_efficiency} : fit_curve(matrix);
+  fit.hbm = memory.empty() ? CurveFit{sys.gpu.hbm_efficiency} : fit_curve(memory);
+  return fit;
 }
 
 }  // namespace parbench::predict

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "predict/system.h"
+
 namespace parbench::predict {
 
 struct CollectiveSample {
@@ -30,5 +32,37 @@ struct LinkFit {
 // 2(n-1) steps and 2(n-1)/n of the bytes, all-gather and reduce-scatter n-1 and (n-1)/n, others 1 and 1), one fit
 // per (collective, impl, ranks) with at least two sizes; alpha is kept >= 0.
 std::vector<LinkFit> fit_links(const std::vector<CollectiveSample>& samples);
+
+// One bench_kernels benchmark, per call: its name's op (e.g. matmul_forward_qkv) and dtype (f32, bf16), FLOPs and
+// bytes, and seconds.
+struct KernelSample {
+  std::string op, dtype;
+  double flops = 0, bytes = 0, seconds = 0;
+  bool matmul() const { return op.rfind("matmul", 0) == 0; }
+};
+
+// Whether a CSV is Google Benchmark's (bench_kernels --benchmark_format=csv): its header starts with "name,".
+bool is_kernels_csv(const std::string& path);
+// Rows of a bench_kernels CSV (columns name, real_time, time_unit, "FLOP/s", "bytes/s"; rows with an error or
+// without both rates skipped). UsageError naming the file and line for a missing column or a bad value.
+std::vector<KernelSample> read_kernels_csv(const std::string& path);
+
+// A step curve fitted to (size, efficiency) samples: one point per decade of size that has samples, at the decade's
+// lower bound (the smallest at 0, so that smaller ops take it), the median efficiency of its samples capped at 1.
+// The errors are |curve - sample| / sample.
+struct CurveFit {
+  Curve curve;
+  int samples = 0;
+  double mean_rel_error = 0, max_rel_error = 0;
+};
+CurveFit fit_curve(const std::vector<std::pair<double, double>>& size_and_efficiency);
+
+// The GPU's curves from kernel samples of one dtype: matrix efficiency by GFLOP from the matmul rows against the
+// dtype's matrix peak, HBM efficiency by bytes from the other rows against the HBM bandwidth. A curve without rows
+// keeps the system's. UsageError when no row has that dtype.
+struct KernelFit {
+  CurveFit matrix, hbm;
+};
+KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const SystemModel& sys, const std::string& dtype);
 
 }  // namespace parbench::predict

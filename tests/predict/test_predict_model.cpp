@@ -272,3 +272,56 @@ TEST(PredictPipeline, BlockingSendsHoldTheSendingStage) {
     if (t.action.op == PipeOp::forward && t.action.microbatch == m - 1) last_forward_start = t.start;
   EXPECT_NEAR(last_forward_start, 4.5, 1e-12);
 }
+
+namespace {
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+// A bench_kernels CSV fitted by hand: bf16 matmuls of 2 GFLOP per call at 1.0, 1.5 and 2.0 ms on a 2 TFLOP/s
+// peak are 1.0, 0.667 and 0.5 efficient (median 0.667, decade [1, 10)); one of 0.02 GFLOP at 0.1 ms is 0.1 (the
+// smallest decade, threshold 0). An elementwise op of 1e6 bytes at 1 ms on a 2 GB/s HBM is 0.5. A failed row
+// and f32 rows are left out.
+TEST(PredictCalibrate, KernelCsvFitsMatrixAndHbmCurves) {
+  const std::string header =
+      "name,iterations,real_time,cpu_time,time_unit,bytes_per_second,items_per_second,label,error_occurred,"
+      "error_message,\"FLOP/s\",\"batch\",\"bytes/s\"\n";
+  const std::string path = write_file("kernels.csv", header +
+      "\"matmul_forward_qkv/cuda/bf16/a/manual_time\",10,1000,1,us,,,,,,2e12,1,1e9\n"
+      "\"matmul_forward_fc/cuda/bf16/a/manual_time\",10,1.5,1,ms,,,,,,1.33333333333e12,1,1e9\n"
+      "\"matmul_backward_fc/cuda/bf16/a/manual_time\",10,2000000,1,ns,,,,,,1e12,1,1e9\n"
+      "\"matmul_forward_tiny/cuda/bf16/a/manual_time\",10,100,1,us,,,,,,2e11,1,1e9\n"
+      "\"gelu_forward/cuda/bf16/a/manual_time\",10,1,1,ms,,,,,,1e9,1,1e9\n"
+      "\"matmul_forward_qkv/cuda/f32/a/manual_time\",10,1,1,ms,,,,,,1e9,1,1e9\n"
+      "\"layernorm_forward/cuda/bf16/a/manual_time\",10,1,1,ms,,,,true,out of memory,,,\n");
+  ASSERT_TRUE(is_kernels_csv(path));
+  const std::vector<KernelSample> rows = read_kernels_csv(path);
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_TRUE(rows[0].matmul());
+  EXPECT_EQ(rows[0].dtype, "bf16");
+  EXPECT_NEAR(rows[1].seconds, 1.5e-3, 1e-15);
+  EXPECT_NEAR(rows[2].flops, 2e9, 1e-3);
+  SystemModel sys = builtin_system("dgx-a100");
+  sys.gpu.matrix_tflops_16 = 2, sys.gpu.hbm_gbps = 2;
+  const KernelFit fit = fit_kernel_curves(rows, sys, "bf16");
+  ASSERT_EQ(fit.matrix.curve.points.size(), 2u);
+  EXPECT_EQ(fit.matrix.curve.points[0].first, 1.0);
+  EXPECT_NEAR(fit.matrix.curve.points[0].second, 2.0 / 3, 1e-9);
+  EXPECT_EQ(fit.matrix.curve.points[1].first, 0.0);
+  EXPECT_NEAR(fit.matrix.curve.points[1].second, 0.1, 1e-9);
+  EXPECT_NEAR(fit.matrix.max_rel_error, 1.0 / 3, 1e-9);  // the rows at 1.0 and 0.5 against the curve's 0.667
+  EXPECT_EQ(fit.matrix.samples, 4);
+  ASSERT_EQ(fit.hbm.curve.points.size(), 1u);
+  EXPECT_NEAR(fit.hbm.curve.points[0].second, 0.5, 1e-9);
+  EXPECT_THROW(fit_kernel_curves(rows, sys, "f16"), UsageError);
+  const std::string collective = write_file("ar.csv", "collective,impl,ranks,bytes,time_us\nallreduce,ring,2,8,1\n");
+  EXPECT_FALSE(is_kernels_csv(collective));
+  EXPECT_THROW(read_kernels_csv(write_file("bad.csv", "name,real_time\n\"x\",1\n")), UsageError);  // no FLOP/s
+  EXPECT_THROW(read_kernels_csv(write_file("unit.csv", header + "\"matmul/cuda/bf16\",1,1,1,hours,,,,,,1,1,1\n")),
+               UsageError);
+}
