@@ -3,7 +3,11 @@
 #include <chrono>
 #include <iostream>
 #include <map>
+#include <sstream>
 
+#include <nlohmann/json.hpp>
+
+#include "app/output.h"
 #include "app/report.h"
 #include "benchmarks/train/train_run.h"
 #include "core/error.h"
@@ -70,12 +74,9 @@ int search(const Options& o) {
   return 0;
 }
 
-int calibrate(const Options& o) {
-  std::vector<predict::CollectiveSample> samples;
-  for (const std::string& path : o.calibrate) {
-    auto more = predict::read_collective_csv(path);
-    samples.insert(samples.end(), more.begin(), more.end());
-  }
+namespace {
+
+void report_link_fits(const Options& o, const std::vector<predict::CollectiveSample>& samples) {
   const std::vector<predict::LinkFit> fits = predict::fit_links(samples);
   Table t({{"collective"}, {"impl"}, {"ranks"}, {"sizes"}, {"alpha_us", 3}, {"link_GBps", 3}, {"mean_err_%", 1},
            {"max_err_%", 1}});
@@ -87,6 +88,65 @@ int calibrate(const Options& o) {
     t.write_text(std::cout);
   }
   if (!o.common.csv.empty()) t.write_csv(o.common.csv);
+}
+
+std::string number_text(double v, int digits = 6) {
+  std::ostringstream s;
+  s.precision(digits);
+  s << v;
+  return s.str();
+}
+
+void print_curve(const std::string& what, const predict::CurveFit& f) {
+  std::cout << "# " << what << ": " << f.samples << " rows, error mean " << number_text(100 * f.mean_rel_error, 3)
+            << "%, max " << number_text(100 * f.max_rel_error, 3) << "%\n";
+  Table t({{"from_size"}, {"efficiency"}});
+  for (const auto& [threshold, eff] : f.curve.points) t.add_row({number_text(threshold), number_text(eff, 4)});
+  t.write_text(std::cout);
+}
+
+// Matrix and HBM efficiency curves of --system's GPU fitted to bench_kernels rows of --dtype; with --system-out the
+// system with these curves is written (schema-checked by reading it back).
+void report_kernel_fit(const Options& o, const std::vector<predict::KernelSample>& samples) {
+  predict::SystemModel sys = predict::load_system(o.system);
+  const predict::KernelFit fit = predict::fit_kernel_curves(samples, sys, o.dtype);
+  if (!o.common.quiet) {
+    const int bytes = o.dtype == "f32" ? 4 : 2;
+    print_curve("matrix efficiency by GFLOP (" + o.dtype + " matmul rows against " + number_text(sys.matrix_tflops(bytes)) +
+                    " TFLOP/s of " + sys.name + ")",
+                fit.matrix);
+    print_curve("HBM efficiency by bytes (" + o.dtype + " elementwise rows against " + number_text(sys.gpu.hbm_gbps) +
+                    " GB/s)",
+                fit.hbm);
+  }
+  if (o.system_out.empty()) return;
+  sys.gpu.matrix_efficiency = fit.matrix.curve, sys.gpu.hbm_efficiency = fit.hbm.curve;
+  sys.gpu.processing = predict::Processing::roofline;  // the rates were measured on whole kernels, memory included
+  sys.source += "; matrix and HBM efficiency fitted by bench_train --calibrate to bench_kernels rows";
+  write_file_atomically(o.system_out, predict::system_to_json(sys).dump(2) + "\n");
+  predict::load_system(o.system_out);
+  if (!o.common.quiet) std::cout << "# wrote " << o.system_out << "\n";
+}
+
+}  // namespace
+
+int calibrate(const Options& o) {
+  check_output_paths({{"--csv", o.common.csv}, {"--system-out", o.system_out}});
+  std::vector<predict::CollectiveSample> collectives;
+  std::vector<predict::KernelSample> kernels;
+  for (const std::string& path : o.calibrate) {
+    if (predict::is_kernels_csv(path)) {
+      auto more = predict::read_kernels_csv(path);
+      kernels.insert(kernels.end(), more.begin(), more.end());
+    } else {
+      auto more = predict::read_collective_csv(path);
+      collectives.insert(collectives.end(), more.begin(), more.end());
+    }
+  }
+  if (!o.system_out.empty() && kernels.empty())
+    throw UsageError("--system-out needs a bench_kernels CSV among --calibrate's files (its curves are what it writes)");
+  if (!collectives.empty()) report_link_fits(o, collectives);
+  if (!kernels.empty()) report_kernel_fit(o, kernels);
   return 0;
 }
 

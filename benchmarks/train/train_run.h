@@ -33,7 +33,9 @@ struct Options {
   // --simulate / --search: predicted steps on a system instead of a run here.
   bool simulate = false, search = false, sp = false;
   std::string gpus, system = "dgx-a100", recompute = "none";
-  std::vector<std::string> calibrate;  // bench_<collective> CSVs to fit alpha and beta to
+  std::vector<std::string> calibrate;  // bench_<collective> CSVs (alpha, beta) and bench_kernels CSVs (curves)
+  std::string system_out;              // --calibrate: --system with the fitted kernel curves, written here
+  bool blocking_p2p = false;           // pipeline sends hold their stage (2022 Megatron)
   int zero = 0, top = 5;
 };
 
