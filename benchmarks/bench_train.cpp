@@ -89,17 +89,21 @@ void validate_on_ranks(const TrainConfig& t, Communicator& comm) {
 // Options that only a prediction takes, refused without --simulate or --search.
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
-  for (const char* name : {"--gpus", "--system", "--sp", "--zero", "--recompute", "--top"})
+  for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
+  if (!predicting && o.calibrate.empty() && app.count("--system") > 0)
+    throw UsageError("--system applies to --simulate, --search and --calibrate, not to a run here");
+  if (o.calibrate.empty() && !o.system_out.empty())
+    throw UsageError("--system-out applies to --calibrate with a bench_kernels CSV");
   if (predicting && o.gpus.empty())
     throw UsageError("--simulate and --search need --gpus N or N,M,... (the GPU counts to predict)");
   if (o.simulate && o.search) throw UsageError("--simulate and --search are alternatives; give one");
 }
 
 int run(Options& o, const CLI::App& app) {
-  if (!o.calibrate.empty()) return calibrate(o);
   validate_prediction_options(o, app);
+  if (!o.calibrate.empty()) return calibrate(o);
   if (o.simulate || o.search) {
     o.train.model.kind = parse_model_kind(o.model);
     o.train.model.dtype = parse_dtype(o.dtype);
@@ -151,10 +155,15 @@ void add_prediction_options(CLI::App& app, Options& o) {
       ->check(in_range(0, 3))->capture_default_str();
   app.add_option("--recompute", o.recompute, "--simulate: activation recomputation none, selective or full")
       ->capture_default_str();
+  app.add_flag("--blocking-p2p", o.blocking_p2p,
+               "--simulate/--search: pipeline sends hold their stage until delivered (2022 Megatron), instead of "
+               "overlapping compute");
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
   app.add_option("--calibrate", o.calibrate,
-                 "fit link alpha and beta to bench_<collective> CSV files and print the fit error (nothing runs)")
+                 "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
+                 "curves to bench_kernels CSVs of --dtype; print the fit errors (nothing runs)")
       ->delimiter(',');
+  app.add_option("--system-out", o.system_out, "--calibrate: write --system with the fitted curves to this file");
 }
 
 }  // namespace

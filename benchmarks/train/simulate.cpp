@@ -73,6 +73,7 @@ Layout layout_for(const Options& o, int gpus) {
   l.sequence_parallel = o.sp;
   l.zero_stage = o.zero;
   l.recompute = predict::parse_recompute(o.recompute);
+  l.blocking_p2p = o.blocking_p2p;
   l.adamw = t.optimizer == OptimizerKind::adamw;
   predict::validate_layout(l);
   return l;
