@@ -87,36 +87,36 @@ std::string number_text(double v) {
   return s.str();
 }
 
-CLI::Validator number_check(std::function<bool(double)> ok, const std::string& accepted) {
+// A validator that parses the whole value as a T (stod or stoll: `parse`), names it `kind` when it is not one, and
+// refuses what `ok` rejects; both messages end with the accepted form.
+template <typename T>
+CLI::Validator parsed_check(T (*parse)(const std::string&, std::size_t*), const char* kind,
+                            std::function<bool(T)> ok, const std::string& accepted) {
   return CLI::Validator(
-      [ok = std::move(ok), accepted](std::string& value) -> std::string {
-        double v = 0;
+      [parse, kind, ok = std::move(ok), accepted](std::string& value) -> std::string {
+        T v{};
         try {
           std::size_t used = 0;
-          v = std::stod(value, &used);
+          v = parse(value, &used);
           if (used != value.size()) throw std::invalid_argument("junk");
         } catch (const std::exception&) {
-          return "'" + value + "' is not a number; expected " + accepted;
+          return "'" + value + "' is not " + kind + "; expected " + accepted;
         }
         return ok(v) ? std::string() : value + " is not accepted: expected " + accepted;
       },
       accepted);
 }
 
+double parse_double(const std::string& s, std::size_t* used) { return std::stod(s, used); }
+long long parse_integer(const std::string& s, std::size_t* used) { return std::stoll(s, used); }
+
+CLI::Validator number_check(std::function<bool(double)> ok, const std::string& accepted) {
+  return parsed_check<double>(parse_double, "a number", std::move(ok), accepted);
+}
+
 CLI::Validator integer_check(long long min, long long max, const std::string& accepted) {
-  return CLI::Validator(
-      [min, max, accepted](std::string& value) -> std::string {
-        long long v = 0;
-        try {
-          std::size_t used = 0;
-          v = std::stoll(value, &used);
-          if (used != value.size()) throw std::invalid_argument("junk");
-        } catch (const std::exception&) {
-          return "'" + value + "' is not an integer; expected " + accepted;
-        }
-        return v >= min && v <= max ? std::string() : value + " is not accepted: expected " + accepted;
-      },
-      accepted);
+  return parsed_check<long long>(parse_integer, "an integer", [min, max](long long v) { return v >= min && v <= max; },
+                                 accepted);
 }
 
 }  // namespace
