@@ -17,6 +17,8 @@
 
 #include "app/cli.h"
 #include "app/interrupt.h"
+#include "benchmarks/kernels_memory.h"
+#include "benchmarks/kernels_options.h"
 #include "benchmarks/kernels_rows.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -38,28 +40,8 @@ using optable::Arg;
 using optable::OpCase;
 using optable::OpShape;
 using optable::Work;
-
-// GPT-2-like shapes in llm.c notation. By default host devices run the small ones (so a run takes
-// seconds) and cuda the GPT-2 ones; --shape picks any of them on any device.
-struct GptShape {
-  std::string name;
-  bool host_default;
-  OpShape dims;
-};
-const GptShape kShapes[] = {{"tiny", true, {2, 32, 64, 4, 256}},
-                            {"small", true, {1, 64, 128, 4, 512}},
-                            {"gpt2-124M", false, {8, 1024, 768, 12, 50257}},
-                            {"gpt2-1.5B", false, {4, 1024, 1600, 25, 50257}}};
-
-// The shapes to run: the one named by --shape, or the device's defaults when none is named.
-std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda) {
-  std::vector<GptShape> out;
-  for (const auto& s : kShapes)
-    if (name.empty() ? s.host_default != cuda : s.name == name) out.push_back(s);
-  if (out.empty())
-    throw UsageError("--shape: unknown shape '" + name + "'; accepted: " + join(kShapes, ", ", &GptShape::name));
-  return out;
-}
+using kernels_bench::GptShape;
+using kernels_bench::Options;
 
 // Peak dense throughput and memory bandwidth, for the roofline (dense, from data sheets: docs/MEASUREMENTS.md).
 struct Peak {
@@ -198,15 +180,6 @@ void run_benchmark(benchmark::State& state, Bench& b, const Spec& sp) {
   }
 }
 
-struct Options {
-  CommonOptions common;
-  std::vector<std::string> dtypes{"f32", "bf16"};
-  std::string filter_shapes;
-  double peak_tflops = 0, peak_gbps = 0;
-  double min_time = 0;
-  bool resume = false;
-};
-
 Peak detect_peak(const Device& dev) {
 #ifdef PARBENCH_HAVE_CUDA
   if (dev.kind == DeviceKind::cuda) {
@@ -231,6 +204,12 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   if (!ops::kernels_available(b.dev.kind))
     throw UsageError("--device " + o.common.device + ": this build has no kernels for " + device_name(b.dev));
+  const auto shapes = kernels_bench::shapes_to_run(o.filter_shapes, b.cuda());
+  const auto dtypes = kernels_bench::checked_dtypes(o);
+  std::vector<optable::OpShape> dims;
+  for (const auto& s : shapes) dims.push_back(s.dims);
+  check_memory_fits("bench_kernels' largest workload (closed form)", kernels_bench::memory_need(dims, dtypes, b.dev),
+                    b.dev, kernels_bench::max_memory_bytes(o), 1, "use a smaller --shape");
   b.stream = std::make_unique<Stream>(b.dev, b.cuda());
   b.dev_alloc = std::make_unique<TrackedAllocator>(b.dev);
   b.host_alloc = std::make_unique<TrackedAllocator>(Device{});
@@ -238,7 +217,6 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   b.peak_tflops_override = o.peak_tflops;
   b.peak_gbps_override = o.peak_gbps;
   double min_time = o.min_time > 0 ? o.min_time : (b.cuda() ? 0.5 : 0.05);
-  const auto shapes = shapes_to_run(o.filter_shapes, b.cuda());
   std::string dev_name = device_name(b.dev);
   auto add = [&](const std::string& name, const Spec& sp) {
     if (reporter.done(name)) return;  // --resume
@@ -264,9 +242,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
     }
   };
   for (const auto& shape : shapes) {
-    for (const auto& dname : o.dtypes) {
-      DType dt = parse_dtype(dname);
-      if (dt != DType::f32 && dt != DType::bf16) throw UsageError("--dtype " + dname + " is not f32 or bf16");
+    for (DType dt : dtypes) {
       std::string tail = "/" + dev_name + "/" + std::string(dtype_name(dt)) + "/" + shape.name;
       for (const auto& e : optable::op_table()) {
         if (e.kind == optable::OpKind::matmul_versions) add_matmul_versions(e, dt, shape, tail);
@@ -305,18 +281,7 @@ int main(int argc, char** argv) {
       "Google Benchmark's flags (--benchmark_filter, --benchmark_format=csv|json, ...) work too.",
       "bench_kernels"};
   Options o;
-  add_common_options(app, o.common);
-  app.add_option("--dtype", o.dtypes, "storage dtypes to run: f32, bf16")->delimiter(',');
-  app.add_option("--shape", o.filter_shapes,
-                 "run only this shape: tiny, small, gpt2-124M or gpt2-1.5B, on any device (default: tiny and small "
-                 "on cpu and simt, the gpt2 ones on cuda)");
-  app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for the roofline (default: device table)")
-      ->check(greater_than(0));
-  app.add_option("--peak-gbps", o.peak_gbps, "peak memory GB/s for the roofline (default: device table)")
-      ->check(greater_than(0));
-  app.add_option("--min-time", o.min_time, "seconds per benchmark (default 0.05 on host devices, 0.5 on cuda)")
-      ->check(greater_than(0));
-  app.add_flag("--resume", o.resume, "skip the benchmarks already in --csv (by name), append the rest");
+  kernels_bench::add_options(app, o);
   Bench b;
   return run_program(app, ac, av.data(), [&] { return run(b, o, ac, av.data()); });
 }

@@ -13,22 +13,15 @@
 #include "core/memory.h"
 #include "app/interrupt.h"
 #include "app/output.h"
+#include "benchmarks/memcpy_options.h"
 #include "core/sizes.h"
 #include "core/stream.h"
 #include "profiles/range.h"
 
 using namespace parbench;
+using parbench::memcpy_bench::Options;
 
 namespace {
-
-struct Options {
-  CommonOptions common;
-  std::string sizes = "1K:64M:x4";
-  int iters = 20;
-  int warmup = 2;
-  bool resume = false;
-  std::string max_memory;  // --max-memory BYTES
-};
 
 // Fills with a position-dependent pattern so a copy that skips or shifts bytes is caught.
 void fill_pattern(std::vector<unsigned char>& v, unsigned seed) {
@@ -67,9 +60,7 @@ int run(const Options& o) {
   std::string why;
   Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
-  if (o.iters < 1) throw UsageError("--iters " + std::to_string(o.iters) + " must be >= 1");
-  auto sizes = parse_size_list(o.sizes);
-  if (o.resume && o.common.csv.empty()) throw UsageError("--resume needs --csv FILE: the sizes to skip are its rows");
+  auto sizes = memcpy_bench::checked_sizes(o);
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
   StreamingTable rows({{"device"}, {"bytes"}, {"time_us", 2}, {"gbps", 2}, {"wrong"}}, o.common.csv, o.common.json,
                       o.resume ? CsvRowFile::Mode::append : CsvRowFile::Mode::replace);
@@ -82,7 +73,7 @@ int run(const Options& o) {
   // when the device is the host).
   const std::uint64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
   check_memory_fits("bench_memcpy's buffers for the largest size", (dev.on_host() ? 4 : 2) * largest, dev,
-                    o.max_memory.empty() ? 0 : parse_size_option("--max-memory", o.max_memory), 1,
+                    memcpy_bench::max_memory_bytes(o), 1,
                     "use smaller --sizes");
   TrackedAllocator alloc(dev);
   Stream stream(dev);
@@ -114,15 +105,6 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   CLI::App app("Copy bandwidth of a device (read + write bytes per second)", "bench_memcpy");
   Options o;
-  add_common_options(app, o.common);
-  app.add_option("--sizes", o.sizes, "sizes to copy: MIN:MAX:xF, MIN:MAX:+S or a list")
-      ->check(size_list_validator())
-      ->capture_default_str();
-  app.add_option("-n,--iters", o.iters, "timed copies per size")->capture_default_str()->check(integer_in(1, 1 << 30));
-  app.add_option("-w,--warmup", o.warmup, "untimed copies per size")->capture_default_str()
-      ->check(integer_in(0, 1 << 30));
-  app.add_option("--max-memory", o.max_memory,
-                 "refuse, before allocating, sizes whose buffers exceed BYTES (K/M/G; default: the device's memory)");
-  app.add_flag("--resume", o.resume, "skip the sizes already in --csv (same device and bytes), append the rest");
+  memcpy_bench::add_options(app, o);
   return run_program(app, argc, argv, [&] { return run(o); });
 }

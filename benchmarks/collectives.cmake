@@ -1,10 +1,13 @@
 # Collective benchmarks: one shared engine, one tiny main per collective.
 set(PARBENCH_CB ${CMAKE_CURRENT_SOURCE_DIR}/collective_bench)
+# The options alone, for the fuzz target of the command line (its build then skips the engine and the report).
+add_library(parbench_collective_options STATIC ${PARBENCH_CB}/options.cpp)
+target_link_libraries(parbench_collective_options PUBLIC parbench_collectives parbench_app)
+target_include_directories(parbench_collective_options PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 add_library(parbench_collective_bench STATIC ${PARBENCH_CB}/engine.cpp ${PARBENCH_CB}/engine_notes.cpp
-            ${PARBENCH_CB}/options.cpp ${PARBENCH_CB}/report.cpp ${PARBENCH_CB}/sweep_control.cpp
-            ${PARBENCH_CB}/timing.cpp)
-target_link_libraries(parbench_collective_bench PUBLIC parbench_collectives parbench_profiles parbench_app
-                      nlohmann_json::nlohmann_json)
+            ${PARBENCH_CB}/report.cpp ${PARBENCH_CB}/sweep_control.cpp ${PARBENCH_CB}/timing.cpp)
+target_link_libraries(parbench_collective_bench PUBLIC parbench_collective_options parbench_collectives
+                      parbench_profiles parbench_app nlohmann_json::nlohmann_json)
 target_include_directories(parbench_collective_bench PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 set(PARBENCH_COLLECTIVE_BENCHES
     allreduce allgather reducescatter broadcast reduce gather scatter alltoall sendrecv)

@@ -196,14 +196,18 @@ void check_attention_grad(const Op& op, DType d, const Tensor& inp, const Tensor
 
 void attention_forward(Tensor& out, Tensor& att, const Tensor& inp, int NH, const Stream& s) {
   Op op{"attention_forward", s};
-  auto [d, B, T_, C] = check_attention(op, inp, NH, {out, "out"}, {att, "att"}, false);
+  const AttnShape sh = check_attention(op, inp, NH, {out, "out"}, {att, "att"}, false);
+  const DType d = sh.d;
+  const int B = sh.B, T_ = sh.T_, C = sh.C;
   PB_DISPATCH(op, d, attention_forward, out.ptr<T>(), att.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH);
 }
 
 void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& att,
                         int NH, const Stream& s) {
   Op op{"attention_backward", s};
-  auto [d, B, T_, C] = check_attention(op, inp, NH, {dout, "dout"}, {att, "att"}, false);
+  const AttnShape sh = check_attention(op, inp, NH, {dout, "dout"}, {att, "att"}, false);
+  const DType d = sh.d;
+  const int B = sh.B, T_ = sh.T_, C = sh.C;
   check_attention_grad(op, d, inp, dinp, scratch, std::int64_t(B) * NH * T_ * T_);
   PB_DISPATCH(op, d, attention_backward, dinp.ptr<T>(), scratch.ptr<Acc<T>>(), dout.ptr<T>(), inp.ptr<T>(),
               att.ptr<Acc<T>>(), B, T_, C, NH);
@@ -211,14 +215,18 @@ void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const
 
 void flash_attention_forward(Tensor& out, Tensor& lse, const Tensor& inp, int NH, const Stream& s) {
   Op op{"flash_attention_forward", s};
-  auto [d, B, T_, C] = check_attention(op, inp, NH, {out, "out"}, {lse, "lse"}, true);
+  const AttnShape sh = check_attention(op, inp, NH, {out, "out"}, {lse, "lse"}, true);
+  const DType d = sh.d;
+  const int B = sh.B, T_ = sh.T_, C = sh.C;
   PB_DISPATCH(op, d, flash_attention_forward, out.ptr<T>(), lse.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH);
 }
 
 void flash_attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& out,
                               const Tensor& lse, int NH, const Stream& s) {
   Op op{"flash_attention_backward", s};
-  auto [d, B, T_, C] = check_attention(op, inp, NH, {dout, "dout"}, {lse, "lse"}, true);
+  const AttnShape sh = check_attention(op, inp, NH, {dout, "dout"}, {lse, "lse"}, true);
+  const DType d = sh.d;
+  const int B = sh.B, T_ = sh.T_, C = sh.C;
   op.dtype(out, "out", d);
   op.shape(out, "out", dout.shape());
   check_attention_grad(op, d, inp, dinp, scratch, std::int64_t(B) * NH * T_);

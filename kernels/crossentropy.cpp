@@ -152,15 +152,19 @@ CeShard check_ce_shard(const Op& op, const Tensor& logits, const Tensor* targets
 
 void crossentropy_shard_max(Tensor& row_max, const Tensor& logits, const Stream& s) {
   Op op{"crossentropy_shard_max", s};
-  auto [d, N, Vs] = check_ce_shard(op, logits, nullptr, 0, {{&row_max, "row_max"}});
+  const CeShard sh = check_ce_shard(op, logits, nullptr, 0, {{&row_max, "row_max"}});
+  const DType d = sh.d;
+  const int N = sh.N, Vs = sh.Vs;
   PB_DISPATCH(op, d, crossentropy_shard_max, row_max.ptr<Acc<T>>(), logits.ptr<T>(), N, Vs);
 }
 
 void crossentropy_shard_sums(Tensor& sumexp, Tensor& target_logit, const Tensor& logits, const Tensor& targets,
                              const Tensor& row_max, std::int64_t vocab_begin, const Stream& s) {
   Op op{"crossentropy_shard_sums", s};
-  auto [d, N, Vs] = check_ce_shard(op, logits, &targets, vocab_begin,
+  const CeShard sh = check_ce_shard(op, logits, &targets, vocab_begin,
                                    {{&sumexp, "sumexp"}, {&target_logit, "target_logit"}, {&row_max, "row_max"}});
+  const DType d = sh.d;
+  const int N = sh.N, Vs = sh.Vs;
   PB_DISPATCH(op, d, crossentropy_shard_sums, sumexp.ptr<Acc<T>>(), target_logit.ptr<Acc<T>>(), logits.ptr<T>(),
               targets.ptr<std::int32_t>(), row_max.ptr<Acc<T>>(), N, Vs, vocab_begin);
 }
@@ -169,9 +173,11 @@ void crossentropy_shard_finish(Tensor& losses, Tensor* dlogits, const Tensor& lo
                                const Tensor& row_max, const Tensor& sumexp, const Tensor& target_logit,
                                std::int64_t vocab_begin, float dloss, const Stream& s) {
   Op op{"crossentropy_shard_finish", s};
-  auto [d, N, Vs] = check_ce_shard(
+  const CeShard sh = check_ce_shard(
       op, logits, &targets, vocab_begin,
       {{&losses, "losses"}, {&row_max, "row_max"}, {&sumexp, "sumexp"}, {&target_logit, "target_logit"}});
+  const DType d = sh.d;
+  const int N = sh.N, Vs = sh.Vs;
   op.optional(dlogits, "dlogits", d, logits.numel());
   PB_DISPATCH(op, d, crossentropy_shard_finish, losses.ptr<Acc<T>>(), ptr_or_null<T>(dlogits), logits.ptr<T>(),
               targets.ptr<std::int32_t>(), row_max.ptr<Acc<T>>(), sumexp.ptr<Acc<T>>(), target_logit.ptr<Acc<T>>(), N,

@@ -109,14 +109,16 @@ static std::array<int, 4> check_encoder(const Op& op, DType d, const Tensor& inp
 void encoder_forward(Tensor& out, const Tensor& inp, const Tensor& wte, const Tensor& wpe, const Stream& s) {
   Op op{"encoder_forward", s};
   DType d = op.storage(out, "out");
-  auto [B, T_, C, V] = check_encoder(op, d, inp, wte, "wte", &wpe, "wpe", out, "out");
+  const auto dims = check_encoder(op, d, inp, wte, "wte", &wpe, "wpe", out, "out");
+  const int B = dims[0], T_ = dims[1], C = dims[2];
   PB_DISPATCH(op, d, encoder_forward, out.ptr<T>(), inp.ptr<std::int32_t>(), wte.ptr<T>(), wpe.ptr<T>(), B, T_, C);
 }
 
 void encoder_backward(Tensor& dwte, Tensor& dwpe, const Tensor& dout, const Tensor& inp, const Stream& s) {
   Op op{"encoder_backward", s};
   DType d = op.storage(dout, "dout");
-  auto [B, T_, C, V] = check_encoder(op, d, inp, dwte, "dwte", &dwpe, "dwpe", dout, "dout");
+  const auto dims = check_encoder(op, d, inp, dwte, "dwte", &dwpe, "dwpe", dout, "dout");
+  const int B = dims[0], T_ = dims[1], C = dims[2];
   PB_DISPATCH(op, d, encoder_backward, dwte.ptr<T>(), dwpe.ptr<T>(), dout.ptr<T>(), inp.ptr<std::int32_t>(), B, T_, C);
 }
 
@@ -125,7 +127,8 @@ void encoder_forward_shard(Tensor& out, const Tensor& inp, const Tensor& wte, co
                            std::int64_t vocab_begin, const Stream& s) {
   Op op{"encoder_forward_shard", s};
   DType d = op.storage(out, "out");
-  auto [B, T_, C, Vs] = check_encoder(op, d, inp, wte, "wte", wpe, "wpe", out, "out", &vocab_begin);
+  const auto dims = check_encoder(op, d, inp, wte, "wte", wpe, "wpe", out, "out", &vocab_begin);
+  const int B = dims[0], T_ = dims[1], C = dims[2], Vs = dims[3];
   PB_DISPATCH(op, d, encoder_forward_shard, out.ptr<T>(), inp.ptr<std::int32_t>(), wte.ptr<T>(), ptr_or_null<T>(wpe), B,
               T_, C, Vs, vocab_begin);
 }
@@ -134,7 +137,8 @@ void encoder_backward_shard(Tensor& dwte, Tensor* dwpe, const Tensor& dout, cons
                             std::int64_t vocab_begin, const Stream& s) {
   Op op{"encoder_backward_shard", s};
   DType d = op.storage(dout, "dout");
-  auto [B, T_, C, Vs] = check_encoder(op, d, inp, dwte, "dwte", dwpe, "dwpe", dout, "dout", &vocab_begin);
+  const auto dims = check_encoder(op, d, inp, dwte, "dwte", dwpe, "dwpe", dout, "dout", &vocab_begin);
+  const int B = dims[0], T_ = dims[1], C = dims[2], Vs = dims[3];
   PB_DISPATCH(op, d, encoder_backward_shard, dwte.ptr<T>(), ptr_or_null<T>(dwpe), dout.ptr<T>(),
               inp.ptr<std::int32_t>(), B, T_, C, Vs, vocab_begin);
 }

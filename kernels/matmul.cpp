@@ -102,7 +102,8 @@ void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
                     MatmulAlgo algo) {
   Op op{"matmul_forward", s};
   DType d = op.storage(out, "out");
-  auto [BT, C, OC] = check_matmul(op, d, inp, weight, out, "out");
+  const auto dims = check_matmul(op, d, inp, weight, out, "out");
+  const int BT = dims[0], C = dims[1], OC = dims[2];
   op.optional(bias, "bias", d, OC);
   if (algo == MatmulAlgo::cublas && s.device().kind != DeviceKind::cuda)
     op.fail("the cublas algorithm needs the cuda device, not " + device_name(s.device()));
@@ -123,7 +124,8 @@ void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor&
                      const Tensor& weight, bool accumulate, const Stream& s) {
   Op op{"matmul_backward", s};
   DType d = op.storage(dout, "dout");
-  auto [BT, C, OC] = check_matmul(op, d, inp, weight, dout, "dout");
+  const auto dims = check_matmul(op, d, inp, weight, dout, "dout");
+  const int BT = dims[0], C = dims[1], OC = dims[2];
   op.optional(dinp, "dinp", d, inp.numel());
   op.optional(dweight, "dweight", d, weight.numel());
   op.optional(dbias, "dbias", d, OC);

@@ -232,9 +232,16 @@ class Coverage {
 
 // One row per pid with events in the window; the events clipped to it. Returns whether the trace marks idle time.
 bool add_spans(const TraceEvents& ev, double begin, double end, Timeline& tl) {
+  // An event is in the window when it overlaps it, or when it is instant (no duration, also a duration lost to
+  // rounding at a large timestamp) inside it. Rows and spans use the same rule: fuzz_trace found an instant event
+  // at the window's start that had a span but no row.
+  const auto in_window = [&](const RawEvent& r) {
+    return (r.end_us > begin && r.start_us < end) ||
+           (r.start_us == r.end_us && r.start_us >= begin && r.start_us <= end);
+  };
   std::set<std::int64_t> pids;
   for (const RawEvent& r : ev.raw)
-    if (r.end_us > begin && r.start_us < end) pids.insert(r.pid);
+    if (in_window(r)) pids.insert(r.pid);
   std::map<std::int64_t, int> row_of;
   for (std::int64_t pid : pids) {
     row_of[pid] = static_cast<int>(tl.rows.size());
@@ -244,8 +251,7 @@ bool add_spans(const TraceEvents& ev, double begin, double end, Timeline& tl) {
   const Coverage coverage(ev.raw);
   bool explicit_idle = false;
   for (const RawEvent& r : ev.raw) {
-    if (!(r.end_us > begin && r.start_us < end) && !(r.start_us == r.end_us && r.start_us >= begin && r.start_us <= end))
-      continue;
+    if (!in_window(r)) continue;
     if (!r.kind && coverage.covered(r)) continue;
     const SpanKind kind = r.kind ? *r.kind : SpanKind::other_compute;
     explicit_idle = explicit_idle || kind == SpanKind::idle;

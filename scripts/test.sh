@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test (ctest), then the unit tests once more and the cuda path (ctest label gpu)
 # in an AddressSanitizer + UndefinedBehaviorSanitizer build on emulated GPUs (PARBENCH_CUDA=EMULATED), where ASan
-# also sees kernels that overrun device buffers; then the threaded parts under ThreadSanitizer. The fuzzers
-# (scripts/fuzz.sh) are not run here yet: a time-bounded run is not reproducible, and a new finding would block
-# CI; they need fixed seeds and run counts first.
+# also sees kernels that overrun device buffers; then the threaded parts under ThreadSanitizer; last every fuzzer
+# in its reproducible mode (scripts/fuzz.sh --ci: a fixed seed and run count per target, from the committed
+# corpus), so a run in CI executes the same inputs as the same run on a laptop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -41,3 +41,6 @@ export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
 (cd build-tsan && ctest --output-on-failure -j "$jobs" \
   -R '^(ThreadsTransport|Doorbell|Communicator|ReduceKernel|Watchdog)\.|SimtKernels\.|^Simt(Runtime|Launch|Stack|Schedules)\.|^tsan_' \
   -E 'RefusalsAreUsageErrorsWithReasons')  # that one expects an MPI build
+
+echo "== fuzz (reproducible: fixed seed and run count per target)"
+scripts/fuzz.sh --ci

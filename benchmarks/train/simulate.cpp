@@ -14,26 +14,6 @@ namespace parbench::train_bench {
 using predict::Layout;
 using predict::Prediction;
 
-// "8,64,512" -> {8, 64, 512}; UsageError naming the bad token.
-std::vector<int> parse_gpu_list(const std::string& list) {
-  std::vector<int> out;
-  std::stringstream ss(list);
-  for (std::string tok; std::getline(ss, tok, ',');) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(tok, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != tok.size() || tok.empty() || v < 1)
-      throw UsageError("--gpus '" + list + "': '" + tok + "' is not a GPU count; accepted: N or N,M,... (N >= 1)");
-    out.push_back(v);
-  }
-  if (out.empty()) throw UsageError("--gpus is empty; accepted: N or N,M,... (N >= 1)");
-  return out;
-}
-
 namespace {
 
 // The scheme a run of this layout would use (ddp, zero1..3, hybrid), with what else distinguishes it, so that

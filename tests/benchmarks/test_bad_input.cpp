@@ -109,6 +109,18 @@ const std::vector<Case>& cases() {
       {"bench_kernels", "--device tpu" + kRows, {"'tpu'", "accepted: auto"}},
       {"bench_kernels", "--json /nonexistent/dir/k.json", {"--json '/nonexistent/dir/k.json'", "does not exist"}},
       {"bench_kernels", "--resume", {"--resume needs --csv FILE"}},
+      // Memory: the largest workload (closed form, benchmarks/kernels_memory.h) refused before any allocation.
+      {"bench_kernels", "--device cpu --shape gpt2-1.5B --dtype f32 --max-memory 1G" + kRows,
+       {"bench_kernels' largest workload (closed form) needs 6587400192 bytes (6282.2 MiB) per rank",
+        "limit of 1073741824 bytes (1024.0 MiB: --max-memory)", "use a smaller --shape"}},
+      {"bench_kernels", "--device cpu --shape tiny --max-memory 12Q" + kRows,
+       {"--max-memory: bad size '12Q'", "K, M or G suffix"}},
+#ifdef PB_CUDA_EMULATED
+      // Beyond the device's memory: an emulated GPU of 1 GiB against gpt2-124M's cross-entropy in f32.
+      {"bench_kernels", "--device cuda --shape gpt2-124M --dtype f32" + kRows,
+       {"needs 3293708288 bytes (3141.1 MiB) per rank", "limit of 1073741824 bytes (1024.0 MiB: cuda:0's memory)"},
+       2, "PARBENCH_EMU_GPU_MEMORY=1G"},
+#endif
       // bench_train: numbers, names, layouts, schedule files, its CSV.
       {"bench_train", "--bogus" + kRows, {"--bogus"}},
       {"bench_train", "--scheme zero9" + kRows, {"'zero9'", "accepted: single, dp, ddp"}},

@@ -1,0 +1,57 @@
+#include "benchmarks/kernels_options.h"
+
+#include "core/error.h"
+#include "core/text.h"
+
+namespace parbench::kernels_bench {
+
+const std::vector<GptShape>& gpt_shapes() {
+  static const std::vector<GptShape> shapes{{"tiny", true, {2, 32, 64, 4, 256}},
+                                            {"small", true, {1, 64, 128, 4, 512}},
+                                            {"gpt2-124M", false, {8, 1024, 768, 12, 50257}},
+                                            {"gpt2-1.5B", false, {4, 1024, 1600, 25, 50257}}};
+  return shapes;
+}
+
+std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda) {
+  std::vector<GptShape> out;
+  for (const auto& s : gpt_shapes())
+    if (name.empty() ? s.host_default != cuda : s.name == name) out.push_back(s);
+  if (out.empty())
+    throw UsageError("--shape: unknown shape '" + name + "'; accepted: " + join(gpt_shapes(), ", ", &GptShape::name));
+  return out;
+}
+
+void add_options(CLI::App& app, Options& o) {
+  add_common_options(app, o.common);
+  app.add_option("--dtype", o.dtypes, "storage dtypes to run: f32, bf16")->delimiter(',');
+  app.add_option("--shape", o.filter_shapes,
+                 "run only this shape: tiny, small, gpt2-124M or gpt2-1.5B, on any device (default: tiny and small "
+                 "on cpu and simt, the gpt2 ones on cuda)");
+  app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for the roofline (default: device table)")
+      ->check(greater_than(0));
+  app.add_option("--peak-gbps", o.peak_gbps, "peak memory GB/s for the roofline (default: device table)")
+      ->check(greater_than(0));
+  app.add_option("--min-time", o.min_time, "seconds per benchmark (default 0.05 on host devices, 0.5 on cuda)")
+      ->check(greater_than(0));
+  app.add_flag("--resume", o.resume, "skip the benchmarks already in --csv (by name), append the rest");
+  app.add_option("--max-memory", o.max_memory,
+                 "refuse, before allocating, shapes whose largest workload exceeds BYTES (K/M/G; default: the "
+                 "device's memory)");
+}
+
+std::vector<DType> checked_dtypes(const Options& o) {
+  std::vector<DType> out;
+  for (const auto& name : o.dtypes) {
+    DType dt = parse_dtype(name);
+    if (dt != DType::f32 && dt != DType::bf16) throw UsageError("--dtype " + name + " is not f32 or bf16");
+    out.push_back(dt);
+  }
+  return out;
+}
+
+std::uint64_t max_memory_bytes(const Options& o) {
+  return o.max_memory.empty() ? 0 : parse_size_option("--max-memory", o.max_memory);
+}
+
+}  // namespace parbench::kernels_bench

@@ -1,0 +1,48 @@
+// bench_kernels' command line: its options, the shapes they pick and the checks that need no device, apart from
+// main() so that a fuzz target (tests/fuzz/fuzz_kernels_cli.cpp) parses argument vectors through them without
+// running anything. Google Benchmark's own --benchmark_* flags are not ours: main() takes them out first.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "app/cli.h"
+#include "core/dtype.h"
+#include "kernels/op_table.h"
+
+namespace parbench::kernels_bench {
+
+// GPT-2-like shapes in llm.c notation. By default host devices run the small ones (so a run takes seconds) and
+// cuda the GPT-2 ones; --shape picks any of them on any device.
+struct GptShape {
+  std::string name;
+  bool host_default;
+  optable::OpShape dims;
+};
+const std::vector<GptShape>& gpt_shapes();
+
+// The shapes to run: the one named by --shape, or the device's defaults when none is named (UsageError naming
+// an unknown shape and the accepted ones).
+std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda);
+
+struct Options {
+  CommonOptions common;
+  std::vector<std::string> dtypes{"f32", "bf16"};
+  std::string filter_shapes;
+  double peak_tflops = 0, peak_gbps = 0;
+  double min_time = 0;
+  bool resume = false;
+  std::string max_memory;  // --max-memory BYTES
+};
+
+// Registers every option on `app` (bad numbers fail at parse time, naming the accepted range).
+void add_options(CLI::App& app, Options& o);
+
+// The storage dtypes of --dtype, each f32 or bf16 (UsageError naming another).
+std::vector<DType> checked_dtypes(const Options& o);
+
+// --max-memory in bytes (0: not given, the device's memory is the limit); UsageError for a bad size.
+std::uint64_t max_memory_bytes(const Options& o);
+
+}  // namespace parbench::kernels_bench

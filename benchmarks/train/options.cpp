@@ -1,0 +1,202 @@
+#include "benchmarks/train/options.h"
+
+#include <sstream>
+
+#include "core/error.h"
+#include "core/text.h"
+#include "parallel/schedule/schedule.h"
+#include "parallel/schemes/model_parallel.h"
+
+namespace parbench::train_bench {
+
+namespace {
+
+// A loop, not views::filter: clang 14 (the fuzz build's) cannot pipe a vector through libstdc++ 12's views.
+std::string model_parallel_scheme_names() {
+  std::vector<std::string> names;
+  for (const SchemeKind& k : scheme_kinds())
+    if (k.model_parallel) names.emplace_back(k.name);
+  return join(names, ", ");
+}
+
+void parse_profile_steps(Options& o) {
+  if (o.profile_steps.empty()) return;
+  const auto colon = o.profile_steps.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    std::size_t used_a = 0, used_b = 0;
+    o.profile_begin = std::stoi(o.profile_steps.substr(0, colon), &used_a);
+    o.profile_end = std::stoi(o.profile_steps.substr(colon + 1), &used_b);
+    if (used_a != colon || used_b != o.profile_steps.size() - colon - 1) throw std::invalid_argument("junk");
+  } catch (const std::exception&) {
+    o.profile_begin = o.profile_end = -1;
+  }
+  if (o.profile_begin < 0 || o.profile_end <= o.profile_begin)
+    throw UsageError("--profile-steps '" + o.profile_steps + "' is not a range A:B of steps with 0 <= A < B");
+}
+
+void add_prediction_options(CLI::App& app, Options& o) {
+  app.add_flag("--simulate", o.simulate, "predict one step per --gpus value on --system instead of running here");
+  app.add_flag("--search", o.search, "predict every layout that fits on --gpus and print the best --top");
+  app.add_option("--gpus", o.gpus, "--simulate/--search: GPU counts, N or N,M,...");
+  app.add_option("--system", o.system, "--simulate/--search: dgx-a100, dgx-h100, h200, this-machine or FILE.json")
+      ->capture_default_str();
+  app.add_flag("--sp", o.sp, "--simulate: sequence parallelism (a run here: --scheme sp)");
+  app.add_option("--zero", o.zero, "--simulate: ZeRO stage of the data-parallel dimension (a run here: --scheme)")
+      ->check(in_range(0, 3))->capture_default_str();
+  app.add_option("--recompute", o.recompute, "--simulate: activation recomputation none, selective or full")
+      ->capture_default_str();
+  app.add_flag("--blocking-p2p", o.blocking_p2p,
+               "--simulate/--search: pipeline sends hold their stage until delivered (2022 Megatron), instead of "
+               "overlapping compute");
+  app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
+  app.add_option("--calibrate", o.calibrate,
+                 "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
+                 "curves to bench_kernels CSVs of --dtype; print the fit errors (nothing runs)")
+      ->delimiter(',');
+  app.add_option("--system-out", o.system_out, "--calibrate: write --system with the fitted curves to this file");
+}
+
+}  // namespace
+
+// "8,64,512" -> {8, 64, 512}; UsageError naming the bad token.
+std::vector<int> parse_gpu_list(const std::string& list) {
+  std::vector<int> out;
+  std::stringstream ss(list);
+  for (std::string tok; std::getline(ss, tok, ',');) {
+    std::size_t used = 0;
+    int v = 0;
+    try {
+      v = std::stoi(tok, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tok.size() || tok.empty() || v < 1)
+      throw UsageError("--gpus '" + list + "': '" + tok + "' is not a GPU count; accepted: N or N,M,... (N >= 1)");
+    out.push_back(v);
+  }
+  if (out.empty()) throw UsageError("--gpus is empty; accepted: N or N,M,... (N >= 1)");
+  return out;
+}
+
+// Everything that can be refused without ranks; the rank-count-dependent checks run in validate_on_ranks.
+void validate(Options& o, const Device& dev) {
+  TrainConfig& t = o.train;
+  t.model.kind = parse_model_kind(o.model);
+  t.model.dtype = parse_dtype(o.dtype);
+  t.model.flash_attention = o.attention == "flash";
+  if (o.optimizer != "adamw" && o.optimizer != "sgd")
+    throw UsageError("--optimizer '" + o.optimizer + "' is unknown; accepted: adamw, sgd");
+  t.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+  t.overlap = !o.no_overlap;
+  t.model.validate();
+  if (!find_scheme_kind(t.scheme).model_parallel &&
+      (t.tp > 1 || t.pp > 1 || t.dp > 0 || t.microbatches > 0 || t.virtual_stages != 1))
+    throw UsageError("--tp, --pp, --dp, --microbatches and --virtual-stages apply to schemes " +
+                     model_parallel_scheme_names() + ", not to '" + t.scheme + "'");
+  if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
+  parse_profile_steps(o);
+  if (!o.max_memory.empty()) t.max_memory = parse_size_option("--max-memory", o.max_memory);
+  if (o.check_tolerance < 0 || (o.check_tolerance > 0 && !o.check))
+    throw UsageError("--check-tolerance " + std::to_string(o.check_tolerance) + " needs --check and a value >= 0");
+  if (t.model.dtype == DType::f64 && dev.kind != DeviceKind::cpu)
+    throw UsageError("--dtype f64 runs on the cpu device only, not on " + device_name(dev));
+}
+
+// Options that only a prediction takes, refused without --simulate or --search.
+void validate_prediction_options(const Options& o, const CLI::App& app) {
+  const bool predicting = o.simulate || o.search;
+  for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--top"})
+    if (!predicting && app.count(name) > 0)
+      throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
+  if (!predicting && o.calibrate.empty() && app.count("--system") > 0)
+    throw UsageError("--system applies to --simulate, --search and --calibrate, not to a run here");
+  if (o.calibrate.empty() && !o.system_out.empty())
+    throw UsageError("--system-out applies to --calibrate with a bench_kernels CSV");
+  if (predicting && o.gpus.empty())
+    throw UsageError("--simulate and --search need --gpus N or N,M,... (the GPU counts to predict)");
+  if (o.simulate && o.search) throw UsageError("--simulate and --search are alternatives; give one");
+}
+
+void prepare_prediction(Options& o) {
+  o.train.model.kind = parse_model_kind(o.model);
+  o.train.model.dtype = parse_dtype(o.dtype);
+  o.train.model.flash_attention = o.attention == "flash";
+  o.train.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+  o.train.model.validate();
+}
+
+void add_options(CLI::App& app, Options& o) {
+  add_common_options(app, o.common);
+  auto& m = o.train.model;
+  app.add_option("--model", o.model, "mlp or gpt")->capture_default_str();
+  app.add_option("--layers", m.layers, "blocks")->capture_default_str()->check(integer_in(1, 1 << 20));
+  app.add_option("--hidden", m.hidden, "hidden size C")->capture_default_str()->check(integer_in(1, 1 << 24));
+  app.add_option("--heads", m.heads, "attention heads (gpt)")->capture_default_str()->check(integer_in(1, 1 << 20));
+  app.add_option("--seq", m.seq, "sequence length T (gpt)")->capture_default_str()->check(integer_in(1, 1 << 24));
+  app.add_option("--vocab", m.vocab, "vocabulary size V (gpt)")->capture_default_str()->check(integer_in(1, 1 << 26));
+  app.add_option("--ffn", m.ffn, "MLP hidden size (0: 4 x hidden)")->capture_default_str()->check(integer_in(0, 1 << 26));
+  app.add_option("--dtype", o.dtype, "f32, or bf16 with fp32 master weights")->capture_default_str();
+  app.add_option("--attention", o.attention, "flash or plain")->check(CLI::IsMember({"flash", "plain"}))
+      ->capture_default_str();
+  app.add_option("--global-batch", o.train.global_batch, "samples per step over all ranks")->capture_default_str()
+      ->check(integer_in(1, 1 << 30));
+  app.add_option("--micro-batch", o.train.micro_batch, "samples per microbatch (0: global / ranks)")
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 30));
+  app.add_option("--scheme", o.train.scheme, "parallelism scheme:" + scheme_help())
+      ->capture_default_str();
+  app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)")
+      ->check(in_range(0, 1024));
+  app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--schedule", o.train.schedule, "pipeline schedule:" + schedule_help())
+      ->capture_default_str();
+  app.add_option("--microbatches", o.train.microbatches,
+                 "pipeline microbatches per step (0: global batch / (dp x micro-batch), or pp)")
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 20));
+  app.add_option("--virtual-stages", o.train.virtual_stages, "interleaved: model chunks per pipeline rank")
+      ->capture_default_str()
+      ->check(in_range(1, 1024));
+  app.add_option("--dp-scheme", o.train.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
+      ->capture_default_str();
+  app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
+      ->capture_default_str();
+  app.add_option("--steps", o.steps, "timed steps")->capture_default_str()->check(integer_in(1, 1 << 30));
+  app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str()
+      ->check(integer_in(0, 1 << 30));
+  app.add_option("--optimizer", o.optimizer, "adamw or sgd")->capture_default_str();
+  app.add_option("--lr", o.train.adamw.lr, "learning rate")->capture_default_str()
+      ->check(greater_than(0));
+  app.add_option("--weight-decay", o.train.adamw.weight_decay, "weight decay")->capture_default_str()
+      ->check(at_least(0));
+  app.add_option("--bucket-mb", o.train.bucket_mb, "ddp bucket size (MiB)")->capture_default_str()
+      ->check(greater_than(0));
+  app.add_flag("--no-overlap", o.no_overlap, "ddp: allreduce after backward instead of during it");
+  app.add_option("--sync-every", o.train.sync_every, "localsgd: average parameters every k steps")
+      ->capture_default_str()
+      ->check(integer_in(1, 1 << 30));
+  app.add_flag("--offload", o.train.offload, "zero1..3: optimizer state and update in host memory");
+  app.add_option("--seed", o.train.seed, "seed of parameters and data")->capture_default_str();
+  app.add_option("--timeout", o.timeout, "seconds any collective may wait")->capture_default_str()
+      ->check(greater_than(0));
+  app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s per rank for MFU (0: leave mfu empty)")
+      ->check(at_least(0));
+  app.add_flag("--pin", o.pin, "bind each rank to core (node-local rank mod cores)");
+  app.add_flag("--check", o.check, "compare parameters with a single-rank run on the same global batch");
+  app.add_option("--check-tolerance", o.check_tolerance,
+                 "with --check: fail (exit 1) when the relative parameter difference exceeds this");
+  app.add_option("--profile-steps", o.profile_steps,
+                 "A:B: run steps A..B-1 (warm-up counted) inside cudaProfilerStart/Stop for nsys");
+  app.add_flag("--estimate-memory", o.estimate_memory, "print the closed-form memory beside the measured peak");
+  app.add_option("--max-memory", o.max_memory,
+                 "refuse (before allocating) a run whose closed-form model state per rank exceeds BYTES (K/M/G)");
+  add_prediction_options(app, o);
+}
+
+}  // namespace parbench::train_bench

@@ -1,0 +1,35 @@
+// The fuzz bytes as a program's argument vector: split at NUL bytes, after the program's name (at most 64
+// arguments; a longer vector is skipped). Shared by the command-line fuzz targets.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pbfuzz {
+
+struct Args {
+  std::vector<std::string> args;
+  std::vector<char*> argv;
+  int argc() const { return int(argv.size()); }
+};
+
+// False for a vector too long to be worth parsing.
+inline bool args_from_bytes(const char* program, const std::uint8_t* data, std::size_t size, Args& out) {
+  out.args = {program};
+  std::string current;
+  for (std::size_t i = 0; i < size; ++i) {
+    if (data[i] == 0) {
+      out.args.push_back(current), current.clear();
+    } else {
+      current += char(data[i]);
+    }
+  }
+  if (!current.empty()) out.args.push_back(current);
+  if (out.args.size() > 64) return false;
+  out.argv.clear();
+  for (auto& a : out.args) out.argv.push_back(a.data());
+  return true;
+}
+
+}  // namespace pbfuzz
