@@ -268,7 +268,8 @@ TEST(PredictPipeline, BlockingSendsHoldTheSendingStage) {
   EXPECT_NEAR(sends_end, 6.0, 1e-12);
   EXPECT_NEAR(last_forward_start, 6.0, 1e-12);
   c.blocking_sends = false;  // the sends leave on the stream: the forwards end at m F, the last arrives at 4.5
-  for (const TimedAction& t : simulate_schedule(s, c).timeline[1])
+  const PipeSimulation overlapped = simulate_schedule(s, c);  // kept: a loop over a temporary's member dangles
+  for (const TimedAction& t : overlapped.timeline[1])
     if (t.action.op == PipeOp::forward && t.action.microbatch == m - 1) last_forward_start = t.start;
   EXPECT_NEAR(last_forward_start, 4.5, 1e-12);
 }
