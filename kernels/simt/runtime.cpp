@@ -106,7 +106,15 @@ class Pool {
       std::lock_guard<std::mutex> l(m_);
       jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), job), jobs_.end());
     }
-    if (job->error) std::rethrow_exception(job->error);
+    // The error moves out of the job: a helper may drop the job's last reference after this thread caught the
+    // exception, and the exception object must not die there (its count lives in the uninstrumented libstdc++, so
+    // TSan would see a helper free what this thread read).
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> l(job->m);
+      error = std::move(job->error);
+    }
+    if (error) std::rethrow_exception(error);
   }
 
  private:
