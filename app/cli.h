@@ -5,15 +5,9 @@
 #include <functional>
 #include <string>
 
-namespace parbench {
+#include "app/common_options.h"
 
-struct CommonOptions {
-  std::string device = "auto";
-  std::string csv;    // write results as CSV here
-  std::string json;   // write results as JSON here
-  std::string trace;  // write a Chrome/Perfetto trace here
-  bool quiet = false;
-};
+namespace parbench {
 
 // --device, --csv, --json, --trace, --quiet.
 void add_common_options(CLI::App& app, CommonOptions& options);
@@ -22,9 +16,6 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 // (CLI11 parse errors, UsageError) with "error: ..." on stderr; 1 for runtime failures (Error and any other
 // exception). Never lets an exception escape.
 int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
-
-// A positive size with K/M/G suffixes (--max-memory 16G); a bad one is a UsageError naming the option.
-std::uint64_t parse_size_option(const std::string& option, const std::string& text);
 
 // A CLI11 validator for size lists, so bad --sizes fail at parse time with the accepted forms.
 CLI::Validator size_list_validator();

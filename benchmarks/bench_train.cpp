@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "app/interrupt.h"
+#include "app/cli.h"
 #include "collectives/fault_injection.h"
 #include "benchmarks/train/options.h"
 #include "benchmarks/train/train_run.h"

@@ -1,4 +1,5 @@
 #include "benchmarks/kernels_options.h"
+#include "app/cli.h"
 
 #include "core/error.h"
 #include "core/text.h"

@@ -2,12 +2,11 @@
 // main() so that a fuzz target (tests/fuzz/fuzz_kernels_cli.cpp) parses argument vectors through them without
 // running anything. Google Benchmark's own --benchmark_* flags are not ours: main() takes them out first.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "app/cli.h"
+#include "app/common_options.h"  // and CLI::App, declared
 #include "core/dtype.h"
 #include "kernels/op_table.h"
 

@@ -1,4 +1,5 @@
 #include "benchmarks/memcpy_options.h"
+#include "app/cli.h"
 
 #include "core/error.h"
 #include "core/sizes.h"

@@ -1,12 +1,11 @@
 // bench_memcpy's command line: its options and the checks that need no device, apart from main() so that a fuzz
 // target (tests/fuzz/fuzz_memcpy_cli.cpp) parses argument vectors through them without running anything.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "app/cli.h"
+#include "app/common_options.h"  // and CLI::App, declared
 
 namespace parbench::memcpy_bench {
 

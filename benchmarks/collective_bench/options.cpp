@@ -1,5 +1,6 @@
 // nccl-tests' command line on CLI11: same short letters, long names and defaults, and ours beside them.
 #include "options.h"
+#include "app/cli.h"
 
 #include <algorithm>
 #include <sstream>

@@ -1,13 +1,12 @@
 // The collective benches' command line: every option of nccl-tests (same letters, long names and defaults) plus
 // ours, and the plan they resolve to (sizes, types, ops, roots, rank count, split rule). See README "bench_<c>".
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "collectives/types.h"
-#include "app/cli.h"
+#include "app/common_options.h"  // and CLI::App, declared
 
 namespace parbench {
 

@@ -1,4 +1,5 @@
 #include "benchmarks/train/options.h"
+#include "app/cli.h"
 
 #include <sstream>
 

@@ -2,10 +2,10 @@
 // target (tests/fuzz/fuzz_train_cli.cpp) parses argument vectors through them without running anything. The
 // checks that need the ranks (batches, grids, implementations) run in bench_train.cpp, on the ranks.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <string>
 #include <vector>
 
+#include "app/common_options.h"  // and CLI::App, declared
 #include "benchmarks/train/train_run.h"
 #include "core/device.h"
 

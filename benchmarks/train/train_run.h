@@ -11,7 +11,7 @@
 #include "collectives/communicator.h"
 #include "core/allocator.h"
 #include "core/stats.h"
-#include "app/cli.h"
+#include "app/common_options.h"
 #include "app/output.h"
 #include "app/report.h"
 #include "core/device.h"
