@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/sizes.h"
+#include "core/text.h"
 
 namespace parbench {
 
@@ -80,12 +81,6 @@ CLI::Validator size_list_validator() {
 }
 
 namespace {
-
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << std::setprecision(16) << v;  // 1048576, not 1.04858e+06
-  return s.str();
-}
 
 // A validator that parses the whole value as a T (stod or stoll: `parse`), names it `kind` when it is not one, and
 // refuses what `ok` rejects; both messages end with the accepted form.

@@ -1,6 +1,7 @@
 // Joining names into one line of text, as error messages and help texts list what is accepted.
 #pragma once
 #include <functional>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,15 @@ std::string join(Range&& items, std::string_view sep = ", ", Text text = {}) {
     out += std::invoke(text, item);
   }
   return out;
+}
+
+// A number as text with up to `digits` significant digits, without trailing zeros (1048576, not 1.04858e+06, at the
+// default 16).
+inline std::string number_text(double v, int digits = 16) {
+  std::ostringstream s;
+  s.precision(digits);
+  s << v;
+  return s.str();
 }
 
 }  // namespace parbench

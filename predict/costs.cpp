@@ -45,11 +45,19 @@ namespace {
 
 int dtype_bytes(const Layout& l) { return int(dtype_size(l.model.dtype)); }
 
+}  // namespace
+
+double activation_bytes(const Layout& l) {
+  return double(l.micro_batch) * l.model.seq * l.model.hidden * dtype_bytes(l);
+}
+
+namespace {
+
 // The tensor-parallel collectives around one parallel region (attention or MLP) in one direction: an allreduce of
 // the (b, s, h) activation, or with sequence parallelism an all-gather before and a reduce-scatter after.
 double tp_region_seconds(const Layout& l, const SystemModel& sys) {
   if (l.tp <= 1) return 0;
-  const double bytes = double(l.micro_batch) * l.model.seq * l.model.hidden * dtype_bytes(l);
+  const double bytes = activation_bytes(l);
   const GroupPlacement g = place_group(sys, l.tp, 1);
   if (!l.sequence_parallel) return collective_cost(sys, CollOp::allreduce, bytes, g).seconds;
   return collective_cost(sys, CollOp::allgather, bytes, g).seconds +
@@ -58,8 +66,7 @@ double tp_region_seconds(const Layout& l, const SystemModel& sys) {
 
 // The all-gather of one region's (b, s, h) input over the tensor-parallel group (sequence parallelism).
 double tp_allgather_seconds(const Layout& l, const SystemModel& sys) {
-  const double bytes = double(l.micro_batch) * l.model.seq * l.model.hidden * dtype_bytes(l);
-  return collective_cost(sys, CollOp::allgather, bytes, place_group(sys, l.tp, 1)).seconds;
+  return collective_cost(sys, CollOp::allgather, activation_bytes(l), place_group(sys, l.tp, 1)).seconds;
 }
 
 // Attention core without flash attention: the two batched matmuls and the softmax, mask and dropout on the

@@ -27,6 +27,9 @@ double memory_seconds(const SystemModel& sys, double bytes);
 // the slower of the two or their sum by the GPU's processing mode.
 double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes);
 
+// Bytes of one microbatch's (b, s, h) activation: what tensor-parallel collectives and stage sends move.
+double activation_bytes(const Layout& l);
+
 // One transformer block, the embedding and the head (with its loss), for one microbatch on one GPU.
 PassCosts block_costs(const Layout& l, const SystemModel& sys);
 PassCosts embedding_costs(const Layout& l, const SystemModel& sys);

@@ -38,7 +38,7 @@ std::vector<std::vector<double>> action_costs(const PipeSchedule& s, const std::
 // sequence parallelism already keeps only the slice.
 double transfer_seconds(const Layout& l, const SystemModel& sys) {
   if (l.pp <= 1) return 0;
-  const double bytes = double(l.micro_batch) * l.model.seq * l.model.hidden * double(dtype_size(l.model.dtype));
+  const double bytes = activation_bytes(l);
   const int stride = l.tp * l.dp;  // neighbouring stages' ranks in Megatron's order
   const GroupPlacement pair = stride >= sys.node_size() ? GroupPlacement{2, 1} : GroupPlacement{2, 2};
   double t = collective_cost(sys, CollOp::sendrecv, bytes / l.tp, pair).seconds;

@@ -3,7 +3,6 @@
 #include <chrono>
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +10,7 @@
 #include "app/report.h"
 #include "benchmarks/train/train_run.h"
 #include "core/error.h"
+#include "core/text.h"
 #include "predict/calibrate.h"
 #include "predict/search.h"
 
@@ -90,18 +90,11 @@ void report_link_fits(const Options& o, const std::vector<predict::CollectiveSam
   if (!o.common.csv.empty()) t.write_csv(o.common.csv);
 }
 
-std::string number_text(double v, int digits = 6) {
-  std::ostringstream s;
-  s.precision(digits);
-  s << v;
-  return s.str();
-}
-
 void print_curve(const std::string& what, const predict::CurveFit& f) {
   std::cout << "# " << what << ": " << f.samples << " rows, error mean " << number_text(100 * f.mean_rel_error, 3)
             << "%, max " << number_text(100 * f.max_rel_error, 3) << "%\n";
   Table t({{"from_size"}, {"efficiency"}});
-  for (const auto& [threshold, eff] : f.curve.points) t.add_row({number_text(threshold), number_text(eff, 4)});
+  for (const auto& [threshold, eff] : f.curve.points) t.add_row({number_text(threshold, 6), number_text(eff, 4)});
   t.write_text(std::cout);
 }
 
@@ -112,10 +105,10 @@ void report_kernel_fit(const Options& o, const std::vector<predict::KernelSample
   const predict::KernelFit fit = predict::fit_kernel_curves(samples, sys, o.dtype);
   if (!o.common.quiet) {
     const int bytes = o.dtype == "f32" ? 4 : 2;
-    print_curve("matrix efficiency by GFLOP (" + o.dtype + " matmul rows against " + number_text(sys.matrix_tflops(bytes)) +
+    print_curve("matrix efficiency by GFLOP (" + o.dtype + " matmul rows against " + number_text(sys.matrix_tflops(bytes), 6) +
                     " TFLOP/s of " + sys.name + ")",
                 fit.matrix);
-    print_curve("HBM efficiency by bytes (" + o.dtype + " elementwise rows against " + number_text(sys.gpu.hbm_gbps) +
+    print_curve("HBM efficiency by bytes (" + o.dtype + " elementwise rows against " + number_text(sys.gpu.hbm_gbps, 6) +
                     " GB/s)",
                 fit.hbm);
   }
