@@ -2,7 +2,6 @@
 // registry of schemes by --scheme name. One Scheme object lives on each rank.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,6 +12,7 @@
 #include "core/stream.h"
 #include "kernels/ops.h"
 #include "models/config.h"
+#include "parallel/scheme_kinds.h"
 
 namespace parbench {
 
@@ -93,24 +93,9 @@ struct RankContext {
   const Stream& stream;
 };
 
-// Everything the drivers and the plan need to know about a scheme; the registry (schemes/registry.cpp) lists one
-// per scheme file.
-struct SchemeKind {
-  // Which degree takes all the ranks when --tp/--pp/--dp leave it open (model-parallel schemes).
-  enum class Spread { data, tensor, pipeline };
-  std::string_view name;
-  std::string_view summary;  // one line for --help
-  std::function<std::unique_ptr<Scheme>(const TrainConfig&, RankContext)> make;
-  bool model_parallel = false;  // tp, sp, mp, pp, hybrid: --tp/--pp/--dp/--microbatches apply, own checks
-  int zero_stage = 0;           // data parallel: 1 shards optimizer state, 2 also gradients, 3 also parameters
-  Spread spread = Spread::data;
-  bool sequence_parallel = false;  // sp
-  bool whole_batch = false;        // mp: the batch passes from stage to stage without microbatches
-};
-const std::vector<SchemeKind>& scheme_kinds();
-const SchemeKind& find_scheme_kind(std::string_view name);  // aliases: fsdp = zero3; UsageError otherwise
-// "single: one rank, the reference" lines for --help.
-std::string scheme_help();
+// This scheme's implementation, by its name in scheme_kinds() (schemes/registry.cpp lists one per kind).
+using MakeScheme = std::unique_ptr<Scheme> (*)(const TrainConfig&, RankContext);
+MakeScheme scheme_implementation(const SchemeKind& kind);
 // Validates the options against the scheme (UsageError) and builds this rank's scheme.
 std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx);
 

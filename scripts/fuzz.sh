@@ -14,12 +14,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # --ci: the targets CI runs, with their runs (each about 3 s here on one core; from stat::average_exec_per_sec), and
-# the seed. fuzz_train_cli is not among them: its libraries are the whole training stack (build target
-# fuzz_heavy, about a minute and a half more); run it by hand (scripts/fuzz.sh 60 fuzz_train_cli).
+# the seed.
 declare -A kRuns=([fuzz_sizes]=100000 [fuzz_csv_rows]=8000 [fuzz_plot_csv]=120 [fuzz_trace]=6000
                   [fuzz_schedule_file]=300 [fuzz_collective_cli]=400 [fuzz_memcpy_cli]=10000
-                  [fuzz_kernels_cli]=8000)
-kHeavy=(fuzz_train_cli)  # built by --target fuzz_heavy
+                  [fuzz_kernels_cli]=8000 [fuzz_train_cli]=2000)
 kSeed=1
 
 ci=0
@@ -44,13 +42,7 @@ if [ ${#targets[@]} -eq 0 ] && [ "$ci" -eq 1 ]; then
 elif [ ${#targets[@]} -eq 0 ]; then
   for dir in tests/fuzz/corpus/*/; do targets+=("$(basename "$dir")"); done
 fi
-build=(fuzz)
-for target in "${targets[@]}"; do
-  for heavy in "${kHeavy[@]}"; do
-    if [ "$target" = "$heavy" ]; then build=(fuzz fuzz_heavy); fi
-  done
-done
-cmake --build build-fuzz --target "${build[@]}" -j "$(nproc)"
+cmake --build build-fuzz --target "${targets[@]}" -j "$(nproc)"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # --ci runs each target without address-space randomisation and, where the system allows it, as pid 1 of a new
 # pid namespace: the compare tracing feeds the values compared (pointers among them) to the mutator, and the pid

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "core/text.h"
 #include "parallel/schedule/schedule.h"
-#include "parallel/schemes/model_parallel.h"
+#include "parallel/scheme_kinds.h"
 
 namespace parbench::train_bench {
 

@@ -1,6 +1,7 @@
 // What the data-parallel family shares: the model and data on this rank, the microbatch loop with the loss
 // weighting of gradient accumulation, and the loss average (ZeRO's sharding is in zero_state.h).
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -57,7 +58,7 @@ MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int s
 std::unique_ptr<Scheme> make_single(const TrainConfig& cfg, RankContext ctx);
 std::unique_ptr<Scheme> make_dp(const TrainConfig& cfg, RankContext ctx);
 std::unique_ptr<Scheme> make_ddp(const TrainConfig& cfg, RankContext ctx);
-std::unique_ptr<Scheme> make_zero(const TrainConfig& cfg, RankContext ctx, int stage);
+std::unique_ptr<Scheme> make_zero(const TrainConfig& cfg, RankContext ctx);  // stage: the scheme's
 std::unique_ptr<Scheme> make_localsgd(const TrainConfig& cfg, RankContext ctx);
 std::unique_ptr<Scheme> make_model_parallel(const TrainConfig& cfg, RankContext ctx);
 

@@ -1,56 +1,33 @@
-// The registry of schemes: one line per scheme file.
+// The schemes' implementations by name (their kinds are in parallel/scheme_kinds.cpp), and make_scheme.
 #include <algorithm>
+#include <stdexcept>
+#include <utility>
 
 #include "core/error.h"
 #include "core/memory.h"
-#include "core/text.h"
 #include "parallel/schemes/data_parallel.h"
 #include "parallel/schemes/model_parallel.h"
 
 namespace parbench {
 
-const std::vector<SchemeKind>& scheme_kinds() {
-  using Spread = SchemeKind::Spread;
-  auto zero = [](int stage) {
-    return [stage](const TrainConfig& c, RankContext x) { return make_zero(c, x, stage); };
+MakeScheme scheme_implementation(const SchemeKind& kind) {
+  static const std::pair<std::string_view, MakeScheme> implementations[] = {
+      {"single", make_single},
+      {"dp", make_dp},
+      {"ddp", make_ddp},
+      {"zero1", make_zero},
+      {"zero2", make_zero},
+      {"zero3", make_zero},
+      {"localsgd", make_localsgd},
+      {"tp", make_model_parallel},
+      {"sp", make_model_parallel},
+      {"mp", make_model_parallel},
+      {"pp", make_model_parallel},
+      {"hybrid", make_model_parallel},
   };
-  static const std::vector<SchemeKind> kinds = {
-      {.name = "single", .summary = "one rank, the reference", .make = make_single},
-      {.name = "dp", .summary = "parameter server: broadcast, scatter, reduce to rank 0, update there",
-       .make = make_dp},
-      {.name = "ddp", .summary = "replicas, bucketed gradient allreduce overlapping backward", .make = make_ddp},
-      {.name = "zero1", .summary = "optimizer state sharded", .make = zero(1), .zero_stage = 1},
-      {.name = "zero2", .summary = "optimizer state and gradients sharded", .make = zero(2), .zero_stage = 2},
-      {.name = "zero3", .summary = "optimizer state, gradients and parameters sharded (alias fsdp)",
-       .make = zero(3), .zero_stage = 3},
-      {.name = "localsgd", .summary = "local steps, parameters averaged every --sync-every steps",
-       .make = make_localsgd},
-      {.name = "tp", .summary = "tensor parallel: Megatron column/row splits, vocabulary-parallel embedding and loss",
-       .make = make_model_parallel, .model_parallel = true, .spread = Spread::tensor},
-      {.name = "sp", .summary = "tensor parallel with sequence parallelism in the layernorm regions",
-       .make = make_model_parallel, .model_parallel = true, .spread = Spread::tensor, .sequence_parallel = true},
-      {.name = "mp", .summary = "naive model parallel: contiguous stages, the whole batch passed along",
-       .make = make_model_parallel, .model_parallel = true, .spread = Spread::pipeline, .whole_batch = true},
-      {.name = "pp", .summary = "pipeline parallel: a --schedule over --microbatches", .make = make_model_parallel,
-       .model_parallel = true, .spread = Spread::pipeline},
-      {.name = "hybrid", .summary = "--dp x --tp x --pp, with --dp-scheme ddp, zero1, zero2 or zero3 across data-parallel groups",
-       .make = make_model_parallel, .model_parallel = true},
-  };
-  return kinds;
-}
-
-const SchemeKind& find_scheme_kind(std::string_view name) {
-  if (name == "fsdp") name = "zero3";
-  for (const auto& k : scheme_kinds())
-    if (k.name == name) return k;
-  throw UsageError("unknown scheme '" + std::string(name) +
-                   "'; accepted: " + join(scheme_kinds(), ", ", &SchemeKind::name) + ", fsdp (= zero3)");
-}
-
-std::string scheme_help() {
-  std::string help;
-  for (const auto& k : scheme_kinds()) help += "\n  " + std::string(k.name) + ": " + std::string(k.summary);
-  return help;
+  for (const auto& [name, make] : implementations)
+    if (name == kind.name) return make;
+  throw std::logic_error("scheme '" + std::string(kind.name) + "' has no implementation in schemes/registry.cpp");
 }
 
 namespace {
@@ -94,7 +71,7 @@ std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx) {
   check_memory_fits("the model state of scheme '" + cfg.scheme + "' (parameters, gradients, optimizer; closed form)",
                     closed_form_state_bytes(cfg, kind, ctx.comm.size()), ctx.alloc.device(), cfg.max_memory, 1,
                     "it does not fit: use fewer parameters, more ranks or zero3");
-  return kind.make(cfg, ctx);
+  return scheme_implementation(kind)(cfg, ctx);
 }
 
 }  // namespace parbench

@@ -53,8 +53,8 @@ class Zero : public DataParallelScheme {
 
 }  // namespace
 
-std::unique_ptr<Scheme> make_zero(const TrainConfig& cfg, RankContext ctx, int stage) {
-  return std::make_unique<Zero>(cfg, ctx, stage);
+std::unique_ptr<Scheme> make_zero(const TrainConfig& cfg, RankContext ctx) {
+  return std::make_unique<Zero>(cfg, ctx, find_scheme_kind(cfg.scheme).zero_stage);
 }
 
 }  // namespace parbench

@@ -131,6 +131,19 @@ TEST(DataParallel, SimtRunsTheCudaKernelsAndMatchesCpu) {
   EXPECT_LT(max_rel_diff(simt[0].params, cpu[0].params), 1e-5);
 }
 
+// The kinds (parallel/scheme_kinds.cpp) and the implementations (schemes/registry.cpp) are two lists: each kind
+// has one, and a kind without one is named.
+TEST(SchemeRegistry, EveryKindHasAnImplementation) {
+  for (const SchemeKind& k : scheme_kinds()) EXPECT_NE(scheme_implementation(k), nullptr) << k.name;
+  EXPECT_EQ(scheme_implementation(find_scheme_kind("fsdp")), scheme_implementation(find_scheme_kind("zero3")));
+  try {
+    scheme_implementation(SchemeKind{.name = "zero4"});
+    ADD_FAILURE() << "a kind without an implementation was accepted";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("scheme 'zero4' has no implementation"), std::string::npos) << e.what();
+  }
+}
+
 TEST(DataParallel, BadConfigurationsAreRefused) {
   auto message = [](TrainConfig c, int ranks) -> std::string {
     try {
