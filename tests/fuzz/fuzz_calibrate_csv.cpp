@@ -1,0 +1,48 @@
+// Fuzzes the CSVs bench_train --calibrate reads: a file is taken as a bench_kernels CSV when its header says so,
+// else as a bench_<collective> CSV, as the program does; either gives rows that the fits take (or refuse with a
+// UsageError), or a UsageError naming the file. A kernel fit must make a system that its schema accepts, as
+// --system-out writes it.
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+#include "predict/calibrate.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  using namespace parbench::predict;
+  static const std::string path = "/tmp/parbench_fuzz_calibrate." + std::to_string(::getpid()) + ".csv";
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
+                                                                std::streamsize(size));
+  try {
+    if (is_kernels_csv(path)) {
+      const auto rows = read_kernels_csv(path);
+      for (const char* dtype : {"f32", "bf16"}) {
+        SystemModel sys = builtin_system("dgx-h100");
+        KernelFit fit;
+        try {
+          fit = fit_kernel_curves(rows, sys, dtype);
+        } catch (const parbench::UsageError&) {
+          continue;
+        }
+        sys.gpu.matrix_efficiency = fit.matrix.curve, sys.gpu.hbm_efficiency = fit.hbm.curve;
+        try {
+          (void)system_from_json(system_to_json(sys), "fitted");
+        } catch (const parbench::UsageError& e) {
+          std::fprintf(stderr, "a fitted system fails its schema: %s\n", e.what());
+          std::abort();
+        }
+      }
+    } else {
+      (void)fit_links(read_collective_csv(path));
+    }
+  } catch (const parbench::UsageError&) {
+  }
+  return 0;
+}
