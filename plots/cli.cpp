@@ -1,0 +1,99 @@
+#include "plots/cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include "core/sizes.h"
+
+namespace parbench::plots {
+
+namespace {
+
+void add_figure_options(CLI::App* sub, PlotCommand& c, const std::string& input_help) {
+  sub->add_option("-i,--input", c.figure.input, input_help)->required();
+  sub->add_option("-o,--output", c.figure.render.output, "image to write: .png (pngcairo) or .svg")->required();
+  sub->add_option("--title", c.figure.title, "figure title (default: made from the data)");
+  sub->add_option("--size", c.size, "image size in pixels, WIDTHxHEIGHT")->capture_default_str();
+  sub->add_option("--gnuplot", c.figure.render.gnuplot, "gnuplot program (name in PATH or path)")
+      ->capture_default_str();
+  sub->add_option("--script", c.figure.render.script_copy,
+                  "also write the gnuplot script (with its data) to this file, to adjust by hand");
+}
+
+void add_collective_filters(CLI::App* sub, CollectiveFilter& f) {
+  sub->add_option("--collective", f.collectives, "keep only these collectives (repeat or comma list)")
+      ->delimiter(',');
+  sub->add_option("--ranks", f.ranks, "keep only these rank counts")->delimiter(',');
+  sub->add_option("--dtype", f.dtypes, "keep only these dtypes")->delimiter(',');
+  sub->add_option("--impl", f.impls, "keep only these implementations")->delimiter(',');
+}
+
+void add_training_filters(CLI::App* sub, TrainingFilter& f) {
+  sub->add_option("--scheme", f.schemes, "keep only these schemes (repeat or comma list)")->delimiter(',');
+  sub->add_option("--model", f.models, "keep only these models")->delimiter(',');
+  sub->add_option("--ranks", f.ranks, "keep only these rank counts")->delimiter(',');
+}
+
+}  // namespace
+
+void add_plot_options(CLI::App& app, PlotCommand& c) {
+  app.require_subcommand(1);
+  const std::string collectives_csv = "collectives CSV (bench_allreduce and friends)";
+  const std::string training_csv = "training CSV (bench_train)";
+
+  c.busbw = app.add_subcommand("busbw", "bus bandwidth vs message size (log-log), one line per implementation");
+  add_figure_options(c.busbw, c, collectives_csv);
+  add_collective_filters(c.busbw, c.collective_filter);
+
+  c.latency = app.add_subcommand("latency", "time per operation vs message size for small messages");
+  add_figure_options(c.latency, c, collectives_csv);
+  add_collective_filters(c.latency, c.collective_filter);
+  c.latency->add_option("--max-bytes", c.max_bytes, "largest message size shown (K, M, G suffixes)")
+      ->capture_default_str();
+
+  c.scaling = app.add_subcommand("scaling", "throughput vs rank count per scheme, with ideal and efficiency");
+  add_figure_options(c.scaling, c, training_csv);
+  add_training_filters(c.scaling, c.training_filter);
+  c.scaling->add_option("--metric", c.metric, "throughput column")
+      ->check(CLI::IsMember({"samples_per_s", "tokens_per_s"}))
+      ->capture_default_str();
+  c.scaling
+      ->add_option("--mode", c.mode, "strong: job throughput vs ranks, ideal linear; weak: per-rank throughput, ideal flat")
+      ->check(CLI::IsMember({"strong", "weak"}))
+      ->capture_default_str();
+
+  c.bubble = app.add_subcommand("bubble", "measured and theoretical pipeline bubble vs microbatches");
+  add_figure_options(c.bubble, c, training_csv);
+  add_training_filters(c.bubble, c.training_filter);
+
+  c.memory = app.add_subcommand("memory", "per-rank peak memory by category (stacked) per scheme");
+  add_figure_options(c.memory, c, training_csv);
+  add_training_filters(c.memory, c.training_filter);
+
+  c.timeline = app.add_subcommand("timeline", "Gantt chart of one pipeline step from a Chrome trace");
+  add_figure_options(c.timeline, c, "Chrome trace JSON (bench_train --trace)");
+  c.timeline->add_option("--step", c.step, "step to show, 0-based (default: the last one in the trace)");
+
+  c.merge = app.add_subcommand(
+      "merge-traces", "one Chrome trace from the per-rank traces of an mpirun job (FILE, FILE.rank1.json, ...)");
+  c.merge->add_option("-o,--output", c.merged, "merged trace (JSON) to write")->required();
+  c.merge->add_option("traces", c.traces, "per-rank trace files")->required();
+}
+
+std::string unknown_figure(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return "";
+  std::string names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (sub->get_name() == argv[1]) return "";
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return "unknown figure '" + std::string(argv[1]) + "'; accepted: " + names;
+}
+
+void check_values(PlotCommand& c) {
+  if (*c.merge) return;
+  c.figure.render.size = parse_image_size(c.size);
+  (void)image_format(c.figure.render.output);
+  if (*c.latency) c.max_bytes_value = parse_size(c.max_bytes);
+}
+
+}  // namespace parbench::plots
