@@ -20,16 +20,13 @@
 #include "collectives/datacheck.h"
 #include "collectives/transport_mpi.h"
 #include "app/cli.h"
+#include "benchmarks/harness_overhead_options.h"
 #include "core/sizes.h"
 
 namespace parbench {
 namespace {
 
-struct Config {
-  std::string sizes = "1K,64M";
-  int rounds = 7;
-  double budget = 0.2;  // seconds per timed loop (iterations follow from a probe)
-};
+using Config = harness_overhead::Options;
 
 double seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
@@ -52,7 +49,7 @@ void run(Communicator& comm, const Config& cfg) {
                 "best; busbw of the median; harness vs the bare loop of its form, median and best\n"
                 "%10s  %-36s  %10s  %10s  %8s  %s\n", comm.size(), cfg.rounds, "bytes", "form", "median_us",
                 "best_us", "busbw", "vs bare (median, best)");
-  for (std::uint64_t bytes : parse_size_list(cfg.sizes)) {
+  for (std::uint64_t bytes : harness_overhead::checked_sizes(cfg)) {
     const int count = int(bytes / sizeof(float));
     std::vector<float> send(static_cast<std::size_t>(count), 1.0f), recv(static_cast<std::size_t>(count));
     auto blocking = [&] { MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, mc); };
@@ -118,10 +115,7 @@ int main(int argc, char** argv) {
   CLI::App app{"bench_harness_overhead: the collective harness's cost beside bare MPI loops (run under mpirun)",
                "bench_harness_overhead"};
   Config cfg;
-  app.add_option("--sizes", cfg.sizes, "message sizes")->capture_default_str()->check(size_list_validator());
-  app.add_option("--rounds", cfg.rounds, "alternating rounds (the median is shown)")->capture_default_str()
-      ->check(in_range(1, 1000));
-  app.add_option("--budget", cfg.budget, "seconds per timed loop")->capture_default_str()->check(greater_than(0));
+  harness_overhead::add_options(app, cfg);
   return run_program(app, argc, argv, [&] {
     if (!launched_by_mpirun()) throw UsageError("run under mpirun (it compares MPI's own calls), e.g. mpirun -np 2");
     LaunchOptions lo;

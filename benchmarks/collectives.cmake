@@ -15,8 +15,10 @@ foreach(c IN LISTS PARBENCH_COLLECTIVE_BENCHES)
   add_executable(bench_${c} ${CMAKE_CURRENT_SOURCE_DIR}/bench_${c}.cpp)
   target_link_libraries(bench_${c} PRIVATE parbench_collective_bench)
 endforeach()
-# The harness's cost beside bare MPI loops (README "Harness overhead").
+# The harness's cost beside bare MPI loops (README "Harness overhead"); its options also without MPI (fuzz target).
+add_library(parbench_harness_overhead_options STATIC ${CMAKE_CURRENT_SOURCE_DIR}/harness_overhead_options.cpp)
+target_link_libraries(parbench_harness_overhead_options PUBLIC parbench_app)
 if(PARBENCH_HAVE_MPI)
   add_executable(bench_harness_overhead ${CMAKE_CURRENT_SOURCE_DIR}/bench_harness_overhead.cpp)
-  target_link_libraries(bench_harness_overhead PRIVATE parbench_collective_bench)
+  target_link_libraries(bench_harness_overhead PRIVATE parbench_collective_bench parbench_harness_overhead_options)
 endif()
