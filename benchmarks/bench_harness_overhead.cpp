@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   Config cfg;
   harness_overhead::add_options(app, cfg);
   return run_program(app, argc, argv, [&] {
+    (void)harness_overhead::checked_sizes(cfg);  // refused before the launch check and on every rank alike
     if (!launched_by_mpirun()) throw UsageError("run under mpirun (it compares MPI's own calls), e.g. mpirun -np 2");
     LaunchOptions lo;
     lo.timeout_s = 300;

@@ -17,7 +17,8 @@ struct Options {
 
 // Registers every option on `app` (bad values fail at parse time, naming the accepted form).
 void add_options(CLI::App& app, Options& o);
-// The message sizes of --sizes; UsageError naming the value and the accepted form.
+// The message sizes of --sizes (each at most INT_MAX floats: an MPI count); UsageError naming the value and the
+// accepted form.
 std::vector<std::uint64_t> checked_sizes(const Options& o);
 
 }  // namespace parbench::harness_overhead

@@ -176,6 +176,10 @@ const std::vector<Case>& cases() {
       {"parbench-plot", "busbw -i {in}/coll.csv -o /nonexistent/dir/x.png",
        {"-o/--output '/nonexistent/dir/x.png'", "does not exist"}},
       {"parbench-plot", "busbw -i {in}/coll.csv", {"--output is required"}},
+      // bench_harness_overhead (an MPI build's): options, then the launch.
+      {"bench_harness_overhead", "--rounds 0", {"--rounds: 0", "1..1000"}},
+      {"bench_harness_overhead", "--sizes 1K,8G", {"8589934592 bytes", "up to 8589934588 bytes"}},
+      {"bench_harness_overhead", "--sizes 1K", {"run under mpirun"}},
   };
   return all;
 }
@@ -225,6 +229,9 @@ TEST(BadInput, EveryProgramRefusesHostileInputNamingItAndWritesNothing) {
     const Case& c = cases()[i];
 #ifndef PB_HAVE_BENCH_KERNELS
     if (c.program == "bench_kernels") continue;
+#endif
+#ifndef PB_HAVE_HARNESS_OVERHEAD
+    if (c.program == "bench_harness_overhead") continue;
 #endif
     const fs::path out = root / ("case" + std::to_string(i));
     fs::create_directories(out);
