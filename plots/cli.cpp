@@ -33,6 +33,14 @@ void add_training_filters(CLI::App* sub, TrainingFilter& f) {
   sub->add_option("--ranks", f.ranks, "keep only these rank counts")->delimiter(',');
 }
 
+// A figure's subcommand with the options every figure takes.
+CLI::App* add_figure(CLI::App& app, PlotCommand& c, const std::string& name, const std::string& help,
+                     const std::string& input_help) {
+  CLI::App* sub = app.add_subcommand(name, help);
+  add_figure_options(sub, c, input_help);
+  return sub;
+}
+
 }  // namespace
 
 void add_plot_options(CLI::App& app, PlotCommand& c) {
@@ -40,37 +48,35 @@ void add_plot_options(CLI::App& app, PlotCommand& c) {
   const std::string collectives_csv = "collectives CSV (bench_allreduce and friends)";
   const std::string training_csv = "training CSV (bench_train)";
 
-  c.busbw = app.add_subcommand("busbw", "bus bandwidth vs message size (log-log), one line per implementation");
-  add_figure_options(c.busbw, c, collectives_csv);
+  c.busbw = add_figure(app, c, "busbw", "bus bandwidth vs message size (log-log), one line per implementation",
+                       collectives_csv);
   add_collective_filters(c.busbw, c.collective_filter);
 
-  c.latency = app.add_subcommand("latency", "time per operation vs message size for small messages");
-  add_figure_options(c.latency, c, collectives_csv);
+  c.latency = add_figure(app, c, "latency", "time per operation vs message size for small messages", collectives_csv);
   add_collective_filters(c.latency, c.collective_filter);
   c.latency->add_option("--max-bytes", c.max_bytes, "largest message size shown (K, M, G suffixes)")
       ->capture_default_str();
 
-  c.scaling = app.add_subcommand("scaling", "throughput vs rank count per scheme, with ideal and efficiency");
-  add_figure_options(c.scaling, c, training_csv);
+  c.scaling = add_figure(app, c, "scaling", "throughput vs rank count per scheme, with ideal and efficiency",
+                         training_csv);
   add_training_filters(c.scaling, c.training_filter);
   c.scaling->add_option("--metric", c.metric, "throughput column")
       ->check(CLI::IsMember({"samples_per_s", "tokens_per_s"}))
       ->capture_default_str();
   c.scaling
-      ->add_option("--mode", c.mode, "strong: job throughput vs ranks, ideal linear; weak: per-rank throughput, ideal flat")
+      ->add_option("--mode", c.mode,
+                   "strong: job throughput vs ranks, ideal linear; weak: per-rank throughput, ideal flat")
       ->check(CLI::IsMember({"strong", "weak"}))
       ->capture_default_str();
 
-  c.bubble = app.add_subcommand("bubble", "measured and theoretical pipeline bubble vs microbatches");
-  add_figure_options(c.bubble, c, training_csv);
+  c.bubble = add_figure(app, c, "bubble", "measured and theoretical pipeline bubble vs microbatches", training_csv);
   add_training_filters(c.bubble, c.training_filter);
 
-  c.memory = app.add_subcommand("memory", "per-rank peak memory by category (stacked) per scheme");
-  add_figure_options(c.memory, c, training_csv);
+  c.memory = add_figure(app, c, "memory", "per-rank peak memory by category (stacked) per scheme", training_csv);
   add_training_filters(c.memory, c.training_filter);
 
-  c.timeline = app.add_subcommand("timeline", "Gantt chart of one pipeline step from a Chrome trace");
-  add_figure_options(c.timeline, c, "Chrome trace JSON (bench_train --trace)");
+  c.timeline = add_figure(app, c, "timeline", "Gantt chart of one pipeline step from a Chrome trace",
+                          "Chrome trace JSON (bench_train --trace)");
   c.timeline->add_option("--step", c.step, "step to show, 0-based (default: the last one in the trace)");
 
   c.merge = app.add_subcommand(
@@ -79,7 +85,7 @@ void add_plot_options(CLI::App& app, PlotCommand& c) {
   c.merge->add_option("traces", c.traces, "per-rank trace files")->required();
 }
 
-std::string unknown_figure(const CLI::App& app, int argc, char** argv) {
+std::string unknown_figure(const CLI::App& app, int argc, const char* const* argv) {
   if (argc < 2 || argv[1][0] == '-') return "";
   std::string names;
   for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {

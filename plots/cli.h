@@ -32,7 +32,7 @@ struct PlotCommand {
 void add_plot_options(CLI::App& app, PlotCommand& c);
 // When argv[1] is neither an option nor a figure: "unknown figure 'X'; accepted: busbw, ..." (CLI11 alone says
 // only that a subcommand is required). Empty otherwise.
-std::string unknown_figure(const CLI::App& app, int argc, char** argv);
+std::string unknown_figure(const CLI::App& app, int argc, const char* const* argv);
 // After parsing: the values that need no file (--size, --max-bytes, the image's extension); UsageError naming the
 // value and its accepted form.
 void check_values(PlotCommand& c);

@@ -1,10 +1,14 @@
 // The fuzz bytes as a program's argument vector: split at NUL bytes, after the program's name (at most 64
-// arguments; a longer vector is skipped). Shared by the command-line fuzz targets.
+// arguments; a longer vector is skipped), and the parse-then-check loop of the command-line fuzz targets.
 #pragma once
+#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
+
+#include "core/error.h"
 
 namespace pbfuzz {
 
@@ -30,6 +34,25 @@ inline bool args_from_bytes(const char* program, const std::uint8_t* data, std::
   out.argv.clear();
   for (auto& a : out.args) out.argv.push_back(a.data());
   return true;
+}
+
+// `program`'s command line from the fuzz bytes: setup(app, args) registers the options (false: skip this vector),
+// the vector is parsed and check() (or check(app)) runs the program's checks. A refusal (CLI11's ParseError, our UsageError) is
+// an expected outcome; anything else escapes to the fuzzer, which reports it.
+template <class Setup, class Check>
+int fuzz_command_line(const char* program, const std::uint8_t* data, std::size_t size, Setup setup, Check check) {
+  Args a;
+  if (!args_from_bytes(program, data, size, a)) return 0;
+  CLI::App app{"fuzz", program};
+  if (!setup(app, a)) return 0;
+  try {
+    app.parse(a.argc(), a.argv.data());
+    if constexpr (std::is_invocable_v<Check, const CLI::App&>) check(app);  // checks that ask what was given
+    else check();
+  } catch (const CLI::ParseError&) {
+  } catch (const parbench::UsageError&) {
+  }
+  return 0;
 }
 
 }  // namespace pbfuzz

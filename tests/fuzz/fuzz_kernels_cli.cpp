@@ -2,32 +2,24 @@
 // options (CLI11 and our validators), the shapes and dtypes they pick on a host and a GPU device, --max-memory
 // and the memory estimate of what they pick, without running anything. A bad vector is a CLI11 ParseError or a
 // UsageError.
-#include <CLI/CLI.hpp>
-
 #include "benchmarks/kernels_memory.h"
 #include "benchmarks/kernels_options.h"
-#include "core/error.h"
 #include "fuzz_args.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace parbench;
-  pbfuzz::Args a;
-  if (!pbfuzz::args_from_bytes("bench_kernels", data, size, a)) return 0;
-  CLI::App app{"fuzz", "bench_kernels"};
   kernels_bench::Options o;
-  kernels_bench::add_options(app, o);
-  try {
-    app.parse(a.argc(), a.argv.data());
-    const auto dtypes = kernels_bench::checked_dtypes(o);
-    (void)kernels_bench::max_memory_bytes(o);
-    for (const Device dev : {Device{DeviceKind::cpu, 0}, Device{DeviceKind::cuda, 0}}) {
-      std::vector<optable::OpShape> dims;
-      for (const auto& s : kernels_bench::shapes_to_run(o.filter_shapes, dev.kind == DeviceKind::cuda))
-        dims.push_back(s.dims);
-      (void)kernels_bench::memory_need(dims, dtypes, dev);
-    }
-  } catch (const CLI::ParseError&) {
-  } catch (const UsageError&) {
-  }
-  return 0;
+  return pbfuzz::fuzz_command_line(
+      "bench_kernels", data, size,
+      [&](CLI::App& app, const pbfuzz::Args&) { return kernels_bench::add_options(app, o), true; },
+      [&] {
+        const auto dtypes = kernels_bench::checked_dtypes(o);
+        (void)kernels_bench::max_memory_bytes(o);
+        for (const Device dev : {Device{DeviceKind::cpu, 0}, Device{DeviceKind::cuda, 0}}) {
+          std::vector<optable::OpShape> dims;
+          for (const auto& s : kernels_bench::shapes_to_run(o.filter_shapes, dev.kind == DeviceKind::cuda))
+            dims.push_back(s.dims);
+          (void)kernels_bench::memory_need(dims, dtypes, dev);
+        }
+      });
 }

@@ -2,30 +2,22 @@
 // options (CLI11 and our validators) and the checks that need no ranks, those of a run here (model, scheme
 // options, profile range, --max-memory, ...) or of a prediction (--gpus list, model), without running anything.
 // A bad vector is a CLI11 ParseError or a UsageError.
-#include <CLI/CLI.hpp>
-
 #include "benchmarks/train/options.h"
-#include "core/error.h"
 #include "fuzz_args.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace parbench;
-  pbfuzz::Args a;
-  if (!pbfuzz::args_from_bytes("bench_train", data, size, a)) return 0;
-  CLI::App app{"fuzz", "bench_train"};
   train_bench::Options o;
-  train_bench::add_options(app, o);
-  try {
-    app.parse(a.argc(), a.argv.data());
-    train_bench::validate_prediction_options(o, app);
-    if (o.simulate || o.search) {
-      train_bench::prepare_prediction(o);
-      (void)train_bench::parse_gpu_list(o.gpus);
-    } else {
-      train_bench::validate(o, Device{DeviceKind::cpu, 0});
-    }
-  } catch (const CLI::ParseError&) {
-  } catch (const UsageError&) {
-  }
-  return 0;
+  return pbfuzz::fuzz_command_line(
+      "bench_train", data, size,
+      [&](CLI::App& app, const pbfuzz::Args&) { return train_bench::add_options(app, o), true; },
+      [&](const CLI::App& app) {
+        train_bench::validate_prediction_options(o, app);
+        if (o.simulate || o.search) {
+          train_bench::prepare_prediction(o);
+          (void)train_bench::parse_gpu_list(o.gpus);
+        } else {
+          train_bench::validate(o, Device{DeviceKind::cpu, 0});
+        }
+      });
 }
