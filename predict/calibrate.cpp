@@ -199,4 +199,11 @@ KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const Syst
   return fit;
 }
 
+SystemModel with_kernel_fit(SystemModel sys, const KernelFit& fit) {
+  sys.gpu.matrix_efficiency = fit.matrix.curve, sys.gpu.hbm_efficiency = fit.hbm.curve;
+  sys.gpu.processing = Processing::roofline;
+  sys.source += "; matrix and HBM efficiency fitted by bench_train --calibrate to bench_kernels rows";
+  return sys;
+}
+
 }  // namespace parbench::predict

@@ -64,5 +64,8 @@ struct KernelFit {
   CurveFit matrix, hbm;
 };
 KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const SystemModel& sys, const std::string& dtype);
+// `sys` with the fitted curves (--system-out's system): matrix and HBM efficiency from `fit`, processing roofline
+// (the rates were measured on whole kernels, memory included), and the fit named in its source.
+SystemModel with_kernel_fit(SystemModel sys, const KernelFit& fit);
 
 }  // namespace parbench::predict

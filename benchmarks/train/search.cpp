@@ -99,25 +99,23 @@ void print_curve(const std::string& what, const predict::CurveFit& f) {
 }
 
 // Matrix and HBM efficiency curves of --system's GPU fitted to bench_kernels rows of --dtype; with --system-out the
-// system with these curves is written (schema-checked by reading it back).
+// system with these curves is written (schema-checked before it is written).
 void report_kernel_fit(const Options& o, const std::vector<predict::KernelSample>& samples) {
-  predict::SystemModel sys = predict::load_system(o.system);
+  const predict::SystemModel sys = predict::load_system(o.system);
   const predict::KernelFit fit = predict::fit_kernel_curves(samples, sys, o.dtype);
   if (!o.common.quiet) {
     const int bytes = o.dtype == "f32" ? 4 : 2;
-    print_curve("matrix efficiency by GFLOP (" + o.dtype + " matmul rows against " + number_text(sys.matrix_tflops(bytes), 6) +
-                    " TFLOP/s of " + sys.name + ")",
+    print_curve("matrix efficiency by GFLOP (" + o.dtype + " matmul rows against " +
+                    number_text(sys.matrix_tflops(bytes), 6) + " TFLOP/s of " + sys.name + ")",
                 fit.matrix);
-    print_curve("HBM efficiency by bytes (" + o.dtype + " elementwise rows against " + number_text(sys.gpu.hbm_gbps, 6) +
-                    " GB/s)",
+    print_curve("HBM efficiency by bytes (" + o.dtype + " elementwise rows against " +
+                    number_text(sys.gpu.hbm_gbps, 6) + " GB/s)",
                 fit.hbm);
   }
   if (o.system_out.empty()) return;
-  sys.gpu.matrix_efficiency = fit.matrix.curve, sys.gpu.hbm_efficiency = fit.hbm.curve;
-  sys.gpu.processing = predict::Processing::roofline;  // the rates were measured on whole kernels, memory included
-  sys.source += "; matrix and HBM efficiency fitted by bench_train --calibrate to bench_kernels rows";
-  write_file_atomically(o.system_out, predict::system_to_json(sys).dump(2) + "\n");
-  predict::load_system(o.system_out);
+  const nlohmann::json fitted = predict::system_to_json(predict::with_kernel_fit(sys, fit));
+  (void)predict::system_from_json(fitted, o.system_out);  // the schema check, before anything is written
+  write_file_atomically(o.system_out, fitted.dump(2) + "\n");
   if (!o.common.quiet) std::cout << "# wrote " << o.system_out << "\n";
 }
 

@@ -24,16 +24,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (is_kernels_csv(path)) {
       const auto rows = read_kernels_csv(path);
       for (const char* dtype : {"f32", "bf16"}) {
-        SystemModel sys = builtin_system("dgx-h100");
+        const SystemModel sys = builtin_system("dgx-h100");
         KernelFit fit;
         try {
           fit = fit_kernel_curves(rows, sys, dtype);
         } catch (const parbench::UsageError&) {
           continue;
         }
-        sys.gpu.matrix_efficiency = fit.matrix.curve, sys.gpu.hbm_efficiency = fit.hbm.curve;
         try {
-          (void)system_from_json(system_to_json(sys), "fitted");
+          (void)system_from_json(system_to_json(with_kernel_fit(sys, fit)), "fitted");
         } catch (const parbench::UsageError& e) {
           std::fprintf(stderr, "a fitted system fails its schema: %s\n", e.what());
           std::abort();
