@@ -37,8 +37,8 @@ inline bool args_from_bytes(const char* program, const std::uint8_t* data, std::
 }
 
 // `program`'s command line from the fuzz bytes: setup(app, args) registers the options (false: skip this vector),
-// the vector is parsed and check() (or check(app)) runs the program's checks. A refusal (CLI11's ParseError, our UsageError) is
-// an expected outcome; anything else escapes to the fuzzer, which reports it.
+// the vector is parsed and check() (or check(app)) runs the program's checks. A refusal (CLI11's ParseError, our
+// UsageError) is an expected outcome; anything else escapes to the fuzzer, which reports it.
 template <class Setup, class Check>
 int fuzz_command_line(const char* program, const std::uint8_t* data, std::size_t size, Setup setup, Check check) {
   Args a;

@@ -2,24 +2,20 @@
 // else as a bench_<collective> CSV, as the program does; either gives rows that the fits take (or refuse with a
 // UsageError), or a UsageError naming the file. A kernel fit must make a system that its schema accepts, as
 // --system-out writes it.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/error.h"
+#include "fuzz_file.h"
 #include "predict/calibrate.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace parbench::predict;
-  static const std::string path = "/tmp/parbench_fuzz_calibrate." + std::to_string(::getpid()) + ".csv";
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                std::streamsize(size));
+  const std::string path = pbfuzz::input_file("calibrate", ".csv", data, size);
   try {
     if (is_kernels_csv(path)) {
       const auto rows = read_kernels_csv(path);

@@ -1,23 +1,19 @@
 // Fuzzes parbench-plot's CSV reader and the figure data built from it: any file is read into a table or refused
 // with a UsageError (naming file, line and column); the collective panels and training series of what was read
 // are computed without crashing.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
-#include <fstream>
 #include <string>
 
 #include "core/error.h"
+#include "fuzz_file.h"
 #include "plots/csv_table.h"
 #include "plots/figures.h"
 
 using namespace parbench::plots;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const std::string path = "/tmp/parbench_fuzz_plot." + std::to_string(::getpid()) + ".csv";
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                std::streamsize(size));
+  const std::string path = pbfuzz::input_file("plot", ".csv", data, size);
   try {
     const CsvTable t = CsvTable::read(path, collective_columns("busbw_gbps"));
     std::string common;

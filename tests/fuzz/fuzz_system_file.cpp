@@ -1,23 +1,19 @@
 // Fuzzes the system file reader (bench_train --simulate/--search --system FILE.json): any file gives a system or a
 // UsageError naming the file. A system it accepts is written back (system_to_json) and must read again to the same
 // JSON: what the reader accepts, the writer can express.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/error.h"
+#include "fuzz_file.h"
 #include "predict/system.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace parbench::predict;
-  static const std::string path = "/tmp/parbench_fuzz_system." + std::to_string(::getpid()) + ".json";
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                                std::streamsize(size));
+  const std::string path = pbfuzz::input_file("system", ".json", data, size);
   SystemModel sys;
   try {
     sys = load_system(path);
