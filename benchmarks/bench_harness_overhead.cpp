@@ -41,7 +41,7 @@ double bare(MPI_Comm mc, int iters, const std::function<void()>& op) {
   return seconds(t0) / iters;
 }
 
-void run(Communicator& comm, const Config& cfg) {
+void run(Communicator& comm, const Config& cfg, const std::vector<std::uint64_t>& sizes) {
   MPI_Comm mc = mpi_comm_of(comm.transport());
   const bool out = comm.rank() == 0;
   if (out)
@@ -49,7 +49,7 @@ void run(Communicator& comm, const Config& cfg) {
                 "best; busbw of the median; harness vs the bare loop of its form, median and best\n"
                 "%10s  %-36s  %10s  %10s  %8s  %s\n", comm.size(), cfg.rounds, "bytes", "form", "median_us",
                 "best_us", "busbw", "vs bare (median, best)");
-  for (std::uint64_t bytes : harness_overhead::checked_sizes(cfg)) {
+  for (std::uint64_t bytes : sizes) {
     const int count = int(bytes / sizeof(float));
     std::vector<float> send(static_cast<std::size_t>(count), 1.0f), recv(static_cast<std::size_t>(count));
     auto blocking = [&] { MPI_Allreduce(send.data(), recv.data(), count, MPI_FLOAT, MPI_SUM, mc); };
@@ -117,11 +117,11 @@ int main(int argc, char** argv) {
   Config cfg;
   harness_overhead::add_options(app, cfg);
   return run_program(app, argc, argv, [&] {
-    (void)harness_overhead::checked_sizes(cfg);  // refused before the launch check and on every rank alike
+    const std::vector<std::uint64_t> sizes = harness_overhead::checked_sizes(cfg);  // before the launch check
     if (!launched_by_mpirun()) throw UsageError("run under mpirun (it compares MPI's own calls), e.g. mpirun -np 2");
     LaunchOptions lo;
     lo.timeout_s = 300;
-    run_ranks(lo, [&](Communicator& comm) { run(comm, cfg); });
+    run_ranks(lo, [&](Communicator& comm) { run(comm, cfg, sizes); });
     return 0;
   });
 }

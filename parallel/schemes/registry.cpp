@@ -11,21 +11,17 @@
 namespace parbench {
 
 MakeScheme scheme_implementation(const SchemeKind& kind) {
-  static const std::pair<std::string_view, MakeScheme> implementations[] = {
+  // One implementation serves every model-parallel kind and one every ZeRO stage (they read the kind's facts);
+  // the others by name.
+  if (kind.model_parallel) return make_model_parallel;
+  if (kind.zero_stage > 0) return make_zero;
+  static const std::pair<std::string_view, MakeScheme> by_name[] = {
       {"single", make_single},
       {"dp", make_dp},
       {"ddp", make_ddp},
-      {"zero1", make_zero},
-      {"zero2", make_zero},
-      {"zero3", make_zero},
       {"localsgd", make_localsgd},
-      {"tp", make_model_parallel},
-      {"sp", make_model_parallel},
-      {"mp", make_model_parallel},
-      {"pp", make_model_parallel},
-      {"hybrid", make_model_parallel},
   };
-  for (const auto& [name, make] : implementations)
+  for (const auto& [name, make] : by_name)
     if (name == kind.name) return make;
   throw std::logic_error("scheme '" + std::string(kind.name) + "' has no implementation in schemes/registry.cpp");
 }
