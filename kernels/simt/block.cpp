@@ -23,6 +23,9 @@ namespace {
 
 enum class State : std::uint8_t { ready, barrier, warp, done };
 
+// More than fiber_main's own frame and the context switch it calls last ever take.
+constexpr std::ptrdiff_t kLeftFrameBytes = 16 * 1024;
+
 struct Fiber {
   Context ctx;
   FiberStack* stack;
@@ -286,6 +289,10 @@ __attribute__((no_sanitize("thread"))) void fiber_main(void* p) {
     if (!b.error) b.error = std::current_exception();
   }
   thread_exit(b, f);
+  // Every frame the kernel entered has returned (a throw's frames were unpoisoned when it was thrown), so only
+  // this frame and the switch below it stay poisoned: a margin below the frame pointer covers them.
+  char* frame = static_cast<char*>(__builtin_frame_address(0));
+  f.stack->stale_lo = frame - f.stack->lo > kLeftFrameBytes ? frame - kLeftFrameBytes : f.stack->lo;
   asan_start_switch(nullptr, b.sched_bottom, b.sched_size);
   tsan_switch_to(b.sched_tsan);
   switch_context(f.ctx, b.sched);
@@ -426,7 +433,9 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
     f.tid = uint3{unsigned(i) % s.block.x, unsigned(i) / s.block.x % s.block.y, unsigned(i) / (s.block.x * s.block.y)};
     f.linear = i;
     f.state = State::ready;
-    asan_unpoison(f.stack->lo, f.stack->size);  // frames a previous fiber left behind
+    // Frames a previous fiber left behind; until this fiber ends normally, assume it may leave them anywhere.
+    asan_unpoison(f.stack->stale_lo, std::size_t(f.stack->lo + f.stack->size - f.stack->stale_lo));
+    f.stack->stale_lo = f.stack->lo;
     make_context(f.ctx, *f.stack, &fiber_main, &f);
     wk.warps[std::size_t(i / 32)].live |= 1u << (i % 32);
   }

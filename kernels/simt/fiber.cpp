@@ -57,6 +57,7 @@ FiberStack map_stack(std::size_t usable_bytes) {
     throw Error(std::string("simt: cannot protect a fiber stack guard page: ") + std::strerror(errno));
   }
   s.lo = s.map + kGuardBytes;
+  s.stale_lo = s.lo;  // the mapping may reuse addresses whose shadow an earlier stack left poisoned
   s.size = usable_bytes;
 #ifdef PB_SIMT_TSAN
   s.tsan_fiber = __tsan_create_fiber(0);
