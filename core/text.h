@@ -1,5 +1,6 @@
 // Joining names into one line of text, as error messages and help texts list what is accepted.
 #pragma once
+#include <cctype>
 #include <functional>
 #include <sstream>
 #include <string>
@@ -18,6 +19,12 @@ std::string join(Range&& items, std::string_view sep = ", ", Text text = {}) {
     out += std::invoke(text, item);
   }
   return out;
+}
+
+// `s` with ASCII letters in lower case (the C locale's tolower, byte by byte).
+inline std::string ascii_lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
 }
 
 // A number as text with up to `digits` significant digits, without trailing zeros (1048576, not 1.04858e+06, at the

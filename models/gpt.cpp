@@ -26,7 +26,7 @@ struct BlockActivations {
 };
 
 // Indices into Activations::stash[u] of a block: the output gradients of its four matmuls.
-enum BlockStash { kDx3, kDfch, kDx2, kDqkv };
+enum GptStash { kDx3, kDfch, kDx2, kDqkv };
 
 struct GptActivations : Activations {
   std::vector<BlockActivations> blocks;  // [unit]

@@ -18,7 +18,7 @@ struct MlpActivations : Activations {
 };
 
 // Indices into Activations::stash[u]: the gradients at the block output and at the fc output.
-enum BlockStash { kDy, kDpre };
+enum MlpStash { kDy, kDpre };
 
 class Mlp : public Model {
  public:

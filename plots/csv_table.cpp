@@ -26,7 +26,7 @@ constexpr std::size_t kMaxColumns = 32;
 using Reader = io::CSVReader<kMaxColumns, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>,
                              io::throw_on_overflow, io::empty_line_comment>;
 
-std::string join(const std::vector<ColumnSpec>& columns, bool required) {
+std::string column_names(const std::vector<ColumnSpec>& columns, bool required) {
   std::string out;
   for (const ColumnSpec& c : columns) {
     if (c.required != required) continue;
@@ -58,7 +58,7 @@ CsvTable CsvTable::read(const std::string& path, const std::vector<ColumnSpec>& 
       const bool present = reader.has_column(c.name);
       if (!present && c.required)
         throw UsageError(path + ":1: missing column '" + c.name + "' in the header (this figure needs " +
-                         join(columns, true) + ")");
+                         column_names(columns, true) + ")");
       table.present_.push_back(present);
     }
     std::array<std::string, kMaxColumns> row;

@@ -20,16 +20,13 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/text.h"
 
 extern char** environ;
 
 namespace parbench::plots {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string directory_of(const std::string& path) {
   const auto slash = path.rfind('/');
@@ -189,7 +186,7 @@ ImageFormat image_format(const std::string& output_path) {
   const auto slash = output_path.rfind('/');
   const auto dot = output_path.rfind('.');
   const std::string ext =
-      dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : lower(output_path.substr(dot));
+      dot == std::string::npos || (slash != std::string::npos && dot < slash) ? "" : ascii_lower(output_path.substr(dot));
   if (ext == ".png") return ImageFormat::png;
   if (ext == ".svg") return ImageFormat::svg;
   throw UsageError("output '" + output_path + "': unsupported extension '" + ext +
@@ -198,7 +195,7 @@ ImageFormat image_format(const std::string& output_path) {
 
 ImageSize parse_image_size(const std::string& text) {
   const std::string form = "expected WIDTHxHEIGHT in pixels, each 100..10000, e.g. 1200x800";
-  const auto x = lower(text).find('x');
+  const auto x = ascii_lower(text).find('x');
   if (x == std::string::npos) throw UsageError("image size '" + text + "': " + form);
   auto parse = [&](const std::string& part) {
     if (part.empty() || part.size() > 5 || !std::all_of(part.begin(), part.end(), ::isdigit))

@@ -12,6 +12,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "plots/figures.h"
 
 namespace parbench::plots {
@@ -19,16 +20,11 @@ namespace {
 
 using nlohmann::json;
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // "step", "step 3", "step=3", "step_3": the ranges that mark one training step.
 bool is_step_event(const std::string& name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   return starts_with(n, "step") && (n.size() == 4 || !std::isalpha(static_cast<unsigned char>(n[4])));
 }
 
@@ -86,8 +82,8 @@ const char* span_kind_name(SpanKind kind) {
 }
 
 std::optional<SpanKind> classify_event(const std::string& name, const std::string& cat) {
-  const std::string n = lower(name);
-  const std::string c = lower(cat);
+  const std::string n = ascii_lower(name);
+  const std::string c = ascii_lower(cat);
   const std::string token = n.substr(0, n.find_first_of(" =:(["));
   // A single letter with an optional microbatch number: "F", "B3", "W12".
   auto letter = [&](char l) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <thread>
 
+#include "tests/test_files.h"
+
 namespace pbtest {
 
 inline std::string bin(const std::string& program) { return std::string(PB_BIN_DIR) + "/" + program; }
@@ -52,12 +54,6 @@ inline Finished run(const std::string& cmd) {
   return r;
 }
 
-inline std::string slurp(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // A program started in the background (its own process group, stdout and stderr to `log`).
 class Background {
@@ -92,7 +88,7 @@ class Background {
     }
     return -1;
   }
-  std::string log() const { return slurp(log_); }
+  std::string log() const { return pbtest::read_file(log_); }
 
  private:
   pid_t pid_ = -1;

@@ -206,7 +206,7 @@ void make_inputs(const fs::path& in) {
 
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) files[e.path().string()] = slurp(e.path());
+  for (const auto& e : fs::recursive_directory_iterator(dir)) files[e.path().string()] = pbtest::read_file(e.path());
   return files;
 }
 

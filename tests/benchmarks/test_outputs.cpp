@@ -77,11 +77,11 @@ TEST(Rows, AKilledCollectiveSweepKeepsWholeRowsAndValidJson) {
   Background b(bin("bench_allreduce") + " --ranks 2 --device cpu --impl ring --sizes 1K:1M:x2 -n 3000 -w 1 --csv " +
                    csv.string() + " --json " + json.string() + " -J " + nccl.string(),
                d / "log");
-  const bool got_rows = eventually(120, [&] { return lines_of(slurp(csv)).size() >= 5; });
+  const bool got_rows = eventually(120, [&] { return lines_of(pbtest::read_file(csv)).size() >= 5; });
   b.signal(SIGKILL);
   EXPECT_EQ(b.wait(10), 128 + SIGKILL);
   ASSERT_TRUE(got_rows) << b.log();
-  const std::string text = slurp(csv);
+  const std::string text = pbtest::read_file(csv);
   ASSERT_FALSE(text.empty());
   EXPECT_EQ(text.back(), '\n');
   const auto lines = lines_of(text);
@@ -93,10 +93,10 @@ TEST(Rows, AKilledCollectiveSweepKeepsWholeRowsAndValidJson) {
     EXPECT_EQ(f[9], std::to_string(1024 << ((i - 1) / 2))) << "rows out of order";
   }
   const std::size_t rows = lines.size() - 1;
-  const auto ours = nlohmann::json::parse(slurp(json));
+  const auto ours = nlohmann::json::parse(pbtest::read_file(json));
   EXPECT_GE(ours.size() + 1, rows);  // a row is in the CSV a moment before the JSON is rewritten
   EXPECT_LE(ours.size(), rows);
-  const auto j = nlohmann::json::parse(slurp(nccl));
+  const auto j = nlohmann::json::parse(pbtest::read_file(nccl));
   EXPECT_EQ(j["version"], 3);
   EXPECT_GE(j["results"].size(), rows / 2 - 1);
   EXPECT_LE(j["results"].size(), (rows + 1) / 2);
@@ -115,19 +115,19 @@ TEST(Rows, MemcpyAndKernelsWriteARowPerMeasurement) {
   const Finished m = run(bin("bench_memcpy") + " --device cpu --sizes 1K,4K,16K -q --csv " + (d / "m.csv").string() +
                          " --json " + (d / "m.json").string());
   ASSERT_EQ(m.status, 0) << m.output;
-  EXPECT_EQ(lines_of(slurp(d / "m.csv")).size(), 4u);
-  EXPECT_EQ(lines_of(slurp(d / "m.csv"))[0], "device,bytes,time_us,gbps,wrong");
-  EXPECT_EQ(nlohmann::json::parse(slurp(d / "m.json")).size(), 3u);
+  EXPECT_EQ(lines_of(pbtest::read_file(d / "m.csv")).size(), 4u);
+  EXPECT_EQ(lines_of(pbtest::read_file(d / "m.csv"))[0], "device,bytes,time_us,gbps,wrong");
+  EXPECT_EQ(nlohmann::json::parse(pbtest::read_file(d / "m.json")).size(), 3u);
 #ifdef PB_HAVE_BENCH_KERNELS
   const Finished k = run(bin("bench_kernels") + " --device cpu --shape tiny --dtype f32 --min-time 0.01 "
                          "--benchmark_filter='^gelu_' --csv " + (d / "k.csv").string() + " --json " +
                          (d / "k.json").string());
   ASSERT_EQ(k.status, 0) << k.output;
-  const auto lines = lines_of(slurp(d / "k.csv"));
-  ASSERT_EQ(lines.size(), 3u) << slurp(d / "k.csv");  // gelu forward and backward
+  const auto lines = lines_of(pbtest::read_file(d / "k.csv"));
+  ASSERT_EQ(lines.size(), 3u) << pbtest::read_file(d / "k.csv");  // gelu forward and backward
   EXPECT_THAT(lines[0], HasSubstr("name,iterations,real_time,cpu_time,time_unit,batch,flops_per_s"));
   EXPECT_THAT(lines[1], HasSubstr("gelu_"));
-  EXPECT_EQ(nlohmann::json::parse(slurp(d / "k.json")).size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(pbtest::read_file(d / "k.json")).size(), 2u);
 #endif
   fs::remove_all(d);
 }
@@ -140,13 +140,13 @@ TEST(Rows, BenchTrainRefusesACsvWithAnotherHeaderBeforeTraining) {
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_THAT(r.output, AllOf(HasSubstr("its header is\n  collective,impl"), HasSubstr("writes\n  model,scheme")));
   EXPECT_LT(r.seconds, 20);
-  EXPECT_EQ(slurp(csv), std::string(kCollectiveHeader) + "\n");
+  EXPECT_EQ(pbtest::read_file(csv), std::string(kCollectiveHeader) + "\n");
   fs::remove(csv);
   const std::string small = bin("bench_train") + " --device cpu --model mlp --layers 2 --hidden 16 --ranks 2 "
                             "--scheme ddp --global-batch 4 --steps 1 --warmup 0 -q --csv " + csv.string();
   ASSERT_EQ(run(small).status, 0);
   ASSERT_EQ(run(small).status, 0);
-  const auto lines = lines_of(slurp(csv));
+  const auto lines = lines_of(pbtest::read_file(csv));
   ASSERT_EQ(lines.size(), 3u);  // one header, a row per run
   EXPECT_THAT(lines[0], HasSubstr("model,scheme,schedule"));
   fs::remove_all(d);
@@ -158,8 +158,8 @@ TEST(Rows, UnderMpirunOneProcessWritesEachRowOnce) {
   const Finished r = run(mpirun(2) + bin("bench_allreduce") + " --device cpu --impl ring --sizes 1K,2K,4K -n 2 --csv " +
                          (d / "m.csv").string());
   ASSERT_EQ(r.status, 0) << r.output;
-  const auto lines = lines_of(slurp(d / "m.csv"));
-  ASSERT_EQ(lines.size(), 7u) << slurp(d / "m.csv");  // header + 3 sizes x (out-of-place, in-place)
+  const auto lines = lines_of(pbtest::read_file(d / "m.csv"));
+  ASSERT_EQ(lines.size(), 7u) << pbtest::read_file(d / "m.csv");  // header + 3 sizes x (out-of-place, in-place)
   EXPECT_EQ(std::count(lines.begin(), lines.end(), lines[0]), 1);
   fs::remove_all(d);
 }

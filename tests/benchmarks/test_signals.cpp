@@ -21,7 +21,7 @@ namespace {
 
 std::vector<std::vector<std::string>> csv_rows(const fs::path& p) {
   std::vector<std::vector<std::string>> rows;
-  std::istringstream in(slurp(p));
+  std::istringstream in(pbtest::read_file(p));
   std::string line;
   std::getline(in, line);  // header
   while (std::getline(in, line)) rows.push_back(parbench::split_csv_line(line));
@@ -29,7 +29,7 @@ std::vector<std::vector<std::string>> csv_rows(const fs::path& p) {
 }
 
 std::size_t line_count(const fs::path& p) {
-  const std::string t = slurp(p);
+  const std::string t = pbtest::read_file(p);
   return std::size_t(std::count(t.begin(), t.end(), '\n'));
 }
 
@@ -53,7 +53,7 @@ TEST(Signals, SigintStopsAThreadsSweepAfterTheCurrentSizeAndResumeFinishesIt) {
   const auto rows = csv_rows(csv);
   ASSERT_GE(rows.size(), 6u);
   EXPECT_EQ(rows.size() % 2, 0u) << "a size is written with both halves";
-  EXPECT_EQ(nlohmann::json::parse(slurp(nccl))["results"].size(), rows.size() / 2);
+  EXPECT_EQ(nlohmann::json::parse(pbtest::read_file(nccl))["results"].size(), rows.size() / 2);
   const std::smatch m = [&] {
     std::smatch s;
     std::regex_search(log, s, std::regex("size ([0-9]+) bytes"));
@@ -133,7 +133,7 @@ TEST(Resume, RefusesACsvWithAnotherHeaderAndNeedsACsv) {
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_THAT(r.output, AllOf(HasSubstr("its header is\n  device,bytes,time_us,gbps,wrong"),
                               HasSubstr("writes\n  collective,impl,device")));
-  EXPECT_EQ(slurp(d / "other.csv"), "device,bytes,time_us,gbps,wrong\ncpu,1024,1,1,0\n");
+  EXPECT_EQ(pbtest::read_file(d / "other.csv"), "device,bytes,time_us,gbps,wrong\ncpu,1024,1,1,0\n");
   const Finished n = run(bin("bench_memcpy") + " --sizes 1K --resume");
   EXPECT_EQ(n.status, 2) << n.output;
   EXPECT_THAT(n.output, HasSubstr("--resume needs --csv FILE"));

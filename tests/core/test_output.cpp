@@ -14,6 +14,7 @@
 
 #include "app/output.h"
 #include "core/error.h"
+#include "tests/test_files.h"
 
 using namespace parbench;
 using ::testing::AllOf;
@@ -27,13 +28,6 @@ fs::path fresh_dir(const std::string& name) {
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 std::string usage_error_of(const std::function<void()>& f) {
@@ -73,11 +67,11 @@ TEST(CsvRowFile, ReplaceCreatesTheFileAtTheFirstRowOnly) {
   std::ofstream(p) << "old,content\n1,2\n";
   {
     CsvRowFile f("--csv", p.string(), "a,b", CsvRowFile::Mode::replace);
-    EXPECT_EQ(slurp(p), "old,content\n1,2\n");  // untouched until a row exists
+    EXPECT_EQ(pbtest::read_file(p), "old,content\n1,2\n");  // untouched until a row exists
     f.append("1,2");
-    EXPECT_EQ(slurp(p), "a,b\n1,2\n");  // visible at once, before the object closes the file
+    EXPECT_EQ(pbtest::read_file(p), "a,b\n1,2\n");  // visible at once, before the object closes the file
     f.append("3,4");
-    EXPECT_EQ(slurp(p), "a,b\n1,2\n3,4\n");
+    EXPECT_EQ(pbtest::read_file(p), "a,b\n1,2\n3,4\n");
   }
   {
     CsvRowFile none("--csv", (d / "never.csv").string(), "a,b", CsvRowFile::Mode::replace);
@@ -96,11 +90,11 @@ TEST(CsvRowFile, AppendKeepsRowsAndRefusesAnotherHeaderNamingBoth) {
     EXPECT_EQ(f.existing_rows()[0], (std::vector<std::string>{"1", "x,y"}));
     f.append("3,w");
   }
-  EXPECT_EQ(slurp(p), "a,b\n1,\"x,y\"\n2,z\n3,w\n");
+  EXPECT_EQ(pbtest::read_file(p), "a,b\n1,\"x,y\"\n2,z\n3,w\n");
   const std::string msg =
       usage_error_of([&] { CsvRowFile g("--csv", p.string(), "a,c", CsvRowFile::Mode::append); });
   EXPECT_THAT(msg, AllOf(HasSubstr("its header is\n  a,b"), HasSubstr("writes\n  a,c")));
-  EXPECT_EQ(slurp(p), "a,b\n1,\"x,y\"\n2,z\n3,w\n");  // refused before anything was written
+  EXPECT_EQ(pbtest::read_file(p), "a,b\n1,\"x,y\"\n2,z\n3,w\n");  // refused before anything was written
   fs::remove_all(d);
 }
 
@@ -124,12 +118,12 @@ TEST(StreamingTable, EveryRowIsInBothFilesAsSoonAsItIsAdded) {
   StreamingTable t({{"name"}, {"bytes"}, {"time_us", 2}}, (d / "t.csv").string(), (d / "t.json").string());
   for (int i = 0; i < 3; ++i) {
     t.add_row({std::string("r") + std::to_string(i), std::int64_t(i * 8), 1.5 * i});
-    const std::string csv = slurp(d / "t.csv");
+    const std::string csv = pbtest::read_file(d / "t.csv");
     EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), i + 2);
-    const auto j = nlohmann::json::parse(slurp(d / "t.json"));
+    const auto j = nlohmann::json::parse(pbtest::read_file(d / "t.json"));
     ASSERT_EQ(j.size(), std::size_t(i + 1));
     EXPECT_EQ(j.back()["bytes"], i * 8);
   }
-  EXPECT_EQ(slurp(d / "t.csv"), "name,bytes,time_us\nr0,0,0.00\nr1,8,1.50\nr2,16,3.00\n");
+  EXPECT_EQ(pbtest::read_file(d / "t.csv"), "name,bytes,time_us\nr0,0,0.00\nr1,8,1.50\nr2,16,3.00\n");
   fs::remove_all(d);
 }

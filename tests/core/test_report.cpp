@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "app/report.h"
+#include "tests/test_files.h"
 
 using namespace parbench;
 namespace fs = std::filesystem;
@@ -23,12 +24,6 @@ Table sample() {
 }
 fs::path temp_path(const std::string& name) {
   return fs::temp_directory_path() / ("parbench_test_" + std::to_string(::getpid()) + "_" + name);
-}
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 }  // namespace
 
@@ -59,7 +54,7 @@ TEST(Report, CsvAppendChecksHeader) {
   auto path = temp_path("append.csv");
   sample().write_csv(path.string());
   sample().write_csv(path.string(), true);
-  std::string text = slurp(path);
+  std::string text = pbtest::read_file(path);
   EXPECT_EQ(text.find("name,bytes,time_us,note"), 0u);
   EXPECT_EQ(text.find("name,bytes", 1), std::string::npos);  // one header only
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 1 + 2 * 3);
@@ -71,7 +66,7 @@ TEST(Report, CsvAppendChecksHeader) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("name,bytes,time_us,note"), std::string::npos);
   }
-  EXPECT_EQ(slurp(path), text);  // unchanged after the refused append
+  EXPECT_EQ(pbtest::read_file(path), text);  // unchanged after the refused append
   fs::remove(path);
 }
 
@@ -86,7 +81,7 @@ TEST(Report, CsvQuotesLineBreaks) {
 TEST(Report, JsonKeysAndTypes) {
   auto path = temp_path("out.json");
   sample().write_json(path.string());
-  auto j = nlohmann::json::parse(slurp(path));
+  auto j = nlohmann::json::parse(pbtest::read_file(path));
   ASSERT_EQ(j.size(), 3u);
   EXPECT_EQ(j[1]["name"], "a,b");
   EXPECT_EQ(j[0]["bytes"], 1024);

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/test_files.h"
+
 namespace pbtest {
 
 namespace fs = std::filesystem;
@@ -43,13 +45,6 @@ class ScratchDir {
  private:
   fs::path path_;
 };
-
-inline std::string read_file(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 inline std::vector<nlohmann::json> complete_events(const nlohmann::json& trace) {
   std::vector<nlohmann::json> out;
