@@ -57,6 +57,13 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
   }
 }
 
+int run_program(const ProgramText& text, const std::function<void(CLI::App&)>& add_options, int argc, char** argv,
+                const std::function<int(const CLI::App&)>& body) {
+  CLI::App app{text.description, text.name};
+  add_options(app);
+  return run_program(app, argc, argv, [&] { return body(app); });
+}
+
 std::uint64_t parse_size_option(const std::string& option, const std::string& text) {
   try {
     const std::uint64_t bytes = parse_size(text);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "app/common_options.h"
+#include "app/program.h"
 
 namespace parbench {
 

@@ -19,7 +19,7 @@
 #include "collectives/bootstrap.h"
 #include "collectives/datacheck.h"
 #include "collectives/transport_mpi.h"
-#include "app/cli.h"
+#include "app/program.h"
 #include "benchmarks/harness_overhead_options.h"
 #include "core/sizes.h"
 
@@ -112,11 +112,11 @@ void run(Communicator& comm, const Config& cfg, const std::vector<std::uint64_t>
 
 int main(int argc, char** argv) {
   using namespace parbench;
-  CLI::App app{"bench_harness_overhead: the collective harness's cost beside bare MPI loops (run under mpirun)",
-               "bench_harness_overhead"};
   Config cfg;
-  harness_overhead::add_options(app, cfg);
-  return run_program(app, argc, argv, [&] {
+  return run_program(
+      {"bench_harness_overhead: the collective harness's cost beside bare MPI loops (run under mpirun)",
+       "bench_harness_overhead"},
+      [&](CLI::App& app) { harness_overhead::add_options(app, cfg); }, argc, argv, [&](const CLI::App&) {
     const std::vector<std::uint64_t> sizes = harness_overhead::checked_sizes(cfg);  // before the launch check
     if (!launched_by_mpirun()) throw UsageError("run under mpirun (it compares MPI's own calls), e.g. mpirun -np 2");
     LaunchOptions lo;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "app/cli.h"
+#include "app/program.h"
 #include "app/interrupt.h"
 #include "benchmarks/kernels_memory.h"
 #include "benchmarks/kernels_options.h"
@@ -276,12 +276,12 @@ int main(int argc, char** argv) {
   av.push_back(nullptr);
   benchmark::Initialize(&ac, av.data());
 
-  CLI::App app{
-      "bench_kernels: hand-written CUDA kernels for MLP and transformer layers vs references and cuBLAS.\n"
-      "Google Benchmark's flags (--benchmark_filter, --benchmark_format=csv|json, ...) work too.",
-      "bench_kernels"};
   Options o;
-  kernels_bench::add_options(app, o);
   Bench b;
-  return run_program(app, ac, av.data(), [&] { return run(b, o, ac, av.data()); });
+  return run_program({"bench_kernels: hand-written CUDA kernels for MLP and transformer layers vs references and "
+                      "cuBLAS.\nGoogle Benchmark's flags (--benchmark_filter, --benchmark_format=csv|json, ...) work "
+                      "too.",
+                      "bench_kernels"},
+                     [&](CLI::App& app) { kernels_bench::add_options(app, o); }, ac, av.data(),
+                     [&](const CLI::App&) { return run(b, o, ac, av.data()); });
 }

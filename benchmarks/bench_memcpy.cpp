@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "app/cli.h"
 #include "core/error.h"
 #include "core/memory.h"
 #include "app/interrupt.h"
 #include "app/output.h"
+#include "app/program.h"
 #include "benchmarks/memcpy_options.h"
 #include "core/sizes.h"
 #include "core/stream.h"
@@ -103,8 +103,8 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Copy bandwidth of a device (read + write bytes per second)", "bench_memcpy");
   Options o;
-  memcpy_bench::add_options(app, o);
-  return run_program(app, argc, argv, [&] { return run(o); });
+  return run_program({"Copy bandwidth of a device (read + write bytes per second)", "bench_memcpy"},
+                     [&](CLI::App& app) { memcpy_bench::add_options(app, o); }, argc, argv,
+                     [&](const CLI::App&) { return run(o); });
 }

@@ -6,7 +6,7 @@
 #include <optional>
 
 #include "app/interrupt.h"
-#include "app/cli.h"
+#include "app/program.h"
 #include "collectives/fault_injection.h"
 #include "benchmarks/train/options.h"
 #include "benchmarks/train/train_run.h"
@@ -84,8 +84,8 @@ int run(Options& o, const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("Train a model under a parallelism scheme and measure it", "bench_train");
   Options o;
-  add_options(app, o);
-  return run_program(app, argc, argv, [&] { return run(o, app); });
+  return run_program({"Train a model under a parallelism scheme and measure it", "bench_train"},
+                     [&](CLI::App& app) { add_options(app, o); }, argc, argv,
+                     [&](const CLI::App& app) { return run(o, app); });
 }

@@ -1,12 +1,8 @@
 # Collective benchmarks: one shared engine, one tiny main per collective.
 set(PARBENCH_CB ${CMAKE_CURRENT_SOURCE_DIR}/collective_bench)
-# The options alone, for the fuzz target of the command line (its build then skips the engine and the report).
-add_library(parbench_collective_options STATIC ${PARBENCH_CB}/options.cpp)
-target_link_libraries(parbench_collective_options PUBLIC parbench_collectives parbench_app)
-target_include_directories(parbench_collective_options PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 add_library(parbench_collective_bench STATIC ${PARBENCH_CB}/engine.cpp ${PARBENCH_CB}/engine_notes.cpp
             ${PARBENCH_CB}/report.cpp ${PARBENCH_CB}/sweep_control.cpp ${PARBENCH_CB}/timing.cpp)
-target_link_libraries(parbench_collective_bench PUBLIC parbench_collective_options parbench_collectives
+target_link_libraries(parbench_collective_bench PUBLIC parbench_program_options parbench_collectives
                       parbench_profiles parbench_app nlohmann_json::nlohmann_json)
 target_include_directories(parbench_collective_bench PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
 set(PARBENCH_COLLECTIVE_BENCHES
@@ -15,10 +11,8 @@ foreach(c IN LISTS PARBENCH_COLLECTIVE_BENCHES)
   add_executable(bench_${c} ${CMAKE_CURRENT_SOURCE_DIR}/bench_${c}.cpp)
   target_link_libraries(bench_${c} PRIVATE parbench_collective_bench)
 endforeach()
-# The harness's cost beside bare MPI loops (README "Harness overhead"); its options also without MPI (fuzz target).
-add_library(parbench_harness_overhead_options STATIC ${CMAKE_CURRENT_SOURCE_DIR}/harness_overhead_options.cpp)
-target_link_libraries(parbench_harness_overhead_options PUBLIC parbench_app)
+# The harness's cost beside bare MPI loops (README "Harness overhead").
 if(PARBENCH_HAVE_MPI)
   add_executable(bench_harness_overhead ${CMAKE_CURRENT_SOURCE_DIR}/bench_harness_overhead.cpp)
-  target_link_libraries(bench_harness_overhead PRIVATE parbench_collective_bench parbench_harness_overhead_options)
+  target_link_libraries(bench_harness_overhead PRIVATE parbench_collective_bench parbench_program_options)
 endif()

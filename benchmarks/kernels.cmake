@@ -1,7 +1,4 @@
 # Kernel benchmarks: every op and matmul version on Google Benchmark, against references and cuBLAS.
-add_library(parbench_kernels_options STATIC ${CMAKE_CURRENT_SOURCE_DIR}/kernels_options.cpp
-                                           ${CMAKE_CURRENT_SOURCE_DIR}/kernels_memory.cpp)
-target_link_libraries(parbench_kernels_options PUBLIC parbench_app)
 add_executable(bench_kernels ${CMAKE_CURRENT_SOURCE_DIR}/bench_kernels.cpp
                              ${CMAKE_CURRENT_SOURCE_DIR}/kernels_rows.cpp)
-target_link_libraries(bench_kernels PRIVATE parbench_kernels_options parbench_kernels parbench_profiles benchmark::benchmark parbench_app)
+target_link_libraries(bench_kernels PRIVATE parbench_program_options parbench_kernels parbench_profiles benchmark::benchmark parbench_app)

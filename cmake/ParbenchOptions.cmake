@@ -147,6 +147,14 @@ elseif(PARBENCH_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+# Code that runs no hot loop (the command lines, reports and plots of app/, plots/ and benchmarks/) is compiled
+# without optimisation in the sanitizer builds, where -O0 halves its compile time; the libraries the tests and
+# the emulated GPU exercise keep their optimisation. Test folders are unoptimised in every build (tests/).
+set(PARBENCH_COLD_CODE_OPTIONS)
+if(PARBENCH_SANITIZE)
+  set(PARBENCH_COLD_CODE_OPTIONS $<$<COMPILE_LANGUAGE:CXX>:-O0>)
+endif()
+
 if(PARBENCH_CUDA_EMULATED)
   set(_pb_cuda_words "EMULATED (emulated GPUs on the CPU, headers ${CUDAToolkit_INCLUDE_DIRS})")
 else()

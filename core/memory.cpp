@@ -35,7 +35,8 @@ void cuda_free_host(void* p);
 
 #ifndef PARBENCH_HAVE_CUDA
 namespace detail {
-[[noreturn]] static void no_cuda() { throw Error("this build has no CUDA support; use --device cpu or simt"); }
+// Every CUDA entry point of a build without CUDA (core/stream.cpp's too).
+[[noreturn]] void no_cuda() { throw Error("this build has no CUDA support; use --device cpu or simt"); }
 void* cuda_malloc(int, std::size_t) { no_cuda(); }
 void cuda_free(int, void*) { no_cuda(); }
 void cuda_set_device(int) { no_cuda(); }

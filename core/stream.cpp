@@ -21,7 +21,7 @@ float cuda_event_elapsed_ms(void* start, void* end);
 
 #ifndef PARBENCH_HAVE_CUDA
 namespace detail {
-[[noreturn]] static void no_cuda() { throw Error("this build has no CUDA support; use --device cpu or simt"); }
+[[noreturn]] void no_cuda();  // core/memory.cpp
 void* cuda_stream_create(int) { no_cuda(); }
 void cuda_stream_destroy(void*) {}
 void cuda_stream_sync(int, void*) { no_cuda(); }

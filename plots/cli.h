@@ -37,4 +37,7 @@ std::string unknown_figure(const CLI::App& app, int argc, const char* const* arg
 // value and its accepted form.
 void check_values(PlotCommand& c);
 
+// The whole program: its options, the checks above, then the figure asked for; the exit code (app/cli.h's).
+int plot_main(int argc, char** argv);
+
 }  // namespace parbench::plots

@@ -18,10 +18,15 @@ show() {
 
 step "setting up the packages parbench needs"
 scripts/setup.sh
-step "building parbench into build/ (minutes on a small machine; the whole log goes to build.log)"
-BUILD_DIR=build scripts/build.sh 2>&1 | tee build.log | awk '
-  /^\[[0-9]+\/[0-9]+\]/ { split(substr($1, 2), p, "/"); p[2] += 0
-    if (p[1] % 25 == 0 || p[1] == p[2]) { printf "  %s of %s build steps done\n", p[1], p[2]; fflush() }; next }
+step "building the programs the demo runs into build/ (the whole log goes to build.log)"
+# Only the programs (no tests): a line every tenth of the build and one per program linked.
+BUILD_TARGETS="bench_memcpy bench_allreduce bench_train parbench-plot" BUILD_DIR=build scripts/build.sh 2>&1 |
+  tee build.log | awk -v start="$start" '
+  function elapsed() { "date +%s" | getline now; close("date +%s"); return now - start }
+  /^\[[0-9]+\/[0-9]+\]/ { split(substr($1, 2), p, "/"); p[2] += 0; tenth = int(10 * p[1] / p[2])
+    if (tenth > shown) { shown = tenth; printf "  %3d%% of %d build steps done (%d s)\n", 10 * tenth, p[2], elapsed(); fflush() }
+    if ($0 ~ /Linking CXX executable bin\//) { printf "  built %s (%d s)\n", $NF, elapsed(); fflush() }
+    next }
   /error|FAILED/ { print; fflush() }'
 bin=build/bin
 out=results

@@ -55,12 +55,10 @@ if [ "$ci" -eq 1 ]; then
   if unshare --pid --fork true 2>/dev/null; then norandom=(unshare --pid --fork "${norandom[@]}") fixed=$((fixed + 1)); fi
   [ "$fixed" -eq 2 ] || echo "fuzz.sh: no setarch -R or no pid namespace here; two runs may explore a little differently" >&2
 fi
-for target in "${targets[@]}"; do
+# One target's run; its report goes to build-fuzz/TARGET.report, its whole log to build-fuzz/TARGET.log.
+run_target() {
+  local target=$1 limit reload
   if [ "$ci" -eq 1 ]; then
-    if [ -z "${kRuns[$target]:-}" ]; then
-      echo "fuzz.sh: no run count for $target; add it to kRuns in scripts/fuzz.sh" >&2
-      exit 2
-    fi
     limit=(-seed="$kSeed" -runs="${kRuns[$target]}")
     # -reload=0: no re-reading of the corpus folders every second, whose allocations (timed by the clock) move
     # later heap addresses.
@@ -71,12 +69,10 @@ for target in "${targets[@]}"; do
     reload=()
     echo "== $target (${seconds} s)"
   fi
+  local scratch log="build-fuzz/$target.log" status=0 start=$SECONDS
   scratch=$(mktemp -d)
   # -timeout: one input running longer than 10 s counts as a hang; -rss_limit_mb bounds memory per input. The
   # scratch folder comes first: libFuzzer writes the inputs it finds there.
-  log="build-fuzz/$target.log"
-  status=0
-  start=$SECONDS
   (cd build-fuzz && "${norandom[@]}" "./bin/$target" "${limit[@]}" "${reload[@]}" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
      "$scratch" "../tests/fuzz/corpus/$target") >"$log" 2>&1 || status=$?
   grep -E "DONE|stat::number_of_executed_units|stat::new_units_added|SUMMARY" "$log" || true
@@ -84,10 +80,36 @@ for target in "${targets[@]}"; do
   rm -rf "$scratch"
   if [ "$status" -ne 0 ]; then
     tail -40 "$log"
-    echo "fuzz.sh: $target failed (exit $status); the input is in build-fuzz/ (crash-*, timeout-*), log $log" >&2
-    exit 1
+    echo "fuzz.sh: $target failed (exit $status); the input is in build-fuzz/ (crash-*, timeout-*), log $log"
   fi
+  return "$status"
+}
+if [ "$ci" -eq 1 ]; then
+  for target in "${targets[@]}"; do
+    if [ -z "${kRuns[$target]:-}" ]; then
+      echo "fuzz.sh: no run count for $target; add it to kRuns in scripts/fuzz.sh" >&2
+      exit 2
+    fi
+  done
+fi
+# Each target runs on one core: as many at once as there are cores. Their reports print in the targets' order.
+declare -A pid_of
+running=0
+for target in "${targets[@]}"; do
+  if [ "$running" -ge "$(nproc)" ]; then wait -n || true; running=$((running - 1)); fi
+  run_target "$target" >"build-fuzz/$target.report" 2>&1 &
+  pid_of[$target]=$!
+  running=$((running + 1))
 done
+failed=()
+for target in "${targets[@]}"; do
+  wait "${pid_of[$target]}" || failed+=("$target")
+  cat "build-fuzz/$target.report"
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: ${failed[*]} failed (see above)" >&2
+  exit 1
+fi
 if [ "$ci" -eq 1 ]; then
   echo "fuzz.sh: every target ran its fixed runs (seed $kSeed) without a crash, hang or sanitizer report"
 else

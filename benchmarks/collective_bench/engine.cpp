@@ -17,7 +17,7 @@
 #include "collectives/datacheck.h"
 #include "collectives/fault_injection.h"
 #include "collectives/measurement.h"
-#include "app/cli.h"
+#include "app/program.h"
 #include "collectives/hybrid.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -356,17 +356,17 @@ class Bench {
 
 int collective_bench_main(Collective c, int argc, char** argv) {
   const std::string name = "bench_" + std::string(collective_name(c));
-  CLI::App app{name + ": " + std::string(collective_name(c)) +
-                   " bandwidth and correctness per implementation, in nccl-tests' layout, with nccl-tests' "
-                   "options. Run under mpirun (one process per rank) or with -t/-g or --ranks N (threads).",
-               name};
+  const ProgramText text{name + ": " + std::string(collective_name(c)) +
+                              " bandwidth and correctness per implementation, in nccl-tests' layout, with "
+                              "nccl-tests' options. Run under mpirun (one process per rank) or with -t/-g or "
+                              "--ranks N (threads).",
+                          name};
   BenchOptions o;
-  add_bench_options(app, o);
 
   // Under mpirun only rank 0 reports usage errors; the others exit 2 quietly.
   const bool quiet_rank = launched_by_mpirun() && launcher_world_rank() != 0;
   std::streambuf* saved = quiet_rank ? std::cerr.rdbuf(nullptr) : nullptr;
-  return run_program(app, argc, argv, [&]() -> int {
+  return run_program(text, [&](CLI::App& app) { add_bench_options(app, o); }, argc, argv, [&](const CLI::App&) -> int {
     if (saved) {
       std::cerr.rdbuf(saved);
       std::cerr.clear();

@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "bench_run.h"
@@ -136,9 +135,9 @@ TEST(BenchKernelsCli, BatchCounterAndPerCallRates) {
           "--benchmark_filter=^gelu_forward --benchmark_format=json");
   ASSERT_EQ(r.status, 0) << r.output;
   auto number = [&](const std::string& key) {
-    std::smatch m;
-    if (!std::regex_search(r.output, m, std::regex("\"" + key + "\": ([-+.0-9eE]+)"))) return -1.0;
-    return std::stod(m[1]);
+    const std::string quoted = "\"" + key + "\": ";
+    const std::size_t at = r.output.find(quoted);
+    return at == std::string::npos ? -1.0 : std::stod(r.output.substr(at + quoted.size()));
   };
   double batch = number("batch"), iterations = number("iterations"), us = number("real_time"),
          flops = number("FLOP/s");

@@ -1,14 +1,15 @@
 // The fuzz bytes as a program's argument vector: split at NUL bytes, after the program's name (at most 64
 // arguments; a longer vector is skipped), and the parse-then-check loop of the command-line fuzz targets.
 #pragma once
-#include <CLI/CLI.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
-#include "core/error.h"
+namespace CLI {
+class App;
+}
 
 namespace pbfuzz {
 
@@ -37,22 +38,16 @@ inline bool args_from_bytes(const char* program, const std::uint8_t* data, std::
 }
 
 // `program`'s command line from the fuzz bytes: setup(app, args) registers the options (false: skip this vector),
-// the vector is parsed and check() (or check(app)) runs the program's checks. A refusal (CLI11's ParseError, our
-// UsageError) is an expected outcome; anything else escapes to the fuzzer, which reports it.
-template <class Setup, class Check>
-int fuzz_command_line(const char* program, const std::uint8_t* data, std::size_t size, Setup setup, Check check) {
-  Args a;
-  if (!args_from_bytes(program, data, size, a)) return 0;
-  CLI::App app{"fuzz", program};
-  if (!setup(app, a)) return 0;
-  try {
-    app.parse(a.argc(), a.argv.data());
-    if constexpr (std::is_invocable_v<Check, const CLI::App&>) check(app);  // checks that ask what was given
-    else check();
-  } catch (const CLI::ParseError&) {
-  } catch (const parbench::UsageError&) {
-  }
-  return 0;
+// the vector is parsed and check(app) (or check()) runs the program's checks. A refusal (CLI11's ParseError, our
+// UsageError) is an expected outcome; anything else escapes to the fuzzer, which reports it. In fuzz_args.cpp, the
+// one fuzz file that compiles CLI11.
+int fuzz_command_line(const char* program, const std::uint8_t* data, std::size_t size,
+                      const std::function<bool(CLI::App&, const Args&)>& setup,
+                      const std::function<void(const CLI::App&)>& check);
+inline int fuzz_command_line(const char* program, const std::uint8_t* data, std::size_t size,
+                             const std::function<bool(CLI::App&, const Args&)>& setup,
+                             const std::function<void()>& check) {
+  return fuzz_command_line(program, data, size, setup, [&](const CLI::App&) { check(); });
 }
 
 }  // namespace pbfuzz
