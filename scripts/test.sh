@@ -53,14 +53,15 @@ BUILD_DIR=build-asan scripts/build.sh -DPARBENCH_SANITIZE=ON -DPARBENCH_CUDA=EMU
 mkdir -p build-asan/Testing/Temporary
 cp build/Testing/Temporary/CTestCostData.txt build-asan/Testing/Temporary/ 2>/dev/null || true
 stage "ctest (sanitizers, unit tests)"
-# OpenMPI's own allocations outlive MPI_Finalize, so the unit tests that start mpirun check memory errors but
-# not leaks; every other unit test checks leaks too.
+# OpenMPI's own allocations outlive MPI_Finalize, so the tests that start mpirun check memory errors but not
+# leaks; every other unit test checks leaks too.
 export UBSAN_OPTIONS=print_stacktrace=1
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -L unit -E 'Mpi|gpu')
-(cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L unit -R 'Mpi')
-stage "ctest (sanitizers, gpu label, 3 seeds)"
-# The cuda path on emulated GPUs, each test under three stream-timing seeds.
-(cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L gpu)
+stage "ctest (sanitizers, mpirun unit tests and gpu label, 3 seeds)"
+# The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, every test
+# under three stream-timing seeds; their names start with gpu_) in one run, so that the mpirun tests' waits
+# overlap the emulated GPUs' work.
+(cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L 'unit|gpu' -R 'Mpi|^gpu_')
 
 stage "build (ThreadSanitizer)"
 # The threads transport, DDP's communication thread, the pipeline executor and simt's fibers. Only what the stage
