@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <set>
 
 #include "gpu_emu/emu.h"
@@ -137,7 +138,8 @@ cudaError_t sticky(int device) {
   return it == s.by_device.end() ? cudaSuccess : it->second.first;
 }
 
-std::string call_site(const void* ret) {
+namespace {
+std::string resolve_call_site(const void* ret) {
   Dl_info info{};
   if (!::dladdr(ret, &info) || !info.dli_sname) {
     char buf[64];
@@ -150,6 +152,18 @@ std::string call_site(const void* ret) {
   std::free(demangled);
   if (name.size() > 120) name = name.substr(0, 117) + "...";
   return name;
+}
+}  // namespace
+
+// Every copy, fill and allocation names its caller; a program makes them from a few sites thousands of times, and
+// dladdr with the demangling took a few percent of an emulated run: each site is resolved once.
+std::string call_site(const void* ret) {
+  static std::mutex m;
+  static auto* names = new std::unordered_map<const void*, std::string>;
+  std::lock_guard<std::mutex> l(m);
+  auto it = names->find(ret);
+  if (it == names->end()) it = names->emplace(ret, resolve_call_site(ret)).first;
+  return it->second;
 }
 
 // ---- devices and peers

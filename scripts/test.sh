@@ -57,9 +57,9 @@ stage "ctest (sanitizers, unit tests)"
 # leaks; every other unit test checks leaks too.
 export UBSAN_OPTIONS=print_stacktrace=1
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$jobs" -L unit -E 'Mpi|gpu')
-stage "ctest (sanitizers, mpirun unit tests and gpu label, 3 seeds)"
-# The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, every test
-# under three stream-timing seeds; their names start with gpu_) in one run, so that the mpirun tests' waits
+stage "ctest (sanitizers, mpirun unit tests and gpu label)"
+# The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, the programs
+# under two stream-timing seeds, the emulator's own tests under three; their names start with gpu_) in one run, so that the mpirun tests' waits
 # overlap the emulated GPUs' work.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$jobs" -L 'unit|gpu' -R 'Mpi|^gpu_')
 
