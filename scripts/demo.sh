@@ -19,15 +19,18 @@ show() {
 step "setting up the packages parbench needs"
 scripts/setup.sh
 step "building the programs the demo runs into build/ (the whole log goes to build.log)"
-# Only the programs (no tests): a line every tenth of the build and one per program linked.
-BUILD_TARGETS="bench_memcpy bench_allreduce bench_train parbench-plot" BUILD_DIR=build scripts/build.sh 2>&1 |
-  tee build.log | awk -v start="$start" '
-  function elapsed() { "date +%s" | getline now; close("date +%s"); return now - start }
-  /^\[[0-9]+\/[0-9]+\]/ { split(substr($1, 2), p, "/"); p[2] += 0; tenth = int(10 * p[1] / p[2])
-    if (tenth > shown) { shown = tenth; printf "  %3d%% of %d build steps done (%d s)\n", 10 * tenth, p[2], elapsed(); fflush() }
-    if ($0 ~ /Linking CXX executable bin\//) { printf "  built %s (%d s)\n", $NF, elapsed(); fflush() }
-    next }
-  /error|FAILED/ { print; fflush() }'
+# Only the programs (no tests), with a line every 10 s saying how far ninja has come.
+BUILD_TARGETS="bench_memcpy bench_allreduce bench_train parbench-plot" BUILD_DIR=build scripts/build.sh >build.log 2>&1 &
+build_pid=$!
+shown=$(date +%s)
+while kill -0 "$build_pid" 2>/dev/null; do
+  sleep 1
+  [ $(( $(date +%s) - shown )) -ge 10 ] || continue
+  shown=$(date +%s)
+  done_steps=$(grep -o '^\[[0-9]*/[0-9]*\]' build.log | tail -1 | tr -d '[]' || true)
+  echo "  ${done_steps:-0/?} build steps done ($((shown - start)) s)"
+done
+wait "$build_pid" || { grep -E -A5 "error|FAILED" build.log | head -60; echo "demo: the build failed; see build.log"; exit 1; }
 bin=build/bin
 out=results
 rm -rf "$out"
