@@ -7,9 +7,9 @@
 #include <limits>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/sizes.h"
-#include "core/text.h"
+#include "base/text.h"
 
 namespace parbench {
 

@@ -13,7 +13,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

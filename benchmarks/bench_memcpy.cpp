@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "app/interrupt.h"
 #include "app/output.h"

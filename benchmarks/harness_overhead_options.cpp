@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "app/cli.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/sizes.h"
 
 namespace parbench::harness_overhead {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "kernels/op_table.h"
 
 namespace parbench::kernels_bench {

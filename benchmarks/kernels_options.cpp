@@ -1,8 +1,8 @@
 #include "benchmarks/kernels_options.h"
 #include "app/cli.h"
 
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 
 namespace parbench::kernels_bench {
 

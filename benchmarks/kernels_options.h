@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "app/common_options.h"  // and CLI::App, declared
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "kernels/op_table.h"
 
 namespace parbench::kernels_bench {

@@ -1,7 +1,7 @@
 #include "benchmarks/memcpy_options.h"
 #include "app/cli.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/sizes.h"
 
 namespace parbench::memcpy_bench {

@@ -1,5 +1,5 @@
 # One source of truth for kernels: every .cu file is compiled by nvcc into <name>_cuda (when CUDA is on)
-# and by g++ against the simt emulator into <name>_simt, each in its own namespace (see kernels/simt/cuda_compat.h).
+# and by g++ against the simt emulator into <name>_simt, each in its own namespace (see device/cuda_compat.h).
 # In the emulated GPU build <name>_cuda is the simt compile again with launches queued on streams.
 function(parbench_add_kernels name)
   set(simt_sources)
@@ -13,15 +13,15 @@ function(parbench_add_kernels name)
   endforeach()
   add_library(${name}_simt STATIC ${simt_sources})
   target_compile_definitions(${name}_simt PRIVATE PB_SIMT=1)
-  target_link_libraries(${name}_simt PUBLIC parbench_simt parbench_core)
+  target_link_libraries(${name}_simt PUBLIC parbench_kernel_source_simt parbench_core)
   if(PARBENCH_CUDA_EMULATED)
     # The emulated GPU's cuda device: the simt sources again, launches queued on streams (PB_EMU_CUDA).
     add_library(${name}_cuda STATIC ${simt_sources})
     target_compile_definitions(${name}_cuda PRIVATE PB_SIMT=1 PB_EMU_CUDA=1)
-    target_link_libraries(${name}_cuda PUBLIC parbench_simt parbench_cudart parbench_core)
+    target_link_libraries(${name}_cuda PUBLIC parbench_kernel_source_cuda parbench_core)
   elseif(PARBENCH_HAVE_CUDA)
     add_library(${name}_cuda STATIC ${ARGN})
-    target_link_libraries(${name}_cuda PUBLIC parbench_cudart parbench_core)
+    target_link_libraries(${name}_cuda PUBLIC parbench_kernel_source_cuda parbench_core)
     target_compile_options(${name}_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
   endif()
 endfunction()

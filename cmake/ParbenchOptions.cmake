@@ -1,6 +1,6 @@
 # Feature switches. Each of PARBENCH_CUDA / PARBENCH_MPI / PARBENCH_NCCL is AUTO, ON or OFF:
 # AUTO turns the part on when its toolkit is found, ON fails when it is missing, OFF skips it.
-# PARBENCH_CUDA=EMULATED builds the cuda device against the emulated GPU (gpu_emu/): the same sources, the
+# PARBENCH_CUDA=EMULATED builds the cuda device against the emulated GPU (device/emu/): the same sources, the
 # CUDA toolkit's headers, our runtime and cuBLAS instead of NVIDIA's libraries; no nvcc or GPU needed.
 foreach(part CUDA MPI NCCL)
   set(PARBENCH_${part} AUTO CACHE STRING "Build the ${part} parts: AUTO, ON or OFF")
@@ -79,7 +79,7 @@ if(NOT PARBENCH_MPI STREQUAL "OFF")
   parbench_require(MPI "${PARBENCH_HAVE_MPI}" "MPI (OpenMPI)")
 endif()
 
-# The CUDA runtime and cuBLAS every target links: NVIDIA's, or the emulated GPU's (gpu_emu/).
+# The CUDA runtime and cuBLAS every target links: NVIDIA's, or the emulated GPU's (device/emu/).
 if(PARBENCH_CUDA_EMULATED)
   add_library(parbench_cudart INTERFACE)
   target_include_directories(parbench_cudart INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
@@ -94,7 +94,7 @@ elseif(PARBENCH_HAVE_CUDA)
 endif()
 
 # --- NCCL: no CMake package; nccl.h and libnccl beside the CUDA toolkit. The emulated GPU build links the
-# emulated NCCL (gpu_emu/nccl.cpp) against the same header.
+# emulated NCCL (device/emu/nccl.cpp) against the same header.
 set(PARBENCH_HAVE_NCCL OFF)
 if(NOT PARBENCH_NCCL STREQUAL "OFF" AND PARBENCH_CUDA_EMULATED)
   find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)

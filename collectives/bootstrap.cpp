@@ -15,8 +15,8 @@
 #include "collectives/algorithm.h"
 #include "collectives/fault_injection.h"
 #include "collectives/measurement.h"
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "profiles/trace.h"
 
 #ifdef PARBENCH_HAVE_MPI

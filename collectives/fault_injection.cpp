@@ -11,7 +11,7 @@
 
 #include "collectives/bootstrap.h"
 #include "collectives/communicator.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 namespace {

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include "base/error.h"
 
 #ifdef PARBENCH_HAVE_MPI
 #include "collectives/transport_mpi.h"

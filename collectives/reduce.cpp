@@ -2,7 +2,7 @@
 #include "collectives/reduce.h"
 
 #include "collectives/reduce_kernels.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "collectives/types.h"
-#include "core/dtype.h"
-#include "kernels/kernel_common.h"
+#include "base/dtype.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

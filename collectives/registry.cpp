@@ -3,8 +3,8 @@
 #include <functional>
 
 #include "collectives/algorithm.h"
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 
 namespace parbench {
 

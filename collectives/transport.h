@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

@@ -202,7 +202,7 @@ void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::st
 
 #else  // no NCCL in this build
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 void* nccl_comm_split(void*, int, int) { throw Error("this build has no NCCL"); }

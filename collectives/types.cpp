@@ -1,7 +1,7 @@
 // Names, parsing and shapes of collectives and reduction ops.
 #include "collectives/types.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

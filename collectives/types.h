@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace parbench {
 

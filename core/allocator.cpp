@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 
 namespace parbench {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/caching_pool.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench::detail {
 

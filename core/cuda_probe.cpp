@@ -3,7 +3,7 @@
 #include <cuda_runtime.h>
 
 #include "core/device.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

@@ -1,7 +1,7 @@
 // CUDA streams and events (built only when CUDA is on).
 #include <cuda_runtime.h>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench::detail {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/stream.h"
 
 namespace parbench {

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <limits>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

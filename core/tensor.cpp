@@ -1,7 +1,7 @@
 // Tensor construction, views and shape helpers.
 #include "core/tensor.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace parbench {
 

@@ -2,7 +2,7 @@
 // inp (B,T,3C) holds q | k | v; head h uses channels [h*hs, (h+1)*hs) of each, hs = C/NH.
 #include <cmath>
 
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -1,7 +1,7 @@
 // Storage conversion between fp32 and bf16 (round to nearest even).
 #include <type_traits>
 
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -1,7 +1,7 @@
 // Fused softmax + cross-entropy with the logits gradient: one block per row, logits read twice. The
 // vocabulary-parallel version splits it into three passes over a column shard, between which the caller
 // combines the per-row statistics over the tensor-parallel ranks.
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <type_traits>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "kernels/ref.h"

@@ -2,7 +2,7 @@
 // for a vocabulary shard (tensor parallelism: rows [vocab_begin, vocab_begin + Vs) of the table).
 #include <climits>
 
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -4,7 +4,7 @@
 // query tiles (dq). One thread owns one query (or key) row; rows are padded by one float in shared memory.
 #include <cmath>
 
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -1,5 +1,5 @@
 // GELU (tanh form) and fused bias + GELU, forward and backward.
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

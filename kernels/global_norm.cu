@@ -1,6 +1,6 @@
 // Gradient norm (sum of squares, accumulated across tensors) and clipping by the global norm,
 // both reading and writing the norm on the device so no host sync is needed.
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -1,5 +1,5 @@
 // Layernorm over the last dimension: one warp per row; saves mean and rstd for the backward pass.
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -2,7 +2,7 @@
 // progression is measurable: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D tiles with 16-byte
 // loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate). The backward runs on the version-2 kernel,
 // which takes arbitrary strides, and a column-sum kernel for the bias.
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

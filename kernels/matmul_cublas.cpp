@@ -6,8 +6,8 @@
 #include <mutex>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 namespace parbench::cuda_kernels {
 

@@ -1,5 +1,5 @@
 // Mean-squared-error loss (the MLP's), forward (device scalar) and backward.
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

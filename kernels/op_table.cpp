@@ -6,7 +6,7 @@
 #include <cstring>
 #include <limits>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 
 // The table, in the order bench_kernels registers it: X(name, kind).

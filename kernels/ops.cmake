@@ -9,7 +9,7 @@ list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublas.cp
 add_library(parbench_kernels STATIC ${PB_OP_HOST_SOURCES})
 target_link_libraries(parbench_kernels PUBLIC parbench_core)
 
-# The simt half needs the emulator (kernels/simt); without it the ops run on cpu and cuda only.
+# The simt half needs the emulator (device/simt); without it the ops run on cpu and cuda only.
 if(TARGET parbench_simt)
   parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})
   target_link_libraries(parbench_kernels PUBLIC parbench_ops_simt)

@@ -1,7 +1,7 @@
 // Optimizer updates: AdamW (fp32 moments, bias-corrected, decoupled weight decay) and SGD.
 #include <cmath>
 
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

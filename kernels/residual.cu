@@ -1,5 +1,5 @@
 // Residual add, forward and backward (the backward adds the gradient into both branches).
-#include "kernels/kernel_common.h"
+#include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -1,7 +1,7 @@
 // Model configuration checks, parameter layout and FLOP counts.
 #include "models/config.h"
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/tensor.h"
 
 namespace parbench {

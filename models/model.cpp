@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "models/data.h"
 #include "profiles/range.h"

@@ -2,7 +2,7 @@
 // with their (B, T, C) <-> rank-major reordering).
 #include "models/tensor_parallel.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "profiles/range.h"
 

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "collectives/fault_injection.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "profiles/range.h"
 
 namespace parbench {

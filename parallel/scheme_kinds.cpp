@@ -1,8 +1,8 @@
 // The schemes, one line each; their implementations are named in schemes/registry.cpp.
 #include "parallel/scheme_kinds.h"
 
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 
 namespace parbench {
 

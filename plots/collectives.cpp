@@ -6,9 +6,9 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/sizes.h"
-#include "core/text.h"
+#include "base/text.h"
 #include "plots/figures.h"
 #include "plots/grouping.h"
 

@@ -17,7 +17,7 @@
 #include <fstream>
 #include <tuple>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench::plots {
 namespace {

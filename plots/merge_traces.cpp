@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "app/report.h"
 #include "plots/figures.h"
 

@@ -19,8 +19,8 @@
 #include <gnuplot-iostream.h>
 #include <sstream>
 
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 
 extern char** environ;
 

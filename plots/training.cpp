@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "plots/figures.h"
 #include "plots/grouping.h"
 

@@ -18,7 +18,7 @@
 #endif
 #include <libfccp/csv.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/stats.h"
 
 namespace parbench::predict {

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "parallel/schemes/model_parallel.h"
 #include "predict/collective_model.h"
 

@@ -1,7 +1,7 @@
 // Memory per category of a pipeline stage's GPU.
 #include "predict/memory.h"
 
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "parallel/schemes/data_parallel.h"
 #include "predict/costs.h"
 

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/schedule/schedule.h"
 
 namespace parbench::predict {

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 #include "parallel/optimizer.h"
 #include "parallel/schedule/simulate.h"
 #include "predict/collective_model.h"

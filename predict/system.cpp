@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 
 namespace parbench::predict {
 

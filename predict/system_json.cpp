@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "predict/system.h"
 
 namespace parbench::predict {

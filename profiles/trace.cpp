@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "profiles/nvtx_emit.h"
 
 namespace parbench {

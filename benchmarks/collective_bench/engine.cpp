@@ -19,7 +19,7 @@
 #include "collectives/measurement.h"
 #include "app/program.h"
 #include "collectives/hybrid.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "app/interrupt.h"
 #include "app/output.h"

@@ -7,7 +7,7 @@
 
 #include "collectives/algorithm.h"
 #include "collectives/bootstrap.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/sizes.h"
 
 namespace parbench {

@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/scheme_kinds.h"
 

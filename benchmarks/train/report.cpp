@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/train/train_run.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "app/output.h"
 #include "app/report.h"
 #include "parallel/schedule/simulate.h"

@@ -9,8 +9,8 @@
 #include "app/output.h"
 #include "app/report.h"
 #include "benchmarks/train/train_run.h"
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 #include "predict/calibrate.h"
 #include "predict/search.h"
 

@@ -6,7 +6,7 @@
 
 #include "app/report.h"
 #include "benchmarks/train/train_run.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "predict/predict.h"
 
 namespace parbench::train_bench {

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

@@ -1,8 +1,8 @@
 // Schedule registry, generation and insertion of the stage-to-stage sends and receives.
 #include "parallel/schedule/schedule.h"
 
-#include "core/error.h"
-#include "core/text.h"
+#include "base/error.h"
+#include "base/text.h"
 
 namespace parbench {
 

@@ -6,7 +6,7 @@
 #include <limits>  // fccp's integer parsing uses numeric_limits without including it
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schedule/simulate.h"
 

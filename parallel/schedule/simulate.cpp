@@ -7,7 +7,7 @@
 #include <set>
 #include <tuple>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace parbench {
 

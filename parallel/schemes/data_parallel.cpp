@@ -1,7 +1,7 @@
 // The data-parallel family's shared machinery.
 #include "parallel/schemes/data_parallel.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "kernels/ops.h"
 #include "profiles/range.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/comm_worker.h"
 #include "profiles/range.h"
 #include "parallel/schemes/data_parallel.h"

@@ -1,6 +1,6 @@
 // localsgd (federated averaging): each rank steps on its own samples with its own optimizer, and the parameters
 // are averaged every --sync-every steps. With SGD and k = 1 it equals data-parallel SGD on the global batch.
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/schemes/data_parallel.h"
 
 namespace parbench {

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <map>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "models/data.h"
 #include "models/model.h"
 #include "models/tensor_parallel.h"

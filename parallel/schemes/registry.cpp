@@ -3,7 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "parallel/schemes/data_parallel.h"
 #include "parallel/schemes/model_parallel.h"

@@ -1,5 +1,5 @@
 // single: one rank holds and updates everything; the reference every other scheme is compared with.
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/schemes/data_parallel.h"
 
 namespace parbench {

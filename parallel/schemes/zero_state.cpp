@@ -1,7 +1,7 @@
 // Replicated or ZeRO-sharded state of a set of units over a data-parallel group.
 #include "parallel/schemes/zero_state.h"
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "kernels/ops.h"
 #include "parallel/schemes/data_parallel.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "collectives/datacheck.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 
 namespace parbench::datacheck {
 namespace {

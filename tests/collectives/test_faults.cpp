@@ -15,7 +15,7 @@
 
 #include "bench_run.h"
 #include "collectives/fault_injection.h"
-#include "core/error.h"
+#include "base/error.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/allocator.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/tensor.h"
 
 using namespace parbench;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/caching_pool.h"
-#include "core/error.h"
+#include "base/error.h"
 
 using namespace parbench;
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "app/cli.h"
-#include "core/error.h"
+#include "base/error.h"
 
 using namespace parbench;
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "core/device.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 
 using namespace parbench;

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "core/dtype.h"
-#include "core/error.h"
+#include "base/dtype.h"
+#include "base/error.h"
 
 using namespace parbench;
 

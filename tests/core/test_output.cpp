@@ -13,7 +13,7 @@
 #include <sstream>
 
 #include "app/output.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "tests/test_files.h"
 
 using namespace parbench;

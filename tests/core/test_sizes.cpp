@@ -1,7 +1,7 @@
 // Size-list parser: every accepted form, and bad lists rejected with a message naming the bad token.
 #include <gtest/gtest.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/sizes.h"
 
 using namespace parbench;

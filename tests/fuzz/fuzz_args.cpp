@@ -3,7 +3,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 
 namespace pbfuzz {
 

@@ -3,7 +3,7 @@
 // types, ops, roots, NCCL_TESTS_SPLIT rules) without running anything. A bad vector is a CLI11 ParseError or a
 // UsageError.
 #include "collective_bench/options.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_args.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "app/output.h"
-#include "core/error.h"
+#include "base/error.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

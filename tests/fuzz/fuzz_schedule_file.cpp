@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_file.h"
 #include "parallel/schedule/schedule.h"
 

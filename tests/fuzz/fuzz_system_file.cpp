@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_file.h"
 #include "predict/system.h"
 

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "fuzz_file.h"
 #include "plots/figures.h"
 

@@ -15,8 +15,8 @@
 #include "core/allocator.h"
 #include "core/memory.h"
 #include "core/stream.h"
-#include "gpu_emu/emu.h"
-#include "gpu_emu/gpu_emu.h"
+#include "device/emu/emu.h"
+#include "device/emu/gpu_emu.h"
 #include "profiles/range.h"
 
 namespace parbench {

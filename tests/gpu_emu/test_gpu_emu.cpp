@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
-#include "gpu_emu/emu.h"
-#include "kernels/simt/selftest_kernels.h"
+#include "base/error.h"
+#include "device/emu/emu.h"
+#include "tests/simt/selftest_kernels.h"
 
 namespace parbench::gpu_emu {
 namespace {

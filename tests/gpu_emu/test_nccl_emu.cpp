@@ -13,8 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/dtype.h"
-#include "gpu_emu/nccl_reduce.h"
+#include "base/dtype.h"
+#include "device/emu/nccl_reduce.h"
 
 namespace {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "kernels/op_table.h"

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/allocator.h"
-#include "core/dtype.h"
+#include "base/dtype.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "kernels/ops.h"

@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/ops.h"
 #include "tests/kernels/kernel_test_util.h"
 

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "kernels/ops.h"
-#include "kernels/simt/simt_runtime.h"
+#include "device/simt/simt_runtime.h"
 #include "tests/kernels/kernel_test_util.h"
 #include "tests/kernels/shard_test_util.h"
 

@@ -16,7 +16,7 @@
 #include "kernels/ops.h"
 #include "tests/kernels/kernel_test_util.h"
 #if defined(PARBENCH_KERNELS_HAVE_SIMT)
-#include "kernels/simt/simt_runtime.h"
+#include "device/simt/simt_runtime.h"
 #endif
 
 namespace parbench {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <random>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "kernels/ops.h"
 #include "models/model.h"

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "collectives/bootstrap.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "core/memory.h"
 #include "kernels/ops.h"
 #include "models/model.h"

@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "collectives/bootstrap.h"
-#include "core/error.h"
+#include "base/error.h"
 #include "kernels/ops.h"
 #include "parallel/train.h"
 #include "train_test_util.h"

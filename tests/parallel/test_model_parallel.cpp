@@ -6,7 +6,7 @@
 #include <mutex>
 #include <numeric>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/schemes/model_parallel.h"
 #include "train_test_util.h"
 

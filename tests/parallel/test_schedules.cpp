@@ -6,7 +6,7 @@
 #include <fstream>
 #include <unistd.h>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/schedule/simulate.h"
 
 using namespace parbench;

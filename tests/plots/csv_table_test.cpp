@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "plot_test_util.h"
 #include "plots/csv_table.h"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <random>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "plot_test_util.h"
 #include "plots/figures.h"
 

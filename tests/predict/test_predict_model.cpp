@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schedule/simulate.h"
 #include "predict/calibrate.h"

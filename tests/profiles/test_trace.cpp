@@ -6,7 +6,7 @@
 #include <random>
 #include <thread>
 
-#include "core/error.h"
+#include "base/error.h"
 #include "profiles/range.h"
 #include "trace_test_util.h"
 

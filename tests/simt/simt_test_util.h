@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/simt/simt_runtime.h"
+#include "device/simt/simt_runtime.h"
 
 namespace simt_test {
 

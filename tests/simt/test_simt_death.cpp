@@ -2,8 +2,8 @@
 // the process with a message that says what and where (gtest death tests).
 #include <gtest/gtest.h>
 
-#include "kernels/simt/selftest_kernels.h"
-#include "kernels/simt/simt_device.h"
+#include "tests/simt/selftest_kernels.h"
+#include "device/simt/simt_device.h"
 #include "simt_test_util.h"
 
 namespace k = parbench::simt_kernels;

@@ -1,4 +1,4 @@
-// simt self-tests: the kernels of kernels/simt/selftest_kernels.cu against exact expected values,
+// simt self-tests: the kernels of tests/simt/selftest_kernels.cu against exact expected values,
 // each under forward, reverse and random schedules.
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <cstring>
 #include <ctime>
 
-#include "core/dtype.h"
-#include "kernels/simt/selftest_kernels.h"
+#include "base/dtype.h"
+#include "tests/simt/selftest_kernels.h"
 #include "simt_test_util.h"
 
 namespace k = parbench::simt_kernels;

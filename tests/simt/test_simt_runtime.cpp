@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/error.h"
-#include "kernels/simt/selftest_kernels.h"
-#include "kernels/simt/simt_types.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "tests/simt/selftest_kernels.h"
+#include "device/simt/simt_types.h"
 #include "simt_test_util.h"
 
 namespace simt = parbench::simt;

@@ -1,0 +1,82 @@
+// The emulated GPU's internals shared by its files: errors, devices, allocations, streams of operations,
+// and API counters. Everything here sits behind the CUDA runtime, cuBLAS and NCCL APIs (see README.md).
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "device/emu/gpu_emu.h"
+
+namespace parbench::gpu_emu {
+
+// ---- errors
+// Makes `e` the calling thread's last error, remembers `detail` for cudaGetErrorString(e), and returns e.
+cudaError_t fail(cudaError_t e, const std::string& detail);
+// cudaErrorInvalidResourceHandle for `api` given a handle that is not a live stream of this process.
+cudaError_t bad_stream(const char* api);
+// A fault in device work (a kernel threw, an illegal address): every later call on the device returns it.
+void set_sticky(int device, cudaError_t e, const std::string& detail);
+cudaError_t sticky(int device);
+// The caller of the API function that called this, as "function+offset" (for diagnostics).
+std::string call_site(const void* return_address);
+#define PB_EMU_SITE() ::parbench::gpu_emu::call_site(__builtin_return_address(0))
+
+// ---- devices
+int device_count();
+int current_device();  // per host thread; a new thread starts on device 0
+bool peer_enabled(int from, int to);
+
+// ---- allocations
+enum class MemKind { device, pinned_host };
+struct Allocation {
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  MemKind kind = MemKind::device;
+  int device = -1;  // -1 for pinned host memory
+  std::uint64_t serial = 0;
+  std::string site;    // who allocated it
+  bool freed = false;  // found among recently freed allocations
+};
+// The allocation (live, else recently freed) that contains address p; nullopt for memory no allocation covers
+// (pageable host memory, or freed long ago).
+std::optional<Allocation> find_allocation(const void* p);
+std::string describe(const Allocation& a);
+// Why device `device` may not touch [p, p + bytes) from a kernel or a copy engine ("" when it may): pageable host
+// memory, freed memory, another GPU without peer access, or a range past the allocation's end. `bytes` 0 checks
+// only the address (a kernel pointer argument, whose extent is unknown).
+std::string device_access_problem(int device, const void* p, std::size_t bytes);
+// Gives the calling thread access to device memory in strict mode (stream workers, simt block threads).
+void allow_device_access_on_this_thread();
+
+// ---- streams: each stream runs its operations in order on its own worker thread
+struct Op;
+using OpPtr = std::shared_ptr<Op>;
+struct StreamState;
+// The stream behind a handle; nullptr or cudaStreamLegacy is the current device's legacy default stream.
+// Returns nullptr for an invalid or destroyed handle.
+StreamState* resolve_stream(cudaStream_t s);
+int stream_device(const StreamState* s);
+// Queues `work` on `s` after everything CUDA orders before it (the stream's earlier work; for the legacy stream
+// the work queued on the device's blocking streams, and for a blocking stream the legacy stream's) and after
+// `extra` ops. A `work` that throws makes the device's error sticky with the exception's message.
+OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std::vector<OpPtr> extra = {});
+// Blocks the calling host thread until `op` finished (one counted host wait); aborts with the device's pending
+// work listed after PARBENCH_EMU_WAIT_TIMEOUT seconds (default 600) instead of hanging.
+void wait_op(const OpPtr& op, const char* why);
+bool op_done(const OpPtr& op);
+// PARBENCH_EMU_WAIT_TIMEOUT in seconds (default 600): how long any emulated wait may last before it is reported.
+double wait_timeout_s();
+// Last op queued on each stream of `device` (what cudaDeviceSynchronize waits for).
+std::vector<OpPtr> device_tail(int device);
+OpPtr stream_tail(StreamState* s);
+
+// ---- counters: see gpu_emu.h
+void count(Count c);
+
+}  // namespace parbench::gpu_emu

@@ -1,0 +1,41 @@
+// The emulated GPU's operations and streams, for the files that make and wait for them (streams.cpp, runtime.cpp).
+#pragma once
+#include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/emu/emu.h"
+
+namespace parbench::gpu_emu {
+
+// One queued piece of device work (a kernel, a copy, an event record, a wait); fields after `deps` are
+// guarded by the scheduler's mutex.
+struct Op {
+  std::string what;
+  std::function<void()> work;
+  std::vector<OpPtr> deps;
+  bool done = false;
+  std::chrono::steady_clock::time_point finished;
+};
+
+struct StreamState {
+  std::uint32_t magic = 0;
+  int device = 0;
+  bool legacy = false;        // the device's legacy default stream (handle 0)
+  bool non_blocking = false;  // cudaStreamNonBlocking: no implicit ordering with the legacy stream
+  bool destroyed = false;
+  std::uint64_t id = 0;
+  std::deque<OpPtr> queue;  // queued and not finished, in order
+  OpPtr last;               // the latest op queued
+};
+
+StreamState* create_stream(int device, bool non_blocking);
+void destroy_stream(StreamState* s);
+// Blocks until every op is done; counts one host wait.
+void wait_ops(const std::vector<OpPtr>& ops, const char* why);
+std::chrono::steady_clock::time_point finish_time(const OpPtr& op);
+
+}  // namespace parbench::gpu_emu

@@ -1,0 +1,441 @@
+// The emulated CUDA runtime: settings, errors (per-thread last error, sticky faults), devices and peer access,
+// streams and events. Copies and fills live in copies.cpp, allocation in memory.cpp, the stream workers in
+// streams.cpp, kernel launches in launch.cpp.
+#include <cuda_profiler_api.h>
+#include <cxxabi.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <set>
+
+#include "device/emu/emu.h"
+#include "device/emu/internal_streams.h"
+#include "device/emu/settings.h"
+
+namespace parbench::gpu_emu {
+
+// ---- settings
+void bad_setting(const char* name, const char* value, const char* accepted) {
+  std::fprintf(stderr, "parbench-emu: %s='%s' is not valid; accepted: %s\n", name, value, accepted);
+  std::exit(2);
+}
+
+namespace {
+std::size_t parse_bytes(const char* name, const char* v) {
+  char* end = nullptr;
+  const unsigned long long n = std::strtoull(v, &end, 10);
+  std::size_t mul = 1;
+  if (*end == 'K') mul = 1ull << 10, ++end;
+  else if (*end == 'M') mul = 1ull << 20, ++end;
+  else if (*end == 'G') mul = 1ull << 30, ++end;
+  if (end == v || *end || n == 0 || v[0] == '-') bad_setting(name, v, "a byte count > 0 with an optional K, M or G suffix");
+  return std::size_t(n) * mul;
+}
+}  // namespace
+
+const Settings& settings() {
+  static const Settings s = [] {
+    Settings x;
+    if (const char* v = std::getenv("PARBENCH_EMU_GPUS"); v && *v) {
+      char* end = nullptr;
+      const long n = std::strtol(v, &end, 10);
+      if (end == v || *end || n < 1 || n > 64) bad_setting("PARBENCH_EMU_GPUS", v, "an integer from 1 to 64");
+      x.gpus = int(n);
+    }
+    for (int g = 0; g < x.gpus; ++g) x.physical.push_back(g);
+    if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v) {  // a comma list of the node's GPU indices
+      const char* accepted = "a comma-separated list of distinct GPU indices below PARBENCH_EMU_GPUS";
+      std::vector<int> visible;
+      std::string list = v;
+      for (std::size_t at = 0; at <= list.size() && !list.empty();) {
+        const std::size_t comma = std::min(list.find(',', at), list.size());
+        const std::string item = list.substr(at, comma - at);
+        char* end = nullptr;
+        const long g = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end || g < 0 || g >= x.gpus ||
+            std::find(visible.begin(), visible.end(), int(g)) != visible.end())
+          bad_setting("CUDA_VISIBLE_DEVICES", v, accepted);
+        visible.push_back(int(g));
+        at = comma + 1;
+      }
+      if (visible.empty()) bad_setting("CUDA_VISIBLE_DEVICES", v, "at least one GPU (the emulation has no GPU-less mode)");
+      x.physical = visible;
+      x.gpus = int(visible.size());
+    }
+    if (const char* v = std::getenv("PARBENCH_EMU_GPU_MEMORY"); v && *v) x.memory_bytes = parse_bytes("PARBENCH_EMU_GPU_MEMORY", v);
+    if (const char* v = std::getenv("PARBENCH_EMU_STRICT"); v && *v) {
+      if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0) bad_setting("PARBENCH_EMU_STRICT", v, "0 or 1");
+      x.strict = v[0] == '1';
+    }
+    return x;
+  }();
+  return s;
+}
+
+int device_count() { return settings().gpus; }
+int physical_gpu(int device) { return settings().physical.at(std::size_t(device)); }
+
+// ---- errors
+namespace {
+thread_local cudaError_t t_last = cudaSuccess;
+thread_local std::map<int, std::string> t_detail;  // the latest detail of each code on this thread
+thread_local std::string t_message;                 // what cudaGetErrorString returned last
+
+struct Sticky {
+  std::mutex m;
+  std::map<int, std::pair<cudaError_t, std::string>> by_device;
+};
+Sticky& sticky_state() {
+  static Sticky* s = new Sticky;
+  return *s;
+}
+
+const char* base_message(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidPitchValue: return "invalid pitch argument";
+    case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+    case cudaErrorLaunchFailure: return "unspecified launch failure";
+    case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
+    case cudaErrorPeerAccessNotEnabled: return "peer access has not been enabled";
+    case cudaErrorNotSupported: return "operation not supported";
+    default: return "unknown error";
+  }
+}
+}  // namespace
+
+cudaError_t fail(cudaError_t e, const std::string& detail) {
+  t_last = e;
+  t_detail[int(e)] = detail;
+  return e;
+}
+
+void set_sticky(int device, cudaError_t e, const std::string& detail) {
+  Sticky& s = sticky_state();
+  std::lock_guard<std::mutex> l(s.m);
+  s.by_device.try_emplace(device, e, detail);  // the first fault is the one to report
+}
+
+cudaError_t sticky(int device) {
+  Sticky& s = sticky_state();
+  std::lock_guard<std::mutex> l(s.m);
+  auto it = s.by_device.find(device);
+  return it == s.by_device.end() ? cudaSuccess : it->second.first;
+}
+
+namespace {
+std::string resolve_call_site(const void* ret) {
+  Dl_info info{};
+  if (!::dladdr(ret, &info) || !info.dli_sname) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%p", ret);
+    return buf;
+  }
+  int status = 0;
+  char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
+  std::string name = status == 0 && demangled ? demangled : info.dli_sname;
+  std::free(demangled);
+  if (name.size() > 120) name = name.substr(0, 117) + "...";
+  return name;
+}
+}  // namespace
+
+// Every copy, fill and allocation names its caller; a program makes them from a few sites thousands of times, and
+// dladdr with the demangling took a few percent of an emulated run: each site is resolved once.
+std::string call_site(const void* ret) {
+  static std::mutex m;
+  static auto* names = new std::unordered_map<const void*, std::string>;
+  std::lock_guard<std::mutex> l(m);
+  auto it = names->find(ret);
+  if (it == names->end()) it = names->emplace(ret, resolve_call_site(ret)).first;
+  return it->second;
+}
+
+// ---- devices and peers
+namespace {
+thread_local int t_device = 0;
+struct Peers {
+  std::mutex m;
+  std::set<std::pair<int, int>> enabled;  // (from, to): kernels on `from` may touch memory of `to`
+};
+Peers& peers() {
+  static Peers* p = new Peers;
+  return *p;
+}
+bool valid_device(int d) { return d >= 0 && d < device_count(); }
+}  // namespace
+
+int current_device() { return t_device; }
+
+bool peer_enabled(int from, int to) {
+  Peers& p = peers();
+  std::lock_guard<std::mutex> l(p.m);
+  return p.enabled.count({from, to}) != 0;
+}
+
+cudaError_t bad_stream(const char* api) {
+  return fail(cudaErrorInvalidResourceHandle, std::string(api) + ": not a live stream of this process");
+}
+
+}  // namespace parbench::gpu_emu
+
+using namespace parbench::gpu_emu;
+
+namespace {
+
+constexpr std::uint32_t kEventMagic = 0x45564e54;  // "EVNT"
+struct EventState {
+  std::uint32_t magic = kEventMagic;
+  int device = 0;
+  unsigned flags = 0;
+  OpPtr marker;  // the latest cudaEventRecord's operation
+};
+std::mutex g_events_m;
+std::vector<std::unique_ptr<EventState>>& events() {  // never freed: destroyed handles stay recognisable
+  static auto* v = new std::vector<std::unique_ptr<EventState>>;
+  return *v;
+}
+EventState* resolve_event(cudaEvent_t e) {
+  auto* x = reinterpret_cast<EventState*>(e);
+  std::lock_guard<std::mutex> l(g_events_m);
+  for (const auto& ev : events())
+    if (ev.get() == x) return x->magic == kEventMagic ? x : nullptr;
+  return nullptr;
+}
+
+
+}  // namespace
+
+extern "C" {
+
+// ---- errors
+cudaError_t cudaGetLastError() {
+  const cudaError_t s = sticky(current_device());
+  if (s != cudaSuccess) return s;
+  const cudaError_t e = t_last;
+  t_last = cudaSuccess;
+  return e;
+}
+cudaError_t cudaPeekAtLastError() {
+  const cudaError_t s = sticky(current_device());
+  return s != cudaSuccess ? s : t_last;
+}
+const char* cudaGetErrorString(cudaError_t e) {
+  t_message = base_message(e);
+  {
+    Sticky& s = sticky_state();
+    std::lock_guard<std::mutex> l(s.m);
+    for (const auto& [dev, st] : s.by_device)
+      if (st.first == e) return (t_message += " (emulated GPU " + std::to_string(dev) + ": " + st.second + ")").c_str();
+  }
+  if (auto it = t_detail.find(int(e)); it != t_detail.end()) t_message += " (emulated GPU: " + it->second + ")";
+  return t_message.c_str();
+}
+const char* cudaGetErrorName(cudaError_t e) {
+  switch (e) {
+    case cudaSuccess: return "cudaSuccess";
+    case cudaErrorInvalidValue: return "cudaErrorInvalidValue";
+    case cudaErrorMemoryAllocation: return "cudaErrorMemoryAllocation";
+    case cudaErrorInvalidConfiguration: return "cudaErrorInvalidConfiguration";
+    case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
+    case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
+    case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+    case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    default: return "cudaErrorUnknown";
+  }
+}
+
+// ---- versions and devices
+cudaError_t cudaDriverGetVersion(int* v) {
+  if (!v) return fail(cudaErrorInvalidValue, "cudaDriverGetVersion with a null pointer");
+  *v = CUDART_VERSION;
+  return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int* v) { return cudaDriverGetVersion(v); }
+
+cudaError_t cudaGetDeviceCount(int* n) {
+  if (!n) return fail(cudaErrorInvalidValue, "cudaGetDeviceCount with a null pointer");
+  *n = device_count();
+  return cudaSuccess;
+}
+cudaError_t cudaGetDevice(int* d) {
+  if (!d) return fail(cudaErrorInvalidValue, "cudaGetDevice with a null pointer");
+  *d = current_device();
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) {
+  if (!valid_device(d))
+    return fail(cudaErrorInvalidDevice, "cudaSetDevice(" + std::to_string(d) + "): there are " +
+                                            std::to_string(device_count()) + " emulated GPUs (PARBENCH_EMU_GPUS)");
+  t_device = d;
+  return cudaSuccess;
+}
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
+  if (!p) return fail(cudaErrorInvalidValue, "cudaGetDeviceProperties with a null pointer");
+  if (!valid_device(d)) return fail(cudaErrorInvalidDevice, "cudaGetDeviceProperties of GPU " + std::to_string(d));
+  *p = cudaDeviceProp{};
+  const int phys = physical_gpu(d);
+  std::snprintf(p->name, sizeof p->name, "parbench emulated GPU %d (sm_90 limits, runs on the CPU)", phys);
+  // The same UUID in every process for the same GPU of the node: "pbemu-gpu" and the physical index.
+  std::memcpy(p->uuid.bytes, "pbemu-gpu", 9);
+  p->uuid.bytes[15] = static_cast<char>(phys);
+  p->totalGlobalMem = settings().memory_bytes;
+  p->sharedMemPerBlock = 48 * 1024;
+  p->sharedMemPerBlockOptin = 227 * 1024;
+  p->sharedMemPerMultiprocessor = 228 * 1024;
+  p->regsPerBlock = 65536;
+  p->warpSize = 32;
+  p->maxThreadsPerBlock = 1024;
+  p->maxThreadsDim[0] = 1024, p->maxThreadsDim[1] = 1024, p->maxThreadsDim[2] = 64;
+  p->maxGridSize[0] = 2147483647, p->maxGridSize[1] = 65535, p->maxGridSize[2] = 65535;
+  p->maxThreadsPerMultiProcessor = 2048;
+  p->multiProcessorCount = 4;
+  p->major = 9, p->minor = 0;
+  p->unifiedAddressing = 1;
+  p->pciBusID = phys + 1;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize() {
+  count(Count::device_sync);
+  const int d = current_device();
+  wait_ops(device_tail(d), "cudaDeviceSynchronize");
+  return sticky(d);
+}
+cudaError_t cudaDeviceCanAccessPeer(int* can, int d, int peer) {
+  if (!can || !valid_device(d) || !valid_device(peer))
+    return fail(cudaErrorInvalidDevice, "cudaDeviceCanAccessPeer(" + std::to_string(d) + ", " + std::to_string(peer) + ")");
+  *can = d != peer;
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceEnablePeerAccess(int peer, unsigned int flags) {
+  const int d = current_device();
+  if (flags != 0) return fail(cudaErrorInvalidValue, "cudaDeviceEnablePeerAccess flags must be 0");
+  if (!valid_device(peer) || peer == d)
+    return fail(cudaErrorInvalidDevice, "cudaDeviceEnablePeerAccess(" + std::to_string(peer) + ") on GPU " + std::to_string(d));
+  Peers& p = peers();
+  std::lock_guard<std::mutex> l(p.m);
+  if (!p.enabled.insert({d, peer}).second)
+    return fail(cudaErrorPeerAccessAlreadyEnabled, "GPU " + std::to_string(d) + " to GPU " + std::to_string(peer));
+  return cudaSuccess;
+}
+cudaError_t cudaDeviceDisablePeerAccess(int peer) {
+  Peers& p = peers();
+  std::lock_guard<std::mutex> l(p.m);
+  if (p.enabled.erase({current_device(), peer}) == 0)
+    return fail(cudaErrorPeerAccessNotEnabled, "GPU " + std::to_string(current_device()) + " to GPU " + std::to_string(peer));
+  return cudaSuccess;
+}
+cudaError_t cudaProfilerStart() { return cudaSuccess; }
+cudaError_t cudaProfilerStop() { return cudaSuccess; }
+
+// ---- streams
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned int flags) {
+  if (!s) return fail(cudaErrorInvalidValue, "cudaStreamCreateWithFlags with a null pointer");
+  if (flags & ~unsigned(cudaStreamNonBlocking)) return fail(cudaErrorInvalidValue, "unknown stream flags");
+  *s = reinterpret_cast<cudaStream_t>(create_stream(current_device(), flags & cudaStreamNonBlocking));
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreate(cudaStream_t* s) { return cudaStreamCreateWithFlags(s, cudaStreamDefault); }
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned int flags, int) {
+  return cudaStreamCreateWithFlags(s, flags);
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  StreamState* st = s ? resolve_stream(s) : nullptr;
+  if (!st || st->legacy) return bad_stream("cudaStreamDestroy");
+  destroy_stream(st);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t s) {
+  count(Count::stream_sync);
+  StreamState* st = resolve_stream(s);
+  if (!st) return bad_stream("cudaStreamSynchronize");
+  wait_ops({stream_tail(st)}, "cudaStreamSynchronize");
+  return sticky(st->device);
+}
+cudaError_t cudaStreamQuery(cudaStream_t s) {
+  StreamState* st = resolve_stream(s);
+  if (!st) return bad_stream("cudaStreamQuery");
+  if (cudaError_t e = sticky(st->device); e != cudaSuccess) return e;
+  return op_done(stream_tail(st)) ? cudaSuccess : cudaErrorNotReady;
+}
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
+  StreamState* st = resolve_stream(s);
+  EventState* ev = resolve_event(e);
+  if (!st) return bad_stream("cudaStreamWaitEvent");
+  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: not a live event");
+  if (ev->marker) enqueue(st, "wait for an event", nullptr, {ev->marker});
+  return cudaSuccess;
+}
+
+// ---- events
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
+  if (!e) return fail(cudaErrorInvalidValue, "cudaEventCreateWithFlags with a null pointer");
+  auto ev = std::make_unique<EventState>();
+  ev->device = current_device();
+  ev->flags = flags;
+  *e = reinterpret_cast<cudaEvent_t>(ev.get());
+  std::lock_guard<std::mutex> l(g_events_m);
+  events().push_back(std::move(ev));
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  EventState* ev = resolve_event(e);
+  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy: not a live event");
+  ev->magic = 0;
+  ev->marker.reset();
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
+  EventState* ev = resolve_event(e);
+  StreamState* st = resolve_stream(s);
+  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: not a live event");
+  if (!st) return bad_stream("cudaEventRecord");
+  if (ev->device != st->device)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord of an event of GPU " + std::to_string(ev->device) +
+                                                    " on a stream of GPU " + std::to_string(st->device));
+  ev->marker = enqueue(st, "event record", nullptr);
+  return cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t e) {
+  EventState* ev = resolve_event(e);
+  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: not a live event");
+  return op_done(ev->marker) ? cudaSuccess : cudaErrorNotReady;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t e) {
+  count(Count::event_sync);
+  EventState* ev = resolve_event(e);
+  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: not a live event");
+  wait_ops({ev->marker}, "cudaEventSynchronize");
+  return sticky(ev->device);
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  EventState* a = resolve_event(start);
+  EventState* b = resolve_event(end);
+  if (!ms) return fail(cudaErrorInvalidValue, "cudaEventElapsedTime with a null pointer");
+  if (!a || !b) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: not a live event");
+  if ((a->flags | b->flags) & cudaEventDisableTiming)
+    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime on an event created with cudaEventDisableTiming");
+  if (a->device != b->device) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime of events on two GPUs");
+  if (!a->marker || !b->marker) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime of an event never recorded");
+  if (!op_done(a->marker) || !op_done(b->marker)) return cudaErrorNotReady;
+  *ms = std::chrono::duration<float, std::milli>(finish_time(b->marker) - finish_time(a->marker)).count();
+  return cudaSuccess;
+}
+
+}  // extern "C"

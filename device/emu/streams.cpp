@@ -1,0 +1,255 @@
+// Streams of the emulated GPU: each stream's operations run in order on the stream's own worker thread, after
+// what CUDA orders before them; PARBENCH_EMU_DELAY=random:SEED[:MAX_US] delays operations at random so that a
+// missing synchronisation shows as wrong data instead of passing by luck.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+
+#include "device/emu/emu.h"
+#include "device/emu/internal_streams.h"
+#include "device/emu/settings.h"
+
+namespace parbench::gpu_emu {
+
+namespace {
+
+constexpr std::uint32_t kStreamMagic = 0x5354524d;  // "STRM"
+
+struct Delay {
+  bool on = false;
+  std::uint64_t seed = 0;
+  unsigned max_us = 500;
+};
+
+Delay delay_from_env() {
+  Delay d;
+  const char* v = std::getenv("PARBENCH_EMU_DELAY");
+  if (!v || !*v || std::string(v) == "off") return d;
+  const std::string s(v);
+  const char* accepted = "off or random:SEED or random:SEED:MAX_US (SEED and MAX_US non-negative integers)";
+  if (s.rfind("random:", 0) != 0) bad_setting("PARBENCH_EMU_DELAY", v, accepted);
+  try {
+    std::size_t used = 0;
+    const std::string rest = s.substr(7);
+    d.seed = std::stoull(rest, &used);
+    if (used < rest.size()) {
+      if (rest[used] != ':') bad_setting("PARBENCH_EMU_DELAY", v, accepted);
+      const std::string tail = rest.substr(used + 1);
+      std::size_t used2 = 0;
+      d.max_us = unsigned(std::stoul(tail, &used2));
+      if (used2 != tail.size() || d.max_us > 1000000) bad_setting("PARBENCH_EMU_DELAY", v, accepted);
+    }
+  } catch (const std::logic_error&) {
+    bad_setting("PARBENCH_EMU_DELAY", v, accepted);
+  }
+  d.on = true;
+  return d;
+}
+
+}  // namespace
+
+double wait_timeout_s() {
+  static const double t = [] {
+    const char* v = std::getenv("PARBENCH_EMU_WAIT_TIMEOUT");
+    if (!v || !*v) return 600.0;
+    char* end = nullptr;
+    double x = std::strtod(v, &end);
+    if (end == v || *end || !(x > 0)) bad_setting("PARBENCH_EMU_WAIT_TIMEOUT", v, "seconds > 0");
+    return x;
+  }();
+  return t;
+}
+
+struct Scheduler {
+  std::mutex m;
+  std::condition_variable cv;
+  std::vector<std::vector<StreamState*>> streams;  // per device; [0] is the legacy stream
+  std::vector<std::unique_ptr<StreamState>> all;   // never freed, so a destroyed handle stays recognisable
+  Delay delay = delay_from_env();
+  double timeout_s = wait_timeout_s();
+  std::uint64_t next_id = 0;
+};
+
+Scheduler& scheduler() {
+  static Scheduler* s = [] {
+    auto* x = new Scheduler;  // never destroyed: workers may still run while the program exits
+    x->streams.resize(std::size_t(device_count()));
+    return x;
+  }();
+  return *s;
+}
+
+namespace {
+
+bool deps_done(const Op& op) {
+  for (const OpPtr& d : op.deps)
+    if (!d->done) return false;
+  return true;
+}
+
+void worker(StreamState* s) {
+  Scheduler& g = scheduler();
+  allow_device_access_on_this_thread();
+  std::mt19937_64 rng(g.delay.seed * 0x9e3779b97f4a7c15ull + s->id);
+  std::unique_lock<std::mutex> l(g.m);
+  for (;;) {
+    g.cv.wait(l, [&] { return !s->queue.empty() || s->destroyed; });
+    if (s->queue.empty()) return;  // destroyed and drained
+    OpPtr op = s->queue.front();
+    g.cv.wait(l, [&] { return deps_done(*op); });
+    l.unlock();
+    if (g.delay.on && rng() % 4 == 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % (g.delay.max_us + 1)));
+    // After a fault the context is dead, as on a GPU: later work of the device does not run.
+    if (op->work && sticky(s->device) == cudaSuccess) {
+      try {
+        op->work();
+      } catch (const std::exception& e) {
+        set_sticky(s->device, cudaErrorLaunchFailure, op->what + " failed: " + e.what());
+      }
+    }
+    l.lock();
+    op->done = true;
+    op->finished = std::chrono::steady_clock::now();
+    op->work = nullptr;  // frees the captured arguments now, not when the last handle to the op goes
+    op->deps.clear();
+    s->queue.pop_front();
+    g.cv.notify_all();
+  }
+}
+
+StreamState* legacy_stream(Scheduler& g, int device) {  // g.m held
+  auto& list = g.streams[std::size_t(device)];
+  if (list.empty()) {
+    auto st = std::make_unique<StreamState>();
+    st->magic = kStreamMagic, st->device = device, st->legacy = true, st->id = g.next_id++;
+    list.push_back(st.get());
+    std::thread(worker, st.get()).detach();
+    g.all.push_back(std::move(st));
+  }
+  return list.front();
+}
+
+std::string pending_work() {  // g.m held
+  Scheduler& g = scheduler();
+  std::string out;
+  for (std::size_t d = 0; d < g.streams.size(); ++d)
+    for (StreamState* s : g.streams[d]) {
+      if (s->queue.empty()) continue;
+      out += "  GPU " + std::to_string(d) + (s->legacy ? " legacy stream" : " stream " + std::to_string(s->id)) +
+             ": " + std::to_string(s->queue.size()) + " operation(s) pending, first: " + s->queue.front()->what + "\n";
+    }
+  return out.empty() ? "  (no pending operations)\n" : out;
+}
+
+}  // namespace
+
+StreamState* create_stream(int device, bool non_blocking) {
+  Scheduler& g = scheduler();
+  std::lock_guard<std::mutex> l(g.m);
+  legacy_stream(g, device);
+  auto st = std::make_unique<StreamState>();
+  st->magic = kStreamMagic, st->device = device, st->non_blocking = non_blocking, st->id = g.next_id++;
+  g.streams[std::size_t(device)].push_back(st.get());
+  std::thread(worker, st.get()).detach();
+  g.all.push_back(std::move(st));
+  return g.all.back().get();
+}
+
+void destroy_stream(StreamState* s) {
+  Scheduler& g = scheduler();
+  std::lock_guard<std::mutex> l(g.m);
+  auto& list = g.streams[std::size_t(s->device)];
+  list.erase(std::remove(list.begin(), list.end(), s), list.end());
+  s->destroyed = true;  // the worker finishes the queued work first, as cudaStreamDestroy promises
+  s->magic = 0;
+  g.cv.notify_all();
+}
+
+StreamState* resolve_stream(cudaStream_t handle) {
+  Scheduler& g = scheduler();
+  if (handle == nullptr || handle == cudaStreamLegacy) {
+    std::lock_guard<std::mutex> l(g.m);
+    return legacy_stream(g, current_device());
+  }
+  auto* s = reinterpret_cast<StreamState*>(handle);
+  std::lock_guard<std::mutex> l(g.m);
+  for (const auto& st : g.all)
+    if (st.get() == s) return s->magic == kStreamMagic ? s : nullptr;
+  return nullptr;
+}
+
+int stream_device(const StreamState* s) { return s->device; }
+
+OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std::vector<OpPtr> extra) {
+  Scheduler& g = scheduler();
+  auto op = std::make_shared<Op>();
+  op->what = std::move(what);
+  op->work = std::move(work);
+  std::lock_guard<std::mutex> l(g.m);
+  op->deps = std::move(extra);
+  // The legacy default stream waits for the device's blocking streams, and they wait for it.
+  for (StreamState* other : g.streams[std::size_t(s->device)]) {
+    if (s->non_blocking) break;
+    if (other == s || other->non_blocking || !other->last || other->last->done) continue;
+    if (s->legacy || other->legacy) op->deps.push_back(other->last);
+  }
+  s->queue.push_back(op);
+  s->last = op;
+  g.cv.notify_all();
+  return op;
+}
+
+bool op_done(const OpPtr& op) {
+  if (!op) return true;
+  std::lock_guard<std::mutex> l(scheduler().m);
+  return op->done;
+}
+
+void wait_ops(const std::vector<OpPtr>& ops, const char* why) {
+  count(Count::host_wait);
+  Scheduler& g = scheduler();
+  std::unique_lock<std::mutex> l(g.m);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(g.timeout_s);
+  for (const OpPtr& op : ops) {
+    if (!op) continue;
+    if (!g.cv.wait_until(l, deadline, [&] { return op->done; })) {
+      std::fprintf(stderr,
+                   "parbench-emu: %s waited more than %g s (PARBENCH_EMU_WAIT_TIMEOUT) for '%s'; the emulated "
+                   "GPUs' pending work:\n%s",
+                   why, g.timeout_s, op->what.c_str(), pending_work().c_str());
+      std::abort();
+    }
+  }
+}
+
+void wait_op(const OpPtr& op, const char* why) { wait_ops({op}, why); }
+
+std::vector<OpPtr> device_tail(int device) {
+  Scheduler& g = scheduler();
+  std::lock_guard<std::mutex> l(g.m);
+  std::vector<OpPtr> out;
+  for (StreamState* s : g.streams[std::size_t(device)])
+    if (s->last && !s->last->done) out.push_back(s->last);
+  return out;
+}
+
+OpPtr stream_tail(StreamState* s) {
+  std::lock_guard<std::mutex> l(scheduler().m);
+  return s->last;
+}
+
+std::chrono::steady_clock::time_point finish_time(const OpPtr& op) {
+  std::lock_guard<std::mutex> l(scheduler().m);
+  return op->finished;
+}
+
+}  // namespace parbench::gpu_emu

@@ -1,0 +1,254 @@
+// simt internals: fiber stacks, the x86-64 context switch (ucontext elsewhere), the guard-page
+// SIGSEGV handler and the AddressSanitizer fiber annotations.
+#include "device/simt/fiber.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "base/error.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define PB_SIMT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PB_SIMT_ASAN 1
+#endif
+#endif
+#ifdef PB_SIMT_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+#endif
+
+
+namespace parbench::simt::detail {
+
+namespace {
+// Large enough that a frame with a big local array still lands in it rather than past it.
+constexpr std::size_t kGuardBytes = 64 * 1024;
+constexpr std::size_t kAltStackBytes = 64 * 1024;
+
+std::size_t page_size() {
+  static const std::size_t p = std::size_t(sysconf(_SC_PAGESIZE));
+  return p;
+}
+}  // namespace
+
+FiberStack map_stack(std::size_t usable_bytes) {
+  const std::size_t page = page_size();
+  usable_bytes = (usable_bytes + page - 1) / page * page;
+  FiberStack s;
+  s.map_bytes = kGuardBytes + usable_bytes;
+  void* m = mmap(nullptr, s.map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED)
+    throw Error("simt: cannot map a " + std::to_string(usable_bytes) + "-byte fiber stack: " + std::strerror(errno) +
+                " (lower PARBENCH_SIMT_STACK or the threads per block)");
+  s.map = static_cast<char*>(m);
+  if (mprotect(s.map, kGuardBytes, PROT_NONE) != 0) {
+    munmap(m, s.map_bytes);
+    throw Error(std::string("simt: cannot protect a fiber stack guard page: ") + std::strerror(errno));
+  }
+  s.lo = s.map + kGuardBytes;
+  s.stale_lo = s.lo;  // the mapping may reuse addresses whose shadow an earlier stack left poisoned
+  s.size = usable_bytes;
+#ifdef PB_SIMT_TSAN
+  s.tsan_fiber = __tsan_create_fiber(0);
+#endif
+  return s;
+}
+
+void unmap_stack(FiberStack& s) {
+#ifdef PB_SIMT_TSAN
+  if (s.tsan_fiber) __tsan_destroy_fiber(s.tsan_fiber);
+#endif
+  if (s.map) munmap(s.map, s.map_bytes);
+  s = FiberStack{};
+}
+
+#ifdef PB_SIMT_ASM_SWITCH
+// Saves the callee-saved registers, MXCSR and the x87 control word on the current stack, stores
+// the stack pointer in *from (rdi) and restores the same from `to` (rsi). The trampoline starts a
+// new fiber: entry in r12, argument in r13; .cfi_undefined rip ends backtraces there.
+asm(R"(
+  .text
+  .p2align 4
+  .globl pb_simt_switch_context
+  .hidden pb_simt_switch_context
+  .type pb_simt_switch_context, @function
+pb_simt_switch_context:
+  pushq %rbp
+  pushq %rbx
+  pushq %r12
+  pushq %r13
+  pushq %r14
+  pushq %r15
+  subq $8, %rsp
+  stmxcsr (%rsp)
+  fnstcw 4(%rsp)
+  movq %rsp, (%rdi)
+  movq %rsi, %rsp
+  ldmxcsr (%rsp)
+  fldcw 4(%rsp)
+  addq $8, %rsp
+  popq %r15
+  popq %r14
+  popq %r13
+  popq %r12
+  popq %rbx
+  popq %rbp
+  ret
+  .size pb_simt_switch_context, .-pb_simt_switch_context
+
+  .p2align 4
+  .globl pb_simt_fiber_trampoline
+  .hidden pb_simt_fiber_trampoline
+  .type pb_simt_fiber_trampoline, @function
+pb_simt_fiber_trampoline:
+  .cfi_startproc
+  .cfi_undefined rip
+  movq %r13, %rdi
+  callq *%r12
+  ud2
+  .cfi_endproc
+  .size pb_simt_fiber_trampoline, .-pb_simt_fiber_trampoline
+)");
+extern "C" void pb_simt_switch_context(void** from, void* to);
+extern "C" void pb_simt_fiber_trampoline();
+
+void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg) {
+  // Frame popped by the switch: [mxcsr|fcw][r15][r14][r13][r12][rbx][rbp][return address]. After
+  // the `ret` the stack pointer is 16-byte aligned, as the trampoline's call expects.
+  auto top = reinterpret_cast<std::uintptr_t>(s.lo + s.size) & ~std::uintptr_t(15);
+  auto* f = reinterpret_cast<std::uint64_t*>(top - 16 - 64);
+  f[0] = 0x1f80u | (std::uint64_t(0x037fu) << 32);  // default MXCSR and x87 control word
+  f[1] = 0;                                          // r15
+  f[2] = 0;                                          // r14
+  f[3] = reinterpret_cast<std::uint64_t>(arg);       // r13
+  f[4] = reinterpret_cast<std::uint64_t>(entry);     // r12
+  f[5] = 0;                                          // rbx
+  f[6] = 0;                                          // rbp
+  f[7] = reinterpret_cast<std::uint64_t>(&pb_simt_fiber_trampoline);
+  c.sp = f;
+}
+
+void switch_context(Context& from, Context& to) { pb_simt_switch_context(&from.sp, to.sp); }
+#else
+namespace {
+// makecontext passes int arguments only: hand the pointer over in two halves.
+void ucontext_start(unsigned entry_hi, unsigned entry_lo, unsigned arg_hi, unsigned arg_lo) {
+  auto entry = reinterpret_cast<void (*)(void*)>((std::uintptr_t(entry_hi) << 32) | entry_lo);
+  auto* arg = reinterpret_cast<void*>((std::uintptr_t(arg_hi) << 32) | arg_lo);
+  entry(arg);
+  std::abort();
+}
+}  // namespace
+
+void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg) {
+  getcontext(&c.uc);
+  c.uc.uc_stack.ss_sp = s.lo;
+  c.uc.uc_stack.ss_size = s.size;
+  c.uc.uc_link = nullptr;
+  auto e = reinterpret_cast<std::uintptr_t>(entry), a = reinterpret_cast<std::uintptr_t>(arg);
+  makecontext(&c.uc, reinterpret_cast<void (*)()>(&ucontext_start), 4, unsigned(std::uint64_t(e) >> 32), unsigned(e),
+              unsigned(std::uint64_t(a) >> 32), unsigned(a));
+}
+
+void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
+#endif
+
+GuardInfo& running_guard() {
+  static thread_local GuardInfo g;
+  return g;
+}
+
+namespace {
+struct sigaction g_previous_segv;
+
+void on_segv(int sig, siginfo_t* info, void* uctx) {
+  const GuardInfo& g = running_guard();
+  const char* addr = static_cast<const char*>(info->si_addr);
+  if (g.guard_lo && addr >= g.guard_lo && addr < g.guard_hi) {
+    char msg[640];
+    int n = std::snprintf(msg, sizeof msg,
+                          "simt: stack overflow in kernel %s, block (%u,%u,%u), thread (%u,%u,%u): the %zu-byte fiber "
+                          "stack ran into its guard page (fault at %p). Raise PARBENCH_SIMT_STACK (e.g. 1M) or call "
+                          "parbench::simt::set_stack_size().\n",
+                          g.kernel ? g.kernel : "?", g.block[0], g.block[1], g.block[2], g.thread[0], g.thread[1],
+                          g.thread[2], g.stack_bytes, static_cast<const void*>(addr));
+    if (n > 0) (void)!write(2, msg, std::size_t(n) < sizeof msg ? std::size_t(n) : sizeof msg - 1);
+    std::abort();
+  }
+  // Not ours: hand it to whoever was there before (a sanitizer, or the default action).
+  if (g_previous_segv.sa_flags & SA_SIGINFO) {
+    if (g_previous_segv.sa_sigaction) return g_previous_segv.sa_sigaction(sig, info, uctx);
+  } else if (g_previous_segv.sa_handler != SIG_DFL && g_previous_segv.sa_handler != SIG_IGN) {
+    return g_previous_segv.sa_handler(sig);
+  }
+  signal(SIGSEGV, SIG_DFL);  // returning re-executes the access, which now kills the process
+}
+
+struct AltStack {
+  void* mem = nullptr;
+  AltStack() {
+    stack_t old{};
+    if (sigaltstack(nullptr, &old) == 0 && !(old.ss_flags & SS_DISABLE)) return;  // keep the thread's own
+    mem = mmap(nullptr, kAltStackBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+      mem = nullptr;
+      return;
+    }
+    stack_t st{};
+    st.ss_sp = mem;
+    st.ss_size = kAltStackBytes;
+    if (sigaltstack(&st, nullptr) != 0) {
+      munmap(mem, kAltStackBytes);
+      mem = nullptr;
+    }
+  }
+  ~AltStack() {
+    if (!mem) return;
+    stack_t st{};
+    st.ss_flags = SS_DISABLE;
+    sigaltstack(&st, nullptr);
+    munmap(mem, kAltStackBytes);
+  }
+};
+}  // namespace
+
+void install_guard_handler() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    struct sigaction sa{};
+    sa.sa_sigaction = &on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_previous_segv);
+  });
+  static thread_local AltStack alt;
+  (void)alt;
+}
+
+#ifdef PB_SIMT_ASAN
+void asan_start_switch(void** fake_stack_save, const void* bottom, std::size_t size) {
+  __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
+}
+void asan_finish_switch(void* fake_stack_save, const void** bottom_old, std::size_t* size_old) {
+  __sanitizer_finish_switch_fiber(fake_stack_save, bottom_old, size_old);
+}
+void asan_unpoison(const void* p, std::size_t bytes) { ASAN_UNPOISON_MEMORY_REGION(p, bytes); }
+#else
+void asan_start_switch(void**, const void*, std::size_t) {}
+void asan_finish_switch(void*, const void**, std::size_t*) {}
+void asan_unpoison(const void*, std::size_t) {}
+#endif
+
+
+}  // namespace parbench::simt::detail
