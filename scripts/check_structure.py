@@ -212,16 +212,26 @@ def macro_set(group):
     return frozenset(macros)
 
 
-def configure(source, build, cmake_args):
-    query = os.path.join(build, ".cmake", "api", "v1", "query")
-    os.makedirs(query, exist_ok=True)
-    open(os.path.join(query, "codemodel-v2"), "w").close()
-    with open(os.path.join(build, "CMakeGraphVizOptions.cmake"), "w") as f:
-        f.write("set(GRAPHVIZ_GENERATE_PER_TARGET FALSE)\nset(GRAPHVIZ_GENERATE_DEPENDERS FALSE)\n")
-    cmd = ["cmake", "-S", source, "-B", build, "--graphviz=" + os.path.join(build, "deps.dot")] + cmake_args
-    run = subprocess.run(cmd, capture_output=True, text=True)
-    if run.returncode != 0:
-        sys.exit("check_structure: configure failed: %s\n%s%s" % (" ".join(cmd), run.stdout, run.stderr))
+def configure(source, builds):
+    """Configures each (build folder, cmake arguments) at once (configure steps wait mostly on one core each) with
+    the file API's codemodel query and a --graphviz file per folder, without per-target graph files."""
+    runs = []
+    for build, cmake_args in builds:
+        query = os.path.join(build, ".cmake", "api", "v1", "query")
+        os.makedirs(query, exist_ok=True)
+        open(os.path.join(query, "codemodel-v2"), "w").close()
+        with open(os.path.join(build, "CMakeGraphVizOptions.cmake"), "w") as f:
+            f.write("set(GRAPHVIZ_GENERATE_PER_TARGET FALSE)\nset(GRAPHVIZ_GENERATE_DEPENDERS FALSE)\n")
+        cmd = ["cmake", "-S", source, "-B", build, "--graphviz=" + os.path.join(build, "deps.dot")] + cmake_args
+        runs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    failed = False
+    for cmd, run in runs:
+        out = run.communicate()[0]
+        if run.returncode != 0:
+            print("check_structure: configure failed: %s\n%s" % (" ".join(cmd), out), file=sys.stderr)
+            failed = True
+    if failed:
+        sys.exit(2)
 
 
 class Project:
@@ -420,7 +430,9 @@ def parse_configs(specs):
     for spec in specs:
         name, _, args = spec.partition("=")
         if not name or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
-            sys.exit("check_structure: bad --config %r: use NAME=CMAKE ARGUMENTS (NAME of letters, digits, _.-)" % spec)
+            print("check_structure: bad --config %r: use NAME=CMAKE ARGUMENTS (NAME of letters, digits, _.-)" % spec,
+                  file=sys.stderr)
+            sys.exit(2)
         configs.append((name, shlex.split(args)))
     return configs
 
@@ -434,11 +446,10 @@ def main():
     parser.add_argument("--allowlist", help="known violations (one key a line, as printed after 'allowed: ')")
     args = parser.parse_args()
     source = os.path.abspath(args.source)
-    configs = []
-    for name, cmake_args in parse_configs(args.config):
-        build = os.path.join(os.path.abspath(args.build_root), name)
-        configure(source, build, cmake_args)
-        configs.append(Configuration(name, build, source))
+    wanted = [(name, os.path.join(os.path.abspath(args.build_root), name), cmake_args)
+              for name, cmake_args in parse_configs(args.config)]
+    configure(source, [(build, cmake_args) for _, build, cmake_args in wanted])
+    configs = [Configuration(name, build, source) for name, build, _ in wanted]
     found = violations(source, configs)
     allowed = read_allowlist(args.allowlist)
     new = report(found, allowed, "structure")
