@@ -107,7 +107,8 @@ class Includes:
                     parent, taken = stack[-1]
                     value = condition("if", arg, macros) if taken is not True else False
                     active = parent and taken is not True and value is not False
-                    stack[-1][1] = True if (taken is True or value is True) else (None if None in (taken, value) else False)
+                    if taken is not True:
+                        stack[-1][1] = True if value is True else (None if None in (taken, value) else False)
                 elif kind == "else" and stack:
                     active = stack[-1][0] and stack[-1][1] is not True
                 elif kind == "endif" and stack:
@@ -275,8 +276,8 @@ class Project:
     def owners(self, header):
         """The libraries a header belongs to: those compiling it or a source of its name beside it; else (a header
         without a source) the libraries compiling files in its folder (or the nearest folder above) that include
-        it; of those, the ones that link none of the others. A library only tests link, or none (a fixture), owns no header
-        without a source. Empty for a header of executables only."""
+        it; of those, the ones that link none of the others. A library only tests link, or none (a fixture), owns
+        no header without a source. Empty for a header of executables only."""
         if header in self.owner_cache:
             return self.owner_cache[header]
         stem = os.path.splitext(header)[0]
@@ -399,7 +400,8 @@ def violations(source, configs):
         found.append(("link cycle: " + chain, lines + ([] if names == everywhere else
                                                         ["  in configuration " + ", ".join(sorted(set(names)))])))
     for (f, header, target), (line, owners, names) in unlinked.items():
-        where = "" if sorted(set(names)) == sorted(everywhere) else " (configuration %s)" % ", ".join(sorted(set(names)))
+        names = sorted(set(names))
+        where = "" if names == sorted(everywhere) else " (configuration %s)" % ", ".join(names)
         text = "includes %s from target %s which %s does not link" % (header, " or ".join(sorted(owners)), target)
         found.append(("%s %s" % (f, text), ["  %s:%d %s%s" % (f, line, text, where)]))
     return found

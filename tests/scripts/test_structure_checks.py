@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Tests of scripts/check_structure.py and scripts/check_code_size.py on small generated source trees: a cycle and
 # an include from a library not linked are reported with their file:line, a clean tree passes, the allow-list
-# accepts what it names and nothing else, and the code-size limits sit exactly at 500 lines, 80 lines and CCN 25.
+# accepts what it names and nothing else, #if chains choose a build's includes, and the code-size limits sit
+# exactly at 500 lines, 80 lines and CCN 25.
 import os
 import shutil
 import subprocess
@@ -60,7 +61,8 @@ class StructureTest(unittest.TestCase):
     def test_include_and_link_cycles_are_reported_with_their_edges(self):
         files = sources("#pragma once\n#include \"b/b.h\"\n", "#pragma once\n#include \"a/a.h\"\n")
         # The link cycle passes through an interface library defined at the root, which has no folder.
-        files["CMakeLists.txt"] = CMAKE_HEAD + ("add_library(glue INTERFACE)\ntarget_link_libraries(glue INTERFACE libb)\n"
+        files["CMakeLists.txt"] = CMAKE_HEAD + ("add_library(glue INTERFACE)\n"
+                                                "target_link_libraries(glue INTERFACE libb)\n"
                                                 "target_link_libraries(liba PUBLIC glue)\n"
                                                 "target_link_libraries(libb PUBLIC liba)\n")
         status, out = self.tree(files).run("check_structure.py")
@@ -74,7 +76,8 @@ class StructureTest(unittest.TestCase):
         self.assertIn("structure: 2 violations, 2 of them not in the allow-list", out)
 
     def test_include_of_a_library_not_linked_is_reported(self):
-        a_cpp = "#include \"a/a.h\"\n#include \"b/b.h\"\n#ifdef PB_NEVER_DEFINED\n#include \"c/c.h\"\n#endif\nint a();\n"
+        a_cpp = ("#include \"a/a.h\"\n#include \"b/b.h\"\n"
+                 "#ifdef PB_NEVER_DEFINED\n#include \"c/c.h\"\n#endif\nint a();\n")
         files = sources("#pragma once\n", "#pragma once\n", a_cpp)
         # c.h is included only where PB_NEVER_DEFINED is defined: not an include of this build.
         files["c/c.h"] = "#pragma once\n"
@@ -107,6 +110,37 @@ class StructureTest(unittest.TestCase):
                               "--build-root", tree.root, "--config", "no name"], capture_output=True, text=True)
         self.assertEqual(run.returncode, 2)
         self.assertIn("use NAME=CMAKE ARGUMENTS", run.stderr)
+
+
+class ConditionsTest(unittest.TestCase):
+    """A build's includes follow its #if chains on the project's macros; other macros keep every branch."""
+
+    def test_if_elif_else_chain(self):
+        sys.path.insert(0, SCRIPTS)
+        from check_structure import Includes
+        tree = Tree({"x/main.cpp": """\
+            #if defined(PB_A)
+            #include "x/a.h"
+            #elif defined(PB_B) && !defined(PB_C)
+            #include "x/b.h"
+            #elif defined(__linux__)
+            #include "x/l.h"
+            #else
+            #include "x/e.h"
+            #endif
+            #include "x/always.h"
+            """, "x/a.h": "", "x/b.h": "", "x/l.h": "", "x/e.h": "", "x/always.h": ""})
+        self.addCleanup(tree.remove)
+        includes = Includes(tree.source, ["x/main.cpp", "x/a.h", "x/b.h", "x/l.h", "x/e.h", "x/always.h"], [])
+
+        def chosen(*macros):
+            return [h for _, h in includes.of("x/main.cpp", frozenset((m, "1") for m in macros))]
+
+        self.assertEqual(chosen("PB_A", "PB_B"), ["x/a.h", "x/always.h"])
+        self.assertEqual(chosen("PB_B"), ["x/b.h", "x/always.h"])
+        self.assertEqual(chosen("PB_B", "PB_C"), ["x/l.h", "x/e.h", "x/always.h"])  # __linux__ undecided
+        self.assertEqual([h for _, h in includes.of("x/main.cpp")],
+                         ["x/a.h", "x/b.h", "x/l.h", "x/e.h", "x/always.h"])  # no build: every include line
 
 
 def function(name, branches, lines):
