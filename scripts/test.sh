@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs every test (ctest), then the unit tests once more and the cuda path (ctest label gpu)
+# Sets up, checks the structure (scripts/check_structure.sh), builds and runs every test (ctest), then the unit tests once more and the cuda path (ctest label gpu)
 # in an AddressSanitizer + UndefinedBehaviorSanitizer build on emulated GPUs (PARBENCH_CUDA=EMULATED), where ASan
 # also sees kernels that overrun device buffers; then the threaded parts under ThreadSanitizer; last every fuzzer
 # in its reproducible mode (scripts/fuzz.sh --ci: a fixed seed and run count per target, from the committed
@@ -40,6 +40,11 @@ trap summary EXIT
 
 stage "setup"
 scripts/setup.sh
+
+stage "structure checks"
+# No folder cycles, no include of a library not linked, the code-size limits (README "Structure checks"): a few
+# seconds of configuring and reading, before anything is built.
+scripts/check_structure.sh
 
 stage "build (default)"
 # -g1 (line tables: stack traces keep files and lines) instead of -g: a quarter less compile time. Device code for
