@@ -9,16 +9,10 @@ list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublas.cp
 add_library(parbench_kernels STATIC ${PB_OP_HOST_SOURCES})
 target_link_libraries(parbench_kernels PUBLIC parbench_core)
 
-# The simt half needs the emulator (device/simt); without it the ops run on cpu and cuda only.
-if(TARGET parbench_simt)
-  parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})
-  target_link_libraries(parbench_kernels PUBLIC parbench_ops_simt)
-  target_compile_definitions(parbench_kernels PUBLIC PARBENCH_KERNELS_HAVE_SIMT=1)
-elseif(PARBENCH_HAVE_CUDA)
-  add_library(parbench_ops_cuda STATIC ${PB_OP_SOURCES})
-  target_link_libraries(parbench_ops_cuda PUBLIC parbench_cudart parbench_core)
-  target_compile_options(parbench_ops_cuda PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
-endif()
+# The kernels built for simt (through the emulator) and, with CUDA, for cuda.
+parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})
+target_link_libraries(parbench_kernels PUBLIC parbench_ops_simt)
+target_compile_definitions(parbench_kernels PUBLIC PARBENCH_KERNELS_HAVE_SIMT=1)
 
 if(PARBENCH_HAVE_CUDA)
   target_sources(parbench_kernels PRIVATE matmul_cublas.cpp)
