@@ -71,21 +71,21 @@ TEST(PredictCollectives, AlphaBetaFormulasAndLeastTimeChoice) {
   const SystemModel sys = builtin_system("dgx-a100");
   const Link nv = link_of(sys.levels[0]);
   const double S = 64e6;
-  const auto costs = collective_costs(sys, CollOp::allreduce, S, {8, 8});
+  const auto costs = collective_costs(sys, Collective::allreduce, S, {8, 8});
   double ring = -1, least = 1e9;
   for (const auto& c : costs) {
     if (c.algorithm == "ring") ring = c.seconds;
     least = std::min(least, c.seconds);
   }
   EXPECT_NEAR(ring, 14 * nv.alpha + 2 * 7.0 / 8 * S * nv.beta, 1e-12);
-  EXPECT_EQ(collective_cost(sys, CollOp::allreduce, S, {8, 8}).seconds, least);
+  EXPECT_EQ(collective_cost(sys, Collective::allreduce, S, {8, 8}).seconds, least);
   // Small messages: latency decides, so a log-depth algorithm beats the ring.
-  EXPECT_NE(collective_cost(sys, CollOp::allreduce, 8, {8, 8}).algorithm, "ring");
+  EXPECT_NE(collective_cost(sys, Collective::allreduce, 8, {8, 8}).algorithm, "ring");
   // Across 16 nodes with 8 GPUs each, the hierarchical form is offered.
   bool hier = false;
-  for (const auto& c : collective_costs(sys, CollOp::allreduce, S, {128, 8})) hier |= c.algorithm == "hierarchical";
+  for (const auto& c : collective_costs(sys, Collective::allreduce, S, {128, 8})) hier |= c.algorithm == "hierarchical";
   EXPECT_TRUE(hier);
-  EXPECT_EQ(collective_cost(sys, CollOp::allreduce, S, {1, 1}).seconds, 0);
+  EXPECT_EQ(collective_cost(sys, Collective::allreduce, S, {1, 1}).seconds, 0);
 }
 
 TEST(PredictLayout, BadLayoutsAreRefusedNamingTheValue) {
