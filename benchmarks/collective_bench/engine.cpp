@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "collectives/bootstrap.h"
+#include "collectives/collective_table.h"
 #include "collectives/datacheck.h"
 #include "collectives/fault_injection.h"
 #include "collectives/measurement.h"
@@ -389,9 +390,9 @@ void launch_ranks(const BenchOptions& o, const BenchPlan& plan, Device device,
 int collective_bench_main(Collective c, int argc, char** argv) {
   const std::string name = "bench_" + std::string(collective_name(c));
   const ProgramText text{name + ": " + std::string(collective_name(c)) +
-                              " bandwidth and correctness per implementation, in nccl-tests' layout, with "
-                              "nccl-tests' options. Run under mpirun (one process per rank) or with -t/-g or "
-                              "--ranks N (threads).",
+                              " bandwidth and correctness per implementation, in the layout and with the options "
+                              "of nccl-tests' " + std::string(collective_info(c).nccl_tests) + "_perf. Run under "
+                              "mpirun (one process per rank) or with -t/-g or --ranks N (threads).",
                           name};
   BenchOptions o;
 
