@@ -1,14 +1,15 @@
-# Collective benchmarks: one shared engine, one tiny main per collective.
+# Collective benchmarks: one shared engine, and bench_<name> for every collective of the table, each the same main
+# told its collective by name (a name the table lacks fails at start, and in test_coll_table).
 set(PARBENCH_CB ${CMAKE_CURRENT_SOURCE_DIR}/collective_bench)
 add_library(parbench_collective_bench STATIC ${PARBENCH_CB}/engine.cpp ${PARBENCH_CB}/engine_notes.cpp
             ${PARBENCH_CB}/report.cpp ${PARBENCH_CB}/sweep_control.cpp ${PARBENCH_CB}/timing.cpp)
 target_link_libraries(parbench_collective_bench PUBLIC parbench_program_options parbench_collectives
                       parbench_profiles parbench_app nlohmann_json::nlohmann_json)
 target_include_directories(parbench_collective_bench PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-set(PARBENCH_COLLECTIVE_BENCHES
-    allreduce allgather reducescatter broadcast reduce gather scatter alltoall sendrecv)
-foreach(c IN LISTS PARBENCH_COLLECTIVE_BENCHES)
-  add_executable(bench_${c} ${CMAKE_CURRENT_SOURCE_DIR}/bench_${c}.cpp)
+include(${PROJECT_SOURCE_DIR}/collectives/collectives.cmake)
+foreach(c IN LISTS PARBENCH_COLLECTIVES)
+  add_executable(bench_${c} ${CMAKE_CURRENT_SOURCE_DIR}/bench_collective.cpp)
+  target_compile_definitions(bench_${c} PRIVATE PARBENCH_BENCH_COLLECTIVE="${c}")
   target_link_libraries(bench_${c} PRIVATE parbench_collective_bench)
 endforeach()
 # The harness's cost beside bare MPI loops (README "Harness overhead").

@@ -148,68 +148,93 @@ class MpiLibrary final : public Algorithm {
 
   // The MPI call itself, blocking, or non-blocking and its wait.
   void call(MPI_Comm mc, int n, int r, const CollArgs& a, const void* send, void* recv) const {
+    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    if (a.coll == Collective::sendrecv) {
+      call_sendrecv(mc, n, r, a, send, recv, reqs);
+      if (!blocking_) MPI_CHECK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+      return;
+    }
+    if (is_reduction(a.coll))
+      call_reduction(mc, r, a, send, recv, reqs);
+    else
+      call_movement(mc, r, a, send, recv, reqs);
+    if (!blocking_) MPI_CHECK(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
+  }
+
+  // allreduce, reduce, reduce-scatter: MPI's in place is MPI_IN_PLACE for the send buffer.
+  void call_reduction(MPI_Comm mc, int r, const CollArgs& a, const void* send, void* recv, MPI_Request* req) const {
+    const int cnt = int(a.count);
+    const MPI_Datatype dt = mpi_type(a.dtype);
+    const MPI_Op op = mpi_op(a.dtype, a.op);
+    const bool b = blocking_;
+    switch (a.coll) {
+      case Collective::allreduce: {
+        const void* s = send == recv ? MPI_IN_PLACE : send;
+        MPI_CHECK(b ? MPI_Allreduce(s, recv, cnt, dt, op, mc) : MPI_Iallreduce(s, recv, cnt, dt, op, mc, req));
+        break;
+      }
+      case Collective::reduce: {
+        const void* s = r == a.root && send == recv ? MPI_IN_PLACE : send;
+        MPI_CHECK(b ? MPI_Reduce(s, recv, cnt, dt, op, a.root, mc)
+                    : MPI_Ireduce(s, recv, cnt, dt, op, a.root, mc, req));
+        break;
+      }
+      case Collective::reduce_scatter:
+        MPI_CHECK(b ? MPI_Reduce_scatter_block(send, recv, cnt, dt, op, mc)
+                    : MPI_Ireduce_scatter_block(send, recv, cnt, dt, op, mc, req));
+        break;
+      default: throw Error("mpi: " + std::string(collective_name(a.coll)) + " is not a reduction");
+    }
+  }
+
+  // broadcast, gather, allgather, scatter, alltoall: in place where the rank's own block aliases the other buffer.
+  void call_movement(MPI_Comm mc, int r, const CollArgs& a, const void* send, void* recv, MPI_Request* req) const {
     const int cnt = int(a.count);
     const MPI_Datatype dt = mpi_type(a.dtype);
     const bool root = r == a.root, b = blocking_;
     auto at = [&](const void* p, int block) { return byte_ptr(p, a.count * std::size_t(block), a.dtype); };
-    MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     switch (a.coll) {
-      case Collective::allreduce: {
-        const void* s = send == recv ? MPI_IN_PLACE : send;
-        const MPI_Op op = mpi_op(a.dtype, a.op);
-        MPI_CHECK(b ? MPI_Allreduce(s, recv, cnt, dt, op, mc) : MPI_Iallreduce(s, recv, cnt, dt, op, mc, reqs));
-        break;
-      }
-      case Collective::reduce: {
-        const void* s = root && send == recv ? MPI_IN_PLACE : send;
-        const MPI_Op op = mpi_op(a.dtype, a.op);
-        MPI_CHECK(b ? MPI_Reduce(s, recv, cnt, dt, op, a.root, mc)
-                    : MPI_Ireduce(s, recv, cnt, dt, op, a.root, mc, reqs));
-        break;
-      }
       case Collective::broadcast:
-        MPI_CHECK(b ? MPI_Bcast(recv, cnt, dt, a.root, mc) : MPI_Ibcast(recv, cnt, dt, a.root, mc, reqs));
+        MPI_CHECK(b ? MPI_Bcast(recv, cnt, dt, a.root, mc) : MPI_Ibcast(recv, cnt, dt, a.root, mc, req));
         break;
       case Collective::gather: {
         const void* s = root && send == at(recv, a.root) ? MPI_IN_PLACE : send;
         MPI_CHECK(b ? MPI_Gather(s, cnt, dt, recv, cnt, dt, a.root, mc)
-                    : MPI_Igather(s, cnt, dt, recv, cnt, dt, a.root, mc, reqs));
+                    : MPI_Igather(s, cnt, dt, recv, cnt, dt, a.root, mc, req));
         break;
       }
       case Collective::allgather: {
         const void* s = send == at(recv, r) ? MPI_IN_PLACE : send;
         MPI_CHECK(b ? MPI_Allgather(s, cnt, dt, recv, cnt, dt, mc)
-                    : MPI_Iallgather(s, cnt, dt, recv, cnt, dt, mc, reqs));
+                    : MPI_Iallgather(s, cnt, dt, recv, cnt, dt, mc, req));
         break;
       }
       case Collective::scatter: {
         void* out = root && recv == at(send, a.root) ? MPI_IN_PLACE : recv;
         MPI_CHECK(b ? MPI_Scatter(send, cnt, dt, out, cnt, dt, a.root, mc)
-                    : MPI_Iscatter(send, cnt, dt, out, cnt, dt, a.root, mc, reqs));
-        break;
-      }
-      case Collective::reduce_scatter: {
-        const MPI_Op op = mpi_op(a.dtype, a.op);
-        MPI_CHECK(b ? MPI_Reduce_scatter_block(send, recv, cnt, dt, op, mc)
-                    : MPI_Ireduce_scatter_block(send, recv, cnt, dt, op, mc, reqs));
+                    : MPI_Iscatter(send, cnt, dt, out, cnt, dt, a.root, mc, req));
         break;
       }
       case Collective::alltoall:
         MPI_CHECK(b ? MPI_Alltoall(send, cnt, dt, recv, cnt, dt, mc)
-                    : MPI_Ialltoall(send, cnt, dt, recv, cnt, dt, mc, reqs));
+                    : MPI_Ialltoall(send, cnt, dt, recv, cnt, dt, mc, req));
         break;
-      case Collective::sendrecv:
-        if (b) {
-          MPI_CHECK(MPI_Sendrecv(send, cnt, dt, (r + 1) % n, 1, recv, cnt, dt, (r - 1 + n) % n, 1, mc,
-                                 MPI_STATUS_IGNORE));
-        } else {
-          MPI_CHECK(MPI_Irecv(recv, cnt, dt, (r - 1 + n) % n, 1, mc, &reqs[0]));
-          MPI_CHECK(MPI_Isend(send, cnt, dt, (r + 1) % n, 1, mc, &reqs[1]));
-        }
-        break;
+      default: throw Error("mpi: no call for " + std::string(collective_name(a.coll)));
     }
-    if (!b) MPI_CHECK(a.coll == Collective::sendrecv ? MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE)
-                                                     : MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
+  }
+
+  // To the right neighbour, from the left one: MPI_Sendrecv, or a receive and a send posted together.
+  void call_sendrecv(MPI_Comm mc, int n, int r, const CollArgs& a, const void* send, void* recv,
+                     MPI_Request* reqs) const {
+    const int cnt = int(a.count);
+    const MPI_Datatype dt = mpi_type(a.dtype);
+    if (blocking_) {
+      MPI_CHECK(MPI_Sendrecv(send, cnt, dt, (r + 1) % n, 1, recv, cnt, dt, (r - 1 + n) % n, 1, mc,
+                             MPI_STATUS_IGNORE));
+      return;
+    }
+    MPI_CHECK(MPI_Irecv(recv, cnt, dt, (r - 1 + n) % n, 1, mc, &reqs[0]));
+    MPI_CHECK(MPI_Isend(send, cnt, dt, (r + 1) % n, 1, mc, &reqs[1]));
   }
 
   bool blocking_;

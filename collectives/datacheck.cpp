@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "collectives/collective_table.h"
 #include "collectives/communicator.h"
 #include "core/memory.h"
 
@@ -133,20 +134,23 @@ Expected reduced(DType t, ReduceOp op, int ranks, std::uint64_t seed, std::size_
 
 Expected expected_value(Collective c, DType t, ReduceOp op, int n, int root, std::uint64_t seed, int rank,
                         std::size_t count, std::size_t i) {
-  auto in = [&](int k, std::size_t j) { return Expected{input_value(t, op, n, seed, k, j)}; };
-  const std::size_t blk = count ? i / count : 0, j = count ? i % count : 0;
-  switch (c) {
-    case Collective::allreduce:
-    case Collective::reduce: return reduced(t, op, n, seed, i);
-    case Collective::reduce_scatter: return reduced(t, op, n, seed, std::size_t(rank) * count + i);
-    case Collective::broadcast: return in(root, i);
-    case Collective::gather:
-    case Collective::allgather: return in(int(blk), j);
-    case Collective::scatter: return in(root, std::size_t(rank) * count + i);
-    case Collective::alltoall: return in(int(blk), std::size_t(rank) * count + j);
-    case Collective::sendrecv: return in((rank - 1 + n) % n, i);
+  const CollectiveInfo& row = collective_info(c);
+  const std::size_t blk = count ? i / count : 0, j = count ? i % count : 0, own = std::size_t(rank) * count;
+  std::size_t index = i;
+  switch (row.index) {
+    case SourceIndex::same: break;
+    case SourceIndex::own_block: index = own + i; break;
+    case SourceIndex::block_offset: index = j; break;
+    case SourceIndex::own_block_offset: index = own + j; break;
   }
-  return {};
+  int from = root;
+  switch (row.source) {
+    case Source::reduced: return reduced(t, op, n, seed, index);
+    case Source::root: break;
+    case Source::block: from = int(blk); break;
+    case Source::left: from = (rank - 1 + n) % n; break;
+  }
+  return Expected{input_value(t, op, n, seed, from, index)};
 }
 
 bool matches(double got, const Expected& e) {
@@ -159,9 +163,8 @@ bool matches(double got, const Expected& e) {
 namespace parbench {
 
 namespace {
-bool has_input(Collective c, int rank, int root) {
-  return !((c == Collective::broadcast || c == Collective::scatter) && rank != root);
-}
+// Only the root holds an input when every output comes from the root's (broadcast, scatter).
+bool has_input(Collective c, int rank, int root) { return collective_info(c).source != Source::root || rank == root; }
 }  // namespace
 
 CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size_t count, DType t, ReduceOp op,
@@ -178,8 +181,8 @@ CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size
     const std::size_t elems = std::max(full.send, full.recv);
     recv_mem_ = device_malloc(comm.device(), (std::max<std::size_t>(1, elems) + unalign) * es);
     const std::size_t off = inplace_offset(c, count, r) + unalign;
-    const bool send_inside = c == Collective::gather || c == Collective::allgather;
-    const bool recv_inside = c == Collective::scatter || c == Collective::reduce_scatter;
+    const bool send_inside = inplace_layout(c) == InPlace::send_inside_recv;
+    const bool recv_inside = inplace_layout(c) == InPlace::recv_inside_send;
     args_.send = byte_ptr(recv_mem_, send_inside ? off : unalign, t);
     args_.recv = byte_ptr(recv_mem_, recv_inside ? off : unalign, t);
   } else {

@@ -1,24 +1,28 @@
-// Names, parsing and shapes of collectives and reduction ops.
+// Names, parsing and shapes of collectives and reduction ops: the collective functions read the collective table.
 #include "collectives/types.h"
 
+#include "collectives/collective_table.h"
 #include "base/error.h"
 
 namespace parbench {
 
-std::string_view collective_name(Collective c) {
-  switch (c) {
-    case Collective::broadcast: return "broadcast";
-    case Collective::reduce: return "reduce";
-    case Collective::allreduce: return "allreduce";
-    case Collective::gather: return "gather";
-    case Collective::allgather: return "allgather";
-    case Collective::scatter: return "scatter";
-    case Collective::reduce_scatter: return "reducescatter";
-    case Collective::alltoall: return "alltoall";
-    case Collective::sendrecv: return "sendrecv";
+namespace {
+
+bool holds_blocks(BufferSize b) { return b == BufferSize::all || b == BufferSize::all_at_root; }
+
+std::size_t elements(BufferSize b, std::size_t count, int n, bool at_root) {
+  switch (b) {
+    case BufferSize::count: return count;
+    case BufferSize::count_at_root: return at_root ? count : 0;
+    case BufferSize::all: return count * std::size_t(n);
+    case BufferSize::all_at_root: return at_root ? count * std::size_t(n) : 0;
   }
-  return "?";
+  return 0;
 }
+
+}  // namespace
+
+std::string_view collective_name(Collective c) { return collective_info(c).name; }
 
 std::string_view reduce_op_name(ReduceOp op) {
   switch (op) {
@@ -32,10 +36,11 @@ std::string_view reduce_op_name(ReduceOp op) {
 }
 
 const std::vector<Collective>& all_collectives() {
-  static const std::vector<Collective> all = {Collective::broadcast, Collective::reduce,    Collective::allreduce,
-                                              Collective::gather,    Collective::allgather, Collective::scatter,
-                                              Collective::reduce_scatter, Collective::alltoall,
-                                              Collective::sendrecv};
+  static const std::vector<Collective> all = [] {
+    std::vector<Collective> ids;
+    for (const CollectiveInfo& row : collective_table()) ids.push_back(row.id);
+    return ids;
+  }();
   return all;
 }
 
@@ -51,63 +56,32 @@ ReduceOp parse_reduce_op(std::string_view s) {
   throw UsageError("unknown reduction op '" + std::string(s) + "'; accepted: sum, prod, max, min, avg, all");
 }
 
-bool is_rooted(Collective c) {
-  return c == Collective::broadcast || c == Collective::reduce || c == Collective::gather ||
-         c == Collective::scatter;
-}
+bool is_rooted(Collective c) { return collective_info(c).rooted; }
 
-bool is_reduction(Collective c) {
-  return c == Collective::reduce || c == Collective::allreduce || c == Collective::reduce_scatter;
-}
+bool is_reduction(Collective c) { return collective_info(c).reduces; }
 
-double busbw_factor(Collective c, int n) {
-  switch (c) {
-    case Collective::allreduce: return 2.0 * (n - 1) / n;
-    case Collective::allgather:
-    case Collective::reduce_scatter:
-    case Collective::alltoall:
-    case Collective::gather:
-    case Collective::scatter: return double(n - 1) / n;
-    default: return 1.0;
-  }
-}
+double busbw_factor(Collective c, int n) { return wire_fraction(c, n); }
 
 BufferCounts buffer_counts(Collective c, std::size_t count, int n, int rank, int root) {
-  const std::size_t all = count * std::size_t(n);
-  switch (c) {
-    case Collective::broadcast:
-    case Collective::allreduce:
-    case Collective::sendrecv: return {count, count};
-    case Collective::reduce: return {count, rank == root ? count : 0};
-    case Collective::gather: return {count, rank == root ? all : 0};
-    case Collective::allgather: return {count, all};
-    case Collective::scatter: return {rank == root ? all : 0, count};
-    case Collective::reduce_scatter: return {all, count};
-    case Collective::alltoall: return {all, all};
-  }
-  return {};
+  const CollectiveInfo& row = collective_info(c);
+  return {elements(row.send, count, n, rank == root), elements(row.recv, count, n, rank == root)};
 }
 
 std::size_t count_for_bytes(Collective c, std::size_t bytes, DType t, int n) {
-  std::size_t elems = bytes / dtype_size(t);
-  switch (c) {
-    case Collective::gather:
-    case Collective::allgather:
-    case Collective::scatter:
-    case Collective::reduce_scatter:
-    case Collective::alltoall: return elems / std::size_t(n);
-    default: return elems;
-  }
+  const CollectiveInfo& row = collective_info(c);
+  const std::size_t elems = bytes / dtype_size(t);
+  return holds_blocks(row.send) || holds_blocks(row.recv) ? elems / std::size_t(n) : elems;
+}
+
+InPlace inplace_layout(Collective c) {
+  const CollectiveInfo& row = collective_info(c);
+  if (holds_blocks(row.recv) && !holds_blocks(row.send)) return InPlace::send_inside_recv;
+  if (holds_blocks(row.send) && !holds_blocks(row.recv)) return InPlace::recv_inside_send;
+  return InPlace::aliased;
 }
 
 std::size_t inplace_offset(Collective c, std::size_t count, int rank) {
-  switch (c) {
-    case Collective::gather:
-    case Collective::allgather:
-    case Collective::scatter:
-    case Collective::reduce_scatter: return count * std::size_t(rank);
-    default: return 0;
-  }
+  return inplace_layout(c) == InPlace::aliased ? 0 : count * std::size_t(rank);
 }
 
 }  // namespace parbench

@@ -1,4 +1,5 @@
-// Collective kinds and reduction ops: names, parsing, buffer shapes and the busbw factors (docs/MEASUREMENTS.md).
+// Collective kinds and reduction ops: names, parsing, buffer shapes and the busbw factors (docs/MEASUREMENTS.md);
+// the collective functions read collectives/collective_table.h, which holds one row per collective.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -21,8 +22,7 @@ ReduceOp parse_reduce_op(std::string_view s);
 
 bool is_rooted(Collective c);      // broadcast, reduce, gather, scatter
 bool is_reduction(Collective c);   // reduce, allreduce, reduce_scatter
-// busbw = algbw * factor (nccl-tests): allreduce 2(n-1)/n; allgather, reduce-scatter, alltoall, gather, scatter
-// (n-1)/n; broadcast, reduce, sendrecv 1.
+// busbw = algbw * factor (nccl-tests): the collective's wire fraction (collective_table.h, Wire).
 double busbw_factor(Collective c, int ranks);
 
 // Element counts of the send and receive buffers on `rank` for a call with per-rank `count` (NCCL's convention:
@@ -35,9 +35,11 @@ struct BufferCounts {
 BufferCounts buffer_counts(Collective c, std::size_t count, int ranks, int rank, int root);
 // The per-rank count whose largest buffer has at most `bytes` bytes (the nccl-tests size column).
 std::size_t count_for_bytes(Collective c, std::size_t bytes, DType t, int ranks);
-// Offset (elements) of the in-place send buffer inside the receive buffer, or the receive buffer inside the send
-// buffer, following NCCL: allgather/gather send at recv + rank*count, reduce-scatter/scatter recv at
-// send + rank*count; all others alias exactly.
+// NCCL's in-place layout: when only one buffer holds n blocks (allgather/gather receive, reduce-scatter/scatter
+// send), the other lies inside it at block `rank`; all others alias exactly.
+enum class InPlace { aliased, send_inside_recv, recv_inside_send };
+InPlace inplace_layout(Collective c);
+// Offset (elements) of the inner buffer inside the outer one (0 when aliased).
 std::size_t inplace_offset(Collective c, std::size_t count, int rank);
 
 }  // namespace parbench

@@ -2,6 +2,7 @@
 // with their (B, T, C) <-> rank-major reordering).
 #include "models/tensor_parallel.h"
 
+#include "collectives/collective_table.h"
 #include "base/error.h"
 #include "core/memory.h"
 #include "profiles/range.h"
@@ -45,10 +46,10 @@ TpIndex tp_index(const ModelConfig& c, int tp_rank, int unit) {
 }
 
 std::uint64_t tp_bytes_per_microbatch(const ModelConfig& c, std::int64_t samples, int first_unit, int last_unit) {
-  const std::uint64_t n = std::uint64_t(c.tp);
+  const int n = c.tp;
   if (n == 1) return 0;
-  auto ar = [&](std::uint64_t s) { return 2 * s * (n - 1) / n; };  // allreduce
-  auto sh = [&](std::uint64_t s) { return s * (n - 1) / n; };      // all-gather, reduce-scatter
+  auto ar = [&](std::uint64_t s) { return wire_bytes(Collective::allreduce, s, n); };
+  auto sh = [&](std::uint64_t s) { return wire_bytes(Collective::allgather, s, n); };  // or reduce-scatter
   const std::uint64_t B = std::uint64_t(samples), C = std::uint64_t(c.hidden), d = dtype_size(c.dtype);
   std::uint64_t total = 0;
   for (int u = first_unit; u < last_unit; ++u) {
@@ -73,10 +74,6 @@ std::uint64_t tp_bytes_per_microbatch(const ModelConfig& c, std::int64_t samples
 namespace tp_comm {
 
 namespace {
-
-// As parallel/train.h's CommCounter rounds them.
-std::uint64_t sharded_bytes(std::uint64_t s, int n) { return s * std::uint64_t(n - 1) / std::uint64_t(n); }
-std::uint64_t allreduce_bytes(std::uint64_t s, int n) { return 2 * s * std::uint64_t(n - 1) / std::uint64_t(n); }
 
 // Moves `chunks_b` x `chunks_a` blocks of `block` bytes from layout [a][b] (src) to [b][a] (dst): for each a,
 // one strided copy of its chunks_b blocks.
@@ -107,7 +104,7 @@ void allreduce(TensorParallel& tp, Tensor& t, ReduceOp op, const Stream& s) {
   s.synchronize();
   PB_RANGE("tp allreduce", Category::communication, {.bytes = std::int64_t(t.bytes())});
   tp.comm->allreduce(t.data(), t.data(), std::size_t(t.numel()), t.dtype(), op, tp.impl);
-  tp.bytes += allreduce_bytes(t.bytes(), n);
+  tp.bytes += wire_bytes(Collective::allreduce, t.bytes(), n);
 }
 
 void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, TrackedAllocator& alloc, const Stream& s) {
@@ -129,7 +126,7 @@ void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, Track
     tp.comm->allgather(local.data(), staging.data(), count, local.dtype(), tp.impl);
     transpose_blocks(full.device(), full.data(), staging.data(), n, B, local.bytes() / std::size_t(B));
   }
-  tp.bytes += sharded_bytes(full.bytes(), n);
+  tp.bytes += wire_bytes(Collective::allgather, full.bytes(), n);
 }
 
 void reduce_scatter_seq(TensorParallel& tp, Tensor& local, const Tensor& full, TrackedAllocator& alloc,
@@ -152,7 +149,7 @@ void reduce_scatter_seq(TensorParallel& tp, Tensor& local, const Tensor& full, T
     transpose_blocks(full.device(), staging.data(), full.data(), B, n, local.bytes() / std::size_t(B));
     tp.comm->reduce_scatter(staging.data(), local.data(), count, full.dtype(), ReduceOp::sum, tp.impl);
   }
-  tp.bytes += sharded_bytes(full.bytes(), n);
+  tp.bytes += wire_bytes(Collective::reduce_scatter, full.bytes(), n);
 }
 
 }  // namespace tp_comm

@@ -17,8 +17,8 @@ namespace parbench {
 struct TensorParallel {
   Communicator* comm = nullptr;
   std::string impl = "auto";  // collective implementation (Communicator::run)
-  // Nominal bytes moved per rank, counted like parallel/train.h's CommCounter with S the full tensor's bytes:
-  // allreduce 2S(n-1)/n, all-gather and reduce-scatter S(n-1)/n (integer division per call).
+  // Nominal bytes moved per rank, counted like parallel/train.h's CommCounter: wire_bytes (collective_table.h) of
+  // each call with S the full tensor's bytes.
   std::uint64_t bytes = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "collectives/collective_table.h"
 #include "collectives/communicator.h"
 #include "core/allocator.h"
 #include "core/stream.h"
@@ -40,13 +41,13 @@ struct TrainConfig {
   std::uint64_t max_memory = 0;   // --max-memory: bytes per rank the model state may take (0: the device's)
 };
 
-// Bytes a rank moved per step, by nominal collective volume (the alpha-beta "bus" bytes each rank sends:
-// allreduce 2 S (n-1)/n, reduce-scatter and all-gather S (n-1)/n, broadcast and reduce S for the root's share).
+// Bytes a rank moved per step, by nominal collective volume: the bus bytes each rank sends for an S-byte buffer
+// (wire_bytes of the collective table; sharded: all-gather or reduce-scatter).
 struct CommCounter {
   std::uint64_t bytes = 0;
   std::uint64_t host_device_bytes = 0;  // offload traffic
-  void allreduce(std::uint64_t s, int n) { bytes += n > 1 ? 2 * s * std::uint64_t(n - 1) / std::uint64_t(n) : 0; }
-  void sharded(std::uint64_t s, int n) { bytes += n > 1 ? s * std::uint64_t(n - 1) / std::uint64_t(n) : 0; }
+  void allreduce(std::uint64_t s, int n) { bytes += wire_bytes(Collective::allreduce, s, n); }
+  void sharded(std::uint64_t s, int n) { bytes += wire_bytes(Collective::allgather, s, n); }
 };
 
 // A pipeline stage's compute time and the step's pipeline span, for the measured bubble 1 - busy / span.

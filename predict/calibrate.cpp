@@ -18,6 +18,7 @@
 #endif
 #include <libfccp/csv.h>
 
+#include "collectives/collective_table.h"
 #include "base/error.h"
 #include "core/stats.h"
 
@@ -35,6 +36,11 @@ std::vector<CollectiveSample> read_collective_csv(const std::string& path) {
       if (s.ranks < 1 || s.bytes < 0 || !(time_us > 0))
         throw UsageError("--calibrate: " + path + ":" + std::to_string(in.get_file_line()) +
                          ": ranks must be >= 1, bytes >= 0 and time_us > 0");
+      try {
+        parse_collective(s.collective);
+      } catch (const UsageError& e) {
+        throw UsageError("--calibrate: " + path + ":" + std::to_string(in.get_file_line()) + ": " + e.what());
+      }
       s.seconds = time_us * 1e-6;
       out.push_back(s);
     }
@@ -48,14 +54,12 @@ std::vector<CollectiveSample> read_collective_csv(const std::string& path) {
 
 namespace {
 
-// The ring's message steps and the fraction of the buffer each link carries.
+// The message steps and the fraction of the buffer each link carries, by the collective's wire family (the
+// collective table): a ring's, a tree's or one message's.
 std::pair<double, double> steps_and_volume(const std::string& collective, int n) {
   if (n <= 1) return {0, 0};
-  if (collective == "allreduce") return {2.0 * (n - 1), 2.0 * (n - 1) / n};
-  if (collective == "allgather" || collective == "reducescatter" || collective == "alltoall")
-    return {double(n - 1), double(n - 1) / n};
-  if (collective == "broadcast" || collective == "reduce") return {std::ceil(std::log2(double(n))), 1.0};
-  return {1.0, 1.0};
+  const Collective c = parse_collective(collective);
+  return {wire_steps(c, n), wire_fraction(c, n)};
 }
 
 LinkFit fit_group(const std::vector<const CollectiveSample*>& rows) {

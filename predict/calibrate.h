@@ -15,7 +15,7 @@ struct CollectiveSample {
 };
 
 // Rows of a bench_<collective> CSV (columns collective, impl, ranks, bytes, time_us; others ignored). UsageError
-// naming the file and line for a missing column or a bad value.
+// naming the file and line for a missing column or a bad value (a collective the table lacks included).
 std::vector<CollectiveSample> read_collective_csv(const std::string& path);
 
 struct LinkFit {
@@ -28,9 +28,9 @@ struct LinkFit {
   double gbps() const { return beta > 0 ? 1e-9 / beta : 0; }
 };
 
-// Least squares of time = steps(collective, n) alpha + volume(collective, n) bytes beta (the ring's counts: allreduce
-// 2(n-1) steps and 2(n-1)/n of the bytes, all-gather and reduce-scatter n-1 and (n-1)/n, others 1 and 1), one fit
-// per (collective, impl, ranks) with at least two sizes; alpha is kept >= 0.
+// Least squares of time = steps(collective, n) alpha + volume(collective, n) bytes beta (the collective table's
+// wire_steps and wire_fraction: the counts of a ring, a tree or one message), one fit per (collective, impl, ranks)
+// with at least two sizes; alpha is kept >= 0.
 std::vector<LinkFit> fit_links(const std::vector<CollectiveSample>& samples);
 
 // One bench_kernels benchmark, per call: its name's op (e.g. matmul_forward_qkv) and dtype (f32, bf16), FLOPs and

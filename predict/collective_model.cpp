@@ -6,17 +6,10 @@
 #include <cmath>
 #include <limits>
 
-namespace parbench::predict {
+#include "collectives/collective_table.h"
+#include "base/error.h"
 
-std::string coll_op_name(CollOp op) {
-  switch (op) {
-    case CollOp::allreduce: return "allreduce";
-    case CollOp::allgather: return "allgather";
-    case CollOp::reducescatter: return "reducescatter";
-    case CollOp::sendrecv: return "sendrecv";
-  }
-  return "?";
-}
+namespace parbench::predict {
 
 Link link_of(const NetLevel& l) { return {l.latency_us * 1e-6, 1.0 / (l.gbps * 1e9 * l.efficiency)}; }
 
@@ -37,54 +30,55 @@ Link slowest_link(const SystemModel& sys, GroupPlacement g) {
   return {outer.alpha, std::max(inner.beta, outer.beta / g.per_node)};
 }
 
-// Flat algorithms over n ranks whose slowest link is `k`. Reduce-scatter and all-gather move (n-1)/n of the
-// buffer; an allreduce is both.
-double ring(CollOp op, double bytes, int n, Link k) {
-  const double half = (n - 1) * k.alpha + double(n - 1) / n * bytes * k.beta;
-  return op == CollOp::allreduce ? 2 * half : half;
+// Flat algorithms over n ranks whose slowest link is `k`, with the collective table's wire volume: reduce-scatter
+// and all-gather move (n-1)/n of the buffer, an allreduce is both (two passes).
+double ring(Collective c, double bytes, int n, Link k) {
+  return wire_steps(c, n) * k.alpha + wire_fraction(c, n) * bytes * k.beta;
 }
-double recursive_doubling(CollOp op, double bytes, int n, Link k) {
+double recursive_doubling(Collective c, double bytes, int n, Link k) {
   const double steps = std::ceil(std::log2(double(n)));
-  if (op == CollOp::allreduce) return steps * (k.alpha + bytes * k.beta);
-  return steps * k.alpha + double(n - 1) / n * bytes * k.beta;  // allgather: the data doubles each step
+  if (c == Collective::allreduce) return steps * (k.alpha + bytes * k.beta);
+  return steps * k.alpha + wire_fraction(c, n) * bytes * k.beta;  // allgather: the data doubles each step
 }
-double rabenseifner(CollOp op, double bytes, int n, Link k) {
+double rabenseifner(Collective c, double bytes, int n, Link k) {
   const double steps = std::ceil(std::log2(double(n)));
-  const double half = steps * k.alpha + double(n - 1) / n * bytes * k.beta;
-  return op == CollOp::allreduce ? 2 * half : half;
+  return ring_passes(c) * steps * k.alpha + wire_fraction(c, n) * bytes * k.beta;
 }
 // NCCL's pipelined double binary tree: the whole buffer up and down once, latency of the tree's depth.
 double tree(double bytes, int n, Link k) { return 2 * std::ceil(std::log2(double(n))) * k.alpha + 2 * bytes * k.beta; }
 
 // Intra-node reduce-scatter, inter-node collective of the node's 1/per_node share on every NIC at once, intra-node
 // all-gather.
-double hierarchical(const SystemModel& sys, CollOp op, double bytes, GroupPlacement g) {
+double hierarchical(const SystemModel& sys, Collective op, double bytes, GroupPlacement g) {
   const Link inner = link_of(sys.levels.front()), outer = link_of(sys.levels.size() > 1 ? sys.levels[1] : sys.levels[0]);
   const int k = g.per_node, nodes = g.ranks / g.per_node;
   const double share = bytes / k;
-  if (op == CollOp::allreduce)
-    return ring(CollOp::allreduce, bytes, k, inner) +
-           std::min(ring(CollOp::allreduce, share, nodes, outer), tree(share, nodes, outer));
+  if (op == Collective::allreduce)
+    return ring(Collective::allreduce, bytes, k, inner) +
+           std::min(ring(Collective::allreduce, share, nodes, outer), tree(share, nodes, outer));
   return ring(op, bytes, k, inner) + ring(op, bytes / k, nodes, outer);  // allgather / reduce-scatter of the share
 }
 
 }  // namespace
 
-std::vector<CollCost> collective_costs(const SystemModel& sys, CollOp op, double bytes, GroupPlacement g) {
+std::vector<CollCost> collective_costs(const SystemModel& sys, Collective op, double bytes, GroupPlacement g) {
+  if (op != Collective::allreduce && op != Collective::allgather && op != Collective::reduce_scatter &&
+      op != Collective::sendrecv)
+    throw Error("the collective model has no cost for " + std::string(collective_name(op)));
   const int n = g.ranks;
   if (n <= 1) return {{"none", 0}};
   const Link k = slowest_link(sys, g);
-  if (op == CollOp::sendrecv) return {{"direct", k.alpha + bytes * k.beta}};
+  if (op == Collective::sendrecv) return {{"direct", k.alpha + bytes * k.beta}};
   std::vector<CollCost> out = {{"ring", ring(op, bytes, n, k)}};
-  if (op == CollOp::allreduce) out.push_back({"tree", tree(bytes, n, k)});
-  if (op != CollOp::reducescatter) out.push_back({"rd", recursive_doubling(op, bytes, n, k)});
+  if (op == Collective::allreduce) out.push_back({"tree", tree(bytes, n, k)});
+  if (op != Collective::reduce_scatter) out.push_back({"rd", recursive_doubling(op, bytes, n, k)});
   out.push_back({"rhd", rabenseifner(op, bytes, n, k)});
   if (g.per_node > 1 && g.per_node < n && n % g.per_node == 0)
     out.push_back({"hierarchical", hierarchical(sys, op, bytes, g)});
   return out;
 }
 
-CollCost collective_cost(const SystemModel& sys, CollOp op, double bytes, GroupPlacement g) {
+CollCost collective_cost(const SystemModel& sys, Collective op, double bytes, GroupPlacement g) {
   const auto all = collective_costs(sys, op, bytes, g);
   return *std::min_element(all.begin(), all.end(), [](const CollCost& a, const CollCost& b) { return a.seconds < b.seconds; });
 }

@@ -4,12 +4,10 @@
 #include <string>
 #include <vector>
 
+#include "collectives/types.h"
 #include "predict/system.h"
 
 namespace parbench::predict {
-
-enum class CollOp { allreduce, allgather, reducescatter, sendrecv };
-std::string coll_op_name(CollOp op);
 
 // Where a group's ranks sit: `ranks` in all, `per_node` of them in each innermost (NVLink) domain.
 struct GroupPlacement {
@@ -32,10 +30,11 @@ struct CollCost {
   double seconds = 0;
 };
 
-// Every algorithm that applies to (op, group) with its time; `bytes` is the per-rank buffer (allgather: the full
-// output; reduce-scatter: the full input; sendrecv: the message).
-std::vector<CollCost> collective_costs(const SystemModel& sys, CollOp op, double bytes, GroupPlacement g);
+// Every algorithm that applies to (c, group) with its time; `bytes` is the per-rank buffer (allgather: the full
+// output; reduce-scatter: the full input; sendrecv: the message). Modelled: allreduce, allgather, reduce-scatter
+// and sendrecv; Error for the others.
+std::vector<CollCost> collective_costs(const SystemModel& sys, Collective c, double bytes, GroupPlacement g);
 // The least of them (a group of one rank costs nothing).
-CollCost collective_cost(const SystemModel& sys, CollOp op, double bytes, GroupPlacement g);
+CollCost collective_cost(const SystemModel& sys, Collective c, double bytes, GroupPlacement g);
 
 }  // namespace parbench::predict

@@ -59,14 +59,14 @@ double tp_region_seconds(const Layout& l, const SystemModel& sys) {
   if (l.tp <= 1) return 0;
   const double bytes = activation_bytes(l);
   const GroupPlacement g = place_group(sys, l.tp, 1);
-  if (!l.sequence_parallel) return collective_cost(sys, CollOp::allreduce, bytes, g).seconds;
-  return collective_cost(sys, CollOp::allgather, bytes, g).seconds +
-         collective_cost(sys, CollOp::reducescatter, bytes, g).seconds;
+  if (!l.sequence_parallel) return collective_cost(sys, Collective::allreduce, bytes, g).seconds;
+  return collective_cost(sys, Collective::allgather, bytes, g).seconds +
+         collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
 }
 
 // The all-gather of one region's (b, s, h) input over the tensor-parallel group (sequence parallelism).
 double tp_allgather_seconds(const Layout& l, const SystemModel& sys) {
-  return collective_cost(sys, CollOp::allgather, activation_bytes(l), place_group(sys, l.tp, 1)).seconds;
+  return collective_cost(sys, Collective::allgather, activation_bytes(l), place_group(sys, l.tp, 1)).seconds;
 }
 
 // Attention core without flash attention: the two batched matmuls and the softmax, mask and dropout on the

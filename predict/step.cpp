@@ -41,9 +41,9 @@ double transfer_seconds(const Layout& l, const SystemModel& sys) {
   const double bytes = activation_bytes(l);
   const int stride = l.tp * l.dp;  // neighbouring stages' ranks in Megatron's order
   const GroupPlacement pair = stride >= sys.node_size() ? GroupPlacement{2, 1} : GroupPlacement{2, 2};
-  double t = collective_cost(sys, CollOp::sendrecv, bytes / l.tp, pair).seconds;
+  double t = collective_cost(sys, Collective::sendrecv, bytes / l.tp, pair).seconds;
   if (l.tp > 1 && !l.sequence_parallel)
-    t += collective_cost(sys, CollOp::allgather, bytes, place_group(sys, l.tp, 1)).seconds;
+    t += collective_cost(sys, Collective::allgather, bytes, place_group(sys, l.tp, 1)).seconds;
   return t;
 }
 
@@ -59,8 +59,8 @@ void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
   Zero3Pass pass;
   pass.blocks = blocks;
   pass.forward = block.f(), pass.backward = block.bi() + block.w();
-  pass.gather = collective_cost(sys, CollOp::allgather, bytes, g).seconds;
-  pass.scatter = collective_cost(sys, CollOp::reducescatter, bytes, g).seconds;
+  pass.gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
+  pass.scatter = collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
   const Zero3Exposed e = zero3_exposed(pass);
   block.zero3_forward = e.forward / blocks, block.zero3_backward = e.backward / blocks;
 }
@@ -76,7 +76,7 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
   const double bucket_cap = 25.0 * 1048576;
   const int buckets = std::max(1, int(std::ceil(chunk_bytes / bucket_cap)));
   const GroupPlacement g = place_group(sys, l.dp, l.tp);
-  const CollOp op = l.zero_stage == 0 ? CollOp::allreduce : CollOp::reducescatter;
+  const Collective op = l.zero_stage == 0 ? Collective::allreduce : Collective::reduce_scatter;
   const double per_bucket = collective_cost(sys, op, chunk_bytes / buckets, g).seconds;
   std::vector<double> ready;
   for (int c = 0; c < l.virtual_stages; ++c) {
@@ -90,7 +90,7 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
   double stream = 0;
   for (double r : ready) stream = std::max(stream, r) + per_bucket;
   double exposed = std::max(0.0, stream - span);
-  if (l.zero_stage >= 1) exposed += collective_cost(sys, CollOp::allgather, psi * p, g).seconds;
+  if (l.zero_stage >= 1) exposed += collective_cost(sys, Collective::allgather, psi * p, g).seconds;
   return exposed;
 }
 

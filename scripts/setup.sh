@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(cmake ninja-build g++ openmpi-bin libopenmpi-dev libbenchmark-dev libgtest-dev libgmock-dev
           libcli11-dev nlohmann-json3-dev libfccp-dev libgnuplot-iostream-dev libboost-iostreams-dev
-          libboost-filesystem-dev libboost-system-dev gnuplot-nox clang libclang-rt-14-dev python3-pip)
+          libboost-filesystem-dev libboost-system-dev libboost-context-dev gnuplot-nox clang libclang-rt-14-dev
+          python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do

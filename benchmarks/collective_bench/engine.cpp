@@ -10,10 +10,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <optional>
 
 #include "collectives/bootstrap.h"
+#include "collectives/collective_table.h"
 #include "collectives/datacheck.h"
 #include "collectives/fault_injection.h"
 #include "collectives/measurement.h"
@@ -352,14 +354,45 @@ class Bench {
   int bus_n_ = 0;
 };
 
+// The options that only make sense together, and the output paths, checked before any work.
+void check_run_options(const BenchOptions& o) {
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
+                      {"--trace", o.common.trace}});
+  if (o.resume && o.common.csv.empty())
+    throw UsageError("--resume needs --csv FILE: the sizes to skip are the rows of that file");
+  if (o.resume && o.cycles != 1)
+    throw UsageError("--resume with -N " + std::to_string(o.cycles) + ": accepted with -N 1 only (a row's key "
+                     "does not say which cycle measured it)");
+}
+
+// The report of a sweep over `plan`'s sizes (nccl-tests prints the smallest and largest).
+NcclReport make_report(const std::string& name, const BenchOptions& o, const BenchPlan& plan, int argc, char** argv) {
+  const auto [lo, hi] = std::minmax_element(plan.sizes.begin(), plan.sizes.end());
+  return NcclReport(name, o, plan.sizes.empty() ? 0 : *lo, plan.sizes.empty() ? 0 : *hi,
+                    std::vector<std::string>(argv, argv + argc));
+}
+
+// Runs `body` on every rank: mpirun processes (with -t x -g ranks in each) or threads.
+void launch_ranks(const BenchOptions& o, const BenchPlan& plan, Device device,
+                  const std::function<void(Communicator&)>& body) {
+  LaunchOptions lo;
+  lo.ranks = launched_by_mpirun() ? o.ranks : plan.ranks_per_process;
+  lo.device = device;
+  lo.timeout_s = plan.timeout;
+  if (launched_by_mpirun() && plan.ranks_per_process > 1)
+    run_ranks(lo, [&](Communicator& process) { run_ranks_per_process(process, plan.ranks_per_process, body); });
+  else
+    run_ranks(lo, body);
+}
+
 }  // namespace
 
 int collective_bench_main(Collective c, int argc, char** argv) {
   const std::string name = "bench_" + std::string(collective_name(c));
   const ProgramText text{name + ": " + std::string(collective_name(c)) +
-                              " bandwidth and correctness per implementation, in nccl-tests' layout, with "
-                              "nccl-tests' options. Run under mpirun (one process per rank) or with -t/-g or "
-                              "--ranks N (threads).",
+                              " bandwidth and correctness per implementation, in the layout and with the options "
+                              "of nccl-tests' " + std::string(collective_info(c).nccl_tests) + "_perf. Run under "
+                              "mpirun (one process per rank) or with -t/-g or --ranks N (threads).",
                           name};
   BenchOptions o;
 
@@ -376,14 +409,8 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       const Device device = resolve_device(o.common.device, &choice);
       BenchPlan plan = resolve_plan(c, o);
       fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
-      check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
-                          {"--trace", o.common.trace}});
+      check_run_options(o);
       if (!o.max_memory.empty()) plan.max_memory = parse_size_option("--max-memory", o.max_memory);
-      if (o.resume && o.common.csv.empty())
-        throw UsageError("--resume needs --csv FILE: the sizes to skip are the rows of that file");
-      if (o.resume && o.cycles != 1)
-        throw UsageError("--resume with -N " + std::to_string(o.cycles) + ": accepted with -N 1 only (a row's key "
-                         "does not say which cycle measured it)");
       std::optional<StreamingTable> rows;  // the writing process's result files, opened before any work
       if (!quiet_rank)
         rows.emplace(csv_columns(), o.common.csv, o.common.json,
@@ -392,24 +419,13 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       install_stop_handlers(quiet_rank ? "" : name + ": stopped at once by a second SIGNAL" + kept);
       if (!o.common.trace.empty()) TraceRecorder::instance().enable();
       if (!choice.empty() && !o.common.quiet && !quiet_rank) std::cerr << choice << "\n";
-      const std::uint64_t lo = plan.sizes.empty() ? 0 : *std::min_element(plan.sizes.begin(), plan.sizes.end());
-      const std::uint64_t hi = plan.sizes.empty() ? 0 : *std::max_element(plan.sizes.begin(), plan.sizes.end());
-      NcclReport report(name, o, lo, hi, std::vector<std::string>(argv, argv + argc));
-
-      LaunchOptions lo_opts;
-      lo_opts.ranks = launched_by_mpirun() ? o.ranks : plan.ranks_per_process;
-      lo_opts.device = device;
-      lo_opts.timeout_s = plan.timeout;
+      NcclReport report = make_report(name, o, plan, argc, argv);
       int status = 0;
-      auto body = [&](Communicator& comm) {
+      launch_ranks(o, plan, device, [&](Communicator& comm) {
         Bench bench(c, o, plan, device, report, comm.rank() == 0 && rows ? &*rows : nullptr);
         int s = bench.run(comm);
         if (comm.rank() == 0) status = s;
-      };
-      if (launched_by_mpirun() && plan.ranks_per_process > 1)  // -t x -g ranks in each mpirun process
-        run_ranks(lo_opts, [&](Communicator& process) { run_ranks_per_process(process, plan.ranks_per_process, body); });
-      else
-        run_ranks(lo_opts, body);
+      });
       if (!o.common.trace.empty() && !quiet_rank) TraceRecorder::instance().write(o.common.trace);
       return status;
     } catch (const UsageError&) {

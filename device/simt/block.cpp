@@ -187,29 +187,49 @@ void mma(Block& b, Fiber* lanes, unsigned participants) {
     for (int e = 0; e < ec; ++e) l[i]->d[e] = c[i * ec + e];
 }
 
+// The lane a shuffle's lane i reads from with CUDA's rules for width and argument, or -1 where the source lies
+// outside lane i's segment (lane i then keeps its own value).
+long shuffle_source(WarpOp op, unsigned i, unsigned width, unsigned arg) {
+  const unsigned pos = i & (width - 1), seg = i - pos;
+  switch (op) {
+    case WarpOp::shfl_idx: return long(seg + (arg & (width - 1)));
+    case WarpOp::shfl_up: return pos >= arg ? long(i) - long(arg) : -1;
+    case WarpOp::shfl_down: return std::uint64_t(pos) + arg < width ? long(i) + long(arg) : -1;
+    case WarpOp::shfl_xor: return (i ^ (arg & 31u)) < seg + width ? long(i ^ (arg & 31u)) : -1;
+    default: return -1;
+  }
+}
+
+// One step of a __reduce_*_sync: the running result r combined with the next lane's value v.
+std::uint32_t reduce_step(WarpOp op, std::uint32_t r, std::uint32_t v) {
+  switch (op) {
+    case WarpOp::reduce_add: return r + v;
+    case WarpOp::reduce_min_s: return std::int32_t(v) < std::int32_t(r) ? v : r;
+    case WarpOp::reduce_max_s: return std::int32_t(v) > std::int32_t(r) ? v : r;
+    case WarpOp::reduce_min_u: return v < r ? v : r;
+    case WarpOp::reduce_max_u: return v > r ? v : r;
+    case WarpOp::reduce_and: return r & v;
+    case WarpOp::reduce_or: return r | v;
+    case WarpOp::reduce_xor: return r ^ v;
+    default: return r;
+  }
+}
+
 // Computes every participant's result with CUDA's source-lane rules. A source lane outside the
 // participants gives the lane its own value (undefined in CUDA).
 void complete(Block& b, Fiber* lanes, unsigned req, WarpOp op) {
   auto each = [&](auto fn) {
     for (unsigned m = req; m; m &= m - 1) fn(__builtin_ctz(m));
   };
-  auto u32 = [&](int i) { return std::uint32_t(lanes[i].warp.value); };
+  if (is_shuffle(op)) {
+    each([&](int i) {
+      Fiber& g = lanes[i];
+      const long src = shuffle_source(op, unsigned(i), unsigned(g.warp.width), g.warp.arg);
+      g.warp_result = (src >= 0 && (req >> src & 1u)) ? lanes[src].warp.value : g.warp.value;
+    });
+    return;
+  }
   switch (op) {
-    case WarpOp::shfl_idx:
-    case WarpOp::shfl_up:
-    case WarpOp::shfl_down:
-    case WarpOp::shfl_xor:
-      each([&](int i) {
-        Fiber& g = lanes[i];
-        const unsigned w = unsigned(g.warp.width), arg = g.warp.arg, pos = unsigned(i) & (w - 1), seg = unsigned(i) - pos;
-        long src = -1;
-        if (op == WarpOp::shfl_idx) src = seg + (arg & (w - 1));
-        if (op == WarpOp::shfl_up && pos >= arg) src = long(i) - long(arg);
-        if (op == WarpOp::shfl_down && std::uint64_t(pos) + arg < w) src = long(i) + long(arg);
-        if (op == WarpOp::shfl_xor && (unsigned(i) ^ (arg & 31u)) < seg + w) src = unsigned(i) ^ (arg & 31u);
-        g.warp_result = (src >= 0 && (req >> src & 1u)) ? lanes[src].warp.value : g.warp.value;
-      });
-      break;
     case WarpOp::ballot: {
       unsigned bits = 0;
       each([&](int i) { bits |= (lanes[i].warp.value != 0 ? 1u : 0u) << i; });
@@ -225,22 +245,10 @@ void complete(Block& b, Fiber* lanes, unsigned req, WarpOp op) {
       });
       break;
     case WarpOp::mma: mma(b, lanes, req); break;
-    default: {
-      std::uint32_t r = u32(__builtin_ctz(req));
-      each([&](int i) {
-        std::uint32_t v = u32(i);
-        switch (op) {
-          case WarpOp::reduce_add: r = i == __builtin_ctz(req) ? v : r + v; break;
-          case WarpOp::reduce_min_s: r = std::int32_t(v) < std::int32_t(r) ? v : r; break;
-          case WarpOp::reduce_max_s: r = std::int32_t(v) > std::int32_t(r) ? v : r; break;
-          case WarpOp::reduce_min_u: r = v < r ? v : r; break;
-          case WarpOp::reduce_max_u: r = v > r ? v : r; break;
-          case WarpOp::reduce_and: r &= v; break;
-          case WarpOp::reduce_or: r |= v; break;
-          case WarpOp::reduce_xor: r = i == __builtin_ctz(req) ? v : r ^ v; break;
-          default: break;
-        }
-      });
+    default: {  // the reductions, over the 32-bit values of the lanes in lane order
+      auto u32 = [&](unsigned m) { return std::uint32_t(lanes[__builtin_ctz(m)].warp.value); };
+      std::uint32_t r = u32(req);
+      for (unsigned m = req & (req - 1); m; m &= m - 1) r = reduce_step(op, r, u32(m));
       each([&](int i) { lanes[i].warp_result = r; });
     }
   }

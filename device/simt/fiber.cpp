@@ -1,5 +1,5 @@
-// simt internals: fiber stacks, the x86-64 context switch (ucontext elsewhere), the guard-page
-// SIGSEGV handler and the AddressSanitizer fiber annotations.
+// simt internals: fiber stacks, the context switch on Boost.Context's fcontext, the guard-page SIGSEGV handler
+// and the AddressSanitizer fiber annotations.
 #include "device/simt/fiber.h"
 
 #include <signal.h>
@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,96 +72,26 @@ void unmap_stack(FiberStack& s) {
   s = FiberStack{};
 }
 
-#ifdef PB_SIMT_ASM_SWITCH
-// Saves the callee-saved registers, MXCSR and the x87 control word on the current stack, stores
-// the stack pointer in *from (rdi) and restores the same from `to` (rsi). The trampoline starts a
-// new fiber: entry in r12, argument in r13; .cfi_undefined rip ends backtraces there.
-asm(R"(
-  .text
-  .p2align 4
-  .globl pb_simt_switch_context
-  .hidden pb_simt_switch_context
-  .type pb_simt_switch_context, @function
-pb_simt_switch_context:
-  pushq %rbp
-  pushq %rbx
-  pushq %r12
-  pushq %r13
-  pushq %r14
-  pushq %r15
-  subq $8, %rsp
-  stmxcsr (%rsp)
-  fnstcw 4(%rsp)
-  movq %rsp, (%rdi)
-  movq %rsi, %rsp
-  ldmxcsr (%rsp)
-  fldcw 4(%rsp)
-  addq $8, %rsp
-  popq %r15
-  popq %r14
-  popq %r13
-  popq %r12
-  popq %rbx
-  popq %rbp
-  ret
-  .size pb_simt_switch_context, .-pb_simt_switch_context
-
-  .p2align 4
-  .globl pb_simt_fiber_trampoline
-  .hidden pb_simt_fiber_trampoline
-  .type pb_simt_fiber_trampoline, @function
-pb_simt_fiber_trampoline:
-  .cfi_startproc
-  .cfi_undefined rip
-  movq %r13, %rdi
-  callq *%r12
-  ud2
-  .cfi_endproc
-  .size pb_simt_fiber_trampoline, .-pb_simt_fiber_trampoline
-)");
-extern "C" void pb_simt_switch_context(void** from, void* to);
-extern "C" void pb_simt_fiber_trampoline();
-
-void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg) {
-  // Frame popped by the switch: [mxcsr|fcw][r15][r14][r13][r12][rbx][rbp][return address]. After
-  // the `ret` the stack pointer is 16-byte aligned, as the trampoline's call expects.
-  auto top = reinterpret_cast<std::uintptr_t>(s.lo + s.size) & ~std::uintptr_t(15);
-  auto* f = reinterpret_cast<std::uint64_t*>(top - 16 - 64);
-  f[0] = 0x1f80u | (std::uint64_t(0x037fu) << 32);  // default MXCSR and x87 control word
-  f[1] = 0;                                          // r15
-  f[2] = 0;                                          // r14
-  f[3] = reinterpret_cast<std::uint64_t>(arg);       // r13
-  f[4] = reinterpret_cast<std::uint64_t>(entry);     // r12
-  f[5] = 0;                                          // rbx
-  f[6] = 0;                                          // rbp
-  f[7] = reinterpret_cast<std::uint64_t>(&pb_simt_fiber_trampoline);
-  c.sp = f;
-}
-
-void switch_context(Context& from, Context& to) { pb_simt_switch_context(&from.sp, to.sp); }
-#else
 namespace {
-// makecontext passes int arguments only: hand the pointer over in two halves.
-void ucontext_start(unsigned entry_hi, unsigned entry_lo, unsigned arg_hi, unsigned arg_lo) {
-  auto entry = reinterpret_cast<void (*)(void*)>((std::uintptr_t(entry_hi) << 32) | entry_lo);
-  auto* arg = reinterpret_cast<void*>((std::uintptr_t(arg_hi) << 32) | arg_lo);
-  entry(arg);
+namespace fctx = boost::context::detail;
+
+// A fiber's first code, on its fresh stack: records the context that switched here (as switch_context does after
+// its jump) and runs the entry. Not instrumented by TSan: it never returns, so the entry TSan recorded would stay
+// on the fiber's shadow call stack, one more with every block that reuses the stack.
+__attribute__((no_sanitize("thread"))) void fiber_start(fctx::transfer_t t) {
+  auto* self = static_cast<Context*>(t.data);
+  self->resumer->fctx = t.fctx;
+  self->entry(self->arg);
   std::abort();
 }
 }  // namespace
 
 void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg) {
-  getcontext(&c.uc);
-  c.uc.uc_stack.ss_sp = s.lo;
-  c.uc.uc_stack.ss_size = s.size;
-  c.uc.uc_link = nullptr;
-  auto e = reinterpret_cast<std::uintptr_t>(entry), a = reinterpret_cast<std::uintptr_t>(arg);
-  makecontext(&c.uc, reinterpret_cast<void (*)()>(&ucontext_start), 4, unsigned(std::uint64_t(e) >> 32), unsigned(e),
-              unsigned(std::uint64_t(a) >> 32), unsigned(a));
+  c.fctx = fctx::make_fcontext(s.lo + s.size, s.size, &fiber_start);
+  c.entry = entry;
+  c.arg = arg;
+  c.resumer = nullptr;
 }
-
-void switch_context(Context& from, Context& to) { swapcontext(&from.uc, &to.uc); }
-#endif
 
 GuardInfo& running_guard() {
   static thread_local GuardInfo g;

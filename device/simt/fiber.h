@@ -1,6 +1,7 @@
-// simt internals: fiber stacks with guard pages, the context switch, and the SIGSEGV handler
-// that turns a guard-page hit into a clear stack-overflow message.
+// simt internals: fiber stacks with guard pages, the context switch (Boost.Context's fcontext), and the SIGSEGV
+// handler that turns a guard-page hit into a clear stack-overflow message.
 #pragma once
+#include <boost/context/detail/fcontext.hpp>
 #include <cstddef>
 
 #if defined(__SANITIZE_THREAD__)
@@ -12,12 +13,6 @@
 #endif
 #ifdef PB_SIMT_TSAN
 #include <sanitizer/tsan_interface.h>
-#endif
-
-#if defined(__x86_64__) && !defined(PB_SIMT_UCONTEXT)
-#define PB_SIMT_ASM_SWITCH 1
-#else
-#include <ucontext.h>
 #endif
 
 namespace parbench::simt::detail {
@@ -38,17 +33,27 @@ struct FiberStack {
 FiberStack map_stack(std::size_t usable_bytes);
 void unmap_stack(FiberStack& s);
 
+// A suspended context. Boost's fcontext switch saves the callee-saved registers, MXCSR and the x87 control word;
+// the sanitizer annotations around a switch are the caller's (asan_*, tsan_* below), since Boost's own fiber
+// types annotate for neither with fcontext.
 struct Context {
-#ifdef PB_SIMT_ASM_SWITCH
-  void* sp = nullptr;
-#else
-  ucontext_t uc;
-#endif
+  boost::context::detail::fcontext_t fctx = nullptr;
+  void (*entry)(void*) = nullptr;  // what a fiber runs when first switched to
+  void* arg = nullptr;
+  Context* resumer = nullptr;  // the context that last switched to this one: where the switch saves it
 };
 // Prepares `c` to run entry(arg) on `s` when first switched to. entry must never return.
 void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg);
-// Saves the running context into `from` and resumes `to`.
-void switch_context(Context& from, Context& to);
+// Saves the running context into `from` and resumes `to`. jump_fcontext hands the resumed side the context it
+// left; the side that switched to `from` stored its own Context in from.resumer, so that is where the left
+// context belongs. Not instrumented by TSan: the caller has told TSan of the switch already, so the entry would be
+// recorded on the fiber resumed and the exit, when this one resumes, on this one; a fiber's first run and last
+// switch would leave them unbalanced.
+__attribute__((no_sanitize("thread"))) inline void switch_context(Context& from, Context& to) {
+  to.resumer = &from;
+  const boost::context::detail::transfer_t t = boost::context::detail::jump_fcontext(to.fctx, &to);
+  from.resumer->fctx = t.fctx;
+}
 
 // What the stack-overflow message names. The scheduler points this at the running fiber's.
 struct GuardInfo {

@@ -43,15 +43,23 @@ TEST(BenchCli, AllreduceTableAndCsv) {
   std::filesystem::remove(csv);
 }
 
+// Every program the build makes from collectives/collectives.cmake's list (9 today).
 TEST(BenchCli, EveryProgramRunsClean) {
-  for (const char* c : {"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "gather", "scatter",
-                        "alltoall", "sendrecv"}) {
+  std::stringstream list(PB_CMAKE_COLLECTIVES);
+  int programs = 0;
+  for (std::string c; std::getline(list, c, ',');) {
+    ++programs;
     Result r = run(bench(c) + " --device cpu --ranks 5 -r 3 --impl naive,ring,tree,rd,rhd -d f32,bf16,u8 "
                    "--sizes 100,1000 -n 2");
     EXPECT_EQ(r.status, 0) << c << "\n" << r.output;
+    EXPECT_THAT(r.output, HasSubstr("# Collective test starting: bench_" + c + "\n")) << c;
     EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 0 OK")) << c;
     EXPECT_THAT(r.output, HasSubstr("# impl: naive")) << c;
   }
+  EXPECT_EQ(programs, 9);
+  Result help = run(bench("reducescatter") + " --help");
+  EXPECT_EQ(help.status, 0) << help.output;
+  EXPECT_THAT(help.output, HasSubstr("nccl-tests' reduce_scatter_perf"));
   // Unsupported pairs are reported in the output, not as failures.
   Result r = run(bench("gather") + " --device cpu --ranks 2 --impl naive,ring --sizes 64 -n 1");
   EXPECT_EQ(r.status, 0) << r.output;

@@ -71,21 +71,25 @@ TEST(PredictCollectives, AlphaBetaFormulasAndLeastTimeChoice) {
   const SystemModel sys = builtin_system("dgx-a100");
   const Link nv = link_of(sys.levels[0]);
   const double S = 64e6;
-  const auto costs = collective_costs(sys, CollOp::allreduce, S, {8, 8});
+  const auto costs = collective_costs(sys, Collective::allreduce, S, {8, 8});
   double ring = -1, least = 1e9;
   for (const auto& c : costs) {
     if (c.algorithm == "ring") ring = c.seconds;
     least = std::min(least, c.seconds);
   }
   EXPECT_NEAR(ring, 14 * nv.alpha + 2 * 7.0 / 8 * S * nv.beta, 1e-12);
-  EXPECT_EQ(collective_cost(sys, CollOp::allreduce, S, {8, 8}).seconds, least);
+  EXPECT_EQ(collective_cost(sys, Collective::allreduce, S, {8, 8}).seconds, least);
   // Small messages: latency decides, so a log-depth algorithm beats the ring.
-  EXPECT_NE(collective_cost(sys, CollOp::allreduce, 8, {8, 8}).algorithm, "ring");
+  EXPECT_NE(collective_cost(sys, Collective::allreduce, 8, {8, 8}).algorithm, "ring");
   // Across 16 nodes with 8 GPUs each, the hierarchical form is offered.
   bool hier = false;
-  for (const auto& c : collective_costs(sys, CollOp::allreduce, S, {128, 8})) hier |= c.algorithm == "hierarchical";
+  for (const auto& c : collective_costs(sys, Collective::allreduce, S, {128, 8})) hier |= c.algorithm == "hierarchical";
   EXPECT_TRUE(hier);
-  EXPECT_EQ(collective_cost(sys, CollOp::allreduce, S, {1, 1}).seconds, 0);
+  EXPECT_EQ(collective_cost(sys, Collective::allreduce, S, {1, 1}).seconds, 0);
+  // Reduce-scatter: (n-1) alpha + (n-1)/n S beta on the ring; a collective without a model is refused.
+  for (const auto& c : collective_costs(sys, Collective::reduce_scatter, S, {8, 8}))
+    if (c.algorithm == "ring") EXPECT_NEAR(c.seconds, 7 * nv.alpha + 7.0 / 8 * S * nv.beta, 1e-12);
+  EXPECT_THROW(collective_costs(sys, Collective::broadcast, S, {8, 8}), Error);
 }
 
 TEST(PredictLayout, BadLayoutsAreRefusedNamingTheValue) {
@@ -235,6 +239,35 @@ TEST(PredictCalibrate, FitRecoversAlphaAndBetaAndReportsTheError) {
   std::ofstream(path) << "stage,op\n0,F\n";
   EXPECT_THROW(read_collective_csv(path), UsageError);
   EXPECT_THROW(fit_links({{"allreduce", "ring", 2, 8, 1e-6}}), UsageError);  // one size: nothing to fit
+}
+
+// The steps and volume per collective come from its wire family: at 4 ranks a tree (broadcast) takes 2 steps of
+// the whole buffer, a ring (gather) 3 steps of 3/4 of it, one message (sendrecv) 1 step of all of it.
+TEST(PredictCalibrate, EachWireFamilyFitsItsOwnSteps) {
+  const double alpha = 5e-6, beta = 1.0 / 2e9;
+  struct Family {
+    const char* collective;
+    double steps, volume;
+  } families[] = {{"broadcast", 2, 1}, {"gather", 3, 0.75}, {"sendrecv", 1, 1}};
+  for (const Family& f : families) {
+    std::vector<CollectiveSample> rows;
+    for (double bytes : {1e3, 1e6, 4e7})
+      rows.push_back({f.collective, "naive", 4, bytes, f.steps * alpha + f.volume * bytes * beta});
+    const auto fits = fit_links(rows);
+    ASSERT_EQ(fits.size(), 1u);
+    EXPECT_NEAR(fits[0].alpha, alpha, 1e-12) << f.collective;
+    EXPECT_NEAR(fits[0].gbps(), 2.0, 1e-6) << f.collective;
+  }
+  const std::string path = ::testing::TempDir() + "/bad_collective.csv";
+  std::ofstream(path) << "collective,impl,ranks,bytes,time_us\nallreduce,ring,2,8,1\nall_reduce,ring,2,16,1\n";
+  try {
+    read_collective_csv(path);
+    FAIL() << "accepted all_reduce";
+  } catch (const UsageError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(path + ":3: unknown collective 'all_reduce'; accepted: broadcast, reduce"), std::string::npos)
+        << what;
+  }
 }
 
 // Sends of one stage queue on its communication stream: GPipe over 2 stages with forwards far shorter than a

@@ -1,4 +1,0 @@
-// bench_allgather: nccl-tests-style sweep of allgather over the chosen implementations (see collective_bench/engine.h).
-#include "collective_bench/engine.h"
-
-int main(int argc, char** argv) { return parbench::collective_bench_main(parbench::Collective::allgather, argc, argv); }

@@ -1,4 +1,0 @@
-// bench_sendrecv: nccl-tests-style sweep of sendrecv over the chosen implementations (see collective_bench/engine.h).
-#include "collective_bench/engine.h"
-
-int main(int argc, char** argv) { return parbench::collective_bench_main(parbench::Collective::sendrecv, argc, argv); }
