@@ -1,41 +1,24 @@
-// The emulated NCCL, for ranks that are threads of one process: communicators (unique id, init, init-all,
-// split, destroy, abort, async errors), groups, the collectives and send/recv. An operation runs when its
-// stream reaches it and holds that stream until every rank's matching operation has arrived, as an NCCL kernel
-// does; mismatched operations across ranks are reported and fail the communicator.
-// Longer than our 500-line rule on purpose: the matching engine's types (Call, Clique, rounds) are private to this
-// file, and the API functions at the bottom are thin; one file keeps NCCL's semantics readable in one place.
-// The cross-process transport is in nccl_shm.cpp, the reductions in nccl_reduce.cpp.
-#include <nccl.h>
-
+// The emulated NCCL's communicators: unique ids, init (threads of one process meet in memory, ranks of several
+// processes in a shared segment), init-all, split, destroy, abort, async errors and queries. An operation runs when
+// its stream reaches it and holds that stream until every rank's matching operation has arrived, as an NCCL kernel
+// does (nccl_ops.cpp); the cross-process transport is in nccl_shm.cpp, the reductions in nccl_reduce.cpp.
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <condition_variable>
-#include <cstdio>
 #include <cstring>
-#include <deque>
-#include <map>
-#include <memory>
-#include <mutex>
-#include <optional>
 #include <random>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include <unistd.h>
 
-#include "device/emu/emu.h"
-#include "device/emu/nccl_reduce.h"
-#include "device/emu/nccl_shm.h"
-#include "device/emu/settings.h"
+#include "device/emu/nccl_clique.h"
 
 namespace parbench::gpu_emu {
+
+std::atomic<int> g_comms_alive{0};
+int nccl_comms_alive() { return g_comms_alive.load(); }
+
 namespace {
-
 thread_local std::string t_last_error;
+}  // namespace
 
-// Remembers `msg` for ncclGetLastError and prints it when NCCL_DEBUG asks for warnings, as NCCL does.
 ncclResult_t nccl_fail(ncclResult_t r, const std::string& msg) {
   t_last_error = msg;
   if (const char* d = std::getenv("NCCL_DEBUG"); d && (std::strcmp(d, "WARN") == 0 || std::strcmp(d, "INFO") == 0))
@@ -43,125 +26,6 @@ ncclResult_t nccl_fail(ncclResult_t r, const std::string& msg) {
   return r;
 }
 
-using Clock = std::chrono::steady_clock;
-
-enum class Kind { allreduce, reduce, broadcast, allgather, reduce_scatter, send, recv };
-const char* kind_name(Kind k) {
-  static const char* const names[] = {"ncclAllReduce", "ncclReduce", "ncclBroadcast", "ncclAllGather",
-                                      "ncclReduceScatter", "ncclSend", "ncclRecv"};
-  return names[int(k)];
-}
-
-// One operation as a rank called it.
-struct Call {
-  Kind kind;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  std::size_t count = 0;
-  ncclDataType_t type = ncclFloat32;
-  ncclRedOp_t op = ncclSum;
-  int root = 0;  // or the peer of send/recv
-  std::string describe() const {
-    std::string s = std::string(kind_name(kind)) + " of " + std::to_string(count) + " " + nccl_type_name(type);
-    if (kind == Kind::allreduce || kind == Kind::reduce || kind == Kind::reduce_scatter) s += " " + nccl_op_name(op);
-    if (kind == Kind::reduce || kind == Kind::broadcast) s += " root " + std::to_string(root);
-    if (kind == Kind::send || kind == Kind::recv) s += (kind == Kind::send ? " to " : " from ") + std::to_string(root);
-    return s;
-  }
-  bool matches(const Call& o) const {
-    return kind == o.kind && count == o.count && type == o.type && root == o.root &&
-           (kind != Kind::allreduce && kind != Kind::reduce && kind != Kind::reduce_scatter ? true : op == o.op);
-  }
-};
-
-// A collective in flight: each rank's call, and how many ranks have arrived, computed their result and left.
-struct Round {
-  std::vector<std::optional<Call>> calls;
-  int arrived = 0, computed = 0, left = 0;
-  std::string mismatch;
-};
-
-// A send posted by its rank's stream and not yet received.
-struct PostedSend {
-  const void* data;
-  std::size_t bytes;
-  bool received = false;
-};
-
-struct Clique;
-struct SplitEntry {
-  int color, key, device;
-};
-// A split in flight: each rank's color and key; the new cliques are made by the last rank to arrive.
-struct SplitRound {
-  std::vector<std::optional<SplitEntry>> entries;
-  int arrived = 0, left = 0;
-  std::map<int, std::shared_ptr<Clique>> cliques;  // by color
-};
-
-// What the ranks of one communicator share.
-struct Clique {
-  explicit Clique(int n) : size(n), devices(std::size_t(n), -1) {}
-  const int size;
-  // Ranks in other processes: the shared segment and its name (split communicators derive theirs from it).
-  // Everything below is for ranks that are threads of this process.
-  std::shared_ptr<ShmClique> shm;
-  std::string shm_name;
-  std::vector<int> devices;
-  std::mutex m;
-  std::condition_variable cv;
-  std::map<std::uint64_t, Round> rounds;                                  // collectives by sequence number
-  std::map<std::pair<int, int>, std::deque<std::shared_ptr<PostedSend>>> channels;  // (from, to) -> sends in order
-  std::atomic<bool> aborted{false};  // set under m; read without it by new calls
-  std::string failure;               // why the communicator failed, "" while healthy
-  std::map<std::uint64_t, SplitRound> splits;
-};
-
-
-}  // namespace
-}  // namespace parbench::gpu_emu
-
-namespace parbench::gpu_emu {
-std::atomic<int> g_comms_alive{0};
-int nccl_comms_alive() { return g_comms_alive.load(); }
-}  // namespace parbench::gpu_emu
-
-struct ncclComm {
-  ncclComm(std::shared_ptr<parbench::gpu_emu::Clique> c, int r, int d) : clique(std::move(c)), rank(r), device(d) {
-    ++parbench::gpu_emu::g_comms_alive;
-  }
-  ~ncclComm() { --parbench::gpu_emu::g_comms_alive; }
-  ncclComm(const ncclComm&) = delete;
-  ncclComm& operator=(const ncclComm&) = delete;
-  std::shared_ptr<parbench::gpu_emu::Clique> clique;
-  int rank = 0;
-  int device = 0;
-  std::uint64_t next_round = 0;  // sequence number of this rank's next collective (host order)
-  std::uint64_t next_split = 0;
-};
-
-namespace parbench::gpu_emu {
-namespace {
-
-// Waits on the clique's condition until `ready` or the clique is aborted; false on abort. Reports and fails the
-// communicator after PARBENCH_EMU_WAIT_TIMEOUT, naming what was awaited (the emulated form of an NCCL hang).
-template <class Ready>
-bool wait_for(Clique& c, std::unique_lock<std::mutex>& lock, Ready ready, const std::string& what) {
-  const auto deadline = Clock::now() + std::chrono::duration<double>(wait_timeout_s());
-  while (!ready()) {
-    if (c.aborted) return false;
-    if (c.cv.wait_until(lock, deadline) == std::cv_status::timeout && !ready() && !c.aborted) {
-      std::fprintf(stderr,
-                   "parbench-emu NCCL: waited more than %g s (PARBENCH_EMU_WAIT_TIMEOUT) for %s; a rank never "
-                   "called the matching operation (an NCCL hang on a GPU)\n",
-                   wait_timeout_s(), what.c_str());
-      std::abort();
-    }
-  }
-  return !c.aborted;
-}
-
-// Why the communicator failed or was aborted, "" while healthy (for ranks in other processes: the shared reason).
 std::string failure(Clique& c) {
   if (c.shm) return shm_failure(*c.shm);
   std::lock_guard lock(c.m);
@@ -175,272 +39,7 @@ void fail_clique(Clique& c, const std::string& why) {
   c.cv.notify_all();
 }
 
-std::vector<char> collective_result(const Call& call, int me, const std::vector<const void*>& inputs);
-void run_collective_shm(Clique& c, int me, std::uint64_t seq, const Call& call);
-
-// Runs one collective of sequence number `seq` on rank `me`'s stream worker.
-void run_collective(Clique& c, int me, std::uint64_t seq, const Call& call) {
-  if (c.shm) return run_collective_shm(c, me, seq, call);
-  const int n = c.size;
-  std::unique_lock lock(c.m);
-  Round& r = c.rounds[seq];
-  if (r.calls.empty()) r.calls.resize(std::size_t(n));
-  r.calls[std::size_t(me)] = call;
-  ++r.arrived;
-  c.cv.notify_all();
-  const std::string what = "rank " + std::to_string(me) + "'s " + call.describe() + " (collective #" +
-                           std::to_string(seq) + ") to be called by every rank";
-  if (!wait_for(c, lock, [&] { return r.arrived == n; }, what)) return;
-  for (int q = 0; q < n; ++q)
-    if (!r.calls[std::size_t(q)]->matches(call)) {
-      fail_clique(c, "collective #" + std::to_string(seq) + " differs across ranks: rank " + std::to_string(me) +
-                         " called " + call.describe() + ", rank " + std::to_string(q) + " called " +
-                         r.calls[std::size_t(q)]->describe());
-      return;
-    }
-  lock.unlock();
-  // Every rank computes its own result from everyone's inputs into a temporary, and writes it only when all
-  // have read: an in-place operation must not overwrite an input a peer is still reading.
-  std::vector<const void*> inputs;
-  for (int q = 0; q < n; ++q) inputs.push_back(r.calls[std::size_t(q)]->send);
-  const std::vector<char> result = collective_result(call, me, inputs);
-  lock.lock();
-  ++r.computed;
-  c.cv.notify_all();
-  if (!wait_for(c, lock, [&] { return r.computed == n; }, what)) return;
-  if (!result.empty()) std::memcpy(call.recv, result.data(), result.size());
-  if (++r.left == n) c.rounds.erase(seq);
-}
-
-// What rank `me` receives from a collective, given every rank's input (inputs[q]: rank q's send buffer).
-std::vector<char> collective_result(const Call& call, int me, const std::vector<const void*>& inputs) {
-  const std::size_t n = inputs.size(), bytes = call.count * nccl_type_size(call.type);
-  std::vector<char> result;
-  switch (call.kind) {
-    case Kind::allreduce:
-      result.resize(bytes);
-      nccl_reduce(result.data(), inputs, call.count, call.type, call.op);
-      break;
-    case Kind::reduce:
-      if (me == call.root) {
-        result.resize(bytes);
-        nccl_reduce(result.data(), inputs, call.count, call.type, call.op);
-      }
-      break;
-    case Kind::broadcast:
-      result.assign(static_cast<const char*>(inputs[std::size_t(call.root)]),
-                    static_cast<const char*>(inputs[std::size_t(call.root)]) + bytes);
-      break;
-    case Kind::allgather:
-      result.resize(bytes * n);
-      for (std::size_t q = 0; q < n; ++q) std::memcpy(result.data() + bytes * q, inputs[q], bytes);
-      break;
-    case Kind::reduce_scatter: {
-      result.resize(bytes);
-      std::vector<const void*> blocks;
-      for (const void* in : inputs) blocks.push_back(static_cast<const char*>(in) + bytes * std::size_t(me));
-      nccl_reduce(result.data(), blocks, call.count, call.type, call.op);
-      break;
-    }
-    default: break;
-  }
-  return result;
-}
-
-// ---- ranks in different processes: every rank sends the others a description of its call, then the inputs
-// they need; each computes its own result locally.
-struct WireCall {
-  int kind, type, op, root;
-  std::uint64_t count, seq;
-  Call call() const { return {Kind(kind), nullptr, nullptr, count, ncclDataType_t(type), ncclRedOp_t(op), root}; }
-};
-
-// Bytes of rank r's send buffer that a collective reads, and whether `reader` needs `writer`'s.
-std::size_t send_bytes(const Call& call, int r, int n) {
-  const std::size_t bytes = call.count * nccl_type_size(call.type);
-  if (call.kind == Kind::reduce_scatter) return bytes * std::size_t(n);
-  if (call.kind == Kind::broadcast) return r == call.root ? bytes : 0;
-  return bytes;
-}
-bool needs(const Call& call, int reader, int writer) {
-  if (call.kind == Kind::reduce) return reader == call.root;
-  if (call.kind == Kind::broadcast) return writer == call.root;
-  return true;
-}
-
-void run_collective_shm(Clique& c, int me, std::uint64_t seq, const Call& call) {
-  const int n = c.size;
-  const std::string what = call.describe() + " (collective #" + std::to_string(seq) + ")";
-  WireCall mine{int(call.kind), int(call.type), int(call.op), call.root, call.count, seq};
-  std::vector<WireCall> theirs(std::size_t(n), mine);
-  std::vector<ShmTransfer> ops;
-  for (int q = 0; q < n; ++q)
-    if (q != me) {
-      ops.push_back({q, true, &mine, sizeof mine});
-      ops.push_back({q, false, &theirs[std::size_t(q)], sizeof(WireCall)});
-    }
-  if (!shm_exchange(*c.shm, me, ops, what)) return;
-  for (int q = 0; q < n; ++q) {
-    const Call other = theirs[std::size_t(q)].call();
-    if (theirs[std::size_t(q)].seq != seq || !other.matches(call)) {
-      shm_fail(*c.shm, "collective #" + std::to_string(seq) + " differs across ranks: rank " + std::to_string(me) +
-                           " called " + call.describe() + ", rank " + std::to_string(q) + " called " + other.describe());
-      return;
-    }
-  }
-  std::vector<std::vector<char>> got(static_cast<std::size_t>(n));
-  std::vector<const void*> inputs(std::size_t(n), call.send);
-  ops.clear();
-  for (int q = 0; q < n; ++q) {
-    if (q == me) continue;
-    if (needs(call, q, me)) ops.push_back({q, true, const_cast<void*>(call.send), send_bytes(call, me, n)});
-    if (needs(call, me, q)) {
-      got[std::size_t(q)].resize(send_bytes(call, q, n));
-      ops.push_back({q, false, got[std::size_t(q)].data(), got[std::size_t(q)].size()});
-      inputs[std::size_t(q)] = got[std::size_t(q)].data();
-    }
-  }
-  if (!shm_exchange(*c.shm, me, ops, what)) return;
-  const std::vector<char> result = collective_result(call, me, inputs);
-  if (!result.empty()) std::memcpy(call.recv, result.data(), result.size());
-}
-
-// Runs a group's sends and receives on rank `me`'s stream worker: posts the sends, takes each receive's
-// matching send (the k-th receive from a peer matches that peer's k-th send to us), then waits until every one
-// of our sends was received. A send whose receive is not posted deadlocks, as on a GPU.
-void run_p2p(Clique& c, int me, const std::vector<Call>& calls) {
-  if (c.shm) {
-    std::vector<ShmTransfer> ops;
-    for (const Call& x : calls)
-      ops.push_back({x.root, x.kind == Kind::send, x.kind == Kind::send ? const_cast<void*>(x.send) : x.recv,
-                     x.count * nccl_type_size(x.type)});
-    shm_exchange(*c.shm, me, ops, "group of " + std::to_string(calls.size()) + " send/recv");
-    return;
-  }
-  std::unique_lock lock(c.m);
-  std::vector<std::shared_ptr<PostedSend>> mine;
-  for (const Call& s : calls)
-    if (s.kind == Kind::send) {
-      mine.push_back(std::make_shared<PostedSend>(PostedSend{s.send, s.count * nccl_type_size(s.type)}));
-      c.channels[{me, s.root}].push_back(mine.back());
-    }
-  c.cv.notify_all();
-  for (const Call& rcv : calls) {
-    if (rcv.kind != Kind::recv) continue;
-    auto& channel = c.channels[{rcv.root, me}];
-    const std::string what = "rank " + std::to_string(me) + "'s " + rcv.describe() + " to find rank " +
-                             std::to_string(rcv.root) + "'s matching ncclSend";
-    if (!wait_for(c, lock, [&] { return !channel.empty(); }, what)) return;
-    std::shared_ptr<PostedSend> s = channel.front();
-    channel.pop_front();
-    const std::size_t want = rcv.count * nccl_type_size(rcv.type);
-    if (s->bytes != want) {
-      fail_clique(c, "rank " + std::to_string(me) + "'s " + rcv.describe() + " (" + std::to_string(want) +
-                         " bytes) met a send of " + std::to_string(s->bytes) + " bytes from rank " +
-                         std::to_string(rcv.root));
-      return;
-    }
-    lock.unlock();
-    std::memcpy(rcv.recv, s->data, want);
-    lock.lock();
-    s->received = true;
-    c.cv.notify_all();
-  }
-  const std::string what = "rank " + std::to_string(me) + "'s sends to be received";
-  wait_for(c, lock, [&] { return std::all_of(mine.begin(), mine.end(), [](auto& s) { return s->received; }); }, what);
-}
-
-// ---- groups: operations collected between ncclGroupStart and ncclGroupEnd on this thread
-struct Pending {
-  ncclComm* comm;
-  cudaStream_t stream;
-  Call call;
-};
-thread_local int t_group_depth = 0;
-thread_local std::vector<Pending> t_group;
-
-// Queues everything collected: per communicator and stream, collectives in call order, then the point-to-point
-// operations together (a group's sends and receives progress at once, as NCCL's do).
-void launch(std::vector<Pending> ops) {
-  std::vector<std::pair<ncclComm*, cudaStream_t>> order;
-  for (const Pending& p : ops)
-    if (std::find(order.begin(), order.end(), std::make_pair(p.comm, p.stream)) == order.end())
-      order.emplace_back(p.comm, p.stream);
-  for (auto [comm, stream] : order) {
-    std::vector<std::pair<std::uint64_t, Call>> collectives;
-    std::vector<Call> p2p;
-    for (const Pending& p : ops) {
-      if (p.comm != comm || p.stream != stream) continue;
-      if (p.call.kind == Kind::send || p.call.kind == Kind::recv) p2p.push_back(p.call);
-      else collectives.emplace_back(comm->next_round++, p.call);
-    }
-    std::string what = "NCCL";
-    for (auto& [seq, call] : collectives) what += " " + call.describe();
-    if (!p2p.empty()) what += " group of " + std::to_string(p2p.size()) + " send/recv";
-    // The operation holds the clique, not the ncclComm: it may run after an ncclCommDestroy.
-    enqueue(resolve_stream(stream), what, [clique = comm->clique, me = comm->rank, collectives, p2p] {
-      for (const auto& [seq, call] : collectives) run_collective(*clique, me, seq, call);
-      if (!p2p.empty()) run_p2p(*clique, me, p2p);
-    });
-  }
-}
-
-// Checks a call and queues it (or keeps it for the group); counts one library call.
-ncclResult_t submit(ncclComm* comm, cudaStream_t stream, const Call& call) {
-  count(Count::library_call);
-  const std::string head = std::string(kind_name(call.kind)) + ": ";
-  if (!comm || !comm->clique) return nccl_fail(ncclInvalidArgument, head + "an invalid communicator");
-  if (comm->clique->aborted || (comm->clique->shm && !failure(*comm->clique).empty()))
-    return nccl_fail(ncclInvalidUsage, head + "the communicator has failed or was aborted");
-  const int n = comm->clique->size;
-  if (std::string why = why_unsupported(call.type, call.op); !why.empty())
-    return nccl_fail(ncclInvalidArgument, head + why);
-  if (call.root < 0 || call.root >= n)
-    return nccl_fail(ncclInvalidArgument, head + "rank " + std::to_string(call.root) + " outside the " +
-                                              std::to_string(n) + " ranks");
-  StreamState* s = resolve_stream(stream);
-  if (!s) return nccl_fail(ncclInvalidArgument, head + "an invalid stream");
-  if (stream_device(s) != comm->device)
-    return nccl_fail(ncclInvalidUsage, head + "a stream of GPU " + std::to_string(stream_device(s)) +
-                                           " for a communicator on GPU " + std::to_string(comm->device));
-  // The buffers this rank's part touches, checked as a kernel's arguments would be.
-  const std::size_t bytes = call.count * nccl_type_size(call.type);
-  const int me = comm->rank;
-  std::size_t send_bytes = bytes, recv_bytes = bytes;
-  switch (call.kind) {
-    case Kind::allgather: recv_bytes = bytes * std::size_t(n); break;
-    case Kind::reduce_scatter: send_bytes = bytes * std::size_t(n); break;
-    case Kind::reduce: recv_bytes = me == call.root ? bytes : 0; break;
-    case Kind::broadcast: send_bytes = me == call.root ? bytes : 0; break;
-    case Kind::send: recv_bytes = 0; break;
-    case Kind::recv: send_bytes = 0; break;
-    default: break;
-  }
-  if (send_bytes && call.count)
-    if (std::string why = device_access_problem(comm->device, call.send, send_bytes); !why.empty())
-      return nccl_fail(ncclInvalidArgument, head + "the send buffer is " + why);
-  if (recv_bytes && call.count)
-    if (std::string why = device_access_problem(comm->device, call.recv, recv_bytes); !why.empty())
-      return nccl_fail(ncclInvalidArgument, head + "the receive buffer is " + why);
-  // In place is recv == send for allreduce, reduce and broadcast; recv + rank * count == send for allgather and
-  // send == recv + rank * count... for reduce-scatter; other overlaps are undefined in NCCL and refused here.
-  if (send_bytes && recv_bytes && call.count) {
-    const char *sb = static_cast<const char*>(call.send), *rb = static_cast<const char*>(call.recv);
-    const bool overlap = sb < rb + recv_bytes && rb < sb + send_bytes;
-    bool in_place = sb == rb;
-    if (call.kind == Kind::allgather) in_place = sb == rb + bytes * std::size_t(me);
-    if (call.kind == Kind::reduce_scatter) in_place = rb == sb + bytes * std::size_t(me);
-    if (overlap && !in_place)
-      return nccl_fail(ncclInvalidArgument, head + "send and receive buffers overlap but not as NCCL's in-place "
-                                                   "form");
-  }
-  if (t_group_depth > 0) {
-    t_group.push_back({comm, stream, call});
-    return ncclSuccess;
-  }
-  launch({{comm, stream, call}});
-  return ncclSuccess;
-}
+namespace {
 
 struct PendingInit {
   int size;
@@ -468,6 +67,7 @@ std::string shm_name(const ncclUniqueId& id) {
 using namespace parbench::gpu_emu;
 
 extern "C" {
+
 
 const char* ncclGetErrorString(ncclResult_t r) {
   switch (r) {
@@ -687,47 +287,6 @@ ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
 ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
   if (!comm || !rank) return nccl_fail(ncclInvalidArgument, "ncclCommUserRank: comm or rank is NULL");
   *rank = comm->rank;
-  return ncclSuccess;
-}
-
-ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
-                           ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::allreduce, send, recv, count, t, op, 0});
-}
-ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op, int root,
-                        ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::reduce, send, recv, count, t, op, root});
-}
-ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
-                           cudaStream_t stream) {
-  return submit(comm, stream, {Kind::broadcast, send, recv, count, t, ncclSum, root});
-}
-ncclResult_t ncclBcast(void* buf, size_t count, ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t stream) {
-  return ncclBroadcast(buf, buf, count, t, root, comm, stream);
-}
-ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm,
-                           cudaStream_t stream) {
-  return submit(comm, stream, {Kind::allgather, send, recv, count, t, ncclSum, 0});
-}
-ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
-                               ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::reduce_scatter, send, recv, count, t, op, 0});
-}
-ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
-                      cudaStream_t stream) {
-  return submit(comm, stream, {Kind::send, send, nullptr, count, t, ncclSum, peer});
-}
-ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::recv, nullptr, recv, count, t, ncclSum, peer});
-}
-
-ncclResult_t ncclGroupStart() {
-  ++t_group_depth;
-  return ncclSuccess;
-}
-ncclResult_t ncclGroupEnd() {
-  if (t_group_depth == 0) return nccl_fail(ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
-  if (--t_group_depth == 0) launch(std::exchange(t_group, {}));
   return ncclSuccess;
 }
 
