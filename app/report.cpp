@@ -17,6 +17,12 @@
 
 namespace parbench {
 
+std::vector<Column> columns_of(std::span<const csv::HeaderColumn> header) {
+  std::vector<Column> columns;
+  for (const csv::HeaderColumn& c : header) columns.push_back({c.name, c.precision});
+  return columns;
+}
+
 Table::Table(std::vector<Column> columns) : columns_(std::move(columns)) {}
 
 void Table::add_row(std::vector<Cell> row) {

@@ -3,9 +3,12 @@
 #include <cstdint>
 #include <iosfwd>
 #include <nlohmann/json_fwd.hpp>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "core/csv_columns.h"
 
 namespace parbench {
 
@@ -16,6 +19,9 @@ struct Column {
   std::string name;  // CSV header and JSON key
   int precision = 3;  // digits after the point for doubles in text and CSV
 };
+
+// A CSV kind's header (core/csv_columns.h) as a table's columns.
+std::vector<Column> columns_of(std::span<const csv::HeaderColumn> header);
 
 class Table {
  public:

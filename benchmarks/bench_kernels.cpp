@@ -21,6 +21,7 @@
 #include "benchmarks/kernels_options.h"
 #include "benchmarks/kernels_rows.h"
 #include "base/error.h"
+#include "core/csv_columns.h"
 #include "core/memory.h"
 #include "core/stream.h"
 #include "core/tensor.h"
@@ -144,15 +145,17 @@ void time_benchmark(benchmark::State& state, Bench& b, const Spec& sp) {
     state.SetIterationTime(sec);
   }
   double per_iter = total_s / double(std::max<std::int64_t>(state.iterations(), 1));
-  state.counters["batch"] = double(batch);
-  state.counters["FLOP/s"] = benchmark::Counter(w.flops, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["bytes/s"] = benchmark::Counter(w.bytes, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters[csv::kernels::batch] = double(batch);
+  state.counters[csv::kernels::counter_flops] =
+      benchmark::Counter(w.flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters[csv::kernels::counter_bytes] =
+      benchmark::Counter(w.bytes, benchmark::Counter::kIsIterationInvariantRate);
   double peak_tflops = b.peak_tflops_override > 0 ? b.peak_tflops_override
                                                   : (sp.dtype == DType::bf16 ? b.peak.bf16_tflops : b.peak.f32_tflops);
   double peak_gbps = b.peak_gbps_override > 0 ? b.peak_gbps_override : b.peak.gbps;
   if (peak_tflops > 0 && peak_gbps > 0 && per_iter > 0) {
     double bound_s = std::max(w.flops / (peak_tflops * 1e12), w.bytes / (peak_gbps * 1e9));
-    state.counters["%roofline"] = 100.0 * bound_s / per_iter;
+    state.counters[csv::kernels::counter_roofline] = 100.0 * bound_s / per_iter;
   }
   // Google Benchmark's CSV output needs the same counters in every run: on cuda each one gets %cuBLAS, NaN
   // where no cuBLAS baseline applies (the non-matmul ops).
@@ -163,7 +166,7 @@ void time_benchmark(benchmark::State& state, Bench& b, const Spec& sp) {
     else if (auto it = b.cublas_seconds.find(sp.cublas_key); it != b.cublas_seconds.end() && per_iter > 0)
       vs_cublas = 100.0 * it->second / per_iter;
   }
-  if (b.cuda()) state.counters["%cuBLAS"] = vs_cublas;
+  if (b.cuda()) state.counters[csv::kernels::counter_cublas] = vs_cublas;
 }
 
 void run_benchmark(benchmark::State& state, Bench& b, const Spec& sp) {

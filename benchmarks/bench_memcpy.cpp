@@ -9,6 +9,7 @@
 
 #include "core/allocator.h"
 #include "base/error.h"
+#include "core/csv_columns.h"
 #include "core/memory.h"
 #include "app/interrupt.h"
 #include "app/output.h"
@@ -62,7 +63,7 @@ int run(const Options& o) {
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   auto sizes = memcpy_bench::checked_sizes(o);
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
-  StreamingTable rows({{"device"}, {"bytes"}, {"time_us", 2}, {"gbps", 2}, {"wrong"}}, o.common.csv, o.common.json,
+  StreamingTable rows(columns_of(csv::memcpy_bench::header), o.common.csv, o.common.json,
                       o.resume ? CsvRowFile::Mode::append : CsvRowFile::Mode::replace);
   std::set<std::string> done;  // --resume: "device,bytes" of the rows already in the CSV
   for (const auto& f : rows.existing_rows())

@@ -9,6 +9,7 @@
 #include "app/program.h"
 #include "collectives/fault_injection.h"
 #include "benchmarks/train/options.h"
+#include "benchmarks/train/runnable.h"
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "base/error.h"
@@ -43,6 +44,10 @@ void validate_on_ranks(const TrainConfig& t, Communicator& comm) {
 }
 
 int run(Options& o, const CLI::App& app) {
+  if (o.list_runnable) {
+    print_runnable(std::cout);
+    return 0;
+  }
   validate_prediction_options(o, app);
   if (!o.calibrate.empty()) return calibrate(o);
   if (o.simulate || o.search) {

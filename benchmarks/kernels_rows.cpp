@@ -7,17 +7,14 @@
 #include <iostream>
 
 #include "app/interrupt.h"
+#include "core/csv_columns.h"
 
 namespace parbench {
 namespace {
 
 // Fixed columns (Google Benchmark's own CSV takes its counter columns from the first run, so a run with
 // another counter set would not fit its header); counters a run lacks are empty.
-std::vector<Column> kernel_columns() {
-  return {{"name"},         {"iterations"},     {"real_time", 4},    {"cpu_time", 4},   {"time_unit"},
-          {"batch"},        {"flops_per_s", 1}, {"bytes_per_s", 1}, {"pct_cublas", 2}, {"pct_roofline", 2},
-          {"error_occurred"}, {"error_message"}};
-}
+std::vector<Column> kernel_columns() { return columns_of(csv::kernels::header); }
 
 Cell counter(const benchmark::UserCounters& counters, const char* name) {
   const auto it = counters.find(name);
@@ -46,12 +43,14 @@ void KernelRowsReporter::ReportRuns(const std::vector<Run>& runs) {
     // The registered name (op/version/device/dtype/shape), without Google Benchmark's "/min_time:..." tail, so
     // --resume can match it before the benchmark runs; aggregates (--benchmark_repetitions) keep their suffix.
     last_name_ = r.run_name.function_name + (r.run_type == Run::RT_Aggregate ? "_" + r.aggregate_name : "");
-    const Cell batch = counter(r.counters, "batch");
+    const Cell batch = counter(r.counters, csv::kernels::batch);
     rows_.add_row({last_name_, std::int64_t(r.iterations), r.GetAdjustedRealTime(), r.GetAdjustedCPUTime(),
                    std::string(benchmark::GetTimeUnitString(r.time_unit)),
                    std::holds_alternative<double>(batch) ? Cell{std::int64_t(std::get<double>(batch))} : Cell{},
-                   counter(r.counters, "FLOP/s"), counter(r.counters, "bytes/s"), counter(r.counters, "%cuBLAS"),
-                   counter(r.counters, "%roofline"), std::int64_t(r.error_occurred), r.error_message});
+                   counter(r.counters, csv::kernels::counter_flops), counter(r.counters, csv::kernels::counter_bytes),
+                   counter(r.counters, csv::kernels::counter_cublas),
+                   counter(r.counters, csv::kernels::counter_roofline), std::int64_t(r.error_occurred),
+                   r.error_message});
   }
   if (const int sig = stop_signal()) {
     // Google Benchmark has no way to end its loop early; this benchmark's rows are on disk, so leave now.

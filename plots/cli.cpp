@@ -5,6 +5,7 @@
 
 #include "app/cli.h"
 #include "app/output.h"
+#include "core/csv_columns.h"
 #include "core/sizes.h"
 
 namespace parbench::plots {
@@ -64,7 +65,7 @@ void add_plot_options(CLI::App& app, PlotCommand& c) {
                          training_csv);
   add_training_filters(c.scaling, c.training_filter);
   c.scaling->add_option("--metric", c.metric, "throughput column")
-      ->check(CLI::IsMember({"samples_per_s", "tokens_per_s"}))
+      ->check(CLI::IsMember({csv::train::samples_per_s, csv::train::tokens_per_s}))
       ->capture_default_str();
   c.scaling
       ->add_option("--mode", c.mode,

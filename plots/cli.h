@@ -19,7 +19,7 @@ struct PlotCommand {
   CollectiveFilter collective_filter;
   TrainingFilter training_filter;
   std::string max_bytes = "64K";  // latency
-  std::string metric = "samples_per_s", mode = "strong";  // scaling
+  std::string metric = csv::train::samples_per_s, mode = "strong";  // scaling
   int step = -1;  // timeline
   std::vector<std::string> traces;  // merge-traces
   std::string merged;

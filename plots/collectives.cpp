@@ -7,12 +7,14 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "core/csv_columns.h"
 #include "core/sizes.h"
 #include "base/text.h"
 #include "plots/figures.h"
 #include "plots/grouping.h"
 
 namespace parbench::plots {
+namespace coll_csv = csv::collective;
 namespace {
 
 std::string inplace_words(const std::string& v) {
@@ -22,14 +24,14 @@ std::string inplace_words(const std::string& v) {
 }
 
 std::vector<KeyField> collective_key_fields() {
-  return {{"impl", as_is, true},
-          {"device", as_is},
-          {"ranks", with_pattern("", " ranks")},
-          {"nodes", with_pattern("", " nodes"), false, false},
-          {"dtype", as_is},
-          {"op", as_is, false, false},
-          {"inplace", inplace_words, false, false},
-          {"root", with_pattern("root ", ""), false, false}};
+  return {{coll_csv::impl, as_is, true},
+          {coll_csv::device, as_is},
+          {coll_csv::ranks, with_pattern("", " ranks")},
+          {coll_csv::nodes, with_pattern("", " nodes"), false, false},
+          {coll_csv::dtype, as_is},
+          {coll_csv::op, as_is, false, false},
+          {coll_csv::inplace, inplace_words, false, false},
+          {coll_csv::root, with_pattern("root ", ""), false, false}};
 }
 
 std::string values_of(const CsvTable& t, const std::string& column) {
@@ -47,8 +49,10 @@ std::string join_words(const std::vector<std::string>& v) { return join(v, ",");
 }  // namespace
 
 std::vector<ColumnSpec> collective_columns(const std::string& y_column) {
-  return {{"collective"}, {"impl"},   {"ranks"},         {"dtype"},         {"bytes"},         {y_column},
-          {"device", false}, {"nodes", false}, {"op", false}, {"root", false}, {"inplace", false}};
+  return {{coll_csv::collective},    {coll_csv::impl},          {coll_csv::ranks},
+          {coll_csv::dtype},         {coll_csv::bytes},         {y_column},
+          {coll_csv::device, false}, {coll_csv::nodes, false},  {coll_csv::op, false},
+          {coll_csv::root, false},   {coll_csv::inplace, false}};
 }
 
 namespace {
@@ -66,9 +70,9 @@ struct PlotRow {
   if (!filter.collectives.empty() || !filter.dtypes.empty() || !filter.impls.empty() || !filter.ranks.empty())
     why += " after the filters (--collective " + join_words(filter.collectives) + " --dtype " +
            join_words(filter.dtypes) + " --impl " + join_words(filter.impls) + " --ranks " +
-           join_numbers(filter.ranks) + "); the file has collectives " + values_of(table, "collective") +
-           "; dtypes " + values_of(table, "dtype") + "; impls " + values_of(table, "impl") + "; ranks " +
-           values_of(table, "ranks");
+           join_numbers(filter.ranks) + "); the file has collectives " + values_of(table, coll_csv::collective) +
+           "; dtypes " + values_of(table, coll_csv::dtype) + "; impls " + values_of(table, coll_csv::impl) +
+           "; ranks " + values_of(table, coll_csv::ranks);
   if (skipped) why += " (" + std::to_string(skipped) + " rows had " + y_column + " <= 0 or bytes <= 0)";
   if (max_bytes < 1e300) why += " with bytes <= " + format_size(static_cast<std::uint64_t>(max_bytes));
   throw UsageError(why);
@@ -80,11 +84,12 @@ std::vector<PlotRow> select_rows(const CsvTable& table, const CollectiveFilter& 
   std::vector<PlotRow> rows;
   *skipped = 0;
   for (std::size_t r = 0; r < table.size(); ++r) {
-    const std::int64_t ranks = table.integer(r, "ranks");
-    const double bytes = table.number(r, "bytes");
+    const std::int64_t ranks = table.integer(r, coll_csv::ranks);
+    const double bytes = table.number(r, coll_csv::bytes);
     const double y = table.number(r, y_column);
-    if (!wanted(filter.collectives, table.text(r, "collective")) || !wanted(filter.dtypes, table.text(r, "dtype")) ||
-        !wanted(filter.impls, table.text(r, "impl")) ||
+    if (!wanted(filter.collectives, table.text(r, coll_csv::collective)) ||
+        !wanted(filter.dtypes, table.text(r, coll_csv::dtype)) ||
+        !wanted(filter.impls, table.text(r, coll_csv::impl)) ||
         !(filter.ranks.empty() || std::count(filter.ranks.begin(), filter.ranks.end(), ranks)))
       continue;
     if (bytes > max_bytes) continue;
@@ -95,7 +100,7 @@ std::vector<PlotRow> select_rows(const CsvTable& table, const CollectiveFilter& 
     Key key;
     for (const KeyField& f : fields) key.push_back(table.text(r, f.column));
     key[2] = std::to_string(ranks);  // "8" and "8.0" are one rank count
-    rows.push_back({table.text(r, "collective"), ranks, std::move(key), bytes, y});
+    rows.push_back({table.text(r, coll_csv::collective), ranks, std::move(key), bytes, y});
   }
   return rows;
 }
@@ -174,7 +179,7 @@ enum class CollectiveFigure { busbw, latency };
 void plot_collectives(const FigureOptions& options, const CollectiveFilter& filter, CollectiveFigure figure,
                       double max_bytes) {
   image_format(options.render.output);  // a bad extension is reported before the input is read
-  const std::string y_column = figure == CollectiveFigure::busbw ? "busbw_gbps" : "time_us";
+  const std::string y_column = figure == CollectiveFigure::busbw ? coll_csv::busbw_gbps : coll_csv::time_us;
   const CsvTable table = CsvTable::read(options.input, collective_columns(y_column));
   std::string common;
   std::size_t dropped = 0;

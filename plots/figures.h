@@ -2,11 +2,13 @@
 // that turns the data into a PlotScript and renders it.
 #pragma once
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/csv_columns.h"
 #include "plots/csv_table.h"
 #include "plots/render.h"
 
@@ -90,9 +92,8 @@ std::vector<BubbleSeries> bubble_series(const CsvTable& table, const TrainingFil
 void plot_bubble(const FigureOptions& options, const TrainingFilter& filter);
 
 // One stacked bar per scheme (and whatever else varies): bytes per category, and the estimate when given.
-inline const std::vector<std::string> kMemoryCategories = {"params_bytes",      "grads_bytes",
-                                                           "optimizer_bytes",   "activations_bytes",
-                                                           "comm_buffer_bytes", "workspace_bytes"};
+inline const std::vector<std::string> kMemoryCategories(std::begin(csv::train::memory_bytes),
+                                                         std::end(csv::train::memory_bytes));
 struct MemoryBar {
   std::string label;
   std::vector<double> bytes;  // per kMemoryCategories

@@ -289,41 +289,19 @@ Timeline read_timeline(const std::string& path, int step) {
   return tl;
 }
 
-void plot_timeline(const FigureOptions& o, int step) {
-  image_format(o.render.output);
-  const Timeline tl = read_timeline(o.input, step);
-  static const char* const kColors[kSpanKinds] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
-                                                  "#b07aa1", "#9c9c9c", "#e6e6e6"};
-  // Drawing order: idle under everything, communication (a lower band) over compute.
-  static const SpanKind kOrder[] = {SpanKind::idle,          SpanKind::forward,   SpanKind::backward,
-                                    SpanKind::weight_grad,   SpanKind::optimizer, SpanKind::other_compute,
-                                    SpanKind::communication};
-  const int rows = static_cast<int>(tl.rows.size());
-  std::string title = o.title;
-  if (title.empty()) {
-    title = "Step timeline";
-    if (tl.step >= 0) title += ": step " + std::to_string(tl.step) + " of " + std::to_string(tl.steps) + " (0-based)";
-    title += ", " + std::to_string(rows) + (rows == 1 ? " rank" : " ranks");
-  }
-  PlotScript sc;
-  sc.cmd("set encoding utf8");
-  sc.cmd("set title " + quote(title) + title_font(o.render.size));
-  sc.cmd(tl.implicit_idle ? "set xlabel 'time since the step start (ms); communication in the lower band, idle = no compute'"
-                          : "set xlabel 'time since the step start (ms); communication in the lower band'");
-  char range[128];
-  std::snprintf(range, sizeof range, "set xrange [0:%.9g]", tl.span_ms);
-  sc.cmd(range);
-  sc.cmd("set yrange [" + std::to_string(rows) + "-0.5:-0.5]");  // rank 0 on top
-  std::string tics = "set ytics (";
-  for (int r = 0; r < rows; ++r) tics += (r ? ", " : "") + quote(tl.rows[r]) + " " + std::to_string(r);
-  sc.cmd(tics + ") scale 0");
-  sc.cmd("set grid xtics lc rgb '#d0d0d0'");
-  sc.cmd("set key outside bottom center horizontal reverse Left samplen 1.5");
-  sc.cmd("set style fill solid 1.0 border lc rgb 'white'");
-  sc.cmd("set bmargin 6");
+namespace {
 
-  // Microbatch numbers inside F/B/W boxes wide enough to hold them; "mb/chunk" when the trace has several
-  // model chunks per stage (interleaved schedules).
+std::string default_title(const Timeline& tl) {
+  const int rows = static_cast<int>(tl.rows.size());
+  std::string title = "Step timeline";
+  if (tl.step >= 0) title += ": step " + std::to_string(tl.step) + " of " + std::to_string(tl.steps) + " (0-based)";
+  return title + ", " + std::to_string(rows) + (rows == 1 ? " rank" : " ranks");
+}
+
+// Microbatch numbers inside F/B/W boxes wide enough to hold them; "mb/chunk" when the trace has several model
+// chunks per stage (interleaved schedules).
+void add_microbatch_labels(PlotScript& sc, const Timeline& tl) {
+  const int rows = static_cast<int>(tl.rows.size());
   std::set<std::int64_t> chunks;
   for (const Span& s : tl.spans)
     if (s.chunk) chunks.insert(*s.chunk);
@@ -341,6 +319,38 @@ void plot_timeline(const FigureOptions& o, int step) {
     sc.cmd(cmd);
     ++labels;
   }
+}
+
+}  // namespace
+
+void plot_timeline(const FigureOptions& o, int step) {
+  image_format(o.render.output);
+  const Timeline tl = read_timeline(o.input, step);
+  static const char* const kColors[kSpanKinds] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
+                                                  "#b07aa1", "#9c9c9c", "#e6e6e6"};
+  // Drawing order: idle under everything, communication (a lower band) over compute.
+  static const SpanKind kOrder[] = {SpanKind::idle,          SpanKind::forward,   SpanKind::backward,
+                                    SpanKind::weight_grad,   SpanKind::optimizer, SpanKind::other_compute,
+                                    SpanKind::communication};
+  const int rows = static_cast<int>(tl.rows.size());
+  PlotScript sc;
+  sc.cmd("set encoding utf8");
+  sc.cmd("set title " + quote(o.title.empty() ? default_title(tl) : o.title) + title_font(o.render.size));
+  sc.cmd(tl.implicit_idle ? "set xlabel 'time since the step start (ms); communication in the lower band, idle = no compute'"
+                          : "set xlabel 'time since the step start (ms); communication in the lower band'");
+  char range[128];
+  std::snprintf(range, sizeof range, "set xrange [0:%.9g]", tl.span_ms);
+  sc.cmd(range);
+  sc.cmd("set yrange [" + std::to_string(rows) + "-0.5:-0.5]");  // rank 0 on top
+  std::string tics = "set ytics (";
+  for (int r = 0; r < rows; ++r) tics += (r ? ", " : "") + quote(tl.rows[r]) + " " + std::to_string(r);
+  sc.cmd(tics + ") scale 0");
+  sc.cmd("set grid xtics lc rgb '#d0d0d0'");
+  sc.cmd("set key outside bottom center horizontal reverse Left samplen 1.5");
+  sc.cmd("set style fill solid 1.0 border lc rgb 'white'");
+  sc.cmd("set bmargin 6");
+
+  add_microbatch_labels(sc, tl);
   std::string plot = "plot ";
   std::vector<std::vector<std::vector<double>>> blocks;
   for (SpanKind kind : kOrder) {

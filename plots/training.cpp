@@ -8,10 +8,12 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "core/csv_columns.h"
 #include "plots/figures.h"
 #include "plots/grouping.h"
 
 namespace parbench::plots {
+namespace train_csv = csv::train;
 namespace {
 
 std::string fmt(double v) {
@@ -22,13 +24,13 @@ std::string fmt(double v) {
 
 // Applies the scheme/model/ranks filters; UsageError when a filter names a column the file lacks.
 bool keep_row(const CsvTable& t, std::size_t r, const TrainingFilter& f) {
-  if (!f.models.empty() && !t.has_column("model"))
+  if (!f.models.empty() && !t.has_column(train_csv::model))
     throw UsageError(t.path() + ": --model given but the file has no 'model' column");
-  if (!f.ranks.empty() && !t.has_column("ranks"))
+  if (!f.ranks.empty() && !t.has_column(train_csv::ranks))
     throw UsageError(t.path() + ": --ranks given but the file has no 'ranks' column");
-  if (!wanted(f.schemes, t.text(r, "scheme"))) return false;
-  if (!f.models.empty() && !wanted(f.models, t.text(r, "model"))) return false;
-  if (!f.ranks.empty() && !std::count(f.ranks.begin(), f.ranks.end(), t.integer(r, "ranks"))) return false;
+  if (!wanted(f.schemes, t.text(r, train_csv::scheme))) return false;
+  if (!f.models.empty() && !wanted(f.models, t.text(r, train_csv::model))) return false;
+  if (!f.ranks.empty() && !std::count(f.ranks.begin(), f.ranks.end(), t.integer(r, train_csv::ranks))) return false;
   return true;
 }
 
@@ -90,17 +92,14 @@ std::string predicted_words(const std::string& v) { return v == "1" ? "predicted
 std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilter& filter, const std::string& metric,
                                           ScalingMode mode, std::string* common,
                                           std::vector<std::string>* single) {
-  const std::vector<KeyField> fields = {{"scheme", as_is, true},
-                                        {"schedule", as_is},
-                                        {"model", as_is},
-                                        {"device", as_is},
-                                        {"impl", as_is},
-                                        {"predicted", predicted_words}};
+  const std::vector<KeyField> fields = {{train_csv::scheme, as_is, true}, {train_csv::schedule, as_is},
+                                        {train_csv::model, as_is},        {train_csv::device, as_is},
+                                        {train_csv::impl, as_is},         {train_csv::predicted, predicted_words}};
   std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)> grouped(&key_less);
   std::vector<Key> keys;
   for (std::size_t r = 0; r < t.size(); ++r) {
     if (!keep_row(t, r, filter)) continue;
-    const double ranks = static_cast<double>(t.integer(r, "ranks"));
+    const double ranks = static_cast<double>(t.integer(r, train_csv::ranks));
     if (ranks < 1) throw UsageError(t.path() + ":" + std::to_string(t.line(r)) + ": column 'ranks': must be >= 1");
     const std::optional<double> value = t.optional_number(r, metric);
     if (!value) continue;  // a run that reported no throughput
@@ -163,14 +162,14 @@ void efficiency_panel(PlotScript& sc, const std::vector<ScalingSeries>& series, 
 
 void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const std::string& metric, ScalingMode mode) {
   image_format(o.render.output);
-  const CsvTable t = CsvTable::read(o.input, {{"scheme"},
-                                              {"ranks"},
+  const CsvTable t = CsvTable::read(o.input, {{train_csv::scheme},
+                                              {train_csv::ranks},
                                               {metric},
-                                              {"schedule", false},
-                                              {"model", false},
-                                              {"device", false},
-                                              {"impl", false},
-                                              {"predicted", false}});
+                                              {train_csv::schedule, false},
+                                              {train_csv::model, false},
+                                              {train_csv::device, false},
+                                              {train_csv::impl, false},
+                                              {train_csv::predicted, false}});
   std::string common;
   std::vector<std::string> single;
   const std::vector<ScalingSeries> series = scaling_series(t, filter, metric, mode, &common, &single);
@@ -183,7 +182,7 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
       emax = std::max(emax, s.efficiency[i]);
     }
   }
-  const std::string unit = metric == "tokens_per_s" ? "tokens/s" : "samples/s";
+  const std::string unit = metric == train_csv::tokens_per_s ? "tokens/s" : "samples/s";
   const bool strong = mode == ScalingMode::strong;
   const std::string base = strong ? "Strong scaling: " + unit + " vs ranks" : "Weak scaling: " + unit + " per rank vs ranks";
 
@@ -229,28 +228,29 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
 // ---- bubble --------------------------------------------------------------------------------------
 
 std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter& filter, std::string* common) {
-  const std::vector<KeyField> fields = {{"schedule", as_is, true}, {"pp", with_pattern("pp=", "")},
-                                        {"scheme", as_is},         {"model", as_is},
-                                        {"device", as_is},         {"ranks", with_pattern("", " ranks")}};
+  const std::vector<KeyField> fields = {
+      {train_csv::schedule, as_is, true}, {train_csv::pp, with_pattern("pp=", "")},
+      {train_csv::scheme, as_is},         {train_csv::model, as_is},
+      {train_csv::device, as_is},         {train_csv::ranks, with_pattern("", " ranks")}};
   struct Acc {
     std::map<double, std::pair<double, int>> measured, theory, replayed;
   };
-  const bool has_replay = t.has_column("bubble_replayed");
+  const bool has_replay = t.has_column(train_csv::bubble_replayed);
   std::map<Key, Acc, decltype(&key_less)> grouped(&key_less);
   std::vector<Key> keys;
   for (std::size_t r = 0; r < t.size(); ++r) {
     if (!keep_row(t, r, filter)) continue;
-    const std::optional<double> measured = t.optional_number(r, "bubble_measured");
-    const std::optional<double> theory = t.optional_number(r, "bubble_theory");
+    const std::optional<double> measured = t.optional_number(r, train_csv::bubble_measured);
+    const std::optional<double> theory = t.optional_number(r, train_csv::bubble_theory);
     if (!measured && !theory) continue;  // not a pipeline run
-    if (t.empty(r, "schedule")) continue;
-    const double m = static_cast<double>(t.integer(r, "microbatches"));
+    if (t.empty(r, train_csv::schedule)) continue;
+    const double m = static_cast<double>(t.integer(r, train_csv::microbatches));
     Key key = row_key(t, r, fields);
     Acc& acc = grouped[key];
     // Fractions of the step in the CSV, percent on the figure.
     if (measured) acc.measured[m].first += 100 * *measured, acc.measured[m].second += 1;
     if (theory) acc.theory[m].first += 100 * *theory, acc.theory[m].second += 1;
-    if (const auto replayed = has_replay ? t.optional_number(r, "bubble_replayed") : std::nullopt)
+    if (const auto replayed = has_replay ? t.optional_number(r, train_csv::bubble_replayed) : std::nullopt)
       acc.replayed[m].first += 100 * *replayed, acc.replayed[m].second += 1;
     keys.push_back(std::move(key));
   }
@@ -272,8 +272,10 @@ std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter&
 }
 
 std::vector<ColumnSpec> bubble_columns() {
-  return {{"schedule"}, {"microbatches"},  {"bubble_measured"}, {"bubble_theory"}, {"bubble_replayed", false},
-          {"scheme"},   {"pp", false},     {"model", false},    {"device", false}, {"ranks", false}};
+  return {{train_csv::schedule},      {train_csv::microbatches},           {train_csv::bubble_measured},
+          {train_csv::bubble_theory}, {train_csv::bubble_replayed, false}, {train_csv::scheme},
+          {train_csv::pp, false},     {train_csv::model, false},           {train_csv::device, false},
+          {train_csv::ranks, false}};
 }
 
 void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
@@ -332,11 +334,15 @@ void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
 // ---- memory --------------------------------------------------------------------------------------
 
 std::vector<MemoryBar> memory_bars(const CsvTable& t, const TrainingFilter& filter, std::string* common) {
-  const std::vector<KeyField> fields = {
-      {"scheme", as_is, true},          {"schedule", as_is},       {"ranks", with_pattern("", " ranks")},
-      {"tp", with_pattern("tp=", ""), false, false},  {"pp", with_pattern("pp=", ""), false, false},
-      {"dp", with_pattern("dp=", ""), false, false},
-      {"model", as_is},                 {"device", as_is},         {"impl", as_is}};
+  const std::vector<KeyField> fields = {{train_csv::scheme, as_is, true},
+                                        {train_csv::schedule, as_is},
+                                        {train_csv::ranks, with_pattern("", " ranks")},
+                                        {train_csv::tp, with_pattern("tp=", ""), false, false},
+                                        {train_csv::pp, with_pattern("pp=", ""), false, false},
+                                        {train_csv::dp, with_pattern("dp=", ""), false, false},
+                                        {train_csv::model, as_is},
+                                        {train_csv::device, as_is},
+                                        {train_csv::impl, as_is}};
   struct Acc {
     std::vector<double> bytes = std::vector<double>(kMemoryCategories.size(), 0.0);
     double estimate = 0;
@@ -356,7 +362,7 @@ std::vector<MemoryBar> memory_bars(const CsvTable& t, const TrainingFilter& filt
       acc.bytes[c] += v;
     }
     acc.rows += 1;
-    if (const auto e = t.optional_number(r, "estimate_bytes")) acc.estimate += *e, acc.estimates += 1;
+    if (const auto e = t.optional_number(r, train_csv::estimate_bytes)) acc.estimate += *e, acc.estimates += 1;
     keys.push_back(std::move(key));
   }
   if (keys.empty()) no_rows(t, "(no row passes the filters)");
@@ -375,9 +381,10 @@ std::vector<MemoryBar> memory_bars(const CsvTable& t, const TrainingFilter& filt
 
 void plot_memory(const FigureOptions& o, const TrainingFilter& filter) {
   image_format(o.render.output);
-  std::vector<ColumnSpec> columns = {{"scheme"}};
+  std::vector<ColumnSpec> columns = {{train_csv::scheme}};
   for (const std::string& c : kMemoryCategories) columns.push_back({c});
-  for (const char* c : {"estimate_bytes", "schedule", "ranks", "tp", "pp", "dp", "model", "device", "impl"})
+  for (const char* c : {train_csv::estimate_bytes, train_csv::schedule, train_csv::ranks, train_csv::tp, train_csv::pp,
+                        train_csv::dp, train_csv::model, train_csv::device, train_csv::impl})
     columns.push_back({c, false});
   const CsvTable t = CsvTable::read(o.input, columns);
   std::string common;

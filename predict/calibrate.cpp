@@ -20,6 +20,7 @@
 
 #include "collectives/collective_table.h"
 #include "base/error.h"
+#include "core/csv_columns.h"
 #include "core/stats.h"
 
 namespace parbench::predict {
@@ -29,7 +30,8 @@ std::vector<CollectiveSample> read_collective_csv(const std::string& path) {
   std::vector<CollectiveSample> out;
   try {
     io::CSVReader<5, io::trim_chars<' ', '\t'>> in(path);
-    in.read_header(io::ignore_extra_column, "collective", "impl", "ranks", "bytes", "time_us");
+    namespace col = csv::collective;
+    in.read_header(io::ignore_extra_column, col::collective, col::impl, col::ranks, col::bytes, col::time_us);
     CollectiveSample s;
     double time_us = 0;
     while (in.read_row(s.collective, s.impl, s.ranks, s.bytes, time_us)) {
@@ -108,7 +110,7 @@ std::vector<LinkFit> fit_links(const std::vector<CollectiveSample>& samples) {
 bool is_kernels_csv(const std::string& path) {
   std::ifstream in(path);
   std::string header;
-  return std::getline(in, header) && header.rfind("name,", 0) == 0;
+  return std::getline(in, header) && header.rfind(std::string(csv::kernels::name) + ",", 0) == 0;
 }
 
 namespace {
@@ -143,9 +145,10 @@ std::vector<KernelSample> read_kernels_csv(const std::string& path) {
   std::vector<KernelSample> out;
   try {
     io::CSVReader<6, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
-    in.read_header(io::ignore_extra_column | io::ignore_missing_column, "name", "real_time", "time_unit",
-                   "error_occurred", "FLOP/s", "bytes/s");
-    for (const char* column : {"name", "real_time", "time_unit", "FLOP/s", "bytes/s"})
+    namespace col = csv::kernels;
+    in.read_header(io::ignore_extra_column | io::ignore_missing_column, col::name, col::real_time, col::time_unit,
+                   col::error_occurred, col::counter_flops, col::counter_bytes);
+    for (const char* column : {col::name, col::real_time, col::time_unit, col::counter_flops, col::counter_bytes})
       if (!in.has_column(column))
         throw UsageError("--calibrate: " + path + " has no column '" + column + "'; " + form);
     std::string name, unit, error, flop_text, byte_text;  // rates as text: a failed benchmark leaves them empty

@@ -61,12 +61,16 @@ rm $out/allreduce_small.csv $out/allreduce4.csv
 build/bin/parbench-plot busbw -i $out/allreduce.csv -o $out/allreduce_busbw.png --ranks 2,4
 build/bin/parbench-plot latency -i $out/allreduce.csv -o $out/allreduce_latency.png --ranks 2,4
 
+# The schemes, schedules and --dp-schemes come from the program: "name ranks layers family args" per line.
+mapfile -t runnable < <($bin/bench_train --list-runnable | grep -v '^#')
 model=(--model gpt --layers 2 --hidden 64 --heads 4 --seq 32 --vocab 128 --global-batch 16 --steps 4 --warmup 1)
 step "bench_train: every data-parallel scheme at 4 ranks (GPT, $(echo "${model[@]}" | cut -d' ' -f3-10))"
-for scheme in single dp ddp zero1 zero2 zero3 localsgd; do
-  ranks=4; [ $scheme = single ] && ranks=1
-  $bin/bench_train --device $device --ranks $ranks --scheme $scheme "${model[@]}" --check --quiet \
-    --csv $out/train_schemes.csv
+for run in "${runnable[@]}"; do
+  read -r _ ranks _ family args <<<"$run"
+  [ "$family" = data ] || continue
+  [ "$ranks" -gt 1 ] && ranks=4  # single runs on one rank
+  # shellcheck disable=SC2086
+  $bin/bench_train --device $device --ranks $ranks $args "${model[@]}" --check --quiet --csv $out/train_schemes.csv
 done
 show $out/train_schemes.csv scheme ranks step_ms samples_per_s peak_bytes params_bytes grads_bytes optimizer_bytes \
   activations_bytes comm_buffer_bytes workspace_bytes comm_bytes_per_step max_param_diff_vs_single
@@ -86,7 +90,8 @@ $bin/bench_train --device $device --ranks 2 --scheme ddp "${model[@]}" --bucket-
 build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png \
   --title "DDP, 2 ranks: one step, bucket allreduces on the communication thread"
 
-deep=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --steps 4 --warmup 1)
+shape=(--model gpt --hidden 64 --heads 4 --seq 32 --vocab 128 --steps 4 --warmup 1)
+deep=("${shape[@]}" --layers 4)
 # One core per stage (--pin); the bubble is the median over 9 steps, so a step slowed by something else on the
 # machine does not decide it.
 balanced=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 32 --steps 9 --warmup 1)
@@ -102,14 +107,16 @@ show $out/train_pipeline.csv scheme schedule microbatches step_ms bubble_measure
   activations_bytes
 build/bin/parbench-plot bubble -i $out/train_pipeline.csv -o $out/pipeline_bubble.png
 
-step "model-parallel schemes at 4 ranks, each checked against a single-rank run"
-for run in "tp" "sp" "mp" "pp --schedule 1f1b" "pp --schedule interleaved --virtual-stages 2 --pp 2 --dp 2" \
-           "pp --schedule zb-h1" "hybrid --dp 2 --tp 2" "hybrid --tp 2 --pp 2 --microbatches 4"; do
+step "model-parallel schemes at 4 ranks (2-way, data parallel over the rest), each checked against a single-rank run"
+# Every schedule and --dp-scheme, and a hybrid grid with a pipeline; 4 layers unless a pipeline needs a multiple.
+for run in "${runnable[@]}" "hybrid_tp_pp 4 2 model --scheme hybrid --tp 2 --pp 2 --microbatches 4"; do
+  read -r _ _ layers family args <<<"$run"
+  [ "$family" = data ] && continue
   # shellcheck disable=SC2086
-  $bin/bench_train --device $device --ranks 4 --scheme $run --global-batch 16 "${deep[@]}" --check --quiet \
-    --csv $out/train_model_parallel.csv
+  $bin/bench_train --device $device --ranks 4 $args --global-batch 16 "${shape[@]}" \
+    --layers $(( (4 + layers - 1) / layers * layers )) --check --quiet --csv $out/train_model_parallel.csv
 done
-show $out/train_model_parallel.csv scheme schedule tp pp dp microbatches step_ms bubble_measured bubble_theory \
+show $out/train_model_parallel.csv scheme schedule tp pp dp zero microbatches step_ms bubble_measured bubble_theory \
   peak_bytes activations_bytes comm_bytes_per_step max_param_diff_vs_single
 
 step "one 1f1b step of 4 stages on a timeline"

@@ -50,10 +50,7 @@ int hook_int(const char* name) {
 // NaN in every float type (the integer types read it as -1 or 255, which only usually differs from the expected).
 constexpr unsigned char kSpoiled[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
 
-std::vector<Column> csv_columns() {
-  return {{"collective"}, {"impl"}, {"device"}, {"ranks"}, {"nodes"}, {"dtype"}, {"op"}, {"root"}, {"inplace"},
-          {"bytes"}, {"count"}, {"time_us", 3}, {"algbw_gbps", 6}, {"busbw_gbps", 6}, {"wrong"}};
-}
+std::vector<Column> csv_columns() { return columns_of(csv::collective::header); }
 
 class Bench {
  public:

@@ -198,6 +198,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--max-memory", o.max_memory,
                  "refuse (before allocating) a run whose closed-form model state per rank exceeds BYTES (K/M/G)");
   add_prediction_options(app, o);
+  app.add_flag("--list-runnable", o.list_runnable,
+               "print every scheme x schedule x --dp-scheme that can run, with the fewest ranks it needs, one per "
+               "line, and exit (the tests and the demo take their lists from it)");
 }
 
 }  // namespace parbench::train_bench

@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "app/output.h"
 #include "app/report.h"
+#include "core/csv_columns.h"
 #include "parallel/schedule/simulate.h"
 #include "parallel/schemes/model_parallel.h"
 #include "profiles/trace.h"
@@ -16,26 +17,11 @@
 namespace parbench::train_bench {
 
 const std::vector<Column>& train_csv_columns() {
-  static const std::vector<Column> cols = {
-      {"model"}, {"scheme"}, {"schedule"}, {"device"}, {"impl"}, {"ranks"}, {"tp"}, {"pp"}, {"dp"},
-      {"microbatches"}, {"global_batch"}, {"micro_batch"}, {"step_ms", 3}, {"samples_per_s", 2},
-      {"tokens_per_s", 1}, {"tflops_per_rank", 6}, {"mfu", 4}, {"bubble_measured", 4}, {"bubble_theory", 4},
-      {"bubble_replayed", 4},
-      {"peak_bytes"}, {"params_bytes"}, {"grads_bytes"}, {"optimizer_bytes"}, {"activations_bytes"},
-      {"comm_buffer_bytes"}, {"workspace_bytes"}, {"comm_bytes_per_step"}, {"loss", 6},
-      {"max_param_diff_vs_single", 9}, {"estimate_bytes"},
-      // Layout columns a prediction varies, and its time split (empty for measured runs).
-      {"virtual_stages"}, {"sp"}, {"zero"}, {"recompute"}, {"predicted"}, {"forward_ms", 3}, {"backward_ms", 3},
-      {"recompute_ms", 3}, {"optimizer_ms", 3}, {"bubble_ms", 3}, {"tp_comm_ms", 3}, {"pp_comm_ms", 3},
-      {"dp_comm_ms", 3}};
+  static const std::vector<Column> cols = columns_of(csv::train::header);
   return cols;
 }
 
-std::string memory_column(MemCategory c) {
-  static const char* names[kMemCategories] = {"params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes",
-                                              "comm_buffer_bytes", "workspace_bytes"};
-  return names[int(c)];
-}
+std::string memory_column(MemCategory c) { return csv::train::memory_bytes[int(c)]; }
 
 std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map<std::string, Cell>& cells) {
   std::vector<Cell> row;

@@ -7,6 +7,7 @@
 #include "app/report.h"
 #include "benchmarks/train/train_run.h"
 #include "base/error.h"
+#include "core/csv_columns.h"
 #include "predict/predict.h"
 
 namespace parbench::train_bench {
@@ -63,22 +64,25 @@ std::map<std::string, Cell> predicted_cells(const Layout& l, const Prediction& p
                                             const predict::SystemModel& sys) {
   const predict::TimeSplit& t = p.time;
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
+  namespace col = csv::train;
   std::map<std::string, Cell> c = {
-      {"model", std::string(model_kind_name(l.model.kind))}, {"scheme", predicted_scheme_name(l)},
-      {"schedule", l.pp > 1 ? Cell(l.schedule) : Cell{}}, {"device", "predicted:" + sys.name},
-      {"impl", std::string("model")}, {"ranks", std::int64_t(l.gpus)}, {"tp", std::int64_t(l.tp)},
-      {"pp", std::int64_t(l.pp)}, {"dp", std::int64_t(l.dp)}, {"microbatches", std::int64_t(l.microbatches())},
-      {"global_batch", std::int64_t(l.global_batch)}, {"micro_batch", std::int64_t(l.micro_batch)},
-      {"step_ms", 1e3 * t.step}, {"samples_per_s", l.global_batch / t.step}, {"tokens_per_s", p.tokens_per_s},
-      {"tflops_per_rank", p.tflops_per_gpu}, {"mfu", p.mfu},
-      {"bubble_theory", l.pp > 1 ? Cell(p.bubble_theory) : Cell{}},
-      {"bubble_replayed", l.pp > 1 ? Cell(p.bubble_simulated) : Cell{}}, {"peak_bytes", i64(p.peak_bytes)},
-      {"estimate_bytes", i64(p.state_bytes)}, {"predicted", std::int64_t(1)},
-      {"forward_ms", 1e3 * t.forward}, {"backward_ms", 1e3 * t.backward}, {"recompute_ms", 1e3 * t.recompute},
-      {"optimizer_ms", 1e3 * t.optimizer}, {"bubble_ms", 1e3 * t.bubble}, {"tp_comm_ms", 1e3 * t.tp_comm},
-      {"pp_comm_ms", 1e3 * t.pp_comm}, {"dp_comm_ms", 1e3 * t.dp_comm}, {"recompute", predict::recompute_name(l.recompute)},
-      {"sp", std::int64_t(l.sequence_parallel)}, {"zero", std::int64_t(l.zero_stage)},
-      {"virtual_stages", std::int64_t(l.virtual_stages)}};
+      {col::model, std::string(model_kind_name(l.model.kind))}, {col::scheme, predicted_scheme_name(l)},
+      {col::schedule, l.pp > 1 ? Cell(l.schedule) : Cell{}}, {col::device, "predicted:" + sys.name},
+      {col::impl, std::string("model")}, {col::ranks, std::int64_t(l.gpus)}, {col::tp, std::int64_t(l.tp)},
+      {col::pp, std::int64_t(l.pp)}, {col::dp, std::int64_t(l.dp)},
+      {col::microbatches, std::int64_t(l.microbatches())}, {col::global_batch, std::int64_t(l.global_batch)},
+      {col::micro_batch, std::int64_t(l.micro_batch)}, {col::step_ms, 1e3 * t.step},
+      {col::samples_per_s, l.global_batch / t.step}, {col::tokens_per_s, p.tokens_per_s},
+      {col::tflops_per_rank, p.tflops_per_gpu}, {col::mfu, p.mfu},
+      {col::bubble_theory, l.pp > 1 ? Cell(p.bubble_theory) : Cell{}},
+      {col::bubble_replayed, l.pp > 1 ? Cell(p.bubble_simulated) : Cell{}}, {col::peak_bytes, i64(p.peak_bytes)},
+      {col::estimate_bytes, i64(p.state_bytes)}, {col::predicted, std::int64_t(1)},
+      {col::forward_ms, 1e3 * t.forward}, {col::backward_ms, 1e3 * t.backward},
+      {col::recompute_ms, 1e3 * t.recompute}, {col::optimizer_ms, 1e3 * t.optimizer},
+      {col::bubble_ms, 1e3 * t.bubble}, {col::tp_comm_ms, 1e3 * t.tp_comm}, {col::pp_comm_ms, 1e3 * t.pp_comm},
+      {col::dp_comm_ms, 1e3 * t.dp_comm}, {col::recompute, predict::recompute_name(l.recompute)},
+      {col::sp, std::int64_t(l.sequence_parallel)}, {col::zero, std::int64_t(l.zero_stage)},
+      {col::virtual_stages, std::int64_t(l.virtual_stages)}};
   for (int k = 0; k < kMemCategories; ++k)
     c[memory_column(MemCategory(k))] = i64(double(p.memory[std::size_t(k)]));
   return c;

@@ -37,6 +37,7 @@ struct Options {
   std::string system_out;              // --calibrate: --system with the fitted kernel curves, written here
   bool blocking_p2p = false;           // pipeline sends hold their stage (2022 Megatron)
   int zero = 0, top = 5;
+  bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
 };
 
 // What one rank measured, gathered to every rank.

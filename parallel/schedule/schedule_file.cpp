@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/error.h"
+#include "core/csv_columns.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schedule/simulate.h"
 
@@ -45,22 +46,24 @@ struct Row {
 
 std::vector<Row> read_rows(const std::string& path) {
   if (!std::ifstream(path))
-    throw UsageError("--schedule: cannot read schedule file '" + path + "'; expected a readable CSV with the header "
-                     "stage,op,microbatch,chunk, or one of the schedule names");
+    throw UsageError("--schedule: cannot read schedule file '" + path + "'; expected a readable CSV with the header " +
+                     csv::header_line(csv::schedule::header) + ", or one of the schedule names");
   std::vector<Row> rows;
   try {
     io::CSVReader<4, io::trim_chars<' ', '\t'>> in(path);
-    in.read_header(io::ignore_extra_column, "stage", "op", "microbatch", "chunk");
+    namespace col = csv::schedule;
+    in.read_header(io::ignore_extra_column, col::stage, col::op, col::microbatch, col::chunk);
     int stage = 0, microbatch = 0, chunk = 0;
     std::string op;
     while (in.read_row(stage, op, microbatch, chunk)) {
       const std::string where = path + ":" + std::to_string(in.get_file_line());
-      check_range(stage, "stage", where), check_range(microbatch, "microbatch", where);
-      check_range(chunk, "chunk", where);
+      check_range(stage, col::stage, where), check_range(microbatch, col::microbatch, where);
+      check_range(chunk, col::chunk, where);
       rows.push_back({stage, microbatch, chunk, compute_op(op, where)});
     }
   } catch (const io::error::base& e) {
-    throw UsageError("schedule file " + path + ": " + e.what() + " (expected the header stage,op,microbatch,chunk)");
+    throw UsageError("schedule file " + path + ": " + e.what() + " (expected the header " +
+                     csv::header_line(csv::schedule::header) + ")");
   }
   if (rows.empty()) throw UsageError("schedule file " + path + " has no actions (only a header)");
   return rows;
@@ -93,7 +96,7 @@ PipeSchedule read_schedule_csv(const std::string& path) {
 
 void write_schedule_csv(const PipeSchedule& s, const std::string& path) {
   std::ofstream out(path);
-  out << "stage,op,microbatch,chunk\n";
+  out << csv::header_line(csv::schedule::header) << '\n';
   for (std::size_t st = 0; st < s.actions.size(); ++st)
     for (const PipeAction& a : s.actions[st])
       if (is_compute(a.op)) out << st << ',' << pipe_op_name(a.op) << ',' << a.microbatch << ',' << a.chunk << '\n';

@@ -1,0 +1,41 @@
+# Read by ctest, not by cmake (a TEST_INCLUDE_FILES script, as gtest_discover_tests' lists are): the tests of every
+# scheme x schedule x --dp-scheme come from bench_train --list-runnable, so an entry added to the registries is
+# tested without anyone editing a list. parbench_add_runnable_tests(DIR) at configure time registers DIR's
+# runnable_tests.cmake, which calls parbench_runnable() here at test time.
+
+# parbench_runnable(PROGRAM PREFIX): PREFIX_names, and for each name PREFIX_<name>_ranks, _layers, _family and
+# _args (a list) in the caller. When PROGRAM is not built, fails or lists nothing, a test named PREFIX_list_runnable
+# that fails saying so (the generated tests must not vanish silently), and no names.
+function(parbench_runnable program prefix)
+  set(names "")
+  execute_process(COMMAND "${program}" --list-runnable OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    string(REPLACE "\n" " " err "${err}")
+    add_test(${prefix}_list_runnable sh -c "echo \"$0 --list-runnable: $1 $2\"; exit 1" "${program}" "${rc}" "${err}")
+    set(${prefix}_names "" PARENT_SCOPE)
+    return()
+  endif()
+  string(REPLACE "\n" ";" lines "${out}")
+  foreach(line IN LISTS lines)
+    if(line STREQUAL "" OR line MATCHES "^#")
+      continue()
+    endif()
+    separate_arguments(fields UNIX_COMMAND "${line}")
+    list(POP_FRONT fields name ranks layers family)
+    list(APPEND names ${name})
+    set(${prefix}_${name}_ranks ${ranks} PARENT_SCOPE)
+    set(${prefix}_${name}_layers ${layers} PARENT_SCOPE)
+    set(${prefix}_${name}_family ${family} PARENT_SCOPE)
+    set(${prefix}_${name}_args "${fields}" PARENT_SCOPE)
+  endforeach()
+  if(names STREQUAL "")
+    add_test(${prefix}_list_runnable sh -c "echo \"$0 --list-runnable printed no combinations\"; exit 1" "${program}")
+  endif()
+  set(${prefix}_names "${names}" PARENT_SCOPE)
+endfunction()
+
+# The smallest multiple of `need` that is at least `want` layers (a pipeline needs layers per virtual stage).
+function(parbench_runnable_layers want need out)
+  math(EXPR layers "((${want} + ${need} - 1) / ${need}) * ${need}")
+  set(${out} ${layers} PARENT_SCOPE)
+endfunction()
