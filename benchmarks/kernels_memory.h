@@ -9,7 +9,7 @@
 
 #include "core/device.h"
 #include "base/dtype.h"
-#include "kernels/op_table.h"
+#include "kernels/op_shape.h"
 
 namespace parbench::kernels_bench {
 

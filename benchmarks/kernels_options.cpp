@@ -6,14 +6,6 @@
 
 namespace parbench::kernels_bench {
 
-const std::vector<GptShape>& gpt_shapes() {
-  static const std::vector<GptShape> shapes{{"tiny", true, {2, 32, 64, 4, 256}},
-                                            {"small", true, {1, 64, 128, 4, 512}},
-                                            {"gpt2-124M", false, {8, 1024, 768, 12, 50257}},
-                                            {"gpt2-1.5B", false, {4, 1024, 1600, 25, 50257}}};
-  return shapes;
-}
-
 std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda) {
   std::vector<GptShape> out;
   for (const auto& s : gpt_shapes())

@@ -8,18 +8,13 @@
 
 #include "app/common_options.h"  // and CLI::App, declared
 #include "base/dtype.h"
-#include "kernels/op_table.h"
+#include "kernels/op_shape.h"
 
 namespace parbench::kernels_bench {
 
-// GPT-2-like shapes in llm.c notation. By default host devices run the small ones (so a run takes seconds) and
-// cuda the GPT-2 ones; --shape picks any of them on any device.
-struct GptShape {
-  std::string name;
-  bool host_default;
-  optable::OpShape dims;
-};
-const std::vector<GptShape>& gpt_shapes();
+// The named shapes (kernels/op_shape.h); --shape picks any of them on any device.
+using optable::GptShape;
+using optable::gpt_shapes;
 
 // The shapes to run: the one named by --shape, or the device's defaults when none is named (UsageError naming
 // an unknown shape and the accepted ones).

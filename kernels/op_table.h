@@ -11,14 +11,10 @@
 #include "core/allocator.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "kernels/op_shape.h"
 #include "kernels/ops.h"
 
 namespace parbench::optable {
-
-// GPT-like sizes in llm.c notation: batch, sequence, channels, heads, vocabulary.
-struct OpShape {
-  int B, T, C, NH, V;
-};
 
 // Where a workload runs: a device, the allocator of its memory, and whether its floating-point tensors are held
 // in f64 instead (the cpu reference run in float64, which checks the reference itself).

@@ -5,9 +5,14 @@
 file(GLOB PB_OP_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
 file(GLOB PB_OP_HOST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
 list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublas.cpp)  # cuda only, below
+list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/op_shape.cpp)      # its own library, below
+
+# The workloads' shapes, apart: command-line checks (bench_kernels' options) link them without the kernels.
+add_library(parbench_op_shape STATIC op_shape.cpp)
+target_include_directories(parbench_op_shape PUBLIC ${CMAKE_SOURCE_DIR})
 
 add_library(parbench_kernels STATIC ${PB_OP_HOST_SOURCES})
-target_link_libraries(parbench_kernels PUBLIC parbench_core)
+target_link_libraries(parbench_kernels PUBLIC parbench_op_shape parbench_core)
 
 # The kernels built for simt (through the emulator) and, with CUDA, for cuda.
 parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})
