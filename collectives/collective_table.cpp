@@ -11,7 +11,8 @@ namespace parbench {
 
 namespace {
 
-// Keep in step with PARBENCH_COLLECTIVES in collectives/collectives.cmake (test_coll_table checks both).
+// collectives/collectives.cmake reads the names from these rows (one row a collective, `{Collective::id, "name"`
+// on the row's first line); test_coll_table checks what it read.
 constexpr auto make_table() {
   // Inside the function: unity builds put other sources' names (ring, tree, all, ...) beside this file's.
   using enum BufferSize;

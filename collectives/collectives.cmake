@@ -1,3 +1,14 @@
-# The collectives, by their table names (collectives/collective_table.cpp, whose rows test_coll_table checks against
-# this list): one bench_<name> program each, and the test lists that run every collective.
-set(PARBENCH_COLLECTIVES broadcast reduce allreduce gather allgather scatter reducescatter alltoall sendrecv)
+# The collectives' names, read from the rows of the collective table (collectives/collective_table.cpp, the one
+# place they are spelled): one bench_<name> program each, and the test lists that run every collective.
+set(pb_table ${CMAKE_CURRENT_LIST_DIR}/collective_table.cpp)
+set(pb_row "^ *{Collective::[a-z_]+, *\"([a-z]+)\"")
+file(STRINGS ${pb_table} pb_rows REGEX "${pb_row}")
+set(PARBENCH_COLLECTIVES)
+foreach(row IN LISTS pb_rows)
+  string(REGEX REPLACE "${pb_row}.*" "\\1" name "${row}")
+  list(APPEND PARBENCH_COLLECTIVES ${name})
+endforeach()
+if(NOT PARBENCH_COLLECTIVES)
+  message(FATAL_ERROR "no collective rows ({Collective::<id>, \"<name>\", ...) found in ${pb_table}")
+endif()
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${pb_table})
