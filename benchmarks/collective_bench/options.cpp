@@ -8,10 +8,20 @@
 #include "collectives/algorithm.h"
 #include "collectives/bootstrap.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "core/sizes.h"
 
 namespace parbench {
 namespace {
+
+// "nccl, mpi, mpi-nb (library) or naive, tree, ... (hand-written)", from the algorithm registry.
+std::string impl_list_text() {
+  const std::vector<std::string> handwritten = handwritten_algorithm_names();
+  std::vector<std::string> library;
+  for (const std::string& name : algorithm_names())
+    if (std::find(handwritten.begin(), handwritten.end(), name) == handwritten.end()) library.push_back(name);
+  return join(library) + " (library) or " + join(handwritten) + " (hand-written)";
+}
 
 std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
@@ -119,8 +129,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("-T,--timeout", o.timeout, "seconds an operation may take before the run aborts (0: 300)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--impl", o.impl,
-                 "comma list of implementations: nccl, mpi, mpi-nb (library) or naive, tree, ring, rd, rhd, oneshot "
-                 "(hand-written); auto = " + auto_policy_text())
+                 "comma list of implementations: " + impl_list_text() + "; auto = " + auto_policy_text())
       ->capture_default_str();
   app.add_option("--ranks", o.ranks, "ranks as threads of this process (same as -t N; without mpirun)")
       ->check(CLI::Range(0, 1024));
