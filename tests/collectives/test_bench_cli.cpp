@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "bench_run.h"
+#include "collectives/algorithm.h"
 
 namespace {
 
@@ -60,6 +61,9 @@ TEST(BenchCli, EveryProgramRunsClean) {
   Result help = run(bench("reducescatter") + " --help");
   EXPECT_EQ(help.status, 0) << help.output;
   EXPECT_THAT(help.output, HasSubstr("nccl-tests' reduce_scatter_perf"));
+  // --impl's help is the registry's: every registered implementation, hand-written ones last.
+  for (const std::string& impl : parbench::algorithm_names()) EXPECT_THAT(help.output, HasSubstr(impl)) << impl;
+  EXPECT_THAT(help.output, HasSubstr(parbench::join(parbench::handwritten_algorithm_names()) + " (hand-written)"));
   // Unsupported pairs are reported in the output, not as failures.
   Result r = run(bench("gather") + " --device cpu --ranks 2 --impl naive,ring --sizes 64 -n 1");
   EXPECT_EQ(r.status, 0) << r.output;
