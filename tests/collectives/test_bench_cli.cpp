@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "bench_run.h"
+#include "base/text.h"
 #include "collectives/algorithm.h"
 
 namespace {
