@@ -34,7 +34,8 @@ void validate_dimensions(int p, int m, int v) {
 void validate_single_chunk(std::string_view name, int v) {
   if (v != 1)
     throw UsageError(std::string(name) + " has one model chunk per stage, got --virtual-stages " +
-                     std::to_string(v) + "; use the interleaved schedule for v > 1");
+                     std::to_string(v) + "; use the " + multi_chunk_schedule_names() +
+                     " schedule for v > 1");
 }
 
 void validate_full_pipeline(std::string_view name, int p, int m, int v) {
@@ -58,6 +59,13 @@ const std::vector<ScheduleKind>& schedule_kinds() {
 
 std::string schedule_names() {
   return join(schedule_kinds(), ", ", &ScheduleKind::name);
+}
+
+std::string multi_chunk_schedule_names() {
+  std::vector<std::string_view> names;
+  for (const ScheduleKind& k : schedule_kinds())
+    if (k.multi_chunk) names.push_back(k.name);
+  return join(names, " or ");
 }
 
 std::string schedule_help() {

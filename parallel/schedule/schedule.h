@@ -49,6 +49,7 @@ struct ScheduleKind {
   std::string_view name;
   std::string_view summary;  // one line for --help
   bool split_backward;       // uses backward_input + backward_weight instead of backward
+  bool multi_chunk;          // runs more than one model chunk per stage (--virtual-stages > 1)
   // Throws UsageError for configurations the schedule does not support (the message names the values).
   std::function<void(int stages, int microbatches, int chunks)> validate;
   ComputeOrderFn compute_order;
@@ -63,6 +64,8 @@ const ScheduleKind& find_schedule_kind(std::string_view name);  // UsageError li
 // "gpipe: all forwards, then all backwards" lines for --help, and the names alone.
 std::string schedule_help();
 std::string schedule_names();
+// The multi-chunk schedules' names, "a or b", for messages about --virtual-stages.
+std::string multi_chunk_schedule_names();
 
 // Generates the named schedule (compute order plus the sends and receives between stages). A name ending in
 // ".csv" is a file of compute actions instead (see read_schedule_csv), which must have these dimensions.

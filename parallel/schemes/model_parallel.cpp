@@ -77,9 +77,11 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
   } else {
     sh.schedule = sh.pp > 1 || kind.spread == SchemeKind::Spread::pipeline ? cfg.schedule : "";
     sh.virtual_stages = cfg.virtual_stages;
-    if (cfg.virtual_stages > 1 && sh.schedule != "interleaved" && !is_schedule_file(sh.schedule))
-      throw UsageError("--virtual-stages " + std::to_string(cfg.virtual_stages) +
-                       " needs --schedule interleaved, got '" + sh.schedule + "'");
+    // A schedule file may hold any number of chunks per stage; its own dimensions are checked against the run's.
+    if (cfg.virtual_stages > 1 && !is_schedule_file(sh.schedule) &&
+        (sh.schedule.empty() || !find_schedule_kind(sh.schedule).multi_chunk))
+      throw UsageError("--virtual-stages " + std::to_string(cfg.virtual_stages) + " needs --schedule " +
+                       multi_chunk_schedule_names() + ", got '" + sh.schedule + "'");
     if (cfg.microbatches > 0) sh.microbatches = cfg.microbatches;
     else if (cfg.micro_batch > 0) sh.microbatches = std::max(1, cfg.global_batch / (sh.dp * cfg.micro_batch));
     else sh.microbatches = sh.schedule.empty() ? 1 : sh.pp;
