@@ -13,11 +13,10 @@
 #include "core/stream.h"
 #include "kernels/ops.h"
 #include "models/config.h"
+#include "parallel/plan/plan.h"
 #include "parallel/scheme_kinds.h"
 
 namespace parbench {
-
-enum class OptimizerKind { adamw, sgd };
 
 struct TrainConfig {
   ModelConfig model;

@@ -81,12 +81,7 @@ std::string DataParallelScheme::impl_for(Collective c) const { return implementa
 void DataParallelScheme::zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
 
 MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage) {
-  const std::int64_t p = std::int64_t(dtype_size(cfg.model.dtype)), k = FlatOptimizer::state_bytes_per_param(cfg);
-  MemSplit m{};
-  m[int(MemCategory::parameters)] = std::size_t(stage >= 3 ? p * psi / n : p * psi);
-  m[int(MemCategory::gradients)] = std::size_t(stage >= 2 ? p * psi / n : p * psi);
-  m[int(MemCategory::optimizer)] = std::size_t(stage >= 1 ? k * psi / n : k * psi);
-  return m;
+  return zero_closed_form(cfg.model.dtype, cfg.optimizer, psi, n, stage);
 }
 
 }  // namespace parbench

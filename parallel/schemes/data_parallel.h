@@ -51,8 +51,7 @@ class DataParallelScheme : public Scheme {
 // for example); the same answer on every rank.
 std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c);
 
-// The closed forms (ZeRO paper) for one rank: bytes of parameters, gradients and optimizer state for a model of
-// psi parameters over n data-parallel ranks, with the stage's sharding (0 = replicated).
+// The closed forms (parallel/plan/plan.h) for the run's dtype and optimizer.
 MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage);
 
 std::unique_ptr<Scheme> make_single(const TrainConfig& cfg, RankContext ctx);

@@ -33,14 +33,6 @@ ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
   return g;
 }
 
-UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages) {
-  const int per = c.layers / virtual_stages;
-  if (c.kind == ModelKind::mlp) return {virtual_stage * per, (virtual_stage + 1) * per};
-  const int units = c.layers + 2;  // embedding, blocks, head
-  return {virtual_stage == 0 ? 0 : 1 + virtual_stage * per,
-          virtual_stage == virtual_stages - 1 ? units : 1 + (virtual_stage + 1) * per};
-}
-
 namespace {
 // Across the data-parallel groups: ddp or a ZeRO stage of the registry.
 int dp_scheme_zero_stage(const std::string& name) {

@@ -24,7 +24,4 @@ struct ModelParallelPlan {
 // refuses bad configurations with a UsageError naming the values.
 ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks);
 
-// Units of virtual stage k of n: an equal share of the layers; the embedding with the first, the head with the last.
-UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages);
-
 }  // namespace parbench
