@@ -36,10 +36,9 @@ std::string per_rank_path(const std::string& path, int rank) {
 void validate_on_ranks(const TrainConfig& t, Communicator& comm) {
   if (find_scheme_kind(t.scheme).model_parallel) plan_model_parallel(t, comm.size());
   else accumulation_steps(t, comm.size());
-  if (t.impl != "auto") {  // a library that cannot run here at all (nccl on cpu, mpi without mpirun)
-    const Algorithm& a = comm.resolve(t.impl, Collective::allreduce);
-    if (std::string why = a.unsupported(Collective::allreduce, comm); !why.empty())
-      throw UsageError("--impl " + t.impl + " cannot run here: " + why);
+  if (t.impl) {  // a library that cannot run here at all (nccl on cpu, mpi without mpirun)
+    if (std::string why = t.impl->unsupported(Collective::allreduce, comm); !why.empty())
+      throw UsageError("--impl " + std::string(t.impl->name()) + " cannot run here: " + why);
   }
 }
 

@@ -25,7 +25,7 @@ struct TrainConfig {
   int micro_batch = 0;  // 0: global batch / data-parallel ranks (no accumulation)
   OptimizerKind optimizer = OptimizerKind::adamw;
   ops::AdamWConfig adamw;  // lr, betas, eps, weight decay (SGD uses lr and weight decay)
-  std::string impl = "auto";  // collective implementation (--impl)
+  const Algorithm* impl = nullptr;  // collective implementation (--impl; null: auto, find_implementation)
   double bucket_mb = 25;      // ddp
   bool overlap = true;        // ddp: launch buckets during backward
   int sync_every = 1;         // localsgd
@@ -88,7 +88,7 @@ class Scheme {
 };
 
 struct RankContext {
-  Communicator& comm;
+  Communicator& comm;  // the world, on the auto policy: the schemes pass --impl per call or set it on their groups
   TrackedAllocator& alloc;
   const Stream& stream;
 };

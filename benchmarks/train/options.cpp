@@ -90,6 +90,7 @@ void validate(Options& o, const Device& dev) {
     throw UsageError("--optimizer '" + o.optimizer + "' is unknown; accepted: adamw, sgd");
   t.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
   t.overlap = !o.no_overlap;
+  t.impl = find_implementation(o.impl);
   t.model.validate();
   if (!find_scheme_kind(t.scheme).model_parallel &&
       (t.tp > 1 || t.pp > 1 || t.dp > 0 || t.microbatches > 0 || t.virtual_stages != 1))
@@ -166,7 +167,7 @@ void add_options(CLI::App& app, Options& o) {
       ->check(in_range(1, 1024));
   app.add_option("--dp-scheme", o.train.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
       ->capture_default_str();
-  app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
+  app.add_option("--impl", o.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps")->capture_default_str()->check(integer_in(1, 1 << 30));
   app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str()

@@ -81,7 +81,8 @@ Table csv_table(const Options& o, const Device& device, const RunResult& r, cons
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
   Table csv(train_csv_columns());
   std::vector<Cell> row = {std::string(model_kind_name(t.model.kind)), t.scheme,
-                           sh.schedule.empty() ? Cell{} : Cell(sh.schedule), device_name(device), t.impl,
+                           sh.schedule.empty() ? Cell{} : Cell(sh.schedule), device_name(device),
+                           std::string(implementation_name(t.impl)),
                            std::int64_t(r.world), std::int64_t(sh.tp), std::int64_t(sh.pp), std::int64_t(sh.dp),
                            std::int64_t(sh.microbatches), std::int64_t(t.global_batch),
                            std::int64_t(t.global_batch / (sh.dp * sh.microbatches)), s.step_ms, s.samples_per_s,

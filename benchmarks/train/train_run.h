@@ -24,6 +24,7 @@ struct Options {
   CommonOptions common;
   TrainConfig train;
   std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
+  std::string impl = "auto";  // --impl, resolved into train.impl by validate()
   int ranks = 0, steps = 5, warmup = 1;
   std::string max_memory;     // --max-memory BYTES (K/M/G)
   std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop

@@ -121,8 +121,8 @@ class ModelParallel : public Scheme {
     dp_ = sh.dp;
     accum_ = sh.microbatches;
     micro_ = cfg.global_batch / (sh.dp * sh.microbatches);
+    tp_comm_.set_implementation(cfg.impl);
     tp_.comm = &tp_comm_;
-    tp_.impl = cfg.impl;
     model_ = Model::create(plan_.model, ctx.alloc, &tp_);
     if (!sh.schedule.empty()) schedule_ = make_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
     else schedule_ = make_schedule("gpipe", 1, sh.microbatches, 1);
@@ -159,7 +159,7 @@ class ModelParallel : public Scheme {
     // The loss: the last virtual stage's microbatch losses, once per data-parallel group.
     const bool reports = grid_.pp_rank == (schedule_.virtual_stages() - 1) % plan_.shape.pp && grid_.tp_rank == 0;
     double loss = reports ? r.loss_sum / (plan_.shape.microbatches * plan_.shape.dp) : 0;
-    ctx_.comm.allreduce(&loss, &loss, 1, DType::f64, ReduceOp::sum, "auto");
+    ctx_.comm.allreduce(&loss, &loss, 1, DType::f64, ReduceOp::sum);
     return loss;
   }
 
@@ -176,7 +176,7 @@ class ModelParallel : public Scheme {
       }
     }
     // Every element is written by exactly one rank: the sum is the assembly.
-    ctx_.comm.allreduce(out.data(), out.data(), out.size(), DType::f32, ReduceOp::sum, "auto");
+    ctx_.comm.allreduce(out.data(), out.data(), out.size(), DType::f32, ReduceOp::sum);
     return out;
   }
 
