@@ -39,6 +39,15 @@ const SchemeKind& find_scheme_kind(std::string_view name) {
                    "'; accepted: " + join(scheme_kinds(), ", ", &SchemeKind::name) + ", fsdp (= zero3)");
 }
 
+const SchemeKind& find_dp_scheme_kind(std::string_view name) {
+  std::string accepted = "ddp";
+  for (const SchemeKind& k : scheme_kinds()) {
+    if (k.zero_stage > 0) accepted += ", " + std::string(k.name);
+    if (k.name == name && (k.name == "ddp" || k.zero_stage > 0)) return k;
+  }
+  throw UsageError("--dp-scheme '" + std::string(name) + "' is unknown; accepted: " + accepted);
+}
+
 std::string scheme_help() {
   std::string help;
   for (const auto& k : scheme_kinds()) help += "\n  " + std::string(k.name) + ": " + std::string(k.summary);

@@ -21,6 +21,8 @@ struct SchemeKind {
 };
 const std::vector<SchemeKind>& scheme_kinds();
 const SchemeKind& find_scheme_kind(std::string_view name);  // aliases: fsdp = zero3; UsageError otherwise
+// --dp-scheme, what hybrid runs across its data-parallel groups: ddp or a ZeRO stage's kind; UsageError otherwise.
+const SchemeKind& find_dp_scheme_kind(std::string_view name);
 // "single: one rank, the reference" lines for --help.
 std::string scheme_help();
 

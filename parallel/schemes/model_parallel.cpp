@@ -33,22 +33,9 @@ ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
   return g;
 }
 
-namespace {
-// Across the data-parallel groups: ddp or a ZeRO stage of the registry.
-int dp_scheme_zero_stage(const std::string& name) {
-  std::string accepted = "ddp";
-  for (const SchemeKind& k : scheme_kinds()) {
-    if (k.zero_stage > 0) accepted += ", " + std::string(k.name);
-    if (k.name == name && (k.name == "ddp" || k.zero_stage > 0)) return k.zero_stage;
-  }
-  throw UsageError("--dp-scheme '" + name + "' is unknown; accepted: " + accepted);
-}
-}  // namespace
-
 ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
   ModelParallelPlan p;
-  const std::string& s = cfg.scheme;
-  const SchemeKind& kind = find_scheme_kind(s);
+  const SchemeKind& kind = *cfg.scheme;
   auto derive = [&](int given, int fallback) { return given > 0 ? given : fallback; };
   ParallelShape& sh = p.shape;
   sh.tp = derive(cfg.tp, kind.spread == SchemeKind::Spread::tensor ? ranks : 1);
@@ -65,15 +52,14 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
     if (cfg.microbatches > 1)
       throw UsageError("scheme mp passes the whole batch from stage to stage, without microbatches; got "
                        "--microbatches " + std::to_string(cfg.microbatches) + ", use --scheme pp for a pipeline");
-    sh.schedule = "gpipe", sh.microbatches = 1, sh.virtual_stages = 1;
+    sh.schedule = ScheduleRef::parse("gpipe"), sh.microbatches = 1, sh.virtual_stages = 1;
   } else {
-    sh.schedule = sh.pp > 1 || kind.spread == SchemeKind::Spread::pipeline ? cfg.schedule : "";
+    sh.schedule = sh.pp > 1 || kind.spread == SchemeKind::Spread::pipeline ? cfg.schedule : ScheduleRef{};
     sh.virtual_stages = cfg.virtual_stages;
     // A schedule file may hold any number of chunks per stage; its own dimensions are checked against the run's.
-    if (cfg.virtual_stages > 1 && !is_schedule_file(sh.schedule) &&
-        (sh.schedule.empty() || !find_schedule_kind(sh.schedule).multi_chunk))
+    if (cfg.virtual_stages > 1 && !sh.schedule.multi_chunk())
       throw UsageError("--virtual-stages " + std::to_string(cfg.virtual_stages) + " needs --schedule " +
-                       multi_chunk_schedule_names() + ", got '" + sh.schedule + "'");
+                       multi_chunk_schedule_names() + ", got '" + std::string(sh.schedule.name()) + "'");
     if (cfg.microbatches > 0) sh.microbatches = cfg.microbatches;
     else if (cfg.micro_batch > 0) sh.microbatches = std::max(1, cfg.global_batch / (sh.dp * cfg.micro_batch));
     else sh.microbatches = sh.schedule.empty() ? 1 : sh.pp;
@@ -94,8 +80,9 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
                      "; every virtual stage holds the same number of layers");
   if (!sh.schedule.empty())  // the schedule's own rules: m >= p for 1f1b, m a multiple of p for interleaved, ...
     validate_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
-  p.zero_stage = dp_scheme_zero_stage(cfg.dp_scheme);
-  if (cfg.offload) throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + s + "'");
+  p.zero_stage = cfg.dp_scheme->zero_stage;
+  if (cfg.offload)
+    throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + std::string(kind.name) + "'");
   p.model = cfg.model;
   p.model.tp = sh.tp;
   p.model.sequence_parallel = p.sequence_parallel;

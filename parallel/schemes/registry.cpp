@@ -49,12 +49,13 @@ std::uint64_t closed_form_state_bytes(const TrainConfig& cfg, const SchemeKind& 
 }  // namespace
 
 std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx) {
-  const SchemeKind& kind = find_scheme_kind(cfg.scheme);
+  const SchemeKind& kind = *cfg.scheme;
+  const std::string name(kind.name);
   if (cfg.offload && kind.zero_stage == 0 && !kind.model_parallel)
-    throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + cfg.scheme + "'");
+    throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + name + "'");
   // Refuse before allocating: the closed-form model state alone must fit in the device's memory (or
   // --max-memory).
-  check_memory_fits("the model state of scheme '" + cfg.scheme + "' (parameters, gradients, optimizer; closed form)",
+  check_memory_fits("the model state of scheme '" + name + "' (parameters, gradients, optimizer; closed form)",
                     closed_form_state_bytes(cfg, kind, ctx.comm.size()), ctx.alloc.device(), cfg.max_memory, 1,
                     "it does not fit: use fewer parameters, more ranks or zero3");
   return scheme_implementation(kind)(cfg, ctx);

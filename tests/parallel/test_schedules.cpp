@@ -224,6 +224,29 @@ TEST(Schedules, MultiChunkFactMatchesWhatEachScheduleAccepts) {
   }
 }
 
+// Every registered name resolves to its own entry and back; a .csv name is a file, which may hold several chunks.
+TEST(Schedules, EveryNameRoundTripsThroughParse) {
+  for (const auto& kind : schedule_kinds()) {
+    const ScheduleRef ref = ScheduleRef::parse(kind.name);
+    EXPECT_EQ(ref.kind, &kind) << kind.name;
+    EXPECT_EQ(ref.name(), kind.name);
+    EXPECT_EQ(ref.multi_chunk(), kind.multi_chunk) << kind.name;
+  }
+  const ScheduleRef file = ScheduleRef::parse("dir/mine.csv");
+  EXPECT_EQ(file.kind, nullptr);
+  EXPECT_EQ(file.name(), "dir/mine.csv");
+  EXPECT_TRUE(file.multi_chunk());
+  EXPECT_TRUE(ScheduleRef{}.empty());
+  EXPECT_FALSE(ScheduleRef{}.multi_chunk());
+  try {
+    ScheduleRef::parse("1F1B");
+    FAIL() << "a misspelt schedule was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown pipeline schedule '1F1B'; accepted: gpipe, 1f1b, interleaved, zb-h1, or "
+                                     "a FILE.csv of compute actions");
+  }
+}
+
 namespace {
 // A file under /tmp removed with the test.
 struct TempCsv {
