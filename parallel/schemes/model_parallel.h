@@ -1,5 +1,5 @@
-// The model-parallel family's plan: the dp x tp x pp grid, each rank's place in it, and which units each
-// virtual pipeline stage holds. Used by the scheme and by the tests.
+// The model-parallel family's plan: the dp x tp x pp grid and each rank's place in it (which units each virtual
+// pipeline stage holds is parallel/plan/plan.h's virtual_stage_units). Used by the scheme and by the tests.
 #pragma once
 #include "models/model.h"
 #include "parallel/train.h"
