@@ -39,13 +39,16 @@ const SchemeKind& find_scheme_kind(std::string_view name) {
                    "'; accepted: " + join(scheme_kinds(), ", ", &SchemeKind::name) + ", fsdp (= zero3)");
 }
 
+bool is_dp_scheme(const SchemeKind& k) { return k.name == "ddp" || k.zero_stage > 0; }
+
 const SchemeKind& find_dp_scheme_kind(std::string_view name) {
-  std::string accepted = "ddp";
+  std::vector<std::string_view> accepted;
   for (const SchemeKind& k : scheme_kinds()) {
-    if (k.zero_stage > 0) accepted += ", " + std::string(k.name);
-    if (k.name == name && (k.name == "ddp" || k.zero_stage > 0)) return k;
+    if (!is_dp_scheme(k)) continue;
+    if (k.name == name) return k;
+    accepted.push_back(k.name);
   }
-  throw UsageError("--dp-scheme '" + std::string(name) + "' is unknown; accepted: " + accepted);
+  throw UsageError("--dp-scheme '" + std::string(name) + "' is unknown; accepted: " + join(accepted, ", "));
 }
 
 std::string scheme_help() {
