@@ -34,12 +34,11 @@ std::string per_rank_path(const std::string& path, int rank) {
 
 // Refuses bad batches, grids and implementations before anything is allocated.
 void validate_on_ranks(const TrainConfig& t, Communicator& comm) {
-  if (find_scheme_kind(t.scheme).model_parallel) plan_model_parallel(t, comm.size());
+  if (t.scheme->model_parallel) plan_model_parallel(t, comm.size());
   else accumulation_steps(t, comm.size());
-  if (t.impl != "auto") {  // a library that cannot run here at all (nccl on cpu, mpi without mpirun)
-    const Algorithm& a = comm.resolve(t.impl, Collective::allreduce);
-    if (std::string why = a.unsupported(Collective::allreduce, comm); !why.empty())
-      throw UsageError("--impl " + t.impl + " cannot run here: " + why);
+  if (t.impl) {  // a library that cannot run here at all (nccl on cpu, mpi without mpirun)
+    if (std::string why = t.impl->unsupported(Collective::allreduce, comm); !why.empty())
+      throw UsageError("--impl " + std::string(t.impl->name()) + " cannot run here: " + why);
   }
 }
 
@@ -67,8 +66,8 @@ int run(Options& o, const CLI::App& app) {
   // A row needs the whole run: a signal abandons it (nothing half-measured is written) and says what ran.
   const bool writer = !(launched_by_mpirun() && launcher_world_rank() != 0);
   install_stop_handlers(writer ? "bench_train: stopped by SIGNAL during " + o.model + " training under scheme " +
-                                     o.train.scheme + " (" + std::to_string(o.steps) + " timed steps); abandoned, " +
-                                     "no row written (a row needs the whole run)"
+                                     std::string(o.train.scheme->name) + " (" + std::to_string(o.steps) +
+                                     " timed steps); abandoned, no row written (a row needs the whole run)"
                                : "",
                         StopMode::abandon);
   if (!o.common.trace.empty()) TraceRecorder::instance().enable();

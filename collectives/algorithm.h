@@ -41,6 +41,10 @@ class Algorithm {
 
 // The implementation registered under `name`; throws UsageError naming the accepted names.
 const Algorithm& find_algorithm(std::string_view name);
+// --impl: the implementation registered under `name`, or null for "auto" (the policy below chooses per collective);
+// UsageError naming the accepted names otherwise. implementation_name is its inverse.
+const Algorithm* find_implementation(std::string_view name);
+std::string_view implementation_name(const Algorithm* impl);
 // Registered names in registry order: library collectives first, then the hand-written algorithms.
 std::vector<std::string> algorithm_names();
 std::vector<std::string> handwritten_algorithm_names();

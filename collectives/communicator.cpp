@@ -37,6 +37,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   transport_ = std::move(o.transport_);
   device_ = o.device_;
   timeout_s_ = o.timeout_s_;
+  impl_ = o.impl_;
   local_rank_ = o.local_rank_;
   local_size_ = o.local_size_;
   nccl_comm_ = o.nccl_comm_;
@@ -110,6 +111,7 @@ Communicator Communicator::split(int color, int key) {
   } else {
     sub.nccl_reason_ = nccl_reason_;
   }
+  sub.impl_ = impl_;
   return sub;
 }
 
@@ -190,12 +192,13 @@ void Communicator::barrier() {
   }
 }
 
-const Algorithm& Communicator::resolve(std::string_view impl, Collective c) const {
-  return impl == "auto" ? choose_automatically(c, *this) : find_algorithm(impl);
-}
+const Algorithm& Communicator::resolve(Collective c) const { return impl_ ? *impl_ : choose_automatically(c, *this); }
 
-void Communicator::run(const CollArgs& a, std::string_view impl) {
-  const Algorithm& algo = resolve(impl, a.coll);
+void Communicator::run(const CollArgs& a) { run_staged(a, resolve(a.coll)); }
+
+void Communicator::call(const CollArgs& a, const Algorithm* impl) { run_staged(a, impl ? *impl : resolve(a.coll)); }
+
+void Communicator::run_staged(const CollArgs& a, const Algorithm& algo) {
   if (device_.on_host() || ((!a.send || is_device_memory(device_, a.send)) &&
                             (!a.recv || is_device_memory(device_, a.recv))))
     return run(a, algo);
@@ -281,34 +284,34 @@ CollArgs args(Collective c, const void* s, void* r, std::size_t count, DType t, 
 }
 }  // namespace
 
-void Communicator::allreduce(const void* s, void* r, std::size_t c, DType t, ReduceOp op, std::string_view impl) {
-  run(args(Collective::allreduce, s, r, c, t, op, 0), impl);
+void Communicator::allreduce(const void* s, void* r, std::size_t c, DType t, ReduceOp op, const Algorithm* impl) {
+  call(args(Collective::allreduce, s, r, c, t, op, 0), impl);
 }
 void Communicator::reduce(const void* s, void* r, std::size_t c, DType t, ReduceOp op, int root,
-                          std::string_view impl) {
-  run(args(Collective::reduce, s, r, c, t, op, root), impl);
+                          const Algorithm* impl) {
+  call(args(Collective::reduce, s, r, c, t, op, root), impl);
 }
-void Communicator::broadcast(const void* s, void* r, std::size_t c, DType t, int root, std::string_view impl) {
-  run(args(Collective::broadcast, s, r, c, t, ReduceOp::sum, root), impl);
+void Communicator::broadcast(const void* s, void* r, std::size_t c, DType t, int root, const Algorithm* impl) {
+  call(args(Collective::broadcast, s, r, c, t, ReduceOp::sum, root), impl);
 }
-void Communicator::allgather(const void* s, void* r, std::size_t c, DType t, std::string_view impl) {
-  run(args(Collective::allgather, s, r, c, t, ReduceOp::sum, 0), impl);
+void Communicator::allgather(const void* s, void* r, std::size_t c, DType t, const Algorithm* impl) {
+  call(args(Collective::allgather, s, r, c, t, ReduceOp::sum, 0), impl);
 }
 void Communicator::reduce_scatter(const void* s, void* r, std::size_t c, DType t, ReduceOp op,
-                                  std::string_view impl) {
-  run(args(Collective::reduce_scatter, s, r, c, t, op, 0), impl);
+                                  const Algorithm* impl) {
+  call(args(Collective::reduce_scatter, s, r, c, t, op, 0), impl);
 }
-void Communicator::gather(const void* s, void* r, std::size_t c, DType t, int root, std::string_view impl) {
-  run(args(Collective::gather, s, r, c, t, ReduceOp::sum, root), impl);
+void Communicator::gather(const void* s, void* r, std::size_t c, DType t, int root, const Algorithm* impl) {
+  call(args(Collective::gather, s, r, c, t, ReduceOp::sum, root), impl);
 }
-void Communicator::scatter(const void* s, void* r, std::size_t c, DType t, int root, std::string_view impl) {
-  run(args(Collective::scatter, s, r, c, t, ReduceOp::sum, root), impl);
+void Communicator::scatter(const void* s, void* r, std::size_t c, DType t, int root, const Algorithm* impl) {
+  call(args(Collective::scatter, s, r, c, t, ReduceOp::sum, root), impl);
 }
-void Communicator::alltoall(const void* s, void* r, std::size_t c, DType t, std::string_view impl) {
-  run(args(Collective::alltoall, s, r, c, t, ReduceOp::sum, 0), impl);
+void Communicator::alltoall(const void* s, void* r, std::size_t c, DType t, const Algorithm* impl) {
+  call(args(Collective::alltoall, s, r, c, t, ReduceOp::sum, 0), impl);
 }
-void Communicator::sendrecv(const void* s, void* r, std::size_t c, DType t, std::string_view impl) {
-  run(args(Collective::sendrecv, s, r, c, t, ReduceOp::sum, 0), impl);
+void Communicator::sendrecv(const void* s, void* r, std::size_t c, DType t, const Algorithm* impl) {
+  call(args(Collective::sendrecv, s, r, c, t, ReduceOp::sum, 0), impl);
 }
 
 void Communicator::combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op) {

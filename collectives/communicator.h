@@ -1,5 +1,5 @@
-// Communicator: a group of ranks with point-to-point groups, sub-groups (split) and every collective, each run by a
-// named implementation from the registry. Later layers (DDP, ZeRO, TP, PP) build on this API only.
+// Communicator: a group of ranks with point-to-point groups, sub-groups (split) and every collective, each run by an
+// implementation from the registry, chosen once. Later layers (DDP, ZeRO, TP, PP) build on this API only.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -61,25 +61,32 @@ class Communicator {
   void recv(void* buf, std::size_t bytes, int peer);
   void barrier();
 
-  // Runs one collective with implementation `impl` (see resolve for "auto").
+  // The implementation this communicator's collectives run (null: the "auto" policy, choose_automatically in
+  // algorithm.h, per collective), set once; split() passes it on. find_implementation resolves a --impl name.
+  void set_implementation(const Algorithm* impl) { impl_ = impl; }
+  const Algorithm* implementation() const { return impl_; }
+  // The implementation a collective `c` runs here: the one set, or the policy's choice for `c`.
+  const Algorithm& resolve(Collective c) const;
+
+  // Runs one collective with this communicator's implementation, or with `algo`.
   // Throws UsageError for bad arguments and for an implementation that does not support the call, TimeoutError
   // (naming rank, collective, implementation and size) when it does not finish within the timeout.
-  void run(const CollArgs& a, std::string_view impl = "auto");
+  void run(const CollArgs& a);
   void run(const CollArgs& a, const Algorithm& algo);
-  // The named implementation, or for "auto" the registry's policy (choose_automatically in algorithm.h).
-  const Algorithm& resolve(std::string_view impl, Collective c) const;
 
-  void allreduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, std::string_view impl = "auto");
+  // `impl`: the implementation of this call alone; null for this communicator's.
+  void allreduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
+                 const Algorithm* impl = nullptr);
   void reduce(const void* send, void* recv, std::size_t count, DType t, ReduceOp op, int root,
-              std::string_view impl = "auto");
-  void broadcast(const void* send, void* recv, std::size_t count, DType t, int root, std::string_view impl = "auto");
-  void allgather(const void* send, void* recv, std::size_t count, DType t, std::string_view impl = "auto");
+              const Algorithm* impl = nullptr);
+  void broadcast(const void* send, void* recv, std::size_t count, DType t, int root, const Algorithm* impl = nullptr);
+  void allgather(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
   void reduce_scatter(const void* send, void* recv, std::size_t count, DType t, ReduceOp op,
-                      std::string_view impl = "auto");
-  void gather(const void* send, void* recv, std::size_t count, DType t, int root, std::string_view impl = "auto");
-  void scatter(const void* send, void* recv, std::size_t count, DType t, int root, std::string_view impl = "auto");
-  void alltoall(const void* send, void* recv, std::size_t count, DType t, std::string_view impl = "auto");
-  void sendrecv(const void* send, void* recv, std::size_t count, DType t, std::string_view impl = "auto");
+                      const Algorithm* impl = nullptr);
+  void gather(const void* send, void* recv, std::size_t count, DType t, int root, const Algorithm* impl = nullptr);
+  void scatter(const void* send, void* recv, std::size_t count, DType t, int root, const Algorithm* impl = nullptr);
+  void alltoall(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
+  void sendrecv(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
 
   // Building blocks for algorithms, on this communicator's device.
   void combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op);
@@ -103,11 +110,15 @@ class Communicator {
 
  private:
   void release();
+  // Host buffers on a GPU communicator go through device scratch; then run(a, algo).
+  void run_staged(const CollArgs& a, const Algorithm& algo);
+  void call(const CollArgs& a, const Algorithm* impl);  // `impl`, or this communicator's when null
   std::string timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const;
   void flip_one_received_byte(std::span<const P2POp> ops);
   std::unique_ptr<Transport> transport_;
   Device device_;
   double timeout_s_;
+  const Algorithm* impl_ = nullptr;  // null: the auto policy
   mutable Deadline deadline_{};
   mutable bool deadline_set_ = false;
   bool in_call_ = false;

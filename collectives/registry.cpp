@@ -80,9 +80,21 @@ std::string auto_policy_text() {
   return "the first of " + join(auto_order()) + " that can run the collective here";
 }
 
+const Algorithm* find_implementation(std::string_view name) {
+  return name == "auto" ? nullptr : &find_algorithm(name);
+}
+
+std::string_view implementation_name(const Algorithm* impl) { return impl ? impl->name() : "auto"; }
+
 const Algorithm& choose_automatically(Collective c, const Communicator& comm) {
-  for (const auto& name : auto_order())
-    if (const Algorithm& a = find_algorithm(name); a.unsupported(c, comm).empty()) return a;
+  // The policy's entries, found once: every automatic call walks them.
+  static const std::vector<const Algorithm*> order = [] {
+    std::vector<const Algorithm*> algos;
+    for (const auto& name : auto_order()) algos.push_back(&find_algorithm(name));
+    return algos;
+  }();
+  for (const Algorithm* a : order)
+    if (a->unsupported(c, comm).empty()) return *a;
   throw Error("no collective implementation can run " + std::string(collective_name(c)) + " here");
 }
 

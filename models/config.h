@@ -64,6 +64,12 @@ struct UnitLayout {
   std::int64_t numel = 0;   // including alignment padding
 };
 
+// The units [first, last) one forward/backward runs: the whole model, a pipeline stage or one model chunk.
+struct UnitRange {
+  int first = 0, last = 0;
+  int size() const { return last - first; }
+};
+
 // Each parameter starts on a multiple of kParamAlign elements (16-byte vector loads in the kernels);
 // the padding is at most kParamAlign - 1 elements per parameter.
 inline constexpr std::int64_t kParamAlign = 8;

@@ -27,12 +27,6 @@ class UnitAccess {
   virtual void backward_done(int /*unit*/) {}
 };
 
-// The units [first, last) one forward/backward runs: the whole model, a pipeline stage or one model chunk.
-struct UnitRange {
-  int first = 0, last = 0;
-  int size() const { return last - first; }
-};
-
 // Which part of a backward to run. Zero-bubble schedules split it: `input` computes the gradient at the piece's
 // input (the critical path to the previous stage) and keeps each matmul's output gradient; `weight` later turns
 // those into the weight gradients. `all` does both, unit by unit.

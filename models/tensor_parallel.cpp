@@ -103,7 +103,7 @@ void allreduce(TensorParallel& tp, Tensor& t, ReduceOp op, const Stream& s) {
   if (n == 1) return;
   s.synchronize();
   PB_RANGE("tp allreduce", Category::communication, {.bytes = std::int64_t(t.bytes())});
-  tp.comm->allreduce(t.data(), t.data(), std::size_t(t.numel()), t.dtype(), op, tp.impl);
+  tp.comm->allreduce(t.data(), t.data(), std::size_t(t.numel()), t.dtype(), op);
   tp.bytes += wire_bytes(Collective::allreduce, t.bytes(), n);
 }
 
@@ -119,11 +119,11 @@ void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, Track
   const std::int64_t B = full.dim(0);
   const std::size_t count = std::size_t(local.numel());
   if (B == 1) {  // the rank-major result is already (1, T, ...)
-    tp.comm->allgather(local.data(), full.data(), count, local.dtype(), tp.impl);
+    tp.comm->allgather(local.data(), full.data(), count, local.dtype());
   } else {
     // The gather concatenates whole shards: (n, B, T/n, ...); each sample's T/n rows go back in place.
     Tensor staging(alloc, full.dtype(), full.shape(), MemCategory::communication);
-    tp.comm->allgather(local.data(), staging.data(), count, local.dtype(), tp.impl);
+    tp.comm->allgather(local.data(), staging.data(), count, local.dtype());
     transpose_blocks(full.device(), full.data(), staging.data(), n, B, local.bytes() / std::size_t(B));
   }
   tp.bytes += wire_bytes(Collective::allgather, full.bytes(), n);
@@ -142,12 +142,12 @@ void reduce_scatter_seq(TensorParallel& tp, Tensor& local, const Tensor& full, T
   const std::int64_t B = full.dim(0);
   const std::size_t count = std::size_t(local.numel());
   if (B == 1) {
-    tp.comm->reduce_scatter(full.data(), local.data(), count, full.dtype(), ReduceOp::sum, tp.impl);
+    tp.comm->reduce_scatter(full.data(), local.data(), count, full.dtype(), ReduceOp::sum);
   } else {
     // Rank-major first, (B, n, T/n, ...) -> (n, B, T/n, ...), so that rank r's block is its shard of every sample.
     Tensor staging(alloc, full.dtype(), full.shape(), MemCategory::communication);
     transpose_blocks(full.device(), staging.data(), full.data(), B, n, local.bytes() / std::size_t(B));
-    tp.comm->reduce_scatter(staging.data(), local.data(), count, full.dtype(), ReduceOp::sum, tp.impl);
+    tp.comm->reduce_scatter(staging.data(), local.data(), count, full.dtype(), ReduceOp::sum);
   }
   tp.bytes += wire_bytes(Collective::reduce_scatter, full.bytes(), n);
 }

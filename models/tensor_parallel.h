@@ -13,10 +13,10 @@
 
 namespace parbench {
 
-// The tp group of a model (its size must equal ModelConfig::tp) and the traffic the model moved over it.
+// The tp group of a model (its size must equal ModelConfig::tp; its collectives run the group's implementation,
+// Communicator::set_implementation) and the traffic the model moved over it.
 struct TensorParallel {
   Communicator* comm = nullptr;
-  std::string impl = "auto";  // collective implementation (Communicator::run)
   // Nominal bytes moved per rank, counted like parallel/train.h's CommCounter: wire_bytes (collective_table.h) of
   // each call with S the full tensor's bytes.
   std::uint64_t bytes = 0;

@@ -8,7 +8,7 @@
 namespace parbench {
 
 std::int64_t FlatOptimizer::state_bytes_per_param(const TrainConfig& cfg) {
-  return (cfg.optimizer == OptimizerKind::adamw ? 8 : 0) + (cfg.model.dtype == DType::bf16 ? 4 : 0);
+  return optimizer_state_bytes_per_param(cfg.optimizer, cfg.model.dtype);
 }
 
 FlatOptimizer::FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& alloc, const Tensor& initial)

@@ -39,6 +39,18 @@ const SchemeKind& find_scheme_kind(std::string_view name) {
                    "'; accepted: " + join(scheme_kinds(), ", ", &SchemeKind::name) + ", fsdp (= zero3)");
 }
 
+bool is_dp_scheme(const SchemeKind& k) { return k.name == "ddp" || k.zero_stage > 0; }
+
+const SchemeKind& find_dp_scheme_kind(std::string_view name) {
+  std::vector<std::string_view> accepted;
+  for (const SchemeKind& k : scheme_kinds()) {
+    if (!is_dp_scheme(k)) continue;
+    if (k.name == name) return k;
+    accepted.push_back(k.name);
+  }
+  throw UsageError("--dp-scheme '" + std::string(name) + "' is unknown; accepted: " + join(accepted, ", "));
+}
+
 std::string scheme_help() {
   std::string help;
   for (const auto& k : scheme_kinds()) help += "\n  " + std::string(k.name) + ": " + std::string(k.summary);

@@ -21,6 +21,10 @@ struct SchemeKind {
 };
 const std::vector<SchemeKind>& scheme_kinds();
 const SchemeKind& find_scheme_kind(std::string_view name);  // aliases: fsdp = zero3; UsageError otherwise
+// --dp-scheme, what hybrid runs across its data-parallel groups: ddp or a ZeRO stage's kind (is_dp_scheme);
+// UsageError otherwise.
+bool is_dp_scheme(const SchemeKind& k);
+const SchemeKind& find_dp_scheme_kind(std::string_view name);
 // "single: one rank, the reference" lines for --help.
 std::string scheme_help();
 

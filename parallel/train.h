@@ -13,20 +13,20 @@
 #include "core/stream.h"
 #include "kernels/ops.h"
 #include "models/config.h"
+#include "parallel/plan/plan.h"
+#include "parallel/schedule/schedule.h"
 #include "parallel/scheme_kinds.h"
 
 namespace parbench {
 
-enum class OptimizerKind { adamw, sgd };
-
 struct TrainConfig {
   ModelConfig model;
-  std::string scheme = "single";
+  const SchemeKind* scheme = &find_scheme_kind("single");  // registry entries, resolved from their names once
   int global_batch = 8;
   int micro_batch = 0;  // 0: global batch / data-parallel ranks (no accumulation)
   OptimizerKind optimizer = OptimizerKind::adamw;
   ops::AdamWConfig adamw;  // lr, betas, eps, weight decay (SGD uses lr and weight decay)
-  std::string impl = "auto";  // collective implementation (--impl)
+  const Algorithm* impl = nullptr;  // collective implementation (--impl; null: auto, find_implementation)
   double bucket_mb = 25;      // ddp
   bool overlap = true;        // ddp: launch buckets during backward
   int sync_every = 1;         // localsgd
@@ -34,10 +34,10 @@ struct TrainConfig {
   std::uint64_t seed = 1234;
   // Model-parallel schemes (tp, sp, mp, pp, hybrid); 0 means "derived from the rank count and the scheme".
   int tp = 0, pp = 0, dp = 0;
-  std::string schedule = "1f1b";  // pp, hybrid: gpipe, 1f1b, interleaved, zb-h1
-  int microbatches = 0;           // pp, hybrid: 0 means global batch / (dp x micro-batch), or pp when unset
-  int virtual_stages = 1;         // interleaved: model chunks per stage
-  std::string dp_scheme = "ddp";  // hybrid: ddp, zero1, zero2 or zero3 across the data-parallel groups
+  ScheduleRef schedule = ScheduleRef::parse("1f1b");  // pp, hybrid: a registered schedule or a file
+  int microbatches = 0;    // pp, hybrid: 0 means global batch / (dp x micro-batch), or pp when unset
+  int virtual_stages = 1;  // multi-chunk schedules: model chunks per stage
+  const SchemeKind* dp_scheme = &find_dp_scheme_kind("ddp");  // hybrid: ddp or a ZeRO stage across dp groups
   std::uint64_t max_memory = 0;   // --max-memory: bytes per rank the model state may take (0: the device's)
 };
 
@@ -61,7 +61,7 @@ struct PipelineTiming {
 // How a scheme lays the ranks out: data x tensor x pipeline parallel degrees, the schedule and its microbatches.
 struct ParallelShape {
   int dp = 1, tp = 1, pp = 1;
-  std::string schedule;  // empty without a pipeline
+  ScheduleRef schedule;  // empty without a pipeline
   int microbatches = 1;  // per step and data-parallel rank (the accumulation steps of the data-parallel schemes)
   int virtual_stages = 1;
 };
@@ -80,7 +80,7 @@ class Scheme {
   virtual MemSplit estimated_state_bytes() const = 0;
   int data_parallel_ranks() const { return dp_; }
   int accumulation_steps() const { return accum_; }
-  virtual ParallelShape shape() const { return {dp_, 1, 1, "", accum_, 1}; }
+  virtual ParallelShape shape() const { return {dp_, 1, 1, {}, accum_, 1}; }
   // The last step's pipeline timing of this rank; null for schemes without a pipeline.
   virtual const PipelineTiming* last_step_pipeline() const { return nullptr; }
 
@@ -89,12 +89,12 @@ class Scheme {
 };
 
 struct RankContext {
-  Communicator& comm;
+  Communicator& comm;  // the world, on the auto policy: the schemes pass --impl per call or set it on their groups
   TrackedAllocator& alloc;
   const Stream& stream;
 };
 
-// This scheme's implementation, by its name in scheme_kinds() (schemes/registry.cpp lists one per kind).
+// This scheme's implementation (schemes/registry.cpp lists one per kind).
 using MakeScheme = std::unique_ptr<Scheme> (*)(const TrainConfig&, RankContext);
 MakeScheme scheme_implementation(const SchemeKind& kind);
 // Validates the options against the scheme (UsageError) and builds this rank's scheme.

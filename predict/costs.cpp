@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "base/dtype.h"
-#include "parallel/schemes/model_parallel.h"
+#include "parallel/plan/plan.h"
 #include "predict/collective_model.h"
 
 namespace parbench::predict {
@@ -143,14 +143,10 @@ std::vector<double> stage_parameter_counts(const Layout& l) {
   ModelConfig m = l.model;
   m.tp = l.tp;
   m.sequence_parallel = l.sequence_parallel;
-  const ParamLayout layout = make_layout(m);
-  if (l.tp == 1 && l.pp == 1) return {double(layout.parameters)};  // the data-parallel schemes count Psi unpadded
-  std::vector<double> n(std::size_t(l.pp), 0.0);
-  for (int stage = 0; stage < l.pp; ++stage)
-    for (int c = 0; c < l.virtual_stages; ++c) {
-      const UnitRange r = virtual_stage_units(m, c * l.pp + stage, l.pp * l.virtual_stages);
-      for (int u = r.first; u < r.last; ++u) n[std::size_t(stage)] += double(layout.units[std::size_t(u)].numel);
-    }
+  // The data-parallel schemes count Psi unpadded.
+  if (l.tp == 1 && l.pp == 1) return {double(make_layout(m).parameters)};
+  std::vector<double> n;
+  for (std::int64_t numel : stage_numel(m, l.pp, l.virtual_stages)) n.push_back(double(numel));
   return n;
 }
 

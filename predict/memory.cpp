@@ -2,7 +2,7 @@
 #include "predict/memory.h"
 
 #include "base/dtype.h"
-#include "parallel/schemes/data_parallel.h"
+#include "parallel/plan/plan.h"
 #include "predict/costs.h"
 
 namespace parbench::predict {
@@ -31,10 +31,8 @@ double block_activation_bytes(const Layout& l) {
 }
 
 MemSplit stage_memory(const Layout& l, int stage, int in_flight, double psi) {
-  TrainConfig cfg;
-  cfg.model = l.model;
-  cfg.optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
-  MemSplit m = zero_closed_form(cfg, std::int64_t(psi), l.dp, l.zero_stage);
+  const OptimizerKind optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
+  MemSplit m = zero_closed_form(l.model.dtype, optimizer, std::int64_t(psi), l.dp, l.zero_stage);
   const int chunks = l.pp * l.virtual_stages;
   const double blocks_per_chunk = double(l.model.layers) / chunks;
   double acts = in_flight * blocks_per_chunk * block_activation_bytes(l);

@@ -5,6 +5,7 @@
 
 #include "core/allocator.h"
 #include "models/config.h"
+#include "parallel/schedule/schedule.h"
 #include "predict/system.h"
 
 namespace parbench::predict {
@@ -17,7 +18,7 @@ struct Layout {
   ModelConfig model;  // the whole model (tp = 1); dtype bf16 stands for any 16-bit type
   int gpus = 1, tp = 1, pp = 1, dp = 1;
   int virtual_stages = 1;
-  std::string schedule = "1f1b";  // with pp > 1
+  ScheduleRef schedule = ScheduleRef::parse("1f1b");  // with pp > 1
   int micro_batch = 1, global_batch = 1;
   bool sequence_parallel = false;
   int zero_stage = 0;

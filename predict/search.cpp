@@ -29,14 +29,14 @@ bool valid(const Layout& l) {
 }
 
 // The pipeline variants of a (tp, pp, dp, micro-batch) grid point: one stage, or every registered schedule
-// (interleaved with 2, 3 or 4 chunks per stage).
-std::vector<std::pair<std::string, int>> schedules_for(int pp) {
-  if (pp == 1) return {{"1f1b", 1}};
-  std::vector<std::pair<std::string, int>> out;
+// (the multi-chunk ones with 2, 3 or 4 chunks per stage).
+std::vector<std::pair<ScheduleRef, int>> schedules_for(int pp) {
+  if (pp == 1) return {{ScheduleRef::parse("1f1b"), 1}};
+  std::vector<std::pair<ScheduleRef, int>> out;
   for (const ScheduleKind& k : schedule_kinds()) {
-    if (k.name == "interleaved")
-      for (int v : {2, 3, 4}) out.push_back({std::string(k.name), v});
-    else out.push_back({std::string(k.name), 1});
+    if (k.multi_chunk)
+      for (int v : {2, 3, 4}) out.push_back({ScheduleRef{&k, {}}, v});
+    else out.push_back({ScheduleRef{&k, {}}, 1});
   }
   return out;
 }

@@ -5,7 +5,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
-#include "parallel/optimizer.h"
+#include "parallel/plan/plan.h"
 #include "parallel/schedule/simulate.h"
 #include "predict/collective_model.h"
 #include "predict/costs.h"
@@ -95,10 +95,9 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
 }
 
 double optimizer_seconds(const Layout& l, const SystemModel& sys, double psi) {
-  TrainConfig cfg;
-  cfg.model = l.model;
-  cfg.optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
-  const double k = double(FlatOptimizer::state_bytes_per_param(cfg)), p = double(dtype_size(l.model.dtype));
+  const OptimizerKind optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
+  const double k = double(optimizer_state_bytes_per_param(optimizer, l.model.dtype));
+  const double p = double(dtype_size(l.model.dtype));
   const double shard = l.zero_stage >= 1 ? psi / l.dp : psi;
   return memory_seconds(sys, shard * (2 * k + 2 * p));  // state read and written, gradient read, parameter written
 }

@@ -79,7 +79,8 @@ class Bench {
     int ran_blocks = 0;
     std::string refusals;
     for (const std::string& name : p_.impls) {
-      const Algorithm& algo = comm.resolve(name, coll_);
+      const Algorithm* named = find_implementation(name);  // null: auto
+      const Algorithm& algo = named ? *named : choose_automatically(coll_, comm);
       if (std::string why = algo.unsupported(coll_, comm); !why.empty()) {
         if (out) std::printf("#\n# %s: not run: %s\n", std::string(algo.name()).c_str(), why.c_str());
         refusals += "\n  " + std::string(algo.name()) + ": " + why;
@@ -293,7 +294,7 @@ class Bench {
       wrong_mine += double(wrong);
     }
     if (o_.check == 0) return -1;
-    world.allreduce(&wrong_mine, &wrong_all, 1, DType::f64, ReduceOp::sum, "naive");
+    world.allreduce(&wrong_mine, &wrong_all, 1, DType::f64, ReduceOp::sum, &find_algorithm("naive"));
     return std::int64_t(wrong_all);
   }
 
@@ -328,7 +329,7 @@ class Bench {
     getrusage(RUSAGE_SELF, &ru);
     double mine[2] = {2.0 * double(largest) / (1 << 20), double(ru.ru_maxrss) / 1024};
     std::vector<double> all(2 * std::size_t(world.size()));
-    world.gather(mine, all.data(), 2, DType::f64, 0, "naive");
+    world.gather(mine, all.data(), 2, DType::f64, 0, &find_algorithm("naive"));
     if (!out) return;
     for (int r = 0; r < world.size(); ++r)
       std::printf("#  Rank %2d memory: buffers %.2f MiB, peak resident %.1f MiB (process)\n", r,

@@ -58,7 +58,7 @@ const char* average_name(int a) {
 std::vector<RankInfo> gather_rank_info(Communicator& world, int group, const Device& d) {
   const RankRecord mine = my_record(group, d);
   std::vector<RankRecord> all(std::size_t(world.size()));
-  world.gather(&mine, all.data(), sizeof(RankRecord), DType::u8, 0, "naive");
+  world.gather(&mine, all.data(), sizeof(RankRecord), DType::u8, 0, &find_algorithm("naive"));
   std::vector<RankInfo> out;
   if (world.rank() != 0) return out;
   for (int r = 0; r < world.size(); ++r) {
@@ -70,7 +70,7 @@ std::vector<RankInfo> gather_rank_info(Communicator& world, int group, const Dev
 
 int count_nodes(Communicator& world) {
   double first = world.local_rank() == 0 ? 1 : 0, nodes = 0;
-  world.allreduce(&first, &nodes, 1, DType::f64, ReduceOp::sum, "naive");
+  world.allreduce(&first, &nodes, 1, DType::f64, ReduceOp::sum, &find_algorithm("naive"));
   return int(nodes);
 }
 

@@ -22,7 +22,7 @@ SweepControl::Decision SweepControl::agree(Communicator& world, bool skip_mine) 
   // The allreduce that every rank reaches before each row; "naive" because the sweep's own implementation may
   // be the one being measured (and a broken one must not decide).
   double mine[2] = {double(stop_signal()), skip_mine ? 1.0 : 0.0}, all[2] = {0, 0};
-  world.allreduce(mine, all, 2, DType::f64, ReduceOp::max, "naive");
+  world.allreduce(mine, all, 2, DType::f64, ReduceOp::max, &find_algorithm("naive"));
   return {int(all[0]), all[1] > 0};
 }
 

@@ -100,10 +100,10 @@ Timing reduce_over_ranks(Communicator& comm, const Timing& mine, int average) {
   double v[6] = {mine.time, mine.cpu_time, mine.min, mine.max, mine.p99, mine.cv}, r[6] = {};
   if (average == 0) {
     std::copy(v, v + 6, r);
-    comm.broadcast(v, r, 6, DType::f64, 0, "naive");
+    comm.broadcast(v, r, 6, DType::f64, 0, &find_algorithm("naive"));
   } else {
     const ReduceOp op = average == 1 ? ReduceOp::avg : average == 2 ? ReduceOp::min : ReduceOp::max;
-    comm.allreduce(v, r, 6, DType::f64, op, "naive");
+    comm.allreduce(v, r, 6, DType::f64, op, &find_algorithm("naive"));
   }
   return Timing{r[0], r[1], r[2], r[3], r[4], r[5]};
 }

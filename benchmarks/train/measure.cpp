@@ -122,9 +122,11 @@ StepSeries run_steps(const Options& o, Communicator& comm, Scheme& scheme, const
   for (int s = 0; s < o.warmup + o.steps; ++s) {
     // What a failure names: the step and the scheme (a stage's messages, a bucket's allreduce run inside it).
     MeasurementScope measuring("training step " + std::to_string(s) + " of " + std::to_string(o.warmup + o.steps) +
-                               " (scheme " + o.train.scheme +
-                               (schedule ? ", schedule " + shape.schedule + ", " + std::to_string(shape.pp) +
-                                               " stages" : std::string()) + ")");
+                               " (scheme " + std::string(o.train.scheme->name) +
+                               (schedule ? ", schedule " + std::string(shape.schedule.name()) + ", " +
+                                               std::to_string(shape.pp) + " stages"
+                                         : std::string()) +
+                               ")");
     comm.barrier();
     cuda_profiler_at(o, s);
     auto t0 = std::chrono::steady_clock::now();
@@ -159,7 +161,7 @@ std::optional<double> diff_vs_single(const Options& o, Communicator& comm, const
   std::optional<double> diff;
   if (comm.rank() == 0) {
     TrainConfig single = o.train;
-    single.scheme = "single";
+    single.scheme = &find_scheme_kind("single");
     single.offload = false;
     single.micro_batch = o.train.global_batch / (scheme.shape().dp * scheme.shape().microbatches);
     TrackedAllocator ref_alloc(comm.device());

@@ -91,10 +91,14 @@ void validate(Options& o, const Device& dev) {
   t.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
   t.overlap = !o.no_overlap;
   t.model.validate();
-  if (!find_scheme_kind(t.scheme).model_parallel &&
+  t.scheme = &find_scheme_kind(o.scheme);
+  if (!t.scheme->model_parallel &&
       (t.tp > 1 || t.pp > 1 || t.dp > 0 || t.microbatches > 0 || t.virtual_stages != 1))
     throw UsageError("--tp, --pp, --dp, --microbatches and --virtual-stages apply to schemes " +
-                     model_parallel_scheme_names() + ", not to '" + t.scheme + "'");
+                     model_parallel_scheme_names() + ", not to '" + o.scheme + "'");
+  t.schedule = ScheduleRef::parse(o.schedule);
+  t.dp_scheme = &find_dp_scheme_kind(o.dp_scheme);
+  t.impl = find_implementation(o.impl);
   if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
   parse_profile_steps(o);
   if (!o.max_memory.empty()) t.max_memory = parse_size_option("--max-memory", o.max_memory);
@@ -125,6 +129,7 @@ void prepare_prediction(Options& o) {
   o.train.model.flash_attention = o.attention == "flash";
   o.train.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
   o.train.model.validate();
+  o.train.schedule = ScheduleRef::parse(o.schedule);
 }
 
 void add_options(CLI::App& app, Options& o) {
@@ -145,7 +150,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--micro-batch", o.train.micro_batch, "samples per microbatch (0: global / ranks)")
       ->capture_default_str()
       ->check(in_range(0, 1 << 30));
-  app.add_option("--scheme", o.train.scheme, "parallelism scheme:" + scheme_help())
+  app.add_option("--scheme", o.scheme, "parallelism scheme:" + scheme_help())
       ->capture_default_str();
   app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)")
       ->check(in_range(0, 1024));
@@ -155,18 +160,19 @@ void add_options(CLI::App& app, Options& o) {
       ->check(integer_in(0, 1024));
   app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str()
       ->check(integer_in(0, 1024));
-  app.add_option("--schedule", o.train.schedule, "pipeline schedule:" + schedule_help())
+  app.add_option("--schedule", o.schedule, "pipeline schedule:" + schedule_help())
       ->capture_default_str();
   app.add_option("--microbatches", o.train.microbatches,
                  "pipeline microbatches per step (0: global batch / (dp x micro-batch), or pp)")
       ->capture_default_str()
       ->check(in_range(0, 1 << 20));
-  app.add_option("--virtual-stages", o.train.virtual_stages, "interleaved: model chunks per pipeline rank")
+  app.add_option("--virtual-stages", o.train.virtual_stages,
+                 multi_chunk_schedule_names() + ": model chunks per pipeline rank")
       ->capture_default_str()
       ->check(in_range(1, 1024));
-  app.add_option("--dp-scheme", o.train.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
+  app.add_option("--dp-scheme", o.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
       ->capture_default_str();
-  app.add_option("--impl", o.train.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
+  app.add_option("--impl", o.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
       ->capture_default_str();
   app.add_option("--steps", o.steps, "timed steps")->capture_default_str()->check(integer_in(1, 1 << 30));
   app.add_option("--warmup", o.warmup, "untimed steps first")->capture_default_str()

@@ -39,9 +39,7 @@ namespace {
 
 // The ZeRO stage a measured run's data-parallel dimension uses.
 int zero_stage_of(const TrainConfig& t) {
-  const SchemeKind& k = find_scheme_kind(t.scheme);
-  if (k.model_parallel) return t.dp_scheme == "ddp" ? 0 : find_scheme_kind(t.dp_scheme).zero_stage;
-  return k.zero_stage;
+  return t.scheme->model_parallel ? t.dp_scheme->zero_stage : t.scheme->zero_stage;
 }
 
 // The figures every output shares, derived once from the measurements.
@@ -80,8 +78,9 @@ Table csv_table(const Options& o, const Device& device, const RunResult& r, cons
   for (std::size_t b : h.estimate) estimate_total += b;
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
   Table csv(train_csv_columns());
-  std::vector<Cell> row = {std::string(model_kind_name(t.model.kind)), t.scheme,
-                           sh.schedule.empty() ? Cell{} : Cell(sh.schedule), device_name(device), t.impl,
+  std::vector<Cell> row = {std::string(model_kind_name(t.model.kind)), std::string(t.scheme->name),
+                           sh.schedule.empty() ? Cell{} : Cell(std::string(sh.schedule.name())), device_name(device),
+                           std::string(implementation_name(t.impl)),
                            std::int64_t(r.world), std::int64_t(sh.tp), std::int64_t(sh.pp), std::int64_t(sh.dp),
                            std::int64_t(sh.microbatches), std::int64_t(t.global_batch),
                            std::int64_t(t.global_batch / (sh.dp * sh.microbatches)), s.step_ms, s.samples_per_s,
@@ -91,7 +90,7 @@ Table csv_table(const Options& o, const Device& device, const RunResult& r, cons
   for (std::size_t bytes : h.at_peak) row.push_back(i64(double(bytes)));
   for (Cell c : {i64(s.comm_max), Cell(r.loss), r.max_diff ? Cell(*r.max_diff) : Cell{},
                  Cell(std::int64_t(estimate_total)), Cell(std::int64_t(sh.virtual_stages)),
-                 Cell(std::int64_t(find_scheme_kind(t.scheme).sequence_parallel)), Cell(std::int64_t(zero_stage_of(t))),
+                 Cell(std::int64_t(t.scheme->sequence_parallel)), Cell(std::int64_t(zero_stage_of(t))),
                  Cell(std::string("none")), Cell(std::int64_t(0))})
     row.push_back(c);
   row.resize(csv.columns().size());  // the predicted time split stays empty
@@ -107,7 +106,7 @@ void print_table(const Options& o, const RunResult& r, const Summary& s) {
   Table text({{"scheme"}, {"schedule"}, {"dp.tp.pp"}, {"mb"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
               {"TFLOP/s/rank", 5}, {"bubble", 3}, {"theory", 3}, {"replay", 3}, {"peak_MiB", 2},
               {"comm_MiB/step", 3}, {"loss", 5}, {"diff_vs_single", 3}});
-  text.add_row({t.scheme, sh.schedule.empty() ? dash : Cell(sh.schedule),
+  text.add_row({std::string(t.scheme->name), sh.schedule.empty() ? dash : Cell(std::string(sh.schedule.name())),
                 std::to_string(sh.dp) + "." + std::to_string(sh.tp) + "." + std::to_string(sh.pp),
                 std::int64_t(sh.microbatches), s.step_ms, s.samples_per_s, s.tokens_per_s, s.tflops_per_rank,
                 or_dash(s.bubble_measured), or_dash(s.bubble_theory), or_dash(s.bubble_replayed),

@@ -13,17 +13,16 @@ namespace {
 constexpr int kStages = 2;
 constexpr int kMicrobatches = 2 * kStages;  // a steady state between warm-up and cool-down
 
-// Model chunks per stage: 2 where the schedule accepts several (so their interleaving runs), else 1; 0 when the
-// 2-stage pipeline over kMicrobatches is refused either way.
+// Model chunks per stage: 2 for a multi-chunk schedule (so its interleaving runs), else 1; 0 when the schedule
+// refuses the 2-stage pipeline over kMicrobatches.
 int chunks_for(const ScheduleKind& s) {
-  for (int chunks : {2, 1}) {
-    try {
-      s.validate(kStages, kMicrobatches, chunks);
-      return chunks;
-    } catch (const UsageError&) {
-    }
+  const int chunks = s.multi_chunk ? 2 : 1;
+  try {
+    s.validate(kStages, kMicrobatches, chunks);
+    return chunks;
+  } catch (const UsageError&) {
+    return 0;
   }
-  return 0;
 }
 
 void add_pipelines(const SchemeKind& k, std::vector<Runnable>& out) {
@@ -46,7 +45,7 @@ void add_pipelines(const SchemeKind& k, std::vector<Runnable>& out) {
 // Hybrid: a 2 x 2 grid of data and tensor parallelism under each scheme --dp-scheme accepts (ddp, the ZeRO stages).
 void add_hybrid(const SchemeKind& k, std::vector<Runnable>& out) {
   for (const SchemeKind& dp : scheme_kinds()) {
-    if (dp.name != "ddp" && dp.zero_stage == 0) continue;
+    if (!is_dp_scheme(dp)) continue;
     out.push_back({std::string(k.name) + "_" + std::string(dp.name), 4, 1, "model",
                    {"--scheme", std::string(k.name), "--dp", "2", "--tp", "2", "--dp-scheme", std::string(dp.name)}});
   }

@@ -21,7 +21,8 @@ namespace {
 std::string describe(const predict::Layout& l) {
   std::string s = "tp " + std::to_string(l.tp) + " pp " + std::to_string(l.pp) + " dp " + std::to_string(l.dp) +
                   " mbs " + std::to_string(l.micro_batch);
-  if (l.pp > 1) s += " " + l.schedule + (l.virtual_stages > 1 ? " v " + std::to_string(l.virtual_stages) : "");
+  if (l.pp > 1)
+    s += " " + std::string(l.schedule.name()) + (l.virtual_stages > 1 ? " v " + std::to_string(l.virtual_stages) : "");
   if (l.sequence_parallel) s += " sp";
   if (l.zero_stage > 0) s += " zero" + std::to_string(l.zero_stage);
   if (l.recompute != predict::Recompute::none) s += " recompute " + predict::recompute_name(l.recompute);

@@ -67,7 +67,8 @@ std::map<std::string, Cell> predicted_cells(const Layout& l, const Prediction& p
   namespace col = csv::train;
   std::map<std::string, Cell> c = {
       {col::model, std::string(model_kind_name(l.model.kind))}, {col::scheme, predicted_scheme_name(l)},
-      {col::schedule, l.pp > 1 ? Cell(l.schedule) : Cell{}}, {col::device, "predicted:" + sys.name},
+      {col::schedule, l.pp > 1 ? Cell(std::string(l.schedule.name())) : Cell{}},
+      {col::device, "predicted:" + sys.name},
       {col::impl, std::string("model")}, {col::ranks, std::int64_t(l.gpus)}, {col::tp, std::int64_t(l.tp)},
       {col::pp, std::int64_t(l.pp)}, {col::dp, std::int64_t(l.dp)},
       {col::microbatches, std::int64_t(l.microbatches())}, {col::global_batch, std::int64_t(l.global_batch)},
@@ -104,7 +105,7 @@ int simulate(const Options& o) {
     const predict::TimeSplit& t = p.time;
     text.add_row({std::int64_t(l.gpus),
                   std::to_string(l.dp) + "." + std::to_string(l.tp) + "." + std::to_string(l.pp),
-                  std::int64_t(l.virtual_stages), l.pp > 1 ? l.schedule : std::string("-"),
+                  std::int64_t(l.virtual_stages), l.pp > 1 ? std::string(l.schedule.name()) : std::string("-"),
                   std::int64_t(l.micro_batch), std::int64_t(l.zero_stage), predict::recompute_name(l.recompute),
                   1e3 * t.step, p.tokens_per_s, p.tflops_per_gpu, p.mfu, 1e3 * t.forward, 1e3 * t.backward,
                   1e3 * t.recompute, 1e3 * t.optimizer, 1e3 * t.bubble, 1e3 * t.tp_comm, 1e3 * t.pp_comm,

@@ -24,6 +24,9 @@ struct Options {
   CommonOptions common;
   TrainConfig train;
   std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
+  // --scheme, --schedule, --dp-scheme and --impl as given; validate() and prepare_prediction() resolve them to their
+  // registry entries in `train`, which the rest of the program carries.
+  std::string scheme = "single", schedule = "1f1b", dp_scheme = "ddp", impl = "auto";
   int ranks = 0, steps = 5, warmup = 1;
   std::string max_memory;     // --max-memory BYTES (K/M/G)
   std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop

@@ -15,7 +15,7 @@ std::vector<std::vector<PipeAction>> gpipe_order(int p, int m, int /*chunks*/) {
 }  // namespace
 
 ScheduleKind gpipe_schedule() {
-  return {"gpipe", "all forwards, then all backwards", false,
+  return {"gpipe", "all forwards, then all backwards", false, false,
           [](int p, int m, int v) { validate_dimensions(p, m, v), validate_single_chunk("gpipe", v); }, gpipe_order,
           [](int p, int m, int) { return double(p - 1) / double(m + p - 1); }};
 }

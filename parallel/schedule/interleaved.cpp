@@ -42,7 +42,7 @@ void validate_interleaved(int p, int m, int v) {
 }  // namespace
 
 ScheduleKind interleaved_schedule() {
-  return {"interleaved", "1F1B over v model chunks per stage (Megatron)", false, validate_interleaved,
+  return {"interleaved", "1F1B over v model chunks per stage (Megatron)", false, true, validate_interleaved,
           interleaved_order, [](int p, int m, int v) { return double(p - 1) / double(v * m + p - 1); }};
 }
 

@@ -22,7 +22,7 @@ std::vector<std::vector<PipeAction>> one_f_one_b_order(int p, int m, int /*chunk
 }
 
 ScheduleKind one_f_one_b_schedule() {
-  return {"1f1b", "warm-up forwards, then one forward one backward, then cool-down backwards", false,
+  return {"1f1b", "warm-up forwards, then one forward one backward, then cool-down backwards", false, false,
           [](int p, int m, int v) { validate_full_pipeline("1f1b", p, m, v); }, one_f_one_b_order,
           [](int p, int m, int) { return double(p - 1) / double(m + p - 1); }};
 }

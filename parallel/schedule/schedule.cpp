@@ -34,7 +34,8 @@ void validate_dimensions(int p, int m, int v) {
 void validate_single_chunk(std::string_view name, int v) {
   if (v != 1)
     throw UsageError(std::string(name) + " has one model chunk per stage, got --virtual-stages " +
-                     std::to_string(v) + "; use the interleaved schedule for v > 1");
+                     std::to_string(v) + "; use the " + multi_chunk_schedule_names() +
+                     " schedule for v > 1");
 }
 
 void validate_full_pipeline(std::string_view name, int p, int m, int v) {
@@ -60,6 +61,13 @@ std::string schedule_names() {
   return join(schedule_kinds(), ", ", &ScheduleKind::name);
 }
 
+std::string multi_chunk_schedule_names() {
+  std::vector<std::string_view> names;
+  for (const ScheduleKind& k : schedule_kinds())
+    if (k.multi_chunk) names.push_back(k.name);
+  return join(names, " or ");
+}
+
 std::string schedule_help() {
   std::string help;
   for (const auto& k : schedule_kinds()) help += "\n  " + std::string(k.name) + ": " + std::string(k.summary);
@@ -75,17 +83,27 @@ const ScheduleKind& find_schedule_kind(std::string_view name) {
 
 bool is_schedule_file(std::string_view name) { return name.size() > 4 && name.substr(name.size() - 4) == ".csv"; }
 
+ScheduleRef ScheduleRef::parse(std::string_view name) {
+  if (is_schedule_file(name)) return {nullptr, std::string(name)};
+  return {&find_schedule_kind(name), {}};
+}
+
 PipeSchedule make_schedule(std::string_view name, int stages, int microbatches, int chunks) {
-  if (is_schedule_file(name)) {
-    PipeSchedule s = read_schedule_csv(std::string(name));
+  return make_schedule(ScheduleRef::parse(name), stages, microbatches, chunks);
+}
+
+PipeSchedule make_schedule(const ScheduleRef& schedule, int stages, int microbatches, int chunks) {
+  PB_CHECK(!schedule.empty(), "make_schedule without a schedule");
+  if (!schedule.kind) {
+    PipeSchedule s = read_schedule_csv(schedule.file);
     if (s.stages != stages || s.microbatches != microbatches || s.chunks != chunks)
-      throw UsageError("schedule file " + std::string(name) + " has " + std::to_string(s.stages) + " stages, " +
+      throw UsageError("schedule file " + schedule.file + " has " + std::to_string(s.stages) + " stages, " +
                        std::to_string(s.microbatches) + " microbatches and " + std::to_string(s.chunks) +
                        " chunks per stage, but the run has --pp " + std::to_string(stages) + ", " +
                        std::to_string(microbatches) + " microbatches and --virtual-stages " + std::to_string(chunks));
     return s;
   }
-  const ScheduleKind& kind = find_schedule_kind(name);
+  const ScheduleKind& kind = *schedule.kind;
   kind.validate(stages, microbatches, chunks);
   PipeSchedule s{std::string(kind.name), stages, microbatches, chunks, kind.split_backward,
                  kind.compute_order(stages, microbatches, chunks)};
@@ -93,9 +111,9 @@ PipeSchedule make_schedule(std::string_view name, int stages, int microbatches, 
   return s;
 }
 
-void validate_schedule(std::string_view name, int stages, int microbatches, int chunks) {
-  if (is_schedule_file(name)) make_schedule(name, stages, microbatches, chunks);
-  else find_schedule_kind(name).validate(stages, microbatches, chunks);
+void validate_schedule(const ScheduleRef& schedule, int stages, int microbatches, int chunks) {
+  if (schedule.kind) schedule.kind->validate(stages, microbatches, chunks);
+  else make_schedule(schedule, stages, microbatches, chunks);
 }
 
 void add_communication(PipeSchedule& s) {

@@ -49,6 +49,7 @@ struct ScheduleKind {
   std::string_view name;
   std::string_view summary;  // one line for --help
   bool split_backward;       // uses backward_input + backward_weight instead of backward
+  bool multi_chunk;          // runs more than one model chunk per stage (--virtual-stages > 1)
   // Throws UsageError for configurations the schedule does not support (the message names the values).
   std::function<void(int stages, int microbatches, int chunks)> validate;
   ComputeOrderFn compute_order;
@@ -63,13 +64,30 @@ const ScheduleKind& find_schedule_kind(std::string_view name);  // UsageError li
 // "gpipe: all forwards, then all backwards" lines for --help, and the names alone.
 std::string schedule_help();
 std::string schedule_names();
+// The multi-chunk schedules' names, "a or b", for messages about --virtual-stages.
+std::string multi_chunk_schedule_names();
 
-// Generates the named schedule (compute order plus the sends and receives between stages). A name ending in
-// ".csv" is a file of compute actions instead (see read_schedule_csv), which must have these dimensions.
+// A --schedule value resolved once: a registered schedule's entry, or a CSV file of compute actions (its path, read
+// when the schedule is made). Empty: no pipeline.
+struct ScheduleRef {
+  const ScheduleKind* kind = nullptr;
+  std::string file;  // when kind is null
+  // A registered name, or a name ending in ".csv" (a file); UsageError listing the known names otherwise.
+  static ScheduleRef parse(std::string_view name);
+  std::string_view name() const { return kind ? kind->name : std::string_view(file); }
+  bool empty() const { return !kind && file.empty(); }
+  // More than one model chunk per stage is possible: a multi-chunk schedule, or a file (it has its own counts).
+  bool multi_chunk() const { return kind ? kind->multi_chunk : !file.empty(); }
+  bool operator==(const ScheduleRef&) const = default;
+};
+
+// Generates the schedule (compute order plus the sends and receives between stages); a file's compute actions (see
+// read_schedule_csv) must have these dimensions. The name form resolves it first (ScheduleRef::parse).
+PipeSchedule make_schedule(const ScheduleRef& schedule, int stages, int microbatches, int chunks = 1);
 PipeSchedule make_schedule(std::string_view name, int stages, int microbatches, int chunks = 1);
-// Throws UsageError when make_schedule would (an unknown name, a configuration the schedule does not support, a
-// file that is unreadable, malformed or fails the checker).
-void validate_schedule(std::string_view name, int stages, int microbatches, int chunks);
+// Throws UsageError when make_schedule would (a configuration the schedule does not support, a file that is
+// unreadable, malformed or fails the checker).
+void validate_schedule(const ScheduleRef& schedule, int stages, int microbatches, int chunks);
 
 // Schedules as data: a CSV with the header "stage,op,microbatch,chunk" and one row per compute action (op F, B,
 // BI or W) in each stage's order; stages, microbatches and chunks are the largest values plus one. The sends and

@@ -69,7 +69,7 @@ std::vector<std::vector<PipeAction>> zb_h1_order(int p, int m, int /*chunks*/) {
 
 ScheduleKind zb_h1_schedule() {
   return {"zb-h1", "1F1B with the backward split into input and weight gradients; weight passes fill idle slots",
-          true, [](int p, int m, int v) { validate_full_pipeline("zb-h1", p, m, v); }, zb_h1_order,
+          true, false, [](int p, int m, int v) { validate_full_pipeline("zb-h1", p, m, v); }, zb_h1_order,
           // Only F + BI - W = 1 unit of each of the p-1 warm-up slots of 3 stays idle.
           [](int p, int m, int) { return double(p - 1) / double(3 * m + p - 1); }};
 }

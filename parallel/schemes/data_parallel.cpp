@@ -46,7 +46,7 @@ double DataParallelScheme::run_microbatches(int step_index, UnitAccess& access, 
 
 double DataParallelScheme::global_loss(double local) const {
   double out = local;
-  if (dp_ > 1) ctx_.comm.allreduce(&local, &out, 1, DType::f64, ReduceOp::avg, "auto");
+  if (dp_ > 1) ctx_.comm.allreduce(&local, &out, 1, DType::f64, ReduceOp::avg);
   return out;
 }
 
@@ -71,22 +71,19 @@ Tensor DataParallelScheme::initial_full_params(MemCategory category) {
   return device_tensor(model_->initial_params(cfg_.seed), cfg_.model.dtype, ctx_.alloc, category);
 }
 
-std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c) {
-  if (comm.resolve(impl, c).unsupported(c, comm).empty()) return impl;
-  return std::string(choose_automatically(c, comm).name());  // ring, say, has no scatter: what auto would run
+const Algorithm* implementation_for(const Communicator& comm, const Algorithm* impl, Collective c) {
+  if (impl && impl->unsupported(c, comm).empty()) return impl;
+  return &choose_automatically(c, comm);  // ring, say, has no scatter: what auto would run
 }
 
-std::string DataParallelScheme::impl_for(Collective c) const { return implementation_for(ctx_.comm, cfg_.impl, c); }
+const Algorithm* DataParallelScheme::impl_for(Collective c) const {
+  return implementation_for(ctx_.comm, cfg_.impl, c);
+}
 
 void DataParallelScheme::zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
 
 MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage) {
-  const std::int64_t p = std::int64_t(dtype_size(cfg.model.dtype)), k = FlatOptimizer::state_bytes_per_param(cfg);
-  MemSplit m{};
-  m[int(MemCategory::parameters)] = std::size_t(stage >= 3 ? p * psi / n : p * psi);
-  m[int(MemCategory::gradients)] = std::size_t(stage >= 2 ? p * psi / n : p * psi);
-  m[int(MemCategory::optimizer)] = std::size_t(stage >= 1 ? k * psi / n : k * psi);
-  return m;
+  return zero_closed_form(cfg.model.dtype, cfg.optimizer, psi, n, stage);
 }
 
 }  // namespace parbench

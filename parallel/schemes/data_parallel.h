@@ -38,7 +38,7 @@ class DataParallelScheme : public Scheme {
   void zero(Tensor& t) const;
   // --impl for collective `c`, or the first hand-written algorithm that can run it when --impl cannot (ring has
   // no scatter, for example); the same answer on every rank.
-  std::string impl_for(Collective c) const;
+  const Algorithm* impl_for(Collective c) const;
 
   TrainConfig cfg_;
   RankContext ctx_;
@@ -49,10 +49,9 @@ class DataParallelScheme : public Scheme {
 
 // `impl` for collective `c` on `comm`, or what "auto" would choose when `impl` cannot run it (ring has no scatter,
 // for example); the same answer on every rank.
-std::string implementation_for(const Communicator& comm, const std::string& impl, Collective c);
+const Algorithm* implementation_for(const Communicator& comm, const Algorithm* impl, Collective c);
 
-// The closed forms (ZeRO paper) for one rank: bytes of parameters, gradients and optimizer state for a model of
-// psi parameters over n data-parallel ranks, with the stage's sharding (0 = replicated).
+// The closed forms (parallel/plan/plan.h) for the run's dtype and optimizer.
 MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage);
 
 std::unique_ptr<Scheme> make_single(const TrainConfig& cfg, RankContext ctx);

@@ -33,30 +33,9 @@ ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
   return g;
 }
 
-UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages) {
-  const int per = c.layers / virtual_stages;
-  if (c.kind == ModelKind::mlp) return {virtual_stage * per, (virtual_stage + 1) * per};
-  const int units = c.layers + 2;  // embedding, blocks, head
-  return {virtual_stage == 0 ? 0 : 1 + virtual_stage * per,
-          virtual_stage == virtual_stages - 1 ? units : 1 + (virtual_stage + 1) * per};
-}
-
-namespace {
-// Across the data-parallel groups: ddp or a ZeRO stage of the registry.
-int dp_scheme_zero_stage(const std::string& name) {
-  std::string accepted = "ddp";
-  for (const SchemeKind& k : scheme_kinds()) {
-    if (k.zero_stage > 0) accepted += ", " + std::string(k.name);
-    if (k.name == name && (k.name == "ddp" || k.zero_stage > 0)) return k.zero_stage;
-  }
-  throw UsageError("--dp-scheme '" + name + "' is unknown; accepted: " + accepted);
-}
-}  // namespace
-
 ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
   ModelParallelPlan p;
-  const std::string& s = cfg.scheme;
-  const SchemeKind& kind = find_scheme_kind(s);
+  const SchemeKind& kind = *cfg.scheme;
   auto derive = [&](int given, int fallback) { return given > 0 ? given : fallback; };
   ParallelShape& sh = p.shape;
   sh.tp = derive(cfg.tp, kind.spread == SchemeKind::Spread::tensor ? ranks : 1);
@@ -73,13 +52,14 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
     if (cfg.microbatches > 1)
       throw UsageError("scheme mp passes the whole batch from stage to stage, without microbatches; got "
                        "--microbatches " + std::to_string(cfg.microbatches) + ", use --scheme pp for a pipeline");
-    sh.schedule = "gpipe", sh.microbatches = 1, sh.virtual_stages = 1;
+    sh.schedule = ScheduleRef::parse("gpipe"), sh.microbatches = 1, sh.virtual_stages = 1;
   } else {
-    sh.schedule = sh.pp > 1 || kind.spread == SchemeKind::Spread::pipeline ? cfg.schedule : "";
+    sh.schedule = sh.pp > 1 || kind.spread == SchemeKind::Spread::pipeline ? cfg.schedule : ScheduleRef{};
     sh.virtual_stages = cfg.virtual_stages;
-    if (cfg.virtual_stages > 1 && sh.schedule != "interleaved" && !is_schedule_file(sh.schedule))
-      throw UsageError("--virtual-stages " + std::to_string(cfg.virtual_stages) +
-                       " needs --schedule interleaved, got '" + sh.schedule + "'");
+    // A schedule file may hold any number of chunks per stage; its own dimensions are checked against the run's.
+    if (cfg.virtual_stages > 1 && !sh.schedule.multi_chunk())
+      throw UsageError("--virtual-stages " + std::to_string(cfg.virtual_stages) + " needs --schedule " +
+                       multi_chunk_schedule_names() + ", got '" + std::string(sh.schedule.name()) + "'");
     if (cfg.microbatches > 0) sh.microbatches = cfg.microbatches;
     else if (cfg.micro_batch > 0) sh.microbatches = std::max(1, cfg.global_batch / (sh.dp * cfg.micro_batch));
     else sh.microbatches = sh.schedule.empty() ? 1 : sh.pp;
@@ -100,8 +80,9 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
                      "; every virtual stage holds the same number of layers");
   if (!sh.schedule.empty())  // the schedule's own rules: m >= p for 1f1b, m a multiple of p for interleaved, ...
     validate_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
-  p.zero_stage = dp_scheme_zero_stage(cfg.dp_scheme);
-  if (cfg.offload) throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + s + "'");
+  p.zero_stage = cfg.dp_scheme->zero_stage;
+  if (cfg.offload)
+    throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + std::string(kind.name) + "'");
   p.model = cfg.model;
   p.model.tp = sh.tp;
   p.model.sequence_parallel = p.sequence_parallel;
@@ -127,8 +108,8 @@ class ModelParallel : public Scheme {
     dp_ = sh.dp;
     accum_ = sh.microbatches;
     micro_ = cfg.global_batch / (sh.dp * sh.microbatches);
+    tp_comm_.set_implementation(cfg.impl);
     tp_.comm = &tp_comm_;
-    tp_.impl = cfg.impl;
     model_ = Model::create(plan_.model, ctx.alloc, &tp_);
     if (!sh.schedule.empty()) schedule_ = make_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
     else schedule_ = make_schedule("gpipe", 1, sh.microbatches, 1);
@@ -165,7 +146,7 @@ class ModelParallel : public Scheme {
     // The loss: the last virtual stage's microbatch losses, once per data-parallel group.
     const bool reports = grid_.pp_rank == (schedule_.virtual_stages() - 1) % plan_.shape.pp && grid_.tp_rank == 0;
     double loss = reports ? r.loss_sum / (plan_.shape.microbatches * plan_.shape.dp) : 0;
-    ctx_.comm.allreduce(&loss, &loss, 1, DType::f64, ReduceOp::sum, "auto");
+    ctx_.comm.allreduce(&loss, &loss, 1, DType::f64, ReduceOp::sum);
     return loss;
   }
 
@@ -182,7 +163,7 @@ class ModelParallel : public Scheme {
       }
     }
     // Every element is written by exactly one rank: the sum is the assembly.
-    ctx_.comm.allreduce(out.data(), out.data(), out.size(), DType::f32, ReduceOp::sum, "auto");
+    ctx_.comm.allreduce(out.data(), out.data(), out.size(), DType::f32, ReduceOp::sum);
     return out;
   }
 

@@ -1,5 +1,5 @@
-// The model-parallel family's plan: the dp x tp x pp grid, each rank's place in it, and which units each
-// virtual pipeline stage holds. Used by the scheme and by the tests.
+// The model-parallel family's plan: the dp x tp x pp grid and each rank's place in it (which units each virtual
+// pipeline stage holds is parallel/plan/plan.h's virtual_stage_units). Used by the scheme and by the tests.
 #pragma once
 #include "models/model.h"
 #include "parallel/train.h"
@@ -23,8 +23,5 @@ struct ModelParallelPlan {
 // Resolves the degrees, schedule and microbatches of schemes tp, sp, mp, pp and hybrid for `ranks` ranks, and
 // refuses bad configurations with a UsageError naming the values.
 ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks);
-
-// Units of virtual stage k of n: an equal share of the layers; the embedding with the first, the head with the last.
-UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages);
 
 }  // namespace parbench

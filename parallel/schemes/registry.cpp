@@ -38,18 +38,8 @@ std::uint64_t closed_form_state_bytes(const TrainConfig& cfg, const SchemeKind& 
     need = zero_closed_form(cfg, make_layout(cfg.model).parameters, ranks, kind.zero_stage);
   } else {
     const ModelParallelPlan plan = plan_model_parallel(cfg, ranks);  // refuses the scheme's own bad options
-    const ParamLayout layout = make_layout(plan.model);
-    const ParallelShape& sh = plan.shape;
-    std::int64_t most = 0;
-    for (int stage = 0; stage < sh.pp; ++stage) {
-      std::int64_t numel = 0;
-      for (int c = 0; c < sh.virtual_stages; ++c) {
-        const UnitRange r = virtual_stage_units(cfg.model, c * sh.pp + stage, sh.pp * sh.virtual_stages);
-        for (int u = r.first; u < r.last; ++u) numel += layout.units[std::size_t(u)].numel;
-      }
-      most = std::max(most, numel);
-    }
-    need = zero_closed_form(cfg, most, sh.dp, plan.zero_stage);
+    const std::vector<std::int64_t> numel = stage_numel(plan.model, plan.shape.pp, plan.shape.virtual_stages);
+    need = zero_closed_form(cfg, *std::max_element(numel.begin(), numel.end()), plan.shape.dp, plan.zero_stage);
   }
   std::uint64_t total = 0;
   for (std::size_t b : need) total += b;
@@ -59,12 +49,13 @@ std::uint64_t closed_form_state_bytes(const TrainConfig& cfg, const SchemeKind& 
 }  // namespace
 
 std::unique_ptr<Scheme> make_scheme(const TrainConfig& cfg, RankContext ctx) {
-  const SchemeKind& kind = find_scheme_kind(cfg.scheme);
+  const SchemeKind& kind = *cfg.scheme;
+  const std::string name(kind.name);
   if (cfg.offload && kind.zero_stage == 0 && !kind.model_parallel)
-    throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + cfg.scheme + "'");
+    throw UsageError("--offload applies to zero1, zero2 and zero3, not to scheme '" + name + "'");
   // Refuse before allocating: the closed-form model state alone must fit in the device's memory (or
   // --max-memory).
-  check_memory_fits("the model state of scheme '" + cfg.scheme + "' (parameters, gradients, optimizer; closed form)",
+  check_memory_fits("the model state of scheme '" + name + "' (parameters, gradients, optimizer; closed form)",
                     closed_form_state_bytes(cfg, kind, ctx.comm.size()), ctx.alloc.device(), cfg.max_memory, 1,
                     "it does not fit: use fewer parameters, more ranks or zero3");
   return scheme_implementation(kind)(cfg, ctx);

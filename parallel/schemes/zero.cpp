@@ -54,7 +54,7 @@ class Zero : public DataParallelScheme {
 }  // namespace
 
 std::unique_ptr<Scheme> make_zero(const TrainConfig& cfg, RankContext ctx) {
-  return std::make_unique<Zero>(cfg, ctx, find_scheme_kind(cfg.scheme).zero_stage);
+  return std::make_unique<Zero>(cfg, ctx, cfg.scheme->zero_stage);
 }
 
 }  // namespace parbench

@@ -243,6 +243,6 @@ void ZeroState::update(Tensor& params, const Tensor& grads, int step_index) {
   counter_.host_device_bytes += host_grads_.bytes() + host_params_.bytes();
 }
 
-std::string ZeroState::impl_for(Collective c) const { return implementation_for(group_, cfg_.impl, c); }
+const Algorithm* ZeroState::impl_for(Collective c) const { return implementation_for(group_, cfg_.impl, c); }
 
 }  // namespace parbench

@@ -59,7 +59,7 @@ class ZeroState {
   void all_gather_unit(int index, const Tensor& shard, Tensor& unit_params);
   // params = optimizer step(params, grads): the replicas (stage 0) or this rank's shard.
   void update(Tensor& params, const Tensor& grads, int step_index);
-  std::string impl_for(Collective c) const;
+  const Algorithm* impl_for(Collective c) const;
 
   const TrainConfig& cfg_;
   const int stage_;

@@ -45,8 +45,8 @@ TEST(Communicator, SplitMakesIndependentGroups) {
     check(dp.size() == 3 && dp.rank() == 2 - r / 2, "dp rank/size");
     for (const char* impl : {"ring", "rhd", "naive"}) {
       double mine = double(1 << r), tp_sum = 0, dp_sum = 0;
-      tp.allreduce(&mine, &tp_sum, 1, DType::f64, ReduceOp::sum, impl);
-      dp.allreduce(&mine, &dp_sum, 1, DType::f64, ReduceOp::sum, impl);
+      tp.allreduce(&mine, &tp_sum, 1, DType::f64, ReduceOp::sum, &find_algorithm(impl));
+      dp.allreduce(&mine, &dp_sum, 1, DType::f64, ReduceOp::sum, &find_algorithm(impl));
       const int g = r / 2 * 2;
       check(tp_sum == double((1 << g) + (1 << (g + 1))), std::string(impl) + " tp sum");
       check(dp_sum == double(r % 2 ? (2 + 8 + 32) : (1 + 4 + 16)), std::string(impl) + " dp sum");
@@ -66,7 +66,8 @@ TEST(Communicator, MissingRankEndsWithTimeoutNotHang) {
   try {
     run_threads(4, 0.5, [&](Communicator& comm) {
       std::vector<float> in(100, 1.0f), out(100);
-      if (comm.rank() != 2) comm.allreduce(in.data(), out.data(), in.size(), DType::f32, ReduceOp::sum, "ring");
+      if (comm.rank() != 2)
+        comm.allreduce(in.data(), out.data(), in.size(), DType::f32, ReduceOp::sum, &find_algorithm("ring"));
       comm.barrier();
     });
     FAIL() << "a rank skipping the allreduce did not fail the run";
@@ -122,35 +123,62 @@ TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
   run_threads(3, 10, [&](Communicator& comm) {
     std::vector<float> buf(8);
     try {
-      comm.broadcast(buf.data(), buf.data(), 8, DType::f32, 0, "rd");
+      comm.broadcast(buf.data(), buf.data(), 8, DType::f32, 0, &find_algorithm("rd"));
       ADD_FAILURE() << "rd broadcast did not refuse";
     } catch (const UsageError& e) {
       EXPECT_THAT(e.what(), HasSubstr("rd implements allreduce and allgather"));
     }
     try {
-      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "mpi");
+      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, &find_algorithm("mpi"));
       ADD_FAILURE() << "mpi in threads mode did not refuse";
     } catch (const UsageError& e) {
       EXPECT_THAT(e.what(), HasSubstr("mpirun"));
     }
     try {
-      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "nccl");
+      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, &find_algorithm("nccl"));
       ADD_FAILURE() << "nccl on cpu did not refuse";
     } catch (const UsageError& e) {
       EXPECT_THAT(e.what(), HasSubstr("NCCL runs on GPUs only"));
     }
     try {
-      comm.reduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, 3, "tree");
+      comm.reduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, 3, &find_algorithm("tree"));
       ADD_FAILURE() << "root 3 of 3 ranks accepted";
     } catch (const UsageError& e) {
       EXPECT_THAT(e.what(), HasSubstr("root 3 is outside the ranks 0..2"));
     }
     try {
-      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, "bogus");
+      comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, &find_algorithm("bogus"));
       ADD_FAILURE() << "unknown implementation accepted";
     } catch (const UsageError& e) {
       EXPECT_THAT(e.what(), HasSubstr("accepted: nccl, mpi, mpi-nb, naive, tree, ring, rd, rhd, oneshot"));
     }
+  });
+}
+
+// A --impl name resolves once to its registry entry and back; the implementation set on a communicator runs its
+// collectives, passes to its sub-groups, and a call may name another.
+TEST(Communicator, SetImplementationRunsItAndPassesToSplits) {
+  for (const std::string& name : algorithm_names()) EXPECT_EQ(implementation_name(find_implementation(name)), name);
+  EXPECT_EQ(find_implementation("auto"), nullptr);
+  EXPECT_EQ(implementation_name(nullptr), "auto");
+  EXPECT_THROW(find_implementation("bogus"), UsageError);
+  run_threads(2, 10, [&](Communicator& comm) {
+    EXPECT_EQ(comm.implementation(), nullptr);
+    comm.set_implementation(find_implementation("rd"));
+    Communicator sub = comm.split(0, comm.rank());
+    EXPECT_EQ(sub.implementation(), &find_algorithm("rd"));
+    std::vector<float> buf(8, float(comm.rank() + 1));
+    sub.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum);
+    EXPECT_EQ(buf[7], 3.0f);
+    try {
+      sub.broadcast(buf.data(), buf.data(), 8, DType::f32, 0);
+      ADD_FAILURE() << "the communicator's rd ran a broadcast";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("rd implements allreduce and allgather"));
+    }
+    buf.assign(8, float(comm.rank() + 5));
+    sub.broadcast(buf.data(), buf.data(), 8, DType::f32, 1, &find_algorithm("naive"));
+    EXPECT_EQ(buf[0], 6.0f);
   });
 }
 
@@ -180,9 +208,9 @@ TEST(Communicator, AutoChoosesAnAlgorithmThatRunsEachCollective) {
       std::lock_guard lock(mu);
       errors.push_back("rank " + std::to_string(r) + ": " + what);
     };
-    expect(comm.resolve("auto", Collective::allreduce).name() == "ring", "allreduce is not ring");
+    expect(comm.resolve(Collective::allreduce).name() == "ring", "allreduce is not ring");
     for (Collective c : {Collective::scatter, Collective::gather, Collective::reduce, Collective::alltoall}) {
-      const Algorithm& chosen = comm.resolve("auto", c);
+      const Algorithm& chosen = comm.resolve(c);
       expect(chosen.unsupported(c, comm).empty(), std::string(collective_name(c)) + " unsupported");
       // The policy's order: nothing preferred over the chosen one could have run it.
       for (const std::string& name : auto_order()) {

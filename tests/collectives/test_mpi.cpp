@@ -25,7 +25,7 @@ TEST(Mpi, EveryImplementationExact) {
     // Sub-groups over MPI_Comm_split.
     Communicator half = comm.split(comm.rank() % 2, comm.rank());
     double mine = 1, sum = 0;
-    half.allreduce(&mine, &sum, 1, DType::f64, ReduceOp::sum, "mpi");
+    half.allreduce(&mine, &sum, 1, DType::f64, ReduceOp::sum, &find_algorithm("mpi"));
     EXPECT_EQ(sum, double(half.size()));
   });
   EXPECT_GT(calls, 100);

@@ -149,7 +149,7 @@ TEST(CudaThreads, SplitGroupsRunNcclAndDestroyTheirCommunicators) {
     Communicator pair = world.split(world.rank() % 2, world.rank());
     ASSERT_NE(pair.nccl_comm(), nullptr) << "a split group must get its own NCCL communicator: "
                                          << pair.nccl_unavailable();
-    EXPECT_EQ(pair.resolve("auto", Collective::allreduce).name(), "nccl");
+    EXPECT_EQ(pair.resolve(Collective::allreduce).name(), "nccl");
     void* d = device_malloc(world.device(), 4 * sizeof(float));
     const std::vector<float> mine(4, float(world.rank() + 1));
     device_memcpy(world.device(), d, Device{}, mine.data(), 16);
@@ -186,7 +186,7 @@ TEST(CudaThreads, CollectivesRunOnTheCallersStream) {
       });
       CollArgs a;
       a.coll = Collective::allreduce, a.send = d, a.recv = d, a.count = 4, a.dtype = DType::f32, a.stream = s;
-      comm.run(a, impl);
+      comm.run(a, find_algorithm(impl));
       ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
       std::vector<float> out(4);
       device_memcpy(Device{}, out.data(), comm.device(), d, sizeof(float) * 4);

@@ -36,12 +36,12 @@ TEST(DataParallel, EverySchemeMatchesSingleRank) {
         c.micro_batch = 2;
         c.global_batch = ranks * 2 * (accumulate ? 3 : 1);
         TrainConfig single = c;
-        single.scheme = "single";
+        single.scheme = &find_scheme_kind("single");
         const auto ref = train(single, 1)[0];
         const std::vector<std::string> schemes = data_parallel_schemes();
         ASSERT_GE(schemes.size(), 6u);
         for (const std::string& name : schemes) {
-          c.scheme = name;
+          c.scheme = &find_scheme_kind(name);
           c.bucket_mb = 0.004;  // several buckets even on a tiny model
           auto got = train(c, ranks);
           const std::string what = name + " " + std::string(model_kind_name(kind)) + " ranks=" +
@@ -80,7 +80,7 @@ TEST(DataParallel, MemoryPerCategoryMatchesClosedForms) {
   const Expect cases[] = {{"single", 1, 4, 4, 8},         {"ddp", n, 4, 4, 8},           {"zero1", n, 4, 4, 8.0 / n},
                           {"zero2", n, 4, 4.0 / n, 8.0 / n}, {"zero3", n, 4.0 / n, 4.0 / n, 8.0 / n}};
   for (const auto& e : cases) {
-    c.scheme = e.scheme;
+    c.scheme = &find_scheme_kind(e.scheme);
     auto got = train(c, e.ranks, 1);
     for (int r = 0; r < e.ranks; ++r) {
       const double want[3] = {e.params * psi, e.grads * psi, e.optimizer * psi};
@@ -92,7 +92,7 @@ TEST(DataParallel, MemoryPerCategoryMatchesClosedForms) {
       }
     }
   }
-  c.scheme = "dp";  // the parameter server keeps the optimizer on rank 0 only
+  c.scheme = &find_scheme_kind("dp");  // the parameter server keeps the optimizer on rank 0 only
   auto got = train(c, n, 1);
   for (int r = 1; r < n; ++r) {
     EXPECT_EQ(got[r].current[int(MemCategory::optimizer)], 0u);
@@ -108,12 +108,12 @@ TEST(DataParallel, CommunicationPerStepMatchesClosedForms) {
     const double full = double(make_layout(c.model).total) * 4;  // bytes of the flat fp32 buffer
     const double ring = 2 * full * (n - 1) / n;                  // DDP / ZeRO-1 / ZeRO-2: 2 Psi (n-1)/n
     for (auto [name, factor] : {std::pair{"ddp", 1.0}, {"zero1", 1.0}, {"zero2", 1.0}, {"zero3", 1.5}}) {
-      c.scheme = name;
+      c.scheme = &find_scheme_kind(name);
       auto got = train(c, n, 1);
       for (int r = 0; r < n; ++r)
         EXPECT_NEAR(double(got[r].comm), factor * ring, 64.0) << name << " n=" << n << " rank " << r;
     }
-    c.scheme = "dp";  // the parameter server's rank 0 moves (n-1) times what each other rank does
+    c.scheme = &find_scheme_kind("dp");  // the parameter server's rank 0 moves (n-1) times what each other rank does
     auto got = train(c, n, 1);
     EXPECT_GT(got[0].comm, got[1].comm * std::uint64_t(n - 1) - 1);
   }
@@ -123,7 +123,7 @@ TEST(DataParallel, SimtRunsTheCudaKernelsAndMatchesCpu) {
   if (!ops::kernels_available(DeviceKind::simt)) GTEST_SKIP() << "this build has no simt kernels";
   TrainConfig c = base_config();
   c.model.layers = 1, c.model.seq = 4, c.model.hidden = 8, c.model.ffn = 16, c.model.vocab = 12;
-  c.scheme = "ddp";
+  c.scheme = &find_scheme_kind("ddp");
   c.global_batch = 4;
   auto cpu = train(c, 4, 2, Device{DeviceKind::cpu, 0});
   auto simt = train(c, 4, 2, Device{DeviceKind::simt, 0});
@@ -144,6 +144,28 @@ TEST(SchemeRegistry, EveryKindHasAnImplementation) {
   }
 }
 
+// Every scheme name resolves to its own entry, whose name is the one given (fsdp is zero3's alias); --dp-scheme
+// takes ddp and the ZeRO stages only.
+TEST(SchemeRegistry, EveryNameRoundTrips) {
+  for (const SchemeKind& k : scheme_kinds()) EXPECT_EQ(&find_scheme_kind(k.name), &k) << k.name;
+  EXPECT_EQ(find_scheme_kind("fsdp").name, "zero3");
+  std::vector<std::string_view> dp_schemes;
+  for (const SchemeKind& k : scheme_kinds()) {
+    try {
+      EXPECT_EQ(&find_dp_scheme_kind(k.name), &k);
+      dp_schemes.push_back(k.name);
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("accepted: ddp, zero1, zero2, zero3"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(dp_schemes, (std::vector<std::string_view>{"ddp", "zero1", "zero2", "zero3"}));
+  const TrainConfig defaults;
+  EXPECT_EQ(defaults.scheme->name, "single");
+  EXPECT_EQ(defaults.dp_scheme->name, "ddp");
+  EXPECT_EQ(defaults.schedule.name(), "1f1b");
+  EXPECT_EQ(defaults.impl, nullptr);  // auto
+}
+
 TEST(DataParallel, BadConfigurationsAreRefused) {
   auto message = [](TrainConfig c, int ranks) -> std::string {
     try {
@@ -154,19 +176,23 @@ TEST(DataParallel, BadConfigurationsAreRefused) {
     return "accepted";
   };
   TrainConfig c = base_config();
-  c.scheme = "ddp";
+  c.scheme = &find_scheme_kind("ddp");
   c.global_batch = 10;
   EXPECT_NE(message(c, 4).find("global batch 10 is not divisible by 4"), std::string::npos);
   c.global_batch = 8;
-  c.scheme = "pipeline-of-doom";
-  EXPECT_NE(message(c, 2).find("unknown scheme 'pipeline-of-doom'"), std::string::npos);
-  c.scheme = "ddp";
+  try {
+    find_scheme_kind("pipeline-of-doom");
+    ADD_FAILURE() << "an unknown scheme was found";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown scheme 'pipeline-of-doom'"), std::string::npos) << e.what();
+  }
+  c.scheme = &find_scheme_kind("ddp");
   c.offload = true;
   EXPECT_NE(message(c, 2).find("--offload applies to zero1"), std::string::npos);
   c.offload = false;
-  c.scheme = "single";
+  c.scheme = &find_scheme_kind("single");
   EXPECT_NE(message(c, 2).find("single runs on one rank"), std::string::npos);
-  c.scheme = "zero3";
+  c.scheme = &find_scheme_kind("zero3");
   c.model.hidden = 1 << 16, c.model.ffn = 1 << 18, c.model.layers = 64;  // ~ 3.4e10 parameters
   EXPECT_NE(message(c, 2).find("does not fit"), std::string::npos);
 }
@@ -174,10 +200,10 @@ TEST(DataParallel, BadConfigurationsAreRefused) {
 TEST(DataParallel, OffloadMatchesAndCountsHostTraffic) {
   TrainConfig c = base_config();
   c.global_batch = 8;
-  c.scheme = "single";
+  c.scheme = &find_scheme_kind("single");
   auto ref = train(c, 1);
   for (const char* name : {"zero1", "zero2", "zero3"}) {
-    c.scheme = name;
+    c.scheme = &find_scheme_kind(name);
     c.offload = true;
     auto got = train(c, 2);
     EXPECT_LT(max_rel_diff(got[0].params, ref[0].params), 2e-6) << name;

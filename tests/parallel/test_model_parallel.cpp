@@ -32,6 +32,17 @@ std::string usage_error(const TrainConfig& c, int ranks) {
   return "(accepted)";
 }
 
+// The message of the UsageError `f` throws.
+template <class F>
+std::string usage_error_of(F f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 struct Case {
   const char* scheme;
   const char* schedule;
@@ -41,11 +52,12 @@ struct Case {
 
 void expect_matches_single(ModelKind kind, const Case& k) {
   TrainConfig c = four_layers(kind);
-  c.scheme = k.scheme, c.schedule = k.schedule, c.dp = k.dp, c.tp = k.tp, c.pp = k.pp;
-  c.microbatches = k.microbatches, c.virtual_stages = k.virtual_stages, c.dp_scheme = k.dp_scheme;
+  c.scheme = &find_scheme_kind(k.scheme), c.dp = k.dp, c.tp = k.tp, c.pp = k.pp;
+  c.schedule = *k.schedule ? ScheduleRef::parse(k.schedule) : ScheduleRef{};
+  c.microbatches = k.microbatches, c.virtual_stages = k.virtual_stages, c.dp_scheme = &find_dp_scheme_kind(k.dp_scheme);
   TrainConfig single = base_config(kind);
   single.model = c.model;
-  single.scheme = "single";
+  single.scheme = &find_scheme_kind("single");
   single.global_batch = c.global_batch;
   single.micro_batch = c.global_batch / (std::max(k.dp, 1) * std::max(k.microbatches, 1));
   const auto ref = train(single, 1)[0];
@@ -129,7 +141,7 @@ TEST(ModelParallel, TensorParallelBytesPerStepAreMegatronsFourAllreducesPerLayer
   // besides the blocks, the vocabulary-parallel embedding (1 allreduce of b s h forward), the head's input
   // gradient (1 backward) and the loss statistics (max: b s floats, sums: 2 b s floats).
   TrainConfig c = four_layers(ModelKind::gpt);
-  c.scheme = "tp", c.microbatches = 2;
+  c.scheme = &find_scheme_kind("tp"), c.microbatches = 2;
   const auto got = train(c, 2, 1);
   const std::uint64_t b = 4, s = std::uint64_t(c.model.seq), h = std::uint64_t(c.model.hidden), n = 2, m = 2;
   auto allreduce = [&](std::uint64_t bytes) { return 2 * bytes * (n - 1) / n; };
@@ -160,7 +172,8 @@ TEST(ModelParallel, OneFOneBHoldsFewerActivationsThanGpipe) {
   std::map<std::string, std::vector<std::size_t>> peak;
   for (const char* schedule : {"gpipe", "1f1b"}) {
     TrainConfig c = four_layers(ModelKind::gpt);
-    c.scheme = "pp", c.schedule = schedule, c.microbatches = 8, c.global_batch = 16;
+    c.scheme = &find_scheme_kind("pp"), c.schedule = ScheduleRef::parse(schedule);
+    c.microbatches = 8, c.global_batch = 16;
     std::mutex mu;
     peak[schedule].resize(2);
     run_ranks({2, Device{}, 60}, [&](Communicator& comm) {
@@ -185,28 +198,30 @@ TEST(ModelParallel, OneFOneBHoldsFewerActivationsThanGpipe) {
 
 TEST(ModelParallel, BadConfigurationsAreRefused) {
   TrainConfig c = four_layers(ModelKind::gpt);
-  c.scheme = "hybrid", c.dp = 2, c.tp = 1, c.pp = 3;
+  c.scheme = &find_scheme_kind("hybrid"), c.dp = 2, c.tp = 1, c.pp = 3;
   EXPECT_THAT(usage_error(c, 8), HasSubstr("--dp 2 x --tp 1 x --pp 3 = 6 ranks, but 8 ranks run"));
-  c.scheme = "pp", c.dp = 0, c.pp = 0, c.microbatches = 4;
+  c.scheme = &find_scheme_kind("pp"), c.dp = 0, c.pp = 0, c.microbatches = 4;
   c.model.layers = 3;
   EXPECT_THAT(usage_error(c, 2), HasSubstr("--layers 3 is not divisible by --pp 2 x --virtual-stages 1"));
-  c.model.layers = 4, c.schedule = "interleaved", c.virtual_stages = 4;
+  c.model.layers = 4, c.schedule = ScheduleRef::parse("interleaved"), c.virtual_stages = 4;
   EXPECT_THAT(usage_error(c, 2), HasSubstr("--layers 4 is not divisible by --pp 2 x --virtual-stages 4"));
-  c.schedule = "1f1b", c.virtual_stages = 1, c.microbatches = 2;
+  c.schedule = ScheduleRef::parse("1f1b"), c.virtual_stages = 1, c.microbatches = 2;
   EXPECT_THAT(usage_error(c, 4), HasSubstr("1f1b needs microbatches >= stages, got 2 microbatches for 4 stages"));
   c.microbatches = 3;
   EXPECT_THAT(usage_error(c, 2), HasSubstr("global batch 8 is not divisible by 1 data-parallel groups x 3"));
-  c.microbatches = 4, c.schedule = "bogus";
-  EXPECT_THAT(usage_error(c, 2), HasSubstr("unknown pipeline schedule 'bogus'"));
-  c.schedule = "gpipe", c.virtual_stages = 2;
+  c.microbatches = 4;
+  EXPECT_THAT(usage_error_of([] { ScheduleRef::parse("bogus"); }), HasSubstr("unknown pipeline schedule 'bogus'"));
+  c.schedule = ScheduleRef::parse("gpipe"), c.virtual_stages = 2;
   EXPECT_THAT(usage_error(c, 2), HasSubstr("--virtual-stages 2 needs --schedule interleaved"));
-  c.virtual_stages = 1, c.scheme = "mp";
+  c.virtual_stages = 1, c.scheme = &find_scheme_kind("mp");
   EXPECT_THAT(usage_error(c, 2), HasSubstr("scheme mp passes the whole batch"));
-  c.scheme = "hybrid", c.microbatches = 4, c.dp_scheme = "fsdp2";
-  EXPECT_THAT(usage_error(c, 2), HasSubstr("--dp-scheme 'fsdp2' is unknown; accepted: ddp, zero1, zero2, zero3"));
-  c.dp_scheme = "ddp";
+  c.scheme = &find_scheme_kind("hybrid"), c.microbatches = 4;
+  EXPECT_THAT(usage_error_of([] { find_dp_scheme_kind("fsdp2"); }),
+              HasSubstr("--dp-scheme 'fsdp2' is unknown; accepted: ddp, zero1, zero2, zero3"));
+  EXPECT_THAT(usage_error_of([] { find_dp_scheme_kind("single"); }), HasSubstr("--dp-scheme 'single' is unknown"));
+  c.dp_scheme = &find_dp_scheme_kind("ddp");
   EXPECT_EQ(usage_error(c, 2), "(accepted)");
-  c.scheme = "tp", c.tp = 0, c.microbatches = 1, c.model.heads = 2;
+  c.scheme = &find_scheme_kind("tp"), c.tp = 0, c.microbatches = 1, c.model.heads = 2;
   EXPECT_THAT(usage_error(c, 4), HasSubstr("--heads 2 is not divisible by --tp 4"));
   c.model.heads = 4, c.model.ffn = 42;
   EXPECT_THAT(usage_error(c, 4), HasSubstr("--ffn 42 is not divisible by --tp 4"));

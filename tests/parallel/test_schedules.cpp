@@ -64,7 +64,7 @@ TEST(Schedules, ReplayOfUnitCostsIsTheUnitSimulation) {
     for (int p = 1; p <= 4; ++p)
       for (int m = 1; m <= 8; ++m) {
         const std::string name(kind.name);
-        const int v = name == "interleaved" ? 2 : 1;
+        const int v = kind.multi_chunk ? 2 : 1;
         if (!allowed(name, p, m, v)) continue;
         PipeSchedule s = make_schedule(name, p, m, v);
         std::vector<std::vector<double>> costs(static_cast<std::size_t>(p));
@@ -203,6 +203,50 @@ TEST(Schedules, BadConfigurationsAreRefused) {
   }
 }
 
+// The registry's multi-chunk fact agrees with what each schedule accepts: a multi-chunk schedule runs 2 chunks per
+// stage, the others refuse them; interleaved is the one multi-chunk schedule.
+TEST(Schedules, MultiChunkFactMatchesWhatEachScheduleAccepts) {
+  std::vector<std::string> multi;
+  for (const auto& kind : schedule_kinds()) {
+    const std::string name(kind.name);
+    EXPECT_EQ(allowed(name, 2, 4, 2), kind.multi_chunk) << name;
+    EXPECT_TRUE(allowed(name, 2, 4, 1)) << name;
+    if (kind.multi_chunk) multi.push_back(name);
+  }
+  EXPECT_EQ(multi, std::vector<std::string>{"interleaved"});
+  EXPECT_EQ(multi_chunk_schedule_names(), "interleaved");
+  try {
+    make_schedule("1f1b", 2, 4, 3);
+    FAIL();
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "1f1b has one model chunk per stage, got --virtual-stages 3; use the interleaved schedule for v > 1");
+  }
+}
+
+// Every registered name resolves to its own entry and back; a .csv name is a file, which may hold several chunks.
+TEST(Schedules, EveryNameRoundTripsThroughParse) {
+  for (const auto& kind : schedule_kinds()) {
+    const ScheduleRef ref = ScheduleRef::parse(kind.name);
+    EXPECT_EQ(ref.kind, &kind) << kind.name;
+    EXPECT_EQ(ref.name(), kind.name);
+    EXPECT_EQ(ref.multi_chunk(), kind.multi_chunk) << kind.name;
+  }
+  const ScheduleRef file = ScheduleRef::parse("dir/mine.csv");
+  EXPECT_EQ(file.kind, nullptr);
+  EXPECT_EQ(file.name(), "dir/mine.csv");
+  EXPECT_TRUE(file.multi_chunk());
+  EXPECT_TRUE(ScheduleRef{}.empty());
+  EXPECT_FALSE(ScheduleRef{}.multi_chunk());
+  try {
+    ScheduleRef::parse("1F1B");
+    FAIL() << "a misspelt schedule was accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "unknown pipeline schedule '1F1B'; accepted: gpipe, 1f1b, interleaved, zb-h1, or "
+                                     "a FILE.csv of compute actions");
+  }
+}
+
 namespace {
 // A file under /tmp removed with the test.
 struct TempCsv {
@@ -229,7 +273,7 @@ std::string usage_error_of(const std::string& path, int p, int m, int v) {
 TEST(ScheduleFiles, EveryRegisteredScheduleRoundTrips) {
   for (const auto& kind : schedule_kinds()) {
     const std::string name(kind.name);
-    const int p = 3, m = 6, v = name == "interleaved" ? 2 : 1;
+    const int p = 3, m = 6, v = kind.multi_chunk ? 2 : 1;
     PipeSchedule made = make_schedule(name, p, m, v);
     TempCsv file;
     write_schedule_csv(made, file.path);

@@ -20,7 +20,7 @@ inline TrainConfig base_config(ModelKind kind = ModelKind::gpt) {
   c.model.ffn = 40;
   c.optimizer = OptimizerKind::sgd;
   c.adamw.lr = 0.1f;
-  c.impl = "ring";
+  c.impl = &find_algorithm("ring");
   c.seed = 4321;
   return c;
 }

@@ -38,7 +38,7 @@ Layout layout_of(const Row& r, bool sequence_parallel, Recompute recompute) {
   l.model.seq = 2048, l.model.vocab = 51200, l.model.dtype = DType::bf16;  // bf16 stands for fp16: same speed
   l.model.flash_attention = false;  // 2022 Megatron: softmax and dropout on the materialised scores
   l.gpus = r.gpus, l.tp = r.tp, l.pp = r.pp, l.dp = 1, l.virtual_stages = r.v;
-  l.schedule = r.v > 1 ? "interleaved" : "1f1b";
+  l.schedule = ScheduleRef::parse(r.v > 1 ? "interleaved" : "1f1b");
   l.micro_batch = r.pp == 1 ? r.batch : 1, l.global_batch = r.batch;
   l.sequence_parallel = sequence_parallel;
   l.recompute = recompute;

@@ -51,7 +51,7 @@ TEST(PredictPipeline, FreeCommunicationEqualStagesGiveTheClosedForm) {
             continue;
           }
           Layout l = small_gpt(p, 1, p);
-          l.model.layers = p * v * 2, l.virtual_stages = v, l.schedule = std::string(k.name);
+          l.model.layers = p * v * 2, l.virtual_stages = v, l.schedule = ScheduleRef{&k, {}};
           l.global_batch = m;
           validate_layout(l);
           const std::vector<PassCosts> costs(std::size_t(p * v), unit);

@@ -1,0 +1,29 @@
+// Training-layout arithmetic without the training stack: which units each virtual pipeline stage holds, the
+// parameters each stage holds, and the ZeRO closed forms of the model state. The schemes and the predictor share it.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "core/allocator.h"
+#include "base/dtype.h"
+#include "models/config.h"
+
+namespace parbench {
+
+enum class OptimizerKind { adamw, sgd };
+
+// Units of virtual stage k of n: an equal share of the layers; the embedding with the first, the head with the last.
+UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages);
+
+// Elements (layout numel, padding included) each of `pp` pipeline ranks holds when every rank runs `chunks` model
+// chunks: virtual stage k runs on rank k % pp. `c` is one tensor-parallel rank's model (its tp set).
+std::vector<std::int64_t> stage_numel(const ModelConfig& c, int pp, int chunks);
+
+// Bytes of optimizer state per parameter: AdamW 8 (m, v) or SGD 0, plus 4 for the fp32 master when `dtype` is bf16.
+std::int64_t optimizer_state_bytes_per_param(OptimizerKind optimizer, DType dtype);
+
+// The closed forms (ZeRO paper) for one rank: bytes of parameters, gradients and optimizer state for a model of
+// psi parameters in `dtype` over n data-parallel ranks, with ZeRO stage `stage`'s sharding (0 = replicated).
+MemSplit zero_closed_form(DType dtype, OptimizerKind optimizer, std::int64_t psi, int n, int stage);
+
+}  // namespace parbench
