@@ -9,7 +9,7 @@
 
 #include "core/device.h"
 #include "base/dtype.h"
-#include "kernels/op_shape.h"
+#include "kernels/op_params.h"
 
 namespace parbench::kernels_bench {
 

@@ -8,11 +8,11 @@
 
 #include "app/common_options.h"  // and CLI::App, declared
 #include "base/dtype.h"
-#include "kernels/op_shape.h"
+#include "kernels/op_params.h"
 
 namespace parbench::kernels_bench {
 
-// The named shapes (kernels/op_shape.h); --shape picks any of them on any device.
+// The named shapes (kernels/op_params.h); --shape picks any of them on any device.
 using optable::GptShape;
 using optable::gpt_shapes;
 

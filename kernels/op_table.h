@@ -11,7 +11,7 @@
 #include "core/allocator.h"
 #include "core/stream.h"
 #include "core/tensor.h"
-#include "kernels/op_shape.h"
+#include "kernels/op_params.h"
 #include "kernels/ops.h"
 
 namespace parbench::optable {

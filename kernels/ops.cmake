@@ -5,14 +5,15 @@
 file(GLOB PB_OP_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
 file(GLOB PB_OP_HOST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
 list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublas.cpp)  # cuda only, below
-list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/op_shape.cpp)      # its own library, below
+list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/op_params.cpp)      # its own library, below
 
-# The workloads' shapes, apart: command-line checks (bench_kernels' options) link them without the kernels.
-add_library(parbench_op_shape STATIC op_shape.cpp)
-target_include_directories(parbench_op_shape PUBLIC ${CMAKE_SOURCE_DIR})
+# What ops take that needs no kernels (workload shapes, AdamW settings), apart: command-line checks and training
+# configurations link it without the kernels.
+add_library(parbench_op_params STATIC op_params.cpp)
+target_include_directories(parbench_op_params PUBLIC ${CMAKE_SOURCE_DIR})
 
 add_library(parbench_kernels STATIC ${PB_OP_HOST_SOURCES})
-target_link_libraries(parbench_kernels PUBLIC parbench_op_shape parbench_core)
+target_link_libraries(parbench_kernels PUBLIC parbench_op_params parbench_core)
 
 # The kernels built for simt (through the emulator) and, with CUDA, for cuda.
 parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})

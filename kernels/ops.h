@@ -10,6 +10,7 @@
 
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "kernels/op_params.h"
 
 namespace parbench::ops {
 
@@ -90,9 +91,6 @@ void crossentropy_shard_finish(Tensor& losses, Tensor* dlogits, const Tensor& lo
                                const Tensor& row_max, const Tensor& sumexp, const Tensor& target_logit,
                                std::int64_t vocab_begin, float dloss, const Stream& s);
 
-struct AdamWConfig {
-  float lr = 3e-4f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
-};
 // m, v: f32 moments of params' shape; step counts from 1.
 void adamw_update(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamWConfig& cfg, int step,
                   const Stream& s);

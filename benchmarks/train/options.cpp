@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/text.h"
+#include "collectives/algorithm.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/scheme_kinds.h"
 

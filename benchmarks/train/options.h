@@ -1,4 +1,4 @@
-// bench_train's command line: its options and the checks that need no ranks, apart from main() so that a fuzz
+// bench_train's command line: its options (what the rest of the program reads) and the checks that need no ranks, apart from main() so that a fuzz
 // target (tests/fuzz/fuzz_train_cli.cpp) parses argument vectors through them without running anything. The
 // checks that need the ranks (batches, grids, implementations) run in bench_train.cpp, on the ranks.
 #pragma once
@@ -6,10 +6,33 @@
 #include <vector>
 
 #include "app/common_options.h"  // and CLI::App, declared
-#include "benchmarks/train/train_run.h"
 #include "core/device.h"
+#include "parallel/train_config.h"
 
 namespace parbench::train_bench {
+
+struct Options {
+  CommonOptions common;
+  TrainConfig train;
+  std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
+  // --scheme, --schedule, --dp-scheme and --impl as given; validate() and prepare_prediction() resolve them to their
+  // registry entries in `train`, which the rest of the program carries.
+  std::string scheme = "single", schedule = "1f1b", dp_scheme = "ddp", impl = "auto";
+  int ranks = 0, steps = 5, warmup = 1;
+  std::string max_memory;     // --max-memory BYTES (K/M/G)
+  std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop
+  int profile_begin = -1, profile_end = -1;
+  double timeout = 300, peak_tflops = 0, check_tolerance = 0;
+  bool check = false, estimate_memory = false, no_overlap = false, pin = false;
+  // --simulate / --search: predicted steps on a system instead of a run here.
+  bool simulate = false, search = false, sp = false;
+  std::string gpus, system = "dgx-a100", recompute = "none";
+  std::vector<std::string> calibrate;  // bench_<collective> CSVs (alpha, beta) and bench_kernels CSVs (curves)
+  std::string system_out;              // --calibrate: --system with the fitted kernel curves, written here
+  bool blocking_p2p = false;           // pipeline sends hold their stage (2022 Megatron)
+  int zero = 0, top = 5;
+  bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
+};
 
 // Registers every option on `app`, those of a run here and those of --simulate, --search and --calibrate (bad
 // numbers and names fail at parse time, naming the accepted form).

@@ -11,37 +11,14 @@
 #include "collectives/communicator.h"
 #include "core/allocator.h"
 #include "core/stats.h"
-#include "app/common_options.h"
 #include "app/output.h"
 #include "app/report.h"
 #include "core/device.h"
 #include "parallel/train.h"
 #include "predict/predict.h"
+#include "benchmarks/train/options.h"
 
 namespace parbench::train_bench {
-
-struct Options {
-  CommonOptions common;
-  TrainConfig train;
-  std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
-  // --scheme, --schedule, --dp-scheme and --impl as given; validate() and prepare_prediction() resolve them to their
-  // registry entries in `train`, which the rest of the program carries.
-  std::string scheme = "single", schedule = "1f1b", dp_scheme = "ddp", impl = "auto";
-  int ranks = 0, steps = 5, warmup = 1;
-  std::string max_memory;     // --max-memory BYTES (K/M/G)
-  std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop
-  int profile_begin = -1, profile_end = -1;
-  double timeout = 300, peak_tflops = 0, check_tolerance = 0;
-  bool check = false, estimate_memory = false, no_overlap = false, pin = false;
-  // --simulate / --search: predicted steps on a system instead of a run here.
-  bool simulate = false, search = false, sp = false;
-  std::string gpus, system = "dgx-a100", recompute = "none";
-  std::vector<std::string> calibrate;  // bench_<collective> CSVs (alpha, beta) and bench_kernels CSVs (curves)
-  std::string system_out;              // --calibrate: --system with the fitted kernel curves, written here
-  bool blocking_p2p = false;           // pipeline sends hold their stage (2022 Megatron)
-  int zero = 0, top = 5;
-  bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
-};
 
 // What one rank measured, gathered to every rank.
 struct RankStats {

@@ -17,16 +17,6 @@ DataParallelScheme::DataParallelScheme(const TrainConfig& cfg, RankContext ctx)
   accum_ = parbench::accumulation_steps(cfg, dp_);
 }
 
-int accumulation_steps(const TrainConfig& c, int dp) {
-  if (c.global_batch < 1) throw UsageError("--global-batch " + std::to_string(c.global_batch) + " must be >= 1");
-  const int micro = c.micro_batch > 0 ? c.micro_batch : c.global_batch / dp;
-  if (micro < 1 || c.global_batch % (dp * micro) != 0)
-    throw UsageError("global batch " + std::to_string(c.global_batch) + " is not divisible by " + std::to_string(dp) +
-                     " data-parallel ranks x micro-batch " + std::to_string(c.micro_batch > 0 ? c.micro_batch : micro) +
-                     "; choose --global-batch = ranks x micro-batch x accumulation steps");
-  return c.global_batch / (dp * micro);
-}
-
 double DataParallelScheme::run_microbatches(int step_index, UnitAccess& access, const std::function<void()>& before_last,
                                             bool local_objective) {
   const int micro = cfg_.global_batch / (dp_ * accum_), rank = ctx_.comm.rank();

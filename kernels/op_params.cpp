@@ -1,5 +1,5 @@
 // The named GPT-2-like shapes.
-#include "kernels/op_shape.h"
+#include "kernels/op_params.h"
 
 namespace parbench::optable {
 
