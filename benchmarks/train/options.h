@@ -47,5 +47,7 @@ void validate_prediction_options(const Options& o, const CLI::App& app);
 
 // --simulate / --search: the model options into o.train (UsageError for a bad model).
 void prepare_prediction(Options& o);
+// --gpus: "N" or "N,M,..." GPU counts (UsageError naming the bad token and the accepted form).
+std::vector<int> parse_gpu_list(const std::string& list);
 
 }  // namespace parbench::train_bench

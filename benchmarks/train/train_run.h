@@ -57,9 +57,8 @@ std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map
 int simulate(const Options& o);
 int search(const Options& o);
 int calibrate(const Options& o);  // --calibrate: the fit and its error per group
-// Shared by both: the --gpus list, the layout of a run's options on `gpus` GPUs (UsageError as a run would refuse
+// Shared by both: the layout of a run's options on `gpus` GPUs (UsageError as a run would refuse
 // it), and a predicted row's cells by CSV column.
-std::vector<int> parse_gpu_list(const std::string& list);
 predict::Layout layout_for(const Options& o, int gpus);
 std::map<std::string, Cell> predicted_cells(const predict::Layout& l, const predict::Prediction& p,
                                             const predict::SystemModel& sys);
