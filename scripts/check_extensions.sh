@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Proves README's "How to extend" rows: in a scratch copy of the tree it adds a dummy schedule, scheme, collective
+# algorithm and kernel op exactly as their rows say, checks that the files it had to touch are the ones the row
+# names and no others, builds a CPU-only build of the programs, and shows each dummy picked up everywhere: help
+# texts, bench_train --list-runnable, the CTest lists made from the registries, the op table's tests, and a run
+# that passes its check. Usage: scripts/check_extensions.sh [SCRATCH_DIR] (default build-extensions/; replaced).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+src=$PWD
+scratch=${1:-build-extensions}
+case "$scratch" in /*) ;; *) scratch="$src/$scratch" ;; esac
+rm -rf "$scratch"
+mkdir -p "$scratch/pristine" "$scratch/tree"
+# The tracked tree and new files git does not ignore, as they are in the working tree.
+git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$scratch/pristine"
+cp -a "$scratch/pristine/." "$scratch/tree/"
+tree=$scratch/tree
+fail() { echo "check_extensions: $*" >&2; exit 1; }
+
+# --- a pipeline schedule: parallel/schedule/NAME.cpp and its line (with its declaration) in schedule.cpp
+sed 's/gpipe/dummysched/g; s/GPipe/Dummysched/g' "$tree/parallel/schedule/gpipe.cpp" >"$tree/parallel/schedule/dummysched.cpp"
+sed -i 's/^ScheduleKind gpipe_schedule();/&\nScheduleKind dummysched_schedule();/; s/{gpipe_schedule(), /{gpipe_schedule(), dummysched_schedule(), /' \
+  "$tree/parallel/schedule/schedule.cpp"
+
+# --- a parallelism scheme: parallel/schemes/NAME.cpp (its maker), its kind, its maker by name and declaration
+cat >"$tree/parallel/schemes/dummyscheme.cpp" <<'EOF'
+// A scheme that trains as ddp does, under its own name.
+#include "parallel/schemes/data_parallel.h"
+
+namespace parbench {
+
+std::unique_ptr<Scheme> make_dummyscheme(const TrainConfig& cfg, RankContext ctx) { return make_ddp(cfg, ctx); }
+
+}  // namespace parbench
+EOF
+sed -i 's/^\( *\){\.name = "ddp", \.summary = .*$/&\n\1{.name = "dummyscheme", .summary = "ddp under another name"},/' \
+  "$tree/parallel/scheme_kinds.cpp"
+sed -i 's/^\( *\){"ddp", make_ddp},$/&\n\1{"dummyscheme", make_dummyscheme},/' "$tree/parallel/schemes/registry.cpp"
+sed -i 's/^std::unique_ptr<Scheme> make_ddp(const TrainConfig& cfg, RankContext ctx);$/&\nstd::unique_ptr<Scheme> make_dummyscheme(const TrainConfig\& cfg, RankContext ctx);/' \
+  "$tree/parallel/schemes/data_parallel.h"
+
+# --- a collective algorithm: collectives/algo_NAME.cpp and its line in collectives/registry.cpp
+sed 's/make_naive_algorithm/make_dummyalgo_algorithm/; s/return "naive";/return "dummyalgo";/' \
+  "$tree/collectives/algo_naive.cpp" >"$tree/collectives/algo_dummyalgo.cpp"
+sed -i 's/^\( *\)X(naive, "naive", false, 7) *\\$/&\n\1X(dummyalgo, "dummyalgo", false, 0) \\/' "$tree/collectives/registry.cpp"
+
+# --- a kernel op: kernels/<op>.cu and kernels/<op>.cpp and its lines in kernels/op_table.cpp (a copy of the gelu
+# pair, four ops, renamed; the GELU math they share stays theirs)
+for ext in cu cpp; do
+  sed 's/\bgelu_forward/dummyop_forward/g; s/\bgelu_backward/dummyop_backward/g; s/bias_gelu_/bias_dummyop_/g' \
+    "$tree/kernels/gelu.$ext" >"$tree/kernels/dummyop.$ext"
+done
+sed -i 's/^\( *\)X(gelu_forward, OpKind::per_dtype) *\\$/&\n\1X(dummyop_forward, OpKind::per_dtype) \\\n\1X(dummyop_backward, OpKind::per_dtype) \\\n\1X(bias_dummyop_forward, OpKind::per_dtype) \\\n\1X(bias_dummyop_backward, OpKind::per_dtype) \\/' \
+  "$tree/kernels/op_table.cpp"
+
+# --- the files touched are those the rows name: a new file by its folder, a changed one by its path
+readme_row() { grep -F "| $1 |" "$src/README.md" || fail "README has no How to extend row '$1'"; }
+check_row() {  # row, then the files touched for it
+  local row=$1 text f token
+  text=$(readme_row "$row")
+  shift
+  for f in "$@"; do
+    if [ -e "$scratch/pristine/$f" ]; then
+      cmp -s "$scratch/pristine/$f" "$tree/$f" && fail "$f was not changed by the '$row' addition"
+      token=$f
+      [[ "$text" == *"$token"* ]] || token=$(basename "$f")
+    else
+      token=$(dirname "$f")/
+    fi
+    [[ "$text" == *"$token"* ]] || fail "the '$row' row of README's How to extend does not name $f"
+  done
+}
+check_row "a pipeline schedule" parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp
+check_row "a parallelism scheme" parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp \
+  parallel/schemes/registry.cpp parallel/schemes/data_parallel.h
+check_row "a collective algorithm" collectives/algo_dummyalgo.cpp collectives/registry.cpp
+check_row "a kernel op" kernels/dummyop.cu kernels/dummyop.cpp kernels/op_table.cpp
+touched=$(cd "$scratch" && { diff -rq pristine tree || true; } | sed -E 's#^Only in tree/?([^:]*): (.*)$#\1/\2#; s#^Files pristine/([^ ]*) and .*#\1#; s#^/##' | sort)
+expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp \
+  parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp parallel/schemes/registry.cpp \
+  parallel/schemes/data_parallel.h collectives/algo_dummyalgo.cpp collectives/registry.cpp kernels/dummyop.cu \
+  kernels/dummyop.cpp kernels/op_table.cpp | sort)
+[ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
+echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, each named by its README row"
+
+# --- build what shows them: CPU only, unoptimised (the checks run tiny sizes), file by file (the copies keep the
+# file-local names of the files they copy, which one unity batch would see twice)
+cmake -S "$tree" -B "$scratch/build" -G Ninja -DPARBENCH_CUDA=OFF -DCMAKE_UNITY_BUILD=OFF -DCMAKE_BUILD_TYPE=Debug \
+  "-DCMAKE_CXX_FLAGS_DEBUG=-O0" >"$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
+cmake --build "$scratch/build" -j "$(nproc)" --target bench_train bench_allreduce test_op_table >"$scratch/build.log" 2>&1 ||
+  { tail -40 "$scratch/build.log"; exit 1; }
+bin=$scratch/build/bin
+
+expect_in() {  # what, needle, then the command that must succeed with the needle in its output
+  local what=$1 needle=$2 out
+  shift 2
+  out=$("$@" 2>&1) || fail "$what: '$*' failed: $out"
+  [[ "$out" == *"$needle"* ]] || fail "$what: '$*' does not print $needle"
+  echo "check_extensions: $what: $needle"
+}
+expect_in "bench_train --help" dummysched "$bin/bench_train" --help
+expect_in "bench_train --help" dummyscheme "$bin/bench_train" --help
+expect_in "bench_train --list-runnable" dummysched "$bin/bench_train" --list-runnable
+expect_in "bench_train --list-runnable" dummyscheme "$bin/bench_train" --list-runnable
+expect_in "bench_allreduce --help" dummyalgo "$bin/bench_allreduce" --help
+expect_in "test_op_table's tests" dummyop_forward "$bin/test_op_table" --gtest_list_tests
+expect_in "test_op_table's tests" bias_dummyop_backward "$bin/test_op_table" --gtest_list_tests
+ctest_list=$(cd "$scratch/build" && ctest -N)
+for t in pp_dummysched dummyscheme; do
+  grep -q "train_mpi2_$t\b" <<<"$ctest_list" || fail "ctest's list has no train_mpi2_$t test"
+  echo "check_extensions: ctest's list has train_mpi2_$t"
+done
+
+# --- and each one runs and passes its check (bench_train exits 1 when the difference from single-rank training
+# exceeds --check-tolerance)
+tiny=(--device cpu --model gpt --layers 4 --hidden 16 --heads 2 --seq 6 --vocab 24 --optimizer sgd --lr 0.1 --steps 2
+      --warmup 0 --global-batch 8 --check --check-tolerance 1e-5 --timeout 60 --ranks 2)
+expect_in "a dummysched run" "dummysched" "$bin/bench_train" "${tiny[@]}" --scheme pp --schedule dummysched \
+  --microbatches 4
+expect_in "a dummyscheme run" "dummyscheme" "$bin/bench_train" "${tiny[@]}" --scheme dummyscheme --micro-batch 2
+expect_in "a dummyalgo run" "Out of bounds values : 0 OK" "$bin/bench_allreduce" --device cpu --ranks 3 \
+  --impl dummyalgo -b 8 -e 64K -f 8 -n 1
+expect_in "the op table's three-way check" "[  PASSED  ] 4 tests." "$bin/test_op_table" \
+  --gtest_filter='*dummyop*f32*forward'
+echo "check_extensions: every dummy entry was picked up and passed its checks"
