@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Proves README's "How to extend" rows: in a scratch copy of the tree it adds a dummy schedule, scheme, collective
-# algorithm and kernel op exactly as their rows say, checks that the files it had to touch are the ones the row
+# algorithm, kernel op and collective exactly as their rows say, checks that the files it had to touch are the ones the row
 # names and no others, builds a CPU-only build of the programs, and shows each dummy picked up everywhere: help
 # texts, bench_train --list-runnable, the CTest lists made from the registries, the op table's tests, and a run
 # that passes its check. Usage: scripts/check_extensions.sh [SCRATCH_DIR] (default build-extensions/; replaced).
@@ -53,21 +53,40 @@ done
 sed -i 's/^\( *\)X(gelu_forward, OpKind::per_dtype) *\\$/&\n\1X(dummyop_forward, OpKind::per_dtype) \\\n\1X(dummyop_backward, OpKind::per_dtype) \\\n\1X(bias_dummyop_forward, OpKind::per_dtype) \\\n\1X(bias_dummyop_backward, OpKind::per_dtype) \\/' \
   "$tree/kernels/op_table.cpp"
 
-# --- the files touched are those the rows name: a new file by its folder, a changed one by its path
+# --- a collective (a copy of allreduce's row, last, served by naive): its Collective value, its table row, and a
+# case in the implementation that serves it; the others refuse it through unsupported()
+sed -i 's/alltoall, sendrecv };/alltoall, sendrecv, allreduce2 };/' "$tree/collectives/types.h"
+sed -i 's/^\( *\)left, same, direct},$/&\n\1{Collective::allreduce2, "allreduce2", "all_reduce2", false, true, count, count,\n\1 reduced, same, ring_twice},/' \
+  "$tree/collectives/collective_table.cpp"
+sed -i 's/^\( *\)case Collective::allreduce:$/\1case Collective::allreduce2:\n&/' "$tree/collectives/algo_naive.cpp"
+sed -i 's/^\( *\){Collective::sendrecv, {{5, 5}, {5, 5}, 100, 0, 1.0, false, false}},$/&\n\1{Collective::allreduce2, {{5, 5}, {5, 5}, 100, 0, 1.5, false, true}},/' \
+  "$tree/tests/collectives/test_collective_table.cpp"
+
+# --- the files touched are those the rows name (README's paths in backquotes, NAME and <op> standing for any name)
 readme_row() { grep -F "| $1 |" "$src/README.md" || fail "README has no How to extend row '$1'"; }
+row_paths() {  # a row's backquoted paths as glob patterns, one a line ({h,cpp} expanded)
+  grep -o '`[^`]*`' <<<"$1" | tr -d '`' | sed 's/NAME/*/g; s/<op>/*/g' | while read -r p; do
+    if [[ $p =~ ^(.*)\{([^}]*)\}(.*)$ ]]; then
+      local alt
+      for alt in ${BASH_REMATCH[2]//,/ }; do echo "${BASH_REMATCH[1]}$alt${BASH_REMATCH[3]}"; done
+    else
+      echo "$p"
+    fi
+  done
+}
 check_row() {  # row, then the files touched for it
-  local row=$1 text f token
+  local row=$1 text f pattern named
   text=$(readme_row "$row")
   shift
   for f in "$@"; do
-    if [ -e "$scratch/pristine/$f" ]; then
-      cmp -s "$scratch/pristine/$f" "$tree/$f" && fail "$f was not changed by the '$row' addition"
-      token=$f
-      [[ "$text" == *"$token"* ]] || token=$(basename "$f")
-    else
-      token=$(dirname "$f")/
-    fi
-    [[ "$text" == *"$token"* ]] || fail "the '$row' row of README's How to extend does not name $f"
+    [ -e "$scratch/pristine/$f" ] && cmp -s "$scratch/pristine/$f" "$tree/$f" &&
+      fail "$f was not changed by the '$row' addition"
+    named=0
+    while read -r pattern; do
+      # shellcheck disable=SC2053  # the pattern is a glob on purpose
+      [[ $f == $pattern ]] && named=1
+    done < <(row_paths "$text")
+    [ "$named" = 1 ] || fail "the '$row' row of README's How to extend does not name $f"
   done
 }
 check_row "a pipeline schedule" parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp
@@ -75,11 +94,14 @@ check_row "a parallelism scheme" parallel/schemes/dummyscheme.cpp parallel/schem
   parallel/schemes/registry.cpp parallel/schemes/data_parallel.h
 check_row "a collective algorithm" collectives/algo_dummyalgo.cpp collectives/registry.cpp
 check_row "a kernel op" kernels/dummyop.cu kernels/dummyop.cpp kernels/op_table.cpp
+check_row "a collective" collectives/types.h collectives/collective_table.cpp collectives/algo_naive.cpp \
+  tests/collectives/test_collective_table.cpp
 touched=$(cd "$scratch" && { diff -rq pristine tree || true; } | sed -E 's#^Only in tree/?([^:]*): (.*)$#\1/\2#; s#^Files pristine/([^ ]*) and .*#\1#; s#^/##' | sort)
 expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp \
   parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp parallel/schemes/registry.cpp \
   parallel/schemes/data_parallel.h collectives/algo_dummyalgo.cpp collectives/registry.cpp kernels/dummyop.cu \
-  kernels/dummyop.cpp kernels/op_table.cpp | sort)
+  kernels/dummyop.cpp kernels/op_table.cpp collectives/types.h collectives/collective_table.cpp \
+  collectives/algo_naive.cpp tests/collectives/test_collective_table.cpp | sort)
 [ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
 echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, each named by its README row"
 
@@ -87,7 +109,8 @@ echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, ea
 # file-local names of the files they copy, which one unity batch would see twice)
 cmake -S "$tree" -B "$scratch/build" -G Ninja -DPARBENCH_CUDA=OFF -DCMAKE_UNITY_BUILD=OFF -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-O0" >"$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
-cmake --build "$scratch/build" -j "$(nproc)" --target bench_train bench_allreduce test_op_table >"$scratch/build.log" 2>&1 ||
+cmake --build "$scratch/build" -j "$(nproc)" --target bench_train bench_allreduce bench_allreduce2 test_op_table \
+  test_coll_table test_coll_bench_cli >"$scratch/build.log" 2>&1 ||
   { tail -40 "$scratch/build.log"; exit 1; }
 bin=$scratch/build/bin
 
@@ -103,6 +126,8 @@ expect_in "bench_train --help" dummyscheme "$bin/bench_train" --help
 expect_in "bench_train --list-runnable" dummysched "$bin/bench_train" --list-runnable
 expect_in "bench_train --list-runnable" dummyscheme "$bin/bench_train" --list-runnable
 expect_in "bench_allreduce --help" dummyalgo "$bin/bench_allreduce" --help
+expect_in "bench_allreduce2 --help" "nccl-tests' all_reduce2_perf" "$bin/bench_allreduce2" --help
+expect_in "the collective table's test (names CMake read, every row)" "[  PASSED  ]" "$bin/test_coll_table"
 expect_in "test_op_table's tests" dummyop_forward "$bin/test_op_table" --gtest_list_tests
 expect_in "test_op_table's tests" bias_dummyop_backward "$bin/test_op_table" --gtest_list_tests
 ctest_list=$(cd "$scratch/build" && ctest -N)
@@ -120,6 +145,10 @@ expect_in "a dummysched run" "dummysched" "$bin/bench_train" "${tiny[@]}" --sche
 expect_in "a dummyscheme run" "dummyscheme" "$bin/bench_train" "${tiny[@]}" --scheme dummyscheme --micro-batch 2
 expect_in "a dummyalgo run" "Out of bounds values : 0 OK" "$bin/bench_allreduce" --device cpu --ranks 3 \
   --impl dummyalgo -b 8 -e 64K -f 8 -n 1
+expect_in "a bench_allreduce2 run" "Out of bounds values : 0 OK" "$bin/bench_allreduce2" --device cpu --ranks 3 \
+  --impl naive,ring -o all -b 8 -e 64K -f 8 -n 1
+expect_in "every bench_<collective> program" "[  PASSED  ] 1 test." "$bin/test_coll_bench_cli" \
+  --gtest_filter=BenchCli.EveryProgramRunsClean
 expect_in "the op table's three-way check" "[  PASSED  ] 4 tests." "$bin/test_op_table" \
   --gtest_filter='*dummyop*f32*forward'
 echo "check_extensions: every dummy entry was picked up and passed its checks"
