@@ -82,12 +82,7 @@ void Op::no_backend(const char* what) const {
 bool kernels_available(DeviceKind kind) {
   switch (kind) {
     case DeviceKind::cpu: return true;
-    case DeviceKind::simt:
-#if defined(PARBENCH_KERNELS_HAVE_SIMT)
-      return true;
-#else
-      return false;
-#endif
+    case DeviceKind::simt: return true;
     case DeviceKind::cuda:
 #if defined(PARBENCH_HAVE_CUDA)
       return true;

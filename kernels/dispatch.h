@@ -109,12 +109,8 @@ using namespace detail;
 // cuda; the argument list is written once. T is the storage type: the kernels exist for float and bf16 only,
 // so their branch is discarded at compile time for double. PB_DISPATCH(op, d, name, args...) does the same with T
 // the storage type of the DType d (the arguments may name T).
-#if defined(PARBENCH_KERNELS_HAVE_SIMT)
 #define PB_RUN_SIMT(op, T, name, ...) \
   if constexpr (!std::is_same_v<T, double>) ::parbench::simt_kernels::name(__VA_ARGS__)
-#else
-#define PB_RUN_SIMT(op, T, name, ...) (op).no_backend("simt")
-#endif
 #if defined(PARBENCH_HAVE_CUDA)
 #define PB_RUN_CUDA(op, T, name, ...) \
   if constexpr (!std::is_same_v<T, double>) ::parbench::cuda_kernels::name(__VA_ARGS__)

@@ -18,7 +18,6 @@ target_link_libraries(parbench_kernels PUBLIC parbench_op_params parbench_core)
 # The kernels built for simt (through the emulator) and, with CUDA, for cuda.
 parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})
 target_link_libraries(parbench_kernels PUBLIC parbench_ops_simt)
-target_compile_definitions(parbench_kernels PUBLIC PARBENCH_KERNELS_HAVE_SIMT=1)
 
 if(PARBENCH_HAVE_CUDA)
   target_sources(parbench_kernels PRIVATE matmul_cublas.cpp)

@@ -15,9 +15,7 @@
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
 #include "tests/kernels/kernel_test_util.h"
-#if defined(PARBENCH_KERNELS_HAVE_SIMT)
 #include "device/simt/simt_runtime.h"
-#endif
 
 namespace parbench {
 namespace {
@@ -57,15 +55,11 @@ std::vector<Param> all_params() {
 class OpTable : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
-#if defined(PARBENCH_KERNELS_HAVE_SIMT)
     const std::string& s = GetParam().schedule;
     simt::set_schedule(simt::parse_schedule(s == "random" ? "random:" + std::to_string(test::test_seed() % 100000) : s));
-#endif
   }
   void TearDown() override {
-#if defined(PARBENCH_KERNELS_HAVE_SIMT)
     simt::set_schedule(simt::parse_schedule("forward"));
-#endif
   }
   // The sides: the reference in float64 (0), the reference (1), then each kernel device this build runs.
   std::vector<optable::Side> sides() {
