@@ -105,7 +105,7 @@ cudaError_t copy(const char* api, const std::string& site, bool async, cudaStrea
   CopyPlan plan;
   const std::size_t dspan = dpitch * (rows - 1) + width, sspan = spitch * (rows - 1) + width;
   if (cudaError_t e = plan_copy(api, site, dst, dspan, src, sspan, kind, plan); e != cudaSuccess) return e;
-  StreamState* s = resolve_stream(async ? stream : nullptr);
+  StreamState* s = work_stream(async ? stream : nullptr, api, site);
   if (!s) return bad_stream(api);
   const bool to_dev = plan.dst.side == Side::device, from_dev = plan.src.side == Side::device;
   if (!to_dev && !from_dev && !async) {  // host to host: plain and synchronous
@@ -137,7 +137,7 @@ cudaError_t fill(const char* api, const std::string& site, cudaStream_t stream, 
     return fail(cudaErrorInvalidValue, std::string(api) + " from " + site + ": the memory is " +
                                            (why.empty() ? std::string(side_name(o.side)) : why));
   if (o.device >= 0 && sticky(o.device) != cudaSuccess) return sticky(o.device);
-  StreamState* s = resolve_stream(async ? stream : nullptr);
+  StreamState* s = work_stream(async ? stream : nullptr, api, site);
   if (!s) return bad_stream(api);
   OpPtr op = enqueue(s, std::string(api) + " of " + std::to_string(bytes) + " bytes",
                      [=] { std::memset(p, value, bytes); });

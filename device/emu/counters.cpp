@@ -51,12 +51,9 @@ void write_report() {
   std::fprintf(f, "{\"regions\": [");
   bool first = true;
   for (const RegionRecord& r : regions().done) {
-    std::fprintf(f, "%s\n  {\"name\": \"", first ? "" : ",");
-    for (char c : r.name) {
-      if (c == '"' || c == '\\') std::fputc('\\', f);
-      std::fputc(c >= 0x20 ? c : ' ', f);
-    }
-    std::fprintf(f, "\", \"thread\": %d, \"begin\": %lld, \"end\": %lld", r.thread, static_cast<long long>(r.begin),
+    std::fprintf(f, "%s\n  {\"name\": ", first ? "" : ",");
+    write_json_string(f, r.name);
+    std::fprintf(f, ", \"thread\": %d, \"begin\": %lld, \"end\": %lld", r.thread, static_cast<long long>(r.begin),
                  static_cast<long long>(r.end));
     for (std::size_t i = 0; i < std::size_t(Count::kCount); ++i)
       std::fprintf(f, ", \"%s\": %lld", count_name(Count(i)), static_cast<long long>(r.counts.n[i]));
@@ -69,11 +66,20 @@ void write_report() {
 
 }  // namespace
 
+void write_json_string(std::FILE* f, const std::string& s) {
+  std::fputc('"', f);
+  for (char c : s) {
+    if (c == '"' || c == '\\') std::fputc('\\', f);
+    std::fputc(static_cast<unsigned char>(c) >= 0x20 ? c : ' ', f);
+  }
+  std::fputc('"', f);
+}
+
 const char* count_name(Count c) {
   static const char* const names[] = {"cudaMalloc",  "cudaFree",    "cudaMallocHost", "cudaFreeHost",
                                       "device_sync", "stream_sync", "event_sync",     "host_wait",
                                       "launch",      "copy",        "pageable_copy",  "memset",
-                                      "library_call"};
+                                      "library_call", "legacy_stream"};
   static_assert(sizeof(names) / sizeof(names[0]) == std::size_t(Count::kCount));
   return names[std::size_t(c)];
 }

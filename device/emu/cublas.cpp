@@ -159,7 +159,7 @@ Refusal operand_problem(int device, const Gemm& g) {
   return {};
 }
 
-cublasStatus_t gemm(const char* api, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+cublasStatus_t gemm(const char* api, const std::string& site, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                     const void* alpha, const void* A, cudaDataType at, int lda, const void* B, cudaDataType bt, int ldb,
                     const void* beta, void* C, cudaDataType ct, int ldc, cublasComputeType_t compute) {
   count(Count::library_call);
@@ -173,13 +173,13 @@ cublasStatus_t gemm(const char* api, cublasHandle_t h, cublasOperation_t ta, cub
   g.alpha = *static_cast<const float*>(alpha);
   g.beta = *static_cast<const float*>(beta);
   if (Refusal bad = operand_problem(h->device, g)) return refuse(bad.status, api, bad.why);
-  StreamState* s = resolve_stream(h->stream);
+  StreamState* s = work_stream(h->stream, api, site);
   if (!s || stream_device(s) != h->device)
     return refuse(CUBLAS_STATUS_EXECUTION_FAILED, api, "the handle's stream is not a live stream of its GPU");
   g.tf32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
            (all_f32(g) && (h->math & CUBLAS_TF32_TENSOR_OP_MATH) && compute != CUBLAS_COMPUTE_32F_PEDANTIC);
   enqueue(s, std::string(api) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k),
-          [g] { g.run(); });
+          kernel_work([g] { g.run(); }));
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -230,13 +230,13 @@ cublasStatus_t cublasGemmEx(cublasHandle_t h, cublasOperation_t ta, cublasOperat
                             const void* alpha, const void* A, cudaDataType at, int lda, const void* B, cudaDataType bt,
                             int ldb, const void* beta, void* C, cudaDataType ct, int ldc,
                             cublasComputeType_t compute, cublasGemmAlgo_t) {
-  return gemm("cublasGemmEx", h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute);
+  return gemm("cublasGemmEx", PB_EMU_SITE(), h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute);
 }
 
 cublasStatus_t cublasSgemm_v2(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
                               const float* alpha, const float* A, int lda, const float* B, int ldb, const float* beta,
                               float* C, int ldc) {
-  return gemm("cublasSgemm", h, ta, tb, m, n, k, alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, beta, C, CUDA_R_32F,
+  return gemm("cublasSgemm", PB_EMU_SITE(), h, ta, tb, m, n, k, alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, beta, C, CUDA_R_32F,
               ldc, CUBLAS_COMPUTE_32F);
 }
 

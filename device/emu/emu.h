@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -62,6 +63,16 @@ struct StreamState;
 // Returns nullptr for an invalid or destroyed handle.
 StreamState* resolve_stream(cudaStream_t s);
 int stream_device(const StreamState* s);
+bool is_legacy_stream(const StreamState* s);
+// Notes that `api`, called from `site`, queues work on, waits for or implicitly uses the legacy default stream of
+// GPU `device`: counts it (Count::legacy_stream) and, under PARBENCH_EMU_LEGACY_STREAM=error, prints the API, the
+// GPU and the site and aborts.
+void legacy_stream_used(int device, const std::string& api, const std::string& site);
+// resolve_stream for an API that queues work on the stream, waits for it or uses it implicitly (a synchronous
+// copy is given nullptr): a legacy default stream is noted with legacy_stream_used.
+StreamState* work_stream(cudaStream_t s, const char* api, const std::string& site);
+// A kernel's or a GEMM's work, made PARBENCH_EMU_KERNEL_DELAY_US longer on its stream's worker.
+std::function<void()> kernel_work(std::function<void()> work);
 // Queues `work` on `s` after everything CUDA orders before it (the stream's earlier work; for the legacy stream
 // the work queued on the device's blocking streams, and for a blocking stream the legacy stream's) and after
 // `extra` ops. A `work` that throws makes the device's error sticky with the exception's message.
@@ -78,5 +89,7 @@ OpPtr stream_tail(StreamState* s);
 
 // ---- counters: see gpu_emu.h
 void count(Count c);
+// Writes `s` as a JSON string (quoted, with quotes and backslashes escaped and control characters as spaces).
+void write_json_string(std::FILE* f, const std::string& s);
 
 }  // namespace parbench::gpu_emu

@@ -22,6 +22,7 @@ enum class Count {
   pageable_copy,  // those between a GPU and pageable host memory (staged by the driver, never asynchronous)
   memset,        // cudaMemset* calls
   library_call,  // cuBLAS and NCCL calls that queue device work
+  legacy_stream,  // calls that queue work on, wait for or implicitly use a legacy default stream (stream 0)
   kCount
 };
 const char* count_name(Count c);

@@ -12,12 +12,13 @@
 namespace parbench::gpu_emu {
 
 // One queued piece of device work (a kernel, a copy, an event record, a wait); fields after `deps` are
-// guarded by the scheduler's mutex.
+// guarded by the scheduler's mutex, but for `started`, which the stream's worker writes before the op is done.
 struct Op {
   std::string what;
   std::function<void()> work;
   std::vector<OpPtr> deps;
   bool done = false;
+  std::chrono::steady_clock::time_point started;  // when the worker began its work (after the fuzz delay)
   std::chrono::steady_clock::time_point finished;
 };
 
@@ -37,5 +38,9 @@ void destroy_stream(StreamState* s);
 // Blocks until every op is done; counts one host wait.
 void wait_ops(const std::vector<OpPtr>& ops, const char* why);
 std::chrono::steady_clock::time_point finish_time(const OpPtr& op);
+// PARBENCH_EMU_STREAM_LOG=FILE (stream_log.cpp): whether finished ops are logged (the first call arranges the
+// file's writing at exit), and the logging of one, called by its stream's worker.
+bool stream_log_on();
+void log_op(const StreamState& s, const Op& op);
 
 }  // namespace parbench::gpu_emu

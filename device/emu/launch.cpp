@@ -21,6 +21,9 @@ void enqueue_launch(const simt::detail::LaunchSpec& spec, const volatile void* s
     fail(cudaErrorInvalidResourceHandle, what + " into a stream that is not a live stream of this process");
     return;
   }
+  if (is_legacy_stream(s))
+    legacy_stream_used(stream_device(s), std::string("the launch of kernel ") + spec.name,
+                       std::string(spec.file) + ":" + std::to_string(spec.line));
   const int dev = current_device();
   if (stream_device(s) != dev) {
     fail(cudaErrorInvalidResourceHandle, what + " into a stream of GPU " + std::to_string(stream_device(s)) +
@@ -46,7 +49,7 @@ void enqueue_launch(const simt::detail::LaunchSpec& spec, const volatile void* s
     fail(cudaErrorIllegalAddress, msg);
     return;
   }
-  enqueue(s, what, std::move(run));
+  enqueue(s, what, kernel_work(std::move(run)));
 }
 
 void check_launch(const char* file, int line) {

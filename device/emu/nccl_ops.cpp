@@ -225,7 +225,7 @@ struct Refusal {
   std::string why;
 };
 
-Refusal comm_problem(const ncclComm* comm, cudaStream_t stream, const Call& call) {
+Refusal comm_problem(const ncclComm* comm, cudaStream_t stream, const Call& call, const std::string& site) {
   if (!comm || !comm->clique) return {ncclInvalidArgument, "an invalid communicator"};
   if (comm->clique->aborted || (comm->clique->shm && !failure(*comm->clique).empty()))
     return {ncclInvalidUsage, "the communicator has failed or was aborted"};
@@ -233,7 +233,7 @@ Refusal comm_problem(const ncclComm* comm, cudaStream_t stream, const Call& call
   if (std::string why = why_unsupported(call.type, call.op); !why.empty()) return {ncclInvalidArgument, why};
   if (call.root < 0 || call.root >= n)
     return {ncclInvalidArgument, "rank " + std::to_string(call.root) + " outside the " + std::to_string(n) + " ranks"};
-  StreamState* s = resolve_stream(stream);
+  StreamState* s = work_stream(stream, kind_name(call.kind), site);
   if (!s) return {ncclInvalidArgument, "an invalid stream"};
   if (stream_device(s) != comm->device)
     return {ncclInvalidUsage, "a stream of GPU " + std::to_string(stream_device(s)) + " for a communicator on GPU " +
@@ -279,10 +279,10 @@ Refusal buffer_problem(const ncclComm& comm, const Call& call) {
   return {};
 }
 
-// Checks a call and queues it (or keeps it for the group); counts one library call.
-ncclResult_t submit(ncclComm* comm, cudaStream_t stream, const Call& call) {
+// Checks a call from `site` and queues it (or keeps it for the group); counts one library call.
+ncclResult_t submit(ncclComm* comm, cudaStream_t stream, const Call& call, const std::string& site) {
   count(Count::library_call);
-  Refusal r = comm_problem(comm, stream, call);
+  Refusal r = comm_problem(comm, stream, call, site);
   if (r.result == ncclSuccess) r = buffer_problem(*comm, call);
   if (r.result != ncclSuccess) return nccl_fail(r.result, std::string(kind_name(call.kind)) + ": " + r.why);
   if (t_group_depth > 0) {
@@ -302,33 +302,33 @@ extern "C" {
 
 ncclResult_t ncclAllReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
                            ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::allreduce, send, recv, count, t, op, 0});
+  return submit(comm, stream, {Kind::allreduce, send, recv, count, t, op, 0}, PB_EMU_SITE());
 }
 ncclResult_t ncclReduce(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op, int root,
                         ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::reduce, send, recv, count, t, op, root});
+  return submit(comm, stream, {Kind::reduce, send, recv, count, t, op, root}, PB_EMU_SITE());
 }
 ncclResult_t ncclBroadcast(const void* send, void* recv, size_t count, ncclDataType_t t, int root, ncclComm_t comm,
                            cudaStream_t stream) {
-  return submit(comm, stream, {Kind::broadcast, send, recv, count, t, ncclSum, root});
+  return submit(comm, stream, {Kind::broadcast, send, recv, count, t, ncclSum, root}, PB_EMU_SITE());
 }
 ncclResult_t ncclBcast(void* buf, size_t count, ncclDataType_t t, int root, ncclComm_t comm, cudaStream_t stream) {
   return ncclBroadcast(buf, buf, count, t, root, comm, stream);
 }
 ncclResult_t ncclAllGather(const void* send, void* recv, size_t count, ncclDataType_t t, ncclComm_t comm,
                            cudaStream_t stream) {
-  return submit(comm, stream, {Kind::allgather, send, recv, count, t, ncclSum, 0});
+  return submit(comm, stream, {Kind::allgather, send, recv, count, t, ncclSum, 0}, PB_EMU_SITE());
 }
 ncclResult_t ncclReduceScatter(const void* send, void* recv, size_t count, ncclDataType_t t, ncclRedOp_t op,
                                ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::reduce_scatter, send, recv, count, t, op, 0});
+  return submit(comm, stream, {Kind::reduce_scatter, send, recv, count, t, op, 0}, PB_EMU_SITE());
 }
 ncclResult_t ncclSend(const void* send, size_t count, ncclDataType_t t, int peer, ncclComm_t comm,
                       cudaStream_t stream) {
-  return submit(comm, stream, {Kind::send, send, nullptr, count, t, ncclSum, peer});
+  return submit(comm, stream, {Kind::send, send, nullptr, count, t, ncclSum, peer}, PB_EMU_SITE());
 }
 ncclResult_t ncclRecv(void* recv, size_t count, ncclDataType_t t, int peer, ncclComm_t comm, cudaStream_t stream) {
-  return submit(comm, stream, {Kind::recv, nullptr, recv, count, t, ncclSum, peer});
+  return submit(comm, stream, {Kind::recv, nullptr, recv, count, t, ncclSum, peer}, PB_EMU_SITE());
 }
 
 ncclResult_t ncclGroupStart() {

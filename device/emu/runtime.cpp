@@ -74,6 +74,18 @@ const Settings& settings() {
       if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0) bad_setting("PARBENCH_EMU_STRICT", v, "0 or 1");
       x.strict = v[0] == '1';
     }
+    if (const char* v = std::getenv("PARBENCH_EMU_LEGACY_STREAM"); v && *v) {
+      if (std::strcmp(v, "allow") != 0 && std::strcmp(v, "error") != 0)
+        bad_setting("PARBENCH_EMU_LEGACY_STREAM", v, "allow or error");
+      x.legacy_stream_error = v[0] == 'e';
+    }
+    if (const char* v = std::getenv("PARBENCH_EMU_KERNEL_DELAY_US"); v && *v) {
+      char* end = nullptr;
+      const unsigned long long us = std::strtoull(v, &end, 10);
+      if (v[0] < '0' || v[0] > '9' || *end || us > 1000000)
+        bad_setting("PARBENCH_EMU_KERNEL_DELAY_US", v, "an integer number of microseconds from 0 to 1000000");
+      x.kernel_delay_us = unsigned(us);
+    }
     return x;
   }();
   return s;
@@ -141,9 +153,15 @@ namespace {
 std::string resolve_call_site(const void* ret) {
   Dl_info info{};
   if (!::dladdr(ret, &info) || !info.dli_sname) {
+    // No exported symbol (a static function, a program linked without -rdynamic): the file and the offset
+    // addr2line takes, since the address itself changes from run to run.
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%p", ret);
-    return buf;
+    if (!info.dli_fname || !info.dli_fbase) {
+      std::snprintf(buf, sizeof buf, "%p", ret);
+      return buf;
+    }
+    std::snprintf(buf, sizeof buf, "+0x%tx", static_cast<const char*>(ret) - static_cast<const char*>(info.dli_fbase));
+    return info.dli_fname + std::string(buf);
   }
   int status = 0;
   char* demangled = abi::__cxa_demangle(info.dli_sname, nullptr, nullptr, &status);
@@ -362,7 +380,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t s) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   count(Count::stream_sync);
-  StreamState* st = resolve_stream(s);
+  StreamState* st = work_stream(s, "cudaStreamSynchronize", PB_EMU_SITE());
   if (!st) return bad_stream("cudaStreamSynchronize");
   wait_ops({stream_tail(st)}, "cudaStreamSynchronize");
   return sticky(st->device);
@@ -374,7 +392,7 @@ cudaError_t cudaStreamQuery(cudaStream_t s) {
   return op_done(stream_tail(st)) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
-  StreamState* st = resolve_stream(s);
+  StreamState* st = work_stream(s, "cudaStreamWaitEvent", PB_EMU_SITE());
   EventState* ev = resolve_event(e);
   if (!st) return bad_stream("cudaStreamWaitEvent");
   if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: not a live event");
@@ -403,7 +421,7 @@ cudaError_t cudaEventDestroy(cudaEvent_t e) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   EventState* ev = resolve_event(e);
-  StreamState* st = resolve_stream(s);
+  StreamState* st = work_stream(s, "cudaEventRecord", PB_EMU_SITE());
   if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: not a live event");
   if (!st) return bad_stream("cudaEventRecord");
   if (ev->device != st->device)

@@ -13,6 +13,8 @@ struct Settings {
   std::vector<int> physical;
   std::size_t memory_bytes = std::size_t(2) << 30;  // PARBENCH_EMU_GPU_MEMORY, per GPU
   bool strict = false;                         // PARBENCH_EMU_STRICT=1: host dereferences of device memory stop
+  bool legacy_stream_error = false;            // PARBENCH_EMU_LEGACY_STREAM=error: a use of a legacy stream stops
+  unsigned kernel_delay_us = 0;                // PARBENCH_EMU_KERNEL_DELAY_US: kernels and GEMMs run this longer
 };
 // A bad value prints the variable, the value and the accepted form, and exits with status 2.
 const Settings& settings();

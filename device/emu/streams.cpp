@@ -75,6 +75,7 @@ struct Scheduler {
   std::vector<std::unique_ptr<StreamState>> all;   // never freed, so a destroyed handle stays recognisable
   Delay delay = delay_from_env();
   double timeout_s = wait_timeout_s();
+  bool log = stream_log_on();
   std::uint64_t next_id = 0;
 };
 
@@ -108,6 +109,7 @@ void worker(StreamState* s) {
     l.unlock();
     if (g.delay.on && rng() % 4 == 0)
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % (g.delay.max_us + 1)));
+    op->started = std::chrono::steady_clock::now();
     // After a fault the context is dead, as on a GPU: later work of the device does not run.
     if (op->work && sticky(s->device) == cudaSuccess) {
       try {
@@ -119,6 +121,7 @@ void worker(StreamState* s) {
     l.lock();
     op->done = true;
     op->finished = std::chrono::steady_clock::now();
+    if (g.log) log_op(*s, *op);
     op->work = nullptr;  // frees the captured arguments now, not when the last handle to the op goes
     op->deps.clear();
     s->queue.pop_front();
@@ -172,6 +175,33 @@ void destroy_stream(StreamState* s) {
   s->destroyed = true;  // the worker finishes the queued work first, as cudaStreamDestroy promises
   s->magic = 0;
   g.cv.notify_all();
+}
+
+bool is_legacy_stream(const StreamState* s) { return s->legacy; }
+
+void legacy_stream_used(int device, const std::string& api, const std::string& site) {
+  count(Count::legacy_stream);
+  if (!settings().legacy_stream_error) return;
+  std::fprintf(stderr,
+               "parbench-emu: %s used the legacy default stream of GPU %d (PARBENCH_EMU_LEGACY_STREAM=error), "
+               "called from %s\n",
+               api.c_str(), device, site.c_str());
+  std::abort();
+}
+
+StreamState* work_stream(cudaStream_t handle, const char* api, const std::string& site) {
+  StreamState* s = resolve_stream(handle);
+  if (s && s->legacy) legacy_stream_used(s->device, api, site);
+  return s;
+}
+
+std::function<void()> kernel_work(std::function<void()> work) {
+  const unsigned us = settings().kernel_delay_us;
+  if (us == 0) return work;
+  return [us, work = std::move(work)] {
+    std::this_thread::sleep_for(std::chrono::microseconds(us));
+    work();
+  };
 }
 
 StreamState* resolve_stream(cudaStream_t handle) {

@@ -336,5 +336,72 @@ TEST(GpuEmuCounters, CountsPerThreadAndPerRegion) {
   EXPECT_LT(inner.end, outer.end);
 }
 
+TEST(GpuEmuCounters, LegacyStreamUsesAreCountedWhenAllowed) {
+  cudaSetDevice(0);
+  cudaGetLastError();  // an earlier test's fault on GPU 3 may still be this thread's last error
+  int *dev = nullptr, *out = nullptr;
+  float* m = nullptr;
+  cudaMalloc(&dev, 256 * sizeof(int));
+  cudaMalloc(&out, 256 / 64 * sizeof(int));
+  cudaMalloc(&m, 3 * 4 * sizeof(float));
+  cudaStream_t s;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudaEvent_t e;
+  cudaEventCreate(&e);
+  cublasHandle_t h;
+  cublasCreate(&h);
+  std::vector<int> host(256, 3);
+  const float one = 1, zero = 0;
+  auto gemm = [&] {
+    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, m, CUDA_R_32F, 2, m + 4, CUDA_R_32F, 2, &zero,
+                        m + 8, CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  };
+  const ApiCounts before = thread_counts();
+  region_push("legacy uses");
+  ASSERT_EQ(cudaMemcpy(dev, host.data(), 1024, cudaMemcpyHostToDevice), cudaSuccess);  // 1: synchronous, implicit
+  ASSERT_EQ(cudaMemsetAsync(m, 0, 48, nullptr), cudaSuccess);                         // 2
+  ASSERT_EQ(cudaMemsetAsync(m, 0, 48, s), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
+  ASSERT_EQ(cudaStreamWaitEvent(nullptr, e, 0), cudaSuccess);  // 3
+  cuda_kernels::block_sum(out, dev, 256, 64, nullptr);          // 4
+  ASSERT_EQ(cudaEventRecord(e, cudaStreamLegacy), cudaSuccess);  // 5
+  ASSERT_EQ(cudaStreamWaitEvent(s, e, 0), cudaSuccess);           // s's kernel reads what the cudaMemcpy wrote
+  cuda_kernels::block_sum(out, dev, 256, 64, s);
+  ASSERT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);                      // 6: a handle without a stream
+  ASSERT_EQ(cublasSetStream(h, s), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);  // 7
+  region_pop();
+  // Not uses: queries, a created stream's synchronisation, the device's, allocation.
+  cudaStreamQuery(nullptr);
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  int* more = nullptr;
+  cudaMalloc(&more, 16);
+  cudaFree(more);
+  std::vector<int> sums(4);
+  ASSERT_EQ(cudaMemcpyAsync(sums.data(), out, sums.size() * sizeof(int), cudaMemcpyDeviceToHost, s), cudaSuccess);
+  EXPECT_EQ(sums[3], 64 * 3);
+  const ApiCounts after = thread_counts();
+  EXPECT_EQ(after[Count::legacy_stream] - before[Count::legacy_stream], 7);
+  const RegionRecord r = finished_regions().back();
+  EXPECT_EQ(r.name, "legacy uses");
+  EXPECT_EQ(r.counts[Count::legacy_stream], 7);
+  int on_other_thread = -1;
+  std::thread([&] {
+    const auto start = thread_counts()[Count::legacy_stream];
+    cudaMemset(dev, 0, 16);
+    on_other_thread = int(thread_counts()[Count::legacy_stream] - start);
+  }).join();
+  EXPECT_EQ(on_other_thread, 1);
+  EXPECT_EQ(thread_counts()[Count::legacy_stream], after[Count::legacy_stream]) << "counted on the calling thread";
+  EXPECT_STREQ(count_name(Count::legacy_stream), "legacy_stream");
+  cudaDeviceSynchronize();
+  cublasDestroy(h);
+  cudaEventDestroy(e);
+  cudaStreamDestroy(s);
+  cudaFree(dev), cudaFree(out), cudaFree(m);
+}
+
 }  // namespace
 }  // namespace parbench::gpu_emu
