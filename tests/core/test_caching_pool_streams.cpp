@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -14,6 +15,9 @@
 #include "base/error.h"
 #include "core/caching_pool.h"
 #include "core/current_stream.h"
+#include "core/device.h"
+#include "core/memory.h"
+#include "core/stream.h"
 #include "tests/core/caching_pool_fakes.h"
 
 using namespace parbench;
@@ -363,3 +367,33 @@ TEST(CachingPoolStreams, RandomTrafficNeverHandsOutABlockStillInUse) {
   EXPECT_EQ(pool.stats().pending_blocks, 0u);
 }
 
+// The per-GPU pool's wiring, where a GPU (real or emulated) is usable: it allocates on the thread's current
+// stream, its CUDA events let a block recorded on another stream come back, and host devices ignore the record.
+TEST(CachingPoolStreams, DevicePoolUsesTheCurrentStreamAndEvents) {
+  int x = 0;
+  device_record_stream(Device{}, &x, nullptr);  // host memory: nothing to do, nothing checked
+  if (!probe_cuda().usable) GTEST_SKIP() << "no usable GPU";
+  if (const char* pool = std::getenv("PARBENCH_CUDA_POOL"); pool && std::string(pool) == "off")
+    GTEST_SKIP() << "the pool is off";
+  const Device d = resolve_device("cuda:0");
+  Stream s1(d, true), s2(d, true);
+  const std::size_t bytes = (3 << 20) + 17;  // a size no other test here asks for
+  void* p = nullptr;
+  {
+    CurrentStream on_s1(s1.native());
+    p = device_malloc(d, bytes);
+  }
+  device_free(d, p);
+  void* legacy = device_malloc(d, bytes);
+  EXPECT_NE(legacy, p) << "a block cached for one stream went to a request on the legacy default stream";
+  device_free(d, legacy);
+  CurrentStream on_s1(s1.native());
+  EXPECT_EQ(device_malloc(d, bytes), p);
+  device_memset(d, p, 0, bytes);
+  device_record_stream(d, p, s2.native());
+  EXPECT_THROW(device_record_stream(d, &x, s2.native()), Error);
+  device_free(d, p);
+  s2.synchronize();
+  EXPECT_EQ(device_malloc(d, bytes), p) << "the event recorded on s2 at the free has completed";
+  device_free(d, p);
+}
