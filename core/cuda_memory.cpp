@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/caching_pool.h"
+#include "core/current_stream.h"
 #include "base/error.h"
 
 namespace parbench::detail {
@@ -45,6 +46,34 @@ void raw_cuda_free(int index, void* p) {
   CUDA_CHECK(cudaFree(p));
 }
 
+// The pool's events on GPU `index`. A record on the null stream means that GPU's legacy default stream, so the
+// device is made current first, as for the raw allocator.
+CachingPool::EventOps cuda_event_ops(int index) {
+  CachingPool::EventOps ops;
+  ops.create = [index] {
+    CUDA_CHECK(cudaSetDevice(index));
+    cudaEvent_t e = nullptr;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return static_cast<void*>(e);
+  };
+  ops.record = [index](void* e, void* stream) {
+    CUDA_CHECK(cudaSetDevice(index));
+    CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(e), static_cast<cudaStream_t>(stream)));
+  };
+  ops.query = [](void* e) {
+    const cudaError_t r = cudaEventQuery(static_cast<cudaEvent_t>(e));
+    if (r == cudaErrorNotReady) {
+      (void)cudaGetLastError();  // not an error: clear it so the next checked call does not report it
+      return false;
+    }
+    CUDA_CHECK(r);
+    return true;
+  };
+  ops.synchronize = [](void* e) { CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(e))); };
+  ops.destroy = [](void* e) { CUDA_CHECK(cudaEventDestroy(static_cast<cudaEvent_t>(e))); };
+  return ops;
+}
+
 // One pool per GPU, created on first use and never destroyed: its blocks die with the process, which avoids
 // calling cudaFree after the CUDA runtime has begun to shut down.
 CachingPool& pool(int index) {
@@ -55,14 +84,14 @@ CachingPool& pool(int index) {
   CachingPool*& p = pools[std::size_t(index)];
   if (!p)
     p = new CachingPool([index](std::size_t bytes) { return raw_cuda_malloc(index, bytes); },
-                        [index](void* block) { raw_cuda_free(index, block); });
+                        [index](void* block) { raw_cuda_free(index, block); }, cuda_event_ops(index));
   return *p;
 }
 
 }  // namespace
 
 void* cuda_malloc(int index, std::size_t bytes) {
-  if (pool_enabled()) return pool(index).allocate(bytes);
+  if (pool_enabled()) return pool(index).allocate(bytes, current_stream());
   void* p = raw_cuda_malloc(index, bytes == 0 ? 1 : bytes);
   if (!p) throw Error("out of GPU memory on device " + std::to_string(index) + " allocating " + std::to_string(bytes) + " bytes");
   return p;
@@ -71,6 +100,11 @@ void* cuda_malloc(int index, std::size_t bytes) {
 void cuda_free(int index, void* p) {
   if (pool_enabled()) return pool(index).deallocate(p);
   raw_cuda_free(index, p);
+}
+
+// Without the pool the free is cudaFree, which waits for the device: nothing to record.
+void cuda_record_stream(int index, void* p, void* stream) {
+  if (pool_enabled()) pool(index).record_stream(p, stream);
 }
 
 void cuda_set_device(int index) { CUDA_CHECK(cudaSetDevice(index)); }

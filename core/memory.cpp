@@ -78,6 +78,18 @@ void device_free(const Device& d, void* p) noexcept {
   }
 }
 
+// Stream-aware pool: its GPU side is in cuda_memory.cpp.
+namespace detail {
+void cuda_record_stream(int index, void* p, void* stream);
+#ifndef PARBENCH_HAVE_CUDA
+void cuda_record_stream(int, void*, void*) { no_cuda(); }
+#endif
+}  // namespace detail
+
+void device_record_stream(const Device& d, void* p, void* native_stream) {
+  if (!d.on_host()) detail::cuda_record_stream(d.index, p, native_stream);
+}
+
 void* pinned_host_malloc(const Device& partner, std::size_t bytes) {
   if (partner.on_host()) return device_malloc(Device{}, bytes);
   return detail::cuda_malloc_host(partner.index, bytes);

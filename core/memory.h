@@ -15,6 +15,11 @@ void* device_malloc(const Device& d, std::size_t bytes);
 // Never throws: it runs in destructors, also while unwinding from a CUDA error (which every later CUDA call
 // repeats); a failure is reported once on stderr and the memory is left to the process's end.
 void device_free(const Device& d, void* p) noexcept;
+// `p` (from device_malloc on `d`, which gives it to the stream current then: core/current_stream.h) is used on
+// `native_stream` (a cudaStream_t of `d`) too: after device_free the pool reuses it only once the work queued there
+// up to the free is done. Throws Error for a pointer the pool did not hand out. Nothing on host devices or with
+// PARBENCH_CUDA_POOL=off (cudaFree waits for the device).
+void device_record_stream(const Device& d, void* p, void* native_stream);
 // Host memory for copies with `partner`: page-locked (cudaMallocHost) when it is a GPU, so copies are direct DMA
 // instead of going through the driver's bounce buffer; plain host memory otherwise. For buffers that stage device
 // data through the host (MPI without CUDA support, ZeRO offload).

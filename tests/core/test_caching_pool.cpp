@@ -3,49 +3,18 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
 #include <vector>
 
-#include "core/caching_pool.h"
 #include "base/error.h"
+#include "core/caching_pool.h"
+#include "tests/core/caching_pool_fakes.h"
 
 using namespace parbench;
 
-namespace {
-
-// Host memory with a byte budget, counting calls; nullptr once the budget is spent (as cudaMalloc fails).
-struct FakeRaw {
-  explicit FakeRaw(std::size_t bytes) : capacity(bytes) {}
-  std::size_t capacity;
-  std::size_t used = 0;
-  int allocs = 0, frees = 0;
-  std::map<void*, std::size_t> live;
-
-  CachingPool make() {
-    return CachingPool(
-        [this](std::size_t bytes) -> void* {
-          if (used + bytes > capacity) return nullptr;
-          void* p = std::malloc(bytes);
-          live[p] = bytes;
-          used += bytes;
-          ++allocs;
-          return p;
-        },
-        [this](void* p) {
-          auto it = live.find(p);
-          ASSERT_NE(it, live.end()) << "raw free of a block the raw allocator never gave";
-          used -= it->second;
-          live.erase(it);
-          std::free(p);
-          ++frees;
-        });
-  }
-};
-
-}  // namespace
+using parbench::pool_fakes::FakeRaw;
 
 TEST(CachingPool, ReleasedBlockIsReusedWithoutTheRawAllocator) {
   FakeRaw raw{1 << 20};
