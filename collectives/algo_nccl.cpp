@@ -77,7 +77,7 @@ class NcclLibrary final : public Algorithm {
         break;
       }
     }
-    if (!c.batching())  // in a batch, Communicator::end_batch waits once for all
+    if (!c.batching() && !c.ordered_on())  // in a batch, end_batch waits once for all; in stream order, the stream
       nccl_wait(comm, stream, c.deadline(),
                 "rank " + std::to_string(r) + " waited for NCCL's " + std::string(collective_name(a.coll)));
   }

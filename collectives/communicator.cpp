@@ -196,7 +196,19 @@ const Algorithm& Communicator::resolve(Collective c) const { return impl_ ? *imp
 
 void Communicator::run(const CollArgs& a) { run_staged(a, resolve(a.coll)); }
 
-void Communicator::call(const CollArgs& a, const Algorithm* impl) { run_staged(a, impl ? *impl : resolve(a.coll)); }
+void Communicator::call(const CollArgs& a, const Algorithm* impl) {
+  CollArgs ordered = a;
+  if (!ordered.stream) ordered.stream = ordered_on_;
+  run_staged(ordered, impl ? *impl : resolve(a.coll));
+}
+
+void Communicator::wait_stream(void* stream) {
+  if (device_.on_host()) return;
+  if (!nccl_comm_) return synchronize_stream(device_, stream);
+  const Deadline deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+  nccl_stream_wait(nccl_comm_, stream, deadline, "rank " + std::to_string(rank()) + " waited for its stream's work");
+}
 
 void Communicator::run_staged(const CollArgs& a, const Algorithm& algo) {
   if (device_.on_host() || ((!a.send || is_device_memory(device_, a.send)) &&
@@ -212,6 +224,7 @@ void Communicator::run_staged(const CollArgs& a, const Algorithm& algo) {
   CollArgs on_gpu = a;
   on_gpu.send = send, on_gpu.recv = recv;
   run(on_gpu, algo);
+  if (a.stream && algo.queues_on_callers_stream() && !batching_) synchronize_stream(device_, a.stream);
   if (a.recv && recv_bytes) device_memcpy(Device{}, a.recv, device_, recv, recv_bytes);
 }
 

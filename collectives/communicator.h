@@ -46,6 +46,25 @@ class Communicator {
   void begin_batch() { batching_ = true, batch_streams_.clear(); }
   void end_batch();
   bool batching() const { return batching_; }
+  // Stream order, as a training step issues collectives: while a stream is set (StreamOrder below), a collective
+  // called without a stream of its own is ordered on it. A library collective is queued there and returns at once
+  // (the stream's later work sees its result); a hand-written one waits for the stream, then runs to its end.
+  // Host buffers still come back filled (their copy waits for the stream).
+  void* ordered_on() const { return ordered_on_; }
+  class StreamOrder {
+   public:
+    StreamOrder(Communicator& c, void* stream) : c_(c), previous_(c.ordered_on_) { c.ordered_on_ = stream; }
+    ~StreamOrder() { c_.ordered_on_ = previous_; }
+    StreamOrder(const StreamOrder&) = delete;
+    StreamOrder& operator=(const StreamOrder&) = delete;
+
+   private:
+    Communicator& c_;
+    void* previous_;
+  };
+  // Waits, within the timeout, for the work queued on `stream` of this communicator's device (the end of a step
+  // whose collectives were queued there); a library collective that never finishes is reported, not waited for.
+  void wait_stream(void* stream);
 
   // Ranks that pass the same color form a new communicator, ordered by (key, old rank). Collective.
   Communicator split(int color, int key);
@@ -128,6 +147,7 @@ class Communicator {
   void* nccl_comm_ = nullptr;
   bool owns_nccl_ = false;  // made by split(): destroyed with this communicator
   bool batching_ = false;
+  void* ordered_on_ = nullptr;          // StreamOrder's stream
   void* stream_ = nullptr;              // of the collective running now
   std::vector<void*> batch_streams_;    // the streams of the batch's collectives
   // The last (implementation, collective) found supported here: small calls in a timed loop skip the check.

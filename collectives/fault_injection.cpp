@@ -16,7 +16,7 @@
 namespace parbench {
 namespace {
 
-constexpr const char* kForm = "the form rank:R,after:N,kind:exit|throw|stall|kill|flip (R >= 0, N >= 0)";
+constexpr const char* kForm = "the form rank:R,after:N,kind:exit|throw|stall|kill|flip|nowait (R >= 0, N >= 0)";
 
 long parse_number(const std::string& key, const std::string& value, const std::string& text) {
   std::size_t used = 0;
@@ -38,11 +38,14 @@ FaultPlan::Kind parse_kind(const std::string& value, const std::string& text) {
   if (value == "stall") return K::stall;
   if (value == "kill") return K::kill;
   if (value == "flip") return K::flip;
-  throw UsageError("PARBENCH_FAULT='" + text + "': kind '" + value + "' is not one of exit, throw, stall, kill, flip");
+  if (value == "nowait") return K::nowait;
+  throw UsageError("PARBENCH_FAULT='" + text + "': kind '" + value +
+                   "' is not one of exit, throw, stall, kill, flip, nowait");
 }
 
 thread_local long t_points = 0;       // fault points this rank thread passed
 thread_local long t_check_calls = 0;  // data-check calls this rank thread made
+thread_local long t_joins = 0;        // waits for the communication stream this rank thread queued
 thread_local bool t_flip_armed = false;
 
 }  // namespace
@@ -78,7 +81,9 @@ const FaultPlan& fault_plan() {
 
 void fault_point_slow(Communicator& world) {
   const FaultPlan& p = fault_plan();
-  if (p.kind == FaultPlan::Kind::flip || world.rank() != p.rank || t_points++ != p.after) return;
+  if (p.kind == FaultPlan::Kind::flip || p.kind == FaultPlan::Kind::nowait || world.rank() != p.rank ||
+      t_points++ != p.after)
+    return;
   const std::string what = "rank " + std::to_string(p.rank) + " after " + std::to_string(p.after) + " operations";
   const bool mpi = launched_by_mpirun();
   switch (p.kind) {
@@ -110,5 +115,11 @@ void arm_flip_for_next_call(int world_rank) {
 void disarm_flip() { t_flip_armed = false; }
 
 bool flip_armed() { return t_flip_armed; }
+
+bool drop_stream_wait(int world_rank) {
+  if (!faults_on()) return false;
+  const FaultPlan& p = fault_plan();
+  return p.kind == FaultPlan::Kind::nowait && world_rank == p.rank && t_joins++ >= p.after;
+}
 
 }  // namespace parbench

@@ -11,7 +11,9 @@
 //          blocks until the others have given up;
 //   kill   the process kills itself (SIGKILL; mpirun only);
 //   flip   (data corruption) in each data-check call after the first N, the first non-empty message that rank R
-//          receives inside the collective gets one byte flipped after it arrived, before the algorithm uses it.
+//          receives inside the collective gets one byte flipped after it arrived, before the algorithm uses it;
+//   nowait (a missing event wait) after its first N, rank R's compute stream no longer waits for the collectives
+//          it overlapped with (CommQueue::join): the stream-timing fuzz of the emulated GPU must expose the race.
 // Off, a fault point costs one load of a static flag.
 #pragma once
 #include <string>
@@ -21,7 +23,7 @@ namespace parbench {
 class Communicator;
 
 struct FaultPlan {
-  enum class Kind { none, exit, throw_error, stall, kill, flip };
+  enum class Kind { none, exit, throw_error, stall, kill, flip, nowait };
   int rank = -1;
   long after = 0;
   Kind kind = Kind::none;
@@ -53,4 +55,6 @@ inline void fault_point(Communicator& world) {
 void arm_flip_for_next_call(int world_rank);
 void disarm_flip();
 bool flip_armed();  // true once per armed call: the caller flips, which disarms it
+// Whether this join of rank `world_rank`'s overlapped collectives skips its wait (kind nowait).
+bool drop_stream_wait(int world_rank);
 }  // namespace parbench

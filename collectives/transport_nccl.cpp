@@ -14,6 +14,7 @@
 
 #include "collectives/nccl_util.h"
 #include "core/memory.h"
+#include "core/host_counts.h"
 
 namespace parbench {
 
@@ -52,6 +53,7 @@ bool nccl_was_aborted(ncclComm_t comm) {
 }
 
 void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const std::string& what) {
+  count_host_wait();
   for (;;) {
     cudaError_t e = cudaStreamQuery(stream);
     if (e == cudaSuccess) return;

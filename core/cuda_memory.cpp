@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/caching_pool.h"
+#include "core/host_counts.h"
 #include "core/current_stream.h"
 #include "base/error.h"
 
@@ -30,6 +31,7 @@ bool pool_enabled() {
 }
 
 void* raw_cuda_malloc(int index, std::size_t bytes) {
+  count_device_malloc();
   CUDA_CHECK(cudaSetDevice(index));
   void* p = nullptr;
   const cudaError_t e = cudaMalloc(&p, bytes);

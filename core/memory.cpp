@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "base/error.h"
+#include "core/host_counts.h"
 #include "core/stream.h"
 
 namespace parbench {
@@ -126,7 +127,9 @@ char* HostStaging::get(std::size_t bytes) {
 bool is_device_memory(const Device& d, const void* p) { return d.on_host() || detail::cuda_is_device_pointer(p); }
 
 void device_synchronize(const Device& d) {
-  if (!d.on_host()) detail::cuda_device_synchronize(d.index);
+  if (d.on_host()) return;
+  count_host_wait();
+  detail::cuda_device_synchronize(d.index);
 }
 
 void make_device_current(const Device& d) {
@@ -139,6 +142,7 @@ void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, cons
     std::memmove(dst, src, bytes);
     return;
   }
+  count_host_wait();  // a synchronous copy: done on return
   detail::cuda_memcpy(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes);
 }
 
@@ -160,6 +164,7 @@ void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, c
       std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, width);
     return;
   }
+  count_host_wait();
   detail::cuda_memcpy_2d(dst, dst_pitch, !dst_dev.on_host(), src, src_pitch, !src_dev.on_host(), width, rows);
 }
 

@@ -1,9 +1,11 @@
 // Host (cpu/simt) behaviour of streams and events; the cuda side is in cuda_stream.cpp.
 #include "core/stream.h"
 
+#include <cstring>
 #include <utility>
 
 #include "base/error.h"
+#include "core/host_counts.h"
 
 namespace parbench {
 
@@ -17,6 +19,10 @@ void cuda_event_record(void* e, void* s);
 void cuda_event_sync(void* e);
 void cuda_stream_wait_event(void* s, void* e);
 float cuda_event_elapsed_ms(void* start, void* end);
+bool cuda_event_query(void* e);
+void cuda_memset_async(void* p, int value, std::size_t bytes, void* s);
+void cuda_memcpy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+                          std::size_t rows, void* s);
 }  // namespace detail
 
 #ifndef PARBENCH_HAVE_CUDA
@@ -31,6 +37,9 @@ void cuda_event_record(void*, void*) { no_cuda(); }
 void cuda_event_sync(void*) { no_cuda(); }
 void cuda_stream_wait_event(void*, void*) { no_cuda(); }
 float cuda_event_elapsed_ms(void*, void*) { no_cuda(); }
+bool cuda_event_query(void*) { no_cuda(); }
+void cuda_memset_async(void*, int, std::size_t, void*) { no_cuda(); }
+void cuda_memcpy_2d_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, void*) { no_cuda(); }
 }  // namespace detail
 #endif
 
@@ -57,7 +66,29 @@ Stream& Stream::operator=(Stream&& o) noexcept {
 void Stream::synchronize() const { synchronize_stream(device_, handle_); }
 
 void synchronize_stream(const Device& device, void* native) {
-  if (!device.on_host()) detail::cuda_stream_sync(device.index, native);
+  if (device.on_host()) return;
+  count_host_wait();
+  detail::cuda_stream_sync(device.index, native);
+}
+
+void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s) {
+  if (d.on_host()) {
+    std::memset(p, value, bytes);
+    return;
+  }
+  if (bytes) detail::cuda_memset_async(p, value, bytes, s.native());
+}
+
+void device_memcpy_2d_async(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev,
+                            const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows,
+                            const Stream& s) {
+  if (width == 0 || rows == 0) return;
+  if (dst_dev.on_host() && src_dev.on_host()) {
+    for (std::size_t i = 0; i < rows; ++i)
+      std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, width);
+    return;
+  }
+  detail::cuda_memcpy_2d_async(dst, dst_pitch, src, src_pitch, width, rows, s.native());
 }
 
 Event::Event(Device device) : device_(device) {
@@ -75,8 +106,12 @@ void Event::record(const Stream& s) {
 }
 
 void Event::synchronize() const {
-  if (handle_) detail::cuda_event_sync(handle_);
+  if (!handle_) return;
+  count_host_wait();
+  detail::cuda_event_sync(handle_);
 }
+
+bool Event::done() const { return !handle_ || detail::cuda_event_query(handle_); }
 
 void Event::wait_on(const Stream& s) const {
   if (handle_) detail::cuda_stream_wait_event(s.native(), handle_);

@@ -2,6 +2,7 @@
 // in order at once, so a stream is a no-op and an event is a host timestamp.
 #pragma once
 #include <chrono>
+#include <cstddef>
 
 #include "core/device.h"
 
@@ -30,6 +31,13 @@ class Stream {
 // devices, where work runs at once.
 void synchronize_stream(const Device& device, void* native);
 
+// Stream-ordered fill and strided copy (cudaMemsetAsync, cudaMemcpy2DAsync; device_memcpy_async is in
+// core/memory.h): queued on `s` after its earlier work. On host devices done at once.
+void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s);
+void device_memcpy_2d_async(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev,
+                            const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows,
+                            const Stream& s);
+
 class Event {
  public:
   explicit Event(Device device);
@@ -39,6 +47,7 @@ class Event {
 
   void record(const Stream& s);
   void synchronize() const;
+  bool done() const;  // whether the work before the last record has run (cudaEventQuery); true on host devices
   void wait_on(const Stream& s) const;  // make `s` wait for this event (cudaStreamWaitEvent)
   // Milliseconds from `start` to `end`, both recorded.
   static double elapsed_ms(const Event& start, const Event& end);

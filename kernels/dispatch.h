@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "base/error.h"
+#include "core/host_counts.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 #include "kernels/ref.h"
@@ -123,7 +124,10 @@ using namespace detail;
     switch ((op).s.device().kind) {                                                    \
       case ::parbench::DeviceKind::cpu: ::parbench::ref::name(__VA_ARGS__, pb_stream); break; \
       case ::parbench::DeviceKind::simt: PB_RUN_SIMT(op, T, name, __VA_ARGS__, pb_stream); break; \
-      case ::parbench::DeviceKind::cuda: PB_RUN_CUDA(op, T, name, __VA_ARGS__, pb_stream); break; \
+      case ::parbench::DeviceKind::cuda:                                               \
+        ::parbench::count_launch();                                                    \
+        PB_RUN_CUDA(op, T, name, __VA_ARGS__, pb_stream);                              \
+        break;                                                                         \
     }                                                                                  \
   } while (0)
 #define PB_DISPATCH(op, d, name, ...) \

@@ -110,9 +110,11 @@ void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
   with_storage(d, [&]<class T>() {
 #if defined(PARBENCH_HAVE_CUDA)
     if constexpr (!std::is_same_v<T, double>)
-      if (algo == MatmulAlgo::cublas)
+      if (algo == MatmulAlgo::cublas) {
+        count_launch();
         return cuda_kernels::matmul_forward_cublas(out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), ptr_or_null<T>(bias),
                                                    BT, C, OC, s.native());
+      }
 #endif
     int version = algo == MatmulAlgo::cublas ? 0 : int(algo);
     PB_RUN(op, T, matmul_forward, out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), ptr_or_null<T>(bias), BT, C, OC,

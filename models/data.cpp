@@ -2,6 +2,7 @@
 #include "models/data.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/memory.h"
 
@@ -31,10 +32,28 @@ SyntheticData::SyntheticData(const ModelConfig& config, std::uint64_t seed) : co
   }
 }
 
-Batch SyntheticData::batch(std::int64_t step, std::int64_t first, std::int64_t count, TrackedAllocator& alloc) const {
+void SyntheticData::upload(const Tensor& dst, const void* host, const Stream* s) const {
+  if (!s || dst.device().on_host()) {
+    device_memcpy(dst.device(), dst.data(), Device{}, host, dst.bytes());
+    return;
+  }
+  Upload* free = nullptr;
+  for (auto& u : uploads_)
+    if (u->copied.done()) {
+      free = u.get();
+      break;
+    }
+  if (!free) free = uploads_.emplace_back(std::make_unique<Upload>(dst.device())).get();
+  char* pinned = free->staging.get(dst.bytes());
+  std::memcpy(pinned, host, dst.bytes());
+  device_memcpy_async(dst.device(), dst.data(), Device{}, pinned, dst.bytes(), *s);
+  free->copied.record(*s);
+}
+
+Batch SyntheticData::batch(std::int64_t step, std::int64_t first, std::int64_t count, TrackedAllocator& alloc,
+                           const Stream* upload_on) const {
   Batch b;
   b.samples = count;
-  const Device host{};
   if (config_.kind == ModelKind::gpt) {
     const int T = config_.seq, V = config_.vocab;
     std::vector<std::int32_t> tokens(std::size_t(count) * (T + 1));
@@ -56,8 +75,8 @@ Batch SyntheticData::batch(std::int64_t step, std::int64_t first, std::int64_t c
       }
     b.inputs = Tensor(alloc, DType::i32, {count, T}, MemCategory::activations);
     b.targets = Tensor(alloc, DType::i32, {count, T}, MemCategory::activations);
-    device_memcpy(alloc.device(), b.inputs.data(), host, in.data(), b.inputs.bytes());
-    device_memcpy(alloc.device(), b.targets.data(), host, out.data(), b.targets.bytes());
+    upload(b.inputs, in.data(), upload_on);
+    upload(b.targets, out.data(), upload_on);
     return b;
   }
   const int C = config_.hidden;
@@ -78,8 +97,8 @@ Batch SyntheticData::batch(std::int64_t step, std::int64_t first, std::int64_t c
   }
   b.inputs = Tensor(alloc, t, {count, C}, MemCategory::activations);
   b.targets = Tensor(alloc, t, {count, C}, MemCategory::activations);
-  device_memcpy(alloc.device(), b.inputs.data(), host, x.data(), x.size());
-  device_memcpy(alloc.device(), b.targets.data(), host, y.data(), y.size());
+  upload(b.inputs, x.data(), upload_on);
+  upload(b.targets, y.data(), upload_on);
   return b;
 }
 

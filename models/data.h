@@ -3,9 +3,12 @@
 // vectors and the outputs of a fixed random teacher network.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/allocator.h"
+#include "core/memory.h"
+#include "core/stream.h"
 #include "core/tensor.h"
 #include "models/config.h"
 
@@ -20,15 +23,28 @@ struct Batch {
 class SyntheticData {
  public:
   SyntheticData(const ModelConfig& config, std::uint64_t seed);
-  // Samples [first, first + count) of global step `step`, allocated on `alloc`'s device as activations.
-  Batch batch(std::int64_t step, std::int64_t first, std::int64_t count, TrackedAllocator& alloc) const;
+  // Samples [first, first + count) of global step `step`, allocated on `alloc`'s device as activations. With
+  // `upload_on`, copied from pinned host memory on that stream, so the host does not wait; else synchronously.
+  Batch batch(std::int64_t step, std::int64_t first, std::int64_t count, TrackedAllocator& alloc,
+              const Stream* upload_on = nullptr) const;
   // Microbatch k of data-parallel rank r: global samples [(k dp + r) micro, +micro). The union over ranks and k is
   // the global batch whatever dp is, so every scheme (and the single-rank check) sees the same samples.
-  Batch microbatch(std::int64_t step, int k, int dp, int rank, std::int64_t micro, TrackedAllocator& alloc) const {
-    return batch(step, (std::int64_t(k) * dp + rank) * micro, micro, alloc);
+  Batch microbatch(std::int64_t step, int k, int dp, int rank, std::int64_t micro, TrackedAllocator& alloc,
+                   const Stream* upload_on = nullptr) const {
+    return batch(step, (std::int64_t(k) * dp + rank) * micro, micro, alloc, upload_on);
   }
 
  private:
+  // Pinned buffers a batch's inputs travel through; one is reused once its last copy is done, and a new one is
+  // made while all are in flight, so a steady state neither waits nor allocates.
+  struct Upload {
+    explicit Upload(Device d) : staging(d), copied(d) {}
+    HostStaging staging;
+    Event copied;
+  };
+  void upload(const Tensor& dst, const void* host, const Stream* s) const;
+  mutable std::vector<std::unique_ptr<Upload>> uploads_;
+
   ModelConfig config_;
   std::uint64_t seed_;
   std::vector<std::int32_t> successor_;  // gpt: the rule's next token

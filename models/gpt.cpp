@@ -80,7 +80,7 @@ class Gpt : public Model {
     }
     const std::int64_t C = config_.hidden;
     Tensor partial = work(dw.dtype(), {2, C});
-    zero(partial);
+    zero(partial, s);
     Tensor pw = partial.slice(0, {C}), pb = partial.slice(C, {C});
     ops::layernorm_backward(dres, pw, pb, dln, x, w, mean, rstd, s);
     tp_comm::allreduce(*tp_, partial, ReduceOp::sum, s);
@@ -117,7 +117,7 @@ class Gpt : public Model {
     Tensor partial = sp_active() ? work(t, {B, T, C}) : act(t, {B, T, C});
     ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, EmbeddingParam::wte), row_bias(wpe), vocab_begin(), s);
     Tensor x0 = reduce_seq(partial, B, s);
-    acts.x[1] = sp_active() ? keep(x0) : x0;
+    acts.x[1] = sp_active() ? keep(x0, s) : x0;
   }
 
   void forward_head(GptActivations& acts, const Tensor& p, int u, const Batch& batch, const Stream& s) {
@@ -204,10 +204,10 @@ class Gpt : public Model {
     if (u == head_unit()) {
       PB_RANGE("backward head", Category::compute, {.layer = u});
       Tensor dlnfw = param(g, u, HeadParam::lnfw), dlnfb = param(g, u, HeadParam::lnfb);
-      zero(dln);
+      zero(dln, s);
       ops::matmul_backward(&dln, nullptr, nullptr, acts.dlogits, acts.lnf, param(p, u, HeadParam::lmw), true, s);
       Tensor dln_local = reduce_seq(dln, B, s);
-      zero(dres);
+      zero(dres, s);
       layernorm_backward(dres, dlnfw, dlnfb, dln_local, acts.x[std::size_t(u)], param(p, u, HeadParam::lnfw), acts.meanf,
                          acts.rstdf, s);
       return;
@@ -220,22 +220,22 @@ class Gpt : public Model {
     Tensor scratch = config_.flash_attention ? work(st, {B, NH, T}) : work(st, {B, NH, T, T});
     // MLP branch: dres holds the gradient at the block output x3 = x2 + fcproj(...) (this rank's shard under sp;
     // dx3 is then the full sequence's, which the row-parallel fcproj needs).
-    Tensor dx3 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres);
-    zero(dfch);
+    Tensor dx3 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres, s);
+    zero(dfch, s);
     ops::matmul_backward(&dfch, nullptr, nullptr, dx3, b.fch_gelu, param(p, u, BlockParam::fcprojw), true, s);
     ops::gelu_backward(dfch, b.fch, dfch, s);
-    zero(dln);
+    zero(dln, s);
     ops::matmul_backward(&dln, nullptr, nullptr, dfch, b.ln2, param(p, u, BlockParam::fcw), true, s);
     layernorm_backward(dres, dln2w, dln2b, reduce_seq(dln, B, s), b.x2, param(p, u, BlockParam::ln2w), b.mean2, b.rstd2, s);
     // Attention branch: dres now holds the gradient at x2 = x + proj(attention(...)).
-    Tensor dx2 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres);
-    zero(datty);
+    Tensor dx2 = sp_active() ? gather_seq(dres, B, true, s) : keep(dres, s);
+    zero(datty, s);
     ops::matmul_backward(&datty, nullptr, nullptr, dx2, b.atty, param(p, u, BlockParam::projw), true, s);
     if (config_.flash_attention)
       ops::flash_attention_backward(dqkv, scratch, datty, b.qkv, b.atty, b.att_or_lse, int(NH), s);
     else
       ops::attention_backward(dqkv, scratch, datty, b.qkv, b.att_or_lse, int(NH), s);
-    zero(dln);
+    zero(dln, s);
     ops::matmul_backward(&dln, nullptr, nullptr, dqkv, b.ln1, param(p, u, BlockParam::qkvw), true, s);
     layernorm_backward(dres, dln1w, dln1b, reduce_seq(dln, B, s), acts.x[std::size_t(u)], param(p, u, BlockParam::ln1w),
                        b.mean1, b.rstd1, s);

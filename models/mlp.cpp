@@ -68,8 +68,8 @@ class Mlp : public Model {
     const DType t = config_.dtype;
     PB_RANGE("backward", Category::compute, {.layer = l});
     Tensor p = access.params(l);
-    Tensor dy = keep(dres), da = work(t, {B, F}), dpre = act(t, {B, F});
-    zero(da);
+    Tensor dy = keep(dres, s), da = work(t, {B, F}), dpre = act(t, {B, F});
+    zero(da, s);
     ops::matmul_backward(&da, nullptr, nullptr, dres, acts.a[std::size_t(l)], param(p, l, MlpParam::fcprojw), true, s);
     ops::bias_gelu_backward(dpre, nullptr, acts.pre[std::size_t(l)], param(p, l, MlpParam::fcb), da, s);
     // The residual: dres (gradient at x[l+1]) plus the branch's input gradient is the gradient at x[l]; the
@@ -77,7 +77,7 @@ class Mlp : public Model {
     if (l > 0) {
       // Under tp each rank's branch gradient is partial: rank 0 adds it to the residual gradient (the same on every
       // rank), the others contribute theirs alone, and the allreduce sums them.
-      if (tp_active() && tp_rank() != 0) zero(dres);
+      if (tp_active() && tp_rank() != 0) zero(dres, s);
       ops::matmul_backward(&dres, nullptr, nullptr, dpre, acts.x[std::size_t(l)], param(p, l, MlpParam::fcw), true, s);
       if (tp_active()) tp_comm::allreduce(*tp_, dres, ReduceOp::sum, s);
     }

@@ -87,7 +87,7 @@ std::unique_ptr<Activations> Model::forward(const Batch& batch, UnitRange r, con
     forward_unit(*acts, u, batch, access, s);
     access.forward_done(u);
   }
-  if (r.last == units()) *loss = mean_on_host(acts->losses, s);
+  if (r.last == units() && loss) *loss = mean_on_host(acts->losses, s);
   return acts;
 }
 
@@ -106,7 +106,7 @@ Tensor Model::backward(Activations& acts, const Batch& batch, const Tensor& dout
     loss_backward(acts, batch, dres, s);
   } else {
     if (dout.shape() != dres.shape()) throw Error("backward of a model piece: output gradient has the wrong shape");
-    device_memcpy(dres.device(), dres.data(), dout.device(), dout.data(), dres.bytes());
+    device_memcpy_async(dres.device(), dres.data(), dout.device(), dout.data(), dres.bytes(), s);
   }
   for (int u = r.last - 1; u >= r.first; --u) {
     if (part == BackwardPart::input) {
@@ -122,9 +122,9 @@ Tensor Model::backward(Activations& acts, const Batch& batch, const Tensor& dout
   return r.first > 0 ? dres : Tensor{};
 }
 
-Tensor Model::keep(const Tensor& t) const {
+Tensor Model::keep(const Tensor& t, const Stream& s) const {
   Tensor out = act(t.dtype(), t.shape());
-  device_memcpy(out.device(), out.data(), t.device(), t.data(), t.bytes());
+  device_memcpy_async(out.device(), out.data(), t.device(), t.data(), t.bytes(), s);
   return out;
 }
 
@@ -137,7 +137,7 @@ double Model::mean_on_host(const Tensor& t, const Stream& s) const {
   return t.numel() ? sum / double(t.numel()) : 0;
 }
 
-void Model::zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
+void Model::zero(Tensor& t, const Stream& s) const { device_memset_async(t.device(), t.data(), 0, t.bytes(), s); }
 
 Tensor FlatAccess::params(int unit) {
   const UnitLayout& u = layout_.units.at(unit);

@@ -63,8 +63,8 @@ class Model {
   std::vector<float> initial_params(std::uint64_t seed) const;
 
   // Forward of one microbatch through units `r`. `input` is the previous piece's output (unused when r.first is
-  // 0: the batch is the input); the result's output() is this piece's output. On the last piece *loss gets the
-  // microbatch's mean loss. `dloss` is the weight of that mean loss in the step's objective (1 / (microbatches x
+  // 0: the batch is the input); the result's output() is this piece's output. On the last piece *loss, when
+  // given, gets the microbatch's mean loss (a host wait; without it the caller reads the result's losses itself). `dloss` is the weight of that mean loss in the step's objective (1 / (microbatches x
   // data-parallel ranks) when averaging), used by the fused loss gradient.
   std::unique_ptr<Activations> forward(const Batch& batch, UnitRange r, const Tensor& input, UnitAccess& access,
                                        float dloss, const Stream& s, double* loss);
@@ -110,8 +110,8 @@ class Model {
   Tensor act(DType t, Shape shape) const { return Tensor(alloc_, t, std::move(shape), MemCategory::activations); }
   Tensor work(DType t, Shape shape) const { return Tensor(alloc_, t, std::move(shape), MemCategory::workspace); }
   // A copy of t kept as an activation (stashed output gradients).
-  Tensor keep(const Tensor& t) const;
-  void zero(Tensor& t) const;
+  Tensor keep(const Tensor& t, const Stream& s) const;  // a copy, queued on s
+  void zero(Tensor& t, const Stream& s) const;
   // Waits for the stream and returns the mean of a small statistics tensor (losses).
   double mean_on_host(const Tensor& t, const Stream& s) const;
 

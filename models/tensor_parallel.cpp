@@ -78,12 +78,12 @@ namespace {
 // Moves `chunks_b` x `chunks_a` blocks of `block` bytes from layout [a][b] (src) to [b][a] (dst): for each a,
 // one strided copy of its chunks_b blocks.
 void transpose_blocks(const Device& d, void* dst, const void* src, std::int64_t chunks_a, std::int64_t chunks_b,
-                      std::size_t block) {
+                      std::size_t block, const Stream& s) {
   auto* out = static_cast<char*>(dst);
   const auto* in = static_cast<const char*>(src);
   for (std::int64_t a = 0; a < chunks_a; ++a)
-    device_memcpy_2d(d, out + std::size_t(a) * block, std::size_t(chunks_a) * block, d,
-                     in + std::size_t(a * chunks_b) * block, block, block, std::size_t(chunks_b));
+    device_memcpy_2d_async(d, out + std::size_t(a) * block, std::size_t(chunks_a) * block, d,
+                           in + std::size_t(a * chunks_b) * block, block, block, std::size_t(chunks_b), s);
 }
 
 void check_seq_shapes(const char* what, const Tensor& full, const Tensor& local, int n) {
@@ -101,8 +101,8 @@ void check_seq_shapes(const char* what, const Tensor& full, const Tensor& local,
 void allreduce(TensorParallel& tp, Tensor& t, ReduceOp op, const Stream& s) {
   const int n = tp.comm ? tp.comm->size() : 1;
   if (n == 1) return;
-  s.synchronize();
   PB_RANGE("tp allreduce", Category::communication, {.bytes = std::int64_t(t.bytes())});
+  Communicator::StreamOrder on_compute(*tp.comm, s.native());
   tp.comm->allreduce(t.data(), t.data(), std::size_t(t.numel()), t.dtype(), op);
   tp.bytes += wire_bytes(Collective::allreduce, t.bytes(), n);
 }
@@ -110,12 +110,12 @@ void allreduce(TensorParallel& tp, Tensor& t, ReduceOp op, const Stream& s) {
 void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, TrackedAllocator& alloc, const Stream& s) {
   const int n = tp.comm ? tp.comm->size() : 1;
   check_seq_shapes("all_gather_seq", full, local, n);
-  s.synchronize();
   if (n == 1) {
-    device_memcpy(full.device(), full.data(), local.device(), local.data(), local.bytes());
+    device_memcpy_async(full.device(), full.data(), local.device(), local.data(), local.bytes(), s);
     return;
   }
   PB_RANGE("tp all-gather", Category::communication, {.bytes = std::int64_t(full.bytes())});
+  Communicator::StreamOrder on_compute(*tp.comm, s.native());
   const std::int64_t B = full.dim(0);
   const std::size_t count = std::size_t(local.numel());
   if (B == 1) {  // the rank-major result is already (1, T, ...)
@@ -124,7 +124,7 @@ void all_gather_seq(TensorParallel& tp, Tensor& full, const Tensor& local, Track
     // The gather concatenates whole shards: (n, B, T/n, ...); each sample's T/n rows go back in place.
     Tensor staging(alloc, full.dtype(), full.shape(), MemCategory::communication);
     tp.comm->allgather(local.data(), staging.data(), count, local.dtype());
-    transpose_blocks(full.device(), full.data(), staging.data(), n, B, local.bytes() / std::size_t(B));
+    transpose_blocks(full.device(), full.data(), staging.data(), n, B, local.bytes() / std::size_t(B), s);
   }
   tp.bytes += wire_bytes(Collective::allgather, full.bytes(), n);
 }
@@ -133,12 +133,12 @@ void reduce_scatter_seq(TensorParallel& tp, Tensor& local, const Tensor& full, T
                         const Stream& s) {
   const int n = tp.comm ? tp.comm->size() : 1;
   check_seq_shapes("reduce_scatter_seq", full, local, n);
-  s.synchronize();
   if (n == 1) {
-    device_memcpy(local.device(), local.data(), full.device(), full.data(), local.bytes());
+    device_memcpy_async(local.device(), local.data(), full.device(), full.data(), local.bytes(), s);
     return;
   }
   PB_RANGE("tp reduce-scatter", Category::communication, {.bytes = std::int64_t(full.bytes())});
+  Communicator::StreamOrder on_compute(*tp.comm, s.native());
   const std::int64_t B = full.dim(0);
   const std::size_t count = std::size_t(local.numel());
   if (B == 1) {
@@ -146,7 +146,7 @@ void reduce_scatter_seq(TensorParallel& tp, Tensor& local, const Tensor& full, T
   } else {
     // Rank-major first, (B, n, T/n, ...) -> (n, B, T/n, ...), so that rank r's block is its shard of every sample.
     Tensor staging(alloc, full.dtype(), full.shape(), MemCategory::communication);
-    transpose_blocks(full.device(), staging.data(), full.data(), B, n, local.bytes() / std::size_t(B));
+    transpose_blocks(full.device(), staging.data(), full.data(), B, n, local.bytes() / std::size_t(B), s);
     tp.comm->reduce_scatter(staging.data(), local.data(), count, full.dtype(), ReduceOp::sum);
   }
   tp.bytes += wire_bytes(Collective::reduce_scatter, full.bytes(), n);

@@ -11,6 +11,7 @@
 #include "collectives/communicator.h"
 #include "core/allocator.h"
 #include "core/stream.h"
+#include "core/stream_timeline.h"
 #include "kernels/ops.h"
 #include "models/config.h"
 #include "parallel/plan/plan.h"
@@ -49,9 +50,17 @@ struct ParallelShape {
 class Scheme {
  public:
   virtual ~Scheme() = default;
-  // Runs one global step (all microbatches of this rank, communication, optimizer); returns the global batch's
-  // mean loss (the same on every rank).
-  virtual double step(int step_index) = 0;
+  // Queues one global step (all microbatches of this rank, communication, optimizer) on the rank's streams; the
+  // host waits inside it only where the scheme cannot do otherwise (bench_train counts those waits).
+  virtual void queue_step(int step_index) = 0;
+  // The last step's global mean loss (the same on every rank). Collective; read after the step's work is done
+  // it waits for nothing more (earlier it waits for the loss).
+  virtual double loss() { return last_loss_; }
+  // One step and its loss.
+  double step(int step_index) {
+    queue_step(step_index);
+    return loss();
+  }
   // The full parameter vector (model dtype values as floats), on every rank. Collective.
   virtual std::vector<float> full_params() = 0;
   // This rank's bytes moved in the last step.
@@ -66,12 +75,18 @@ class Scheme {
 
  protected:
   int dp_ = 1, accum_ = 1;
+  double last_loss_ = 0;  // for schemes that know their loss when the step is queued
 };
 
+// A rank's resources. Computation is queued on `stream`; communication that overlaps it on `comm_stream` (the
+// compute stream when none is given), ordered by events; `timeline`, when given, records when each ran.
 struct RankContext {
   Communicator& comm;  // the world, on the auto policy: the schemes pass --impl per call or set it on their groups
   TrackedAllocator& alloc;
   const Stream& stream;
+  const Stream* comm_stream_or_null = nullptr;
+  StreamTimeline* timeline = nullptr;
+  const Stream& communication_stream() const { return comm_stream_or_null ? *comm_stream_or_null : stream; }
 };
 
 // This scheme's implementation (schemes/registry.cpp lists one per kind).

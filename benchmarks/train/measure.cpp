@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "collectives/measurement.h"
+#include "core/current_stream.h"
+#include "core/host_counts.h"
 #include "benchmarks/train/train_run.h"
 #include "parallel/schedule/simulate.h"
 #include "parallel/schemes/model_parallel.h"
@@ -19,19 +21,20 @@
 namespace parbench::train_bench {
 
 std::array<double, RankStats::kDoubles> RankStats::pack() const {
-  std::array<double, kDoubles> v{peak_bytes, comm_bytes, host_device_bytes, busy_ms, span_ms, bubble, in_flight};
+  std::array<double, kDoubles> v{peak_bytes, comm_bytes, host_device_bytes, busy_ms,        span_ms, bubble,
+                                 in_flight,  host_waits, launches,          device_mallocs, overlap};
   for (int c = 0; c < kMemCategories; ++c) {
-    v[std::size_t(7 + c)] = double(at_peak[std::size_t(c)]);
-    v[std::size_t(7 + kMemCategories + c)] = double(estimate[std::size_t(c)]);
+    v[std::size_t(kScalars + c)] = double(at_peak[std::size_t(c)]);
+    v[std::size_t(kScalars + kMemCategories + c)] = double(estimate[std::size_t(c)]);
   }
   return v;
 }
 
 RankStats RankStats::unpack(const double* v) {
-  RankStats s{v[0], {}, {}, v[1], v[2], v[3], v[4], v[5], v[6]};
+  RankStats s{v[0], {}, {}, v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]};
   for (int c = 0; c < kMemCategories; ++c) {
-    s.at_peak[std::size_t(c)] = std::size_t(v[7 + c]);
-    s.estimate[std::size_t(c)] = std::size_t(v[7 + kMemCategories + c]);
+    s.at_peak[std::size_t(c)] = std::size_t(v[kScalars + c]);
+    s.estimate[std::size_t(c)] = std::size_t(v[kScalars + kMemCategories + c]);
   }
   return s;
 }
@@ -89,6 +92,8 @@ void pin_to_core(int local_rank) {
 // The timed steps' series, as every rank saw them (times and mean bubbles are the same on all ranks).
 struct StepSeries {
   std::vector<double> step_ms, mean_bubble, replayed_bubble, my_bubble;
+  // This rank's step thread per timed step: host waits, launches, raw device allocations; and the overlap.
+  std::vector<double> host_waits, launches, device_mallocs, overlap;
   double busy_ms = 0, span_ms = 0, loss = 0;
   int in_flight = 0;
 };
@@ -113,7 +118,28 @@ void cuda_profiler_at(const Options& o, int step) {
   if (step == o.profile_end) cuda_profiler(false);
 }
 
-StepSeries run_steps(const Options& o, Communicator& comm, Scheme& scheme, const Stream& stream) {
+// A rank's streams and what times them: the step's work is queued on `compute` and `communication`, and the host
+// waits once, at the step's end, for both (the communication stream's end joins the compute stream).
+struct RankStreams {
+  explicit RankStreams(const Device& d) : compute(d, true), communication(d, true), timeline(d), end(d) {}
+  void wait_for_step(Communicator& comm) {
+    end.record(communication);
+    end.wait_on(compute);
+    comm.wait_stream(compute.native());
+  }
+  Stream compute, communication;
+  StreamTimeline timeline;
+  Event end;
+};
+
+void record_counts(const HostCounts& c, double overlap, StepSeries& out) {
+  out.host_waits.push_back(double(c.host_waits));
+  out.launches.push_back(double(c.launches));
+  out.device_mallocs.push_back(double(c.device_mallocs));
+  out.overlap.push_back(overlap);
+}
+
+StepSeries run_steps(const Options& o, Communicator& comm, Scheme& scheme, RankStreams& streams) {
   StepSeries out;
   const ParallelShape shape = scheme.shape();
   std::optional<PipeSchedule> schedule;  // the scheme's, rebuilt for the replay
@@ -130,14 +156,19 @@ StepSeries run_steps(const Options& o, Communicator& comm, Scheme& scheme, const
     comm.barrier();
     cuda_profiler_at(o, s);
     auto t0 = std::chrono::steady_clock::now();
+    const HostCounts before = host_counts();
     {
       PB_RANGE("step", Category::compute, {.microbatch = s});
-      out.loss = scheme.step(s);
-      stream.synchronize();  // on a GPU the step's last kernels may still be queued
+      streams.timeline.start(streams.compute);
+      scheme.queue_step(s);
+      streams.wait_for_step(comm);  // on a GPU the step's last kernels may still be queued
     }
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const HostCounts counts = host_counts() - before;
+    const double overlap = overlap_fraction(streams.timeline.intervals());
+    out.loss = scheme.loss();
     comm.allreduce(&ms, &ms, 1, DType::f64, ReduceOp::max);
-    if (s >= o.warmup) out.step_ms.push_back(ms);
+    if (s >= o.warmup) out.step_ms.push_back(ms), record_counts(counts, overlap, out);
     if (const PipelineTiming* p = scheme.last_step_pipeline())
       record_pipeline(comm, *p, shape, *schedule, s >= o.warmup, out);
   }
@@ -179,12 +210,14 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   if (o.pin) pin_to_core(comm.local_rank());
   TraceTrack track(comm.rank(), "compute");
   TrackedAllocator alloc(comm.device());
-  Stream stream(comm.device());
+  RankStreams streams(comm.device());
+  const Stream& stream = streams.compute;
+  CurrentStream allocating_for(stream.native());  // the caching pool's blocks of this rank belong to it
   std::optional<TraceDeviceWait> gpu_wait;  // a traced range on a GPU lasts until its kernels have run
   if (!comm.device().on_host()) gpu_wait.emplace([&stream] { stream.synchronize(); });
-  auto scheme = make_scheme(o.train, {comm, alloc, stream});
+  auto scheme = make_scheme(o.train, {comm, alloc, stream, &streams.communication, &streams.timeline});
   alloc.reset_peaks();  // measure training, not set-up temporaries
-  const StepSeries series = run_steps(o, comm, *scheme, stream);
+  const StepSeries series = run_steps(o, comm, *scheme, streams);
 
   RankStats mine;
   mine.peak_bytes = double(alloc.peak_total());
@@ -194,6 +227,8 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   mine.host_device_bytes = double(scheme->last_step_comm().host_device_bytes);
   mine.busy_ms = series.busy_ms, mine.span_ms = series.span_ms, mine.in_flight = series.in_flight;
   mine.bubble = median(series.my_bubble);
+  mine.host_waits = median(series.host_waits), mine.launches = median(series.launches);
+  mine.device_mallocs = median(series.device_mallocs), mine.overlap = median(series.overlap);
   std::vector<RankStats> all = gather_stats(comm, mine);
   const std::vector<float> params = scheme->full_params();
   const std::optional<double> diff = o.check ? diff_vs_single(o, comm, *scheme, params, stream) : std::nullopt;

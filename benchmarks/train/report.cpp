@@ -46,6 +46,7 @@ int zero_stage_of(const TrainConfig& t) {
 struct Summary {
   double step_ms, samples_per_s, tokens_per_s, tflops_per_rank, comm_max = 0;
   int heaviest = 0;  // the rank with the largest peak, whose memory is reported
+  double host_waits = 0, launches = 0, device_mallocs = 0, overlap = 0;  // most over ranks; overlap: mean
   Cell bubble_measured, bubble_theory, bubble_replayed;  // empty without a pipeline
 };
 
@@ -59,6 +60,10 @@ Summary summarize(const Options& o, const RunResult& r) {
   for (int i = 0; i < r.world; ++i) {
     if (r.ranks[i].peak_bytes > r.ranks[s.heaviest].peak_bytes) s.heaviest = i;
     s.comm_max = std::max(s.comm_max, r.ranks[i].comm_bytes);
+    s.host_waits = std::max(s.host_waits, r.ranks[i].host_waits);
+    s.launches = std::max(s.launches, r.ranks[i].launches);
+    s.device_mallocs = std::max(s.device_mallocs, r.ranks[i].device_mallocs);
+    s.overlap += r.ranks[i].overlap / r.world;
   }
   if (r.pipeline) {
     // The median over steps of the mean over ranks (robust to a step slowed by something else on the machine).
@@ -94,6 +99,14 @@ Table csv_table(const Options& o, const Device& device, const RunResult& r, cons
                  Cell(std::string("none")), Cell(std::int64_t(0))})
     row.push_back(c);
   row.resize(csv.columns().size());  // the predicted time split stays empty
+  auto set = [&](const char* name, Cell c) {
+    for (std::size_t i = 0; i < row.size(); ++i)
+      if (csv.columns()[i].name == name) row[i] = c;
+  };
+  set(csv::train::host_waits_per_step, i64(s.host_waits));
+  set(csv::train::launches_per_step, i64(s.launches));
+  set(csv::train::device_mallocs_per_step, i64(s.device_mallocs));
+  set(csv::train::overlap, s.overlap);
   csv.add_row(std::move(row));
   return csv;
 }
@@ -105,12 +118,12 @@ void print_table(const Options& o, const RunResult& r, const Summary& s) {
   auto or_dash = [&](const Cell& c) { return r.pipeline ? c : dash; };
   Table text({{"scheme"}, {"schedule"}, {"dp.tp.pp"}, {"mb"}, {"step_ms", 2}, {"samples/s", 1}, {"tokens/s", 0},
               {"TFLOP/s/rank", 5}, {"bubble", 3}, {"theory", 3}, {"replay", 3}, {"peak_MiB", 2},
-              {"comm_MiB/step", 3}, {"loss", 5}, {"diff_vs_single", 3}});
+              {"comm_MiB/step", 3}, {"overlap", 3}, {"waits/step", 0}, {"loss", 5}, {"diff_vs_single", 3}});
   text.add_row({std::string(t.scheme->name), sh.schedule.empty() ? dash : Cell(std::string(sh.schedule.name())),
                 std::to_string(sh.dp) + "." + std::to_string(sh.tp) + "." + std::to_string(sh.pp),
                 std::int64_t(sh.microbatches), s.step_ms, s.samples_per_s, s.tokens_per_s, s.tflops_per_rank,
                 or_dash(s.bubble_measured), or_dash(s.bubble_theory), or_dash(s.bubble_replayed),
-                r.ranks[s.heaviest].peak_bytes / 1048576.0, s.comm_max / 1048576.0, r.loss,
+                r.ranks[s.heaviest].peak_bytes / 1048576.0, s.comm_max / 1048576.0, s.overlap, s.host_waits, r.loss,
                 r.max_diff ? Cell(*r.max_diff) : dash});
   text.write_text(std::cout);
 }
@@ -133,7 +146,9 @@ nlohmann::json rank_json(const Options& o, const RunResult& r, int rank) {
   const ParallelGrid g = ParallelGrid::of(rank, sh.dp, sh.tp, sh.pp);
   nlohmann::json pr = {{"rank", rank}, {"dp_rank", g.dp_rank}, {"tp_rank", g.tp_rank}, {"pp_rank", g.pp_rank},
                        {"peak_bytes", st.peak_bytes}, {"comm_bytes", st.comm_bytes},
-                       {"host_device_bytes", st.host_device_bytes}};
+                       {"host_device_bytes", st.host_device_bytes}, {"host_waits_per_step", st.host_waits},
+                       {"launches_per_step", st.launches}, {"device_mallocs_per_step", st.device_mallocs},
+                       {"overlap", st.overlap}};
   if (r.pipeline) {
     pr["busy_ms"] = st.busy_ms / o.steps;
     pr["pipeline_span_ms"] = st.span_ms / o.steps;

@@ -29,8 +29,12 @@ struct RankStats {
   // Pipelines: compute time and the step's span (max over ranks), summed over timed steps; the median over timed
   // steps of 1 - busy / span; the most microbatches in flight.
   double busy_ms = 0, span_ms = 0, bubble = 0, in_flight = 0;
+  // Medians over timed steps of the step thread's host waits, launches and raw device allocations, and of the
+  // fraction of communication-stream time that ran under computation (core/stream_timeline.h).
+  double host_waits = 0, launches = 0, device_mallocs = 0, overlap = 0;
 
-  static constexpr std::size_t kDoubles = 7 + 2 * kMemCategories;
+  static constexpr std::size_t kScalars = 11;
+  static constexpr std::size_t kDoubles = kScalars + 2 * kMemCategories;
   std::array<double, kDoubles> pack() const;
   static RankStats unpack(const double* values);
 };

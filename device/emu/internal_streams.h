@@ -18,7 +18,11 @@ struct Op {
   std::function<void()> work;
   std::vector<OpPtr> deps;
   bool done = false;
+  std::chrono::steady_clock::time_point enqueued;
   std::chrono::steady_clock::time_point started;  // when the worker began its work (after the fuzz delay)
+  // When it finished; for an op without work (an event record, a wait) the moment the stream reached it: the
+  // latest of its enqueueing, the end of the stream's previous op and the end of what it waited for, as a GPU
+  // timestamps an event, so neither the fuzz delay nor the worker's scheduling moves an event's time.
   std::chrono::steady_clock::time_point finished;
 };
 
@@ -31,6 +35,7 @@ struct StreamState {
   std::uint64_t id = 0;
   std::deque<OpPtr> queue;  // queued and not finished, in order
   OpPtr last;               // the latest op queued
+  std::chrono::steady_clock::time_point last_finished;  // of the last op the worker finished
 };
 
 StreamState* create_stream(int device, bool non_blocking);

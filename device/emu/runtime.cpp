@@ -38,6 +38,41 @@ std::size_t parse_bytes(const char* name, const char* v) {
   if (end == v || *end || n == 0 || v[0] == '-') bad_setting(name, v, "a byte count > 0 with an optional K, M or G suffix");
   return std::size_t(n) * mul;
 }
+
+// CUDA_VISIBLE_DEVICES: distinct indices of the node's `gpus` GPUs.
+std::vector<int> parse_visible(const char* v, int gpus) {
+  const char* accepted = "a comma-separated list of distinct GPU indices below PARBENCH_EMU_GPUS";
+  std::vector<int> visible;
+  const std::string list = v;
+  for (std::size_t at = 0; at <= list.size() && !list.empty();) {
+    const std::size_t comma = std::min(list.find(',', at), list.size());
+    const std::string item = list.substr(at, comma - at);
+    char* end = nullptr;
+    const long g = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end || g < 0 || g >= gpus || std::find(visible.begin(), visible.end(), int(g)) != visible.end())
+      bad_setting("CUDA_VISIBLE_DEVICES", v, accepted);
+    visible.push_back(int(g));
+    at = comma + 1;
+  }
+  if (visible.empty()) bad_setting("CUDA_VISIBLE_DEVICES", v, "at least one GPU (the emulation has no GPU-less mode)");
+  return visible;
+}
+
+// PARBENCH_EMU_LEGACY_STREAM and PARBENCH_EMU_KERNEL_DELAY_US.
+void read_stream_settings(Settings& x) {
+  if (const char* v = std::getenv("PARBENCH_EMU_LEGACY_STREAM"); v && *v) {
+    if (std::strcmp(v, "allow") != 0 && std::strcmp(v, "error") != 0)
+      bad_setting("PARBENCH_EMU_LEGACY_STREAM", v, "allow or error");
+    x.legacy_stream_error = v[0] == 'e';
+  }
+  if (const char* v = std::getenv("PARBENCH_EMU_KERNEL_DELAY_US"); v && *v) {
+    char* end = nullptr;
+    const unsigned long long us = std::strtoull(v, &end, 10);
+    if (v[0] < '0' || v[0] > '9' || *end || us > 1000000)
+      bad_setting("PARBENCH_EMU_KERNEL_DELAY_US", v, "an integer number of microseconds from 0 to 1000000");
+    x.kernel_delay_us = unsigned(us);
+  }
+}
 }  // namespace
 
 const Settings& settings() {
@@ -51,41 +86,15 @@ const Settings& settings() {
     }
     for (int g = 0; g < x.gpus; ++g) x.physical.push_back(g);
     if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES"); v) {  // a comma list of the node's GPU indices
-      const char* accepted = "a comma-separated list of distinct GPU indices below PARBENCH_EMU_GPUS";
-      std::vector<int> visible;
-      std::string list = v;
-      for (std::size_t at = 0; at <= list.size() && !list.empty();) {
-        const std::size_t comma = std::min(list.find(',', at), list.size());
-        const std::string item = list.substr(at, comma - at);
-        char* end = nullptr;
-        const long g = std::strtol(item.c_str(), &end, 10);
-        if (item.empty() || *end || g < 0 || g >= x.gpus ||
-            std::find(visible.begin(), visible.end(), int(g)) != visible.end())
-          bad_setting("CUDA_VISIBLE_DEVICES", v, accepted);
-        visible.push_back(int(g));
-        at = comma + 1;
-      }
-      if (visible.empty()) bad_setting("CUDA_VISIBLE_DEVICES", v, "at least one GPU (the emulation has no GPU-less mode)");
-      x.physical = visible;
-      x.gpus = int(visible.size());
+      x.physical = parse_visible(v, x.gpus);
+      x.gpus = int(x.physical.size());
     }
     if (const char* v = std::getenv("PARBENCH_EMU_GPU_MEMORY"); v && *v) x.memory_bytes = parse_bytes("PARBENCH_EMU_GPU_MEMORY", v);
     if (const char* v = std::getenv("PARBENCH_EMU_STRICT"); v && *v) {
       if (std::strcmp(v, "1") != 0 && std::strcmp(v, "0") != 0) bad_setting("PARBENCH_EMU_STRICT", v, "0 or 1");
       x.strict = v[0] == '1';
     }
-    if (const char* v = std::getenv("PARBENCH_EMU_LEGACY_STREAM"); v && *v) {
-      if (std::strcmp(v, "allow") != 0 && std::strcmp(v, "error") != 0)
-        bad_setting("PARBENCH_EMU_LEGACY_STREAM", v, "allow or error");
-      x.legacy_stream_error = v[0] == 'e';
-    }
-    if (const char* v = std::getenv("PARBENCH_EMU_KERNEL_DELAY_US"); v && *v) {
-      char* end = nullptr;
-      const unsigned long long us = std::strtoull(v, &end, 10);
-      if (v[0] < '0' || v[0] > '9' || *end || us > 1000000)
-        bad_setting("PARBENCH_EMU_KERNEL_DELAY_US", v, "an integer number of microseconds from 0 to 1000000");
-      x.kernel_delay_us = unsigned(us);
-    }
+    read_stream_settings(x);
     return x;
   }();
   return s;

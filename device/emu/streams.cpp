@@ -121,6 +121,11 @@ void worker(StreamState* s) {
     l.lock();
     op->done = true;
     op->finished = std::chrono::steady_clock::now();
+    if (!op->work) {
+      op->finished = std::max(op->enqueued, s->last_finished);
+      for (const OpPtr& d : op->deps) op->finished = std::max(op->finished, d->finished);
+    }
+    s->last_finished = op->finished;
     if (g.log) log_op(*s, *op);
     op->work = nullptr;  // frees the captured arguments now, not when the last handle to the op goes
     op->deps.clear();
@@ -224,6 +229,7 @@ OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std:
   auto op = std::make_shared<Op>();
   op->what = std::move(what);
   op->work = std::move(work);
+  op->enqueued = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> l(g.m);
   op->deps = std::move(extra);
   // The legacy default stream waits for the device's blocking streams, and they wait for it.

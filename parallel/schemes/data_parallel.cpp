@@ -12,29 +12,30 @@ DataParallelScheme::DataParallelScheme(const TrainConfig& cfg, RankContext ctx)
     : cfg_(cfg),
       ctx_(ctx),
       model_(Model::create(cfg.model, ctx.alloc)),
-      data_(cfg.model, cfg.seed) {
+      data_(cfg.model, cfg.seed),
+      losses_(ctx.comm.device()) {
   dp_ = ctx.comm.size();
   accum_ = parbench::accumulation_steps(cfg, dp_);
 }
 
-double DataParallelScheme::run_microbatches(int step_index, UnitAccess& access, const std::function<void()>& before_last,
-                                            bool local_objective) {
+void DataParallelScheme::run_microbatches(int step_index, UnitAccess& access, const std::function<void()>& before_last,
+                                          bool local_objective) {
   const int micro = cfg_.global_batch / (dp_ * accum_), rank = ctx_.comm.rank();
   const float dloss = 1.0f / float(local_objective ? accum_ : accum_ * dp_);
-  double loss_sum = 0;
+  losses_.clear();
   for (int k = 0; k < accum_; ++k) {
     if (k == accum_ - 1 && before_last) before_last();
     PB_RANGE("microbatch", Category::compute, {.microbatch = k});
-    Batch batch = data_.microbatch(step_index, k, dp_, rank, micro, ctx_.alloc);
-    double loss = 0;
-    auto acts = model_->forward(batch, access, dloss, ctx_.stream, &loss);
+    Batch batch = data_.microbatch(step_index, k, dp_, rank, micro, ctx_.alloc, &ctx_.stream);
+    TimelineSpan computing(ctx_.timeline, StreamTimeline::Lane::compute, ctx_.stream);
+    auto acts = model_->forward(batch, access, dloss, ctx_.stream, nullptr);
+    losses_.add(acts->losses, ctx_.stream);
     model_->backward(*acts, batch, access, ctx_.stream);
-    loss_sum += loss;
   }
-  return loss_sum / accum_;
 }
 
-double DataParallelScheme::global_loss(double local) const {
+double DataParallelScheme::loss() {
+  const double local = losses_.mean();
   double out = local;
   if (dp_ > 1) ctx_.comm.allreduce(&local, &out, 1, DType::f64, ReduceOp::avg);
   return out;
@@ -70,7 +71,9 @@ const Algorithm* DataParallelScheme::impl_for(Collective c) const {
   return implementation_for(ctx_.comm, cfg_.impl, c);
 }
 
-void DataParallelScheme::zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
+void DataParallelScheme::zero(Tensor& t) const {
+  device_memset_async(t.device(), t.data(), 0, t.bytes(), ctx_.stream);
+}
 
 MemSplit zero_closed_form(const TrainConfig& cfg, std::int64_t psi, int n, int stage) {
   return zero_closed_form(cfg.model.dtype, cfg.optimizer, psi, n, stage);

@@ -7,6 +7,7 @@
 
 #include "models/data.h"
 #include "models/model.h"
+#include "parallel/loss_tally.h"
 #include "parallel/optimizer.h"
 #include "parallel/train.h"
 
@@ -23,13 +24,13 @@ class DataParallelScheme : public Scheme {
   const CommCounter& last_step_comm() const override { return comm_bytes_; }
 
  protected:
-  // Runs this rank's microbatches through `access`, returning the mean loss of this rank's samples; calls
-  // `before_last` before the last microbatch (DDP's no_sync ends there).
+  // Queues this rank's microbatches through `access`, their losses into losses_; calls `before_last` before the
+  // last microbatch (DDP's no_sync ends there).
   // `local_objective`: each rank minimises its own samples' mean (local SGD) instead of its share of the global mean.
-  double run_microbatches(int step_index, UnitAccess& access, const std::function<void()>& before_last = {},
-                          bool local_objective = false);
-  // Global mean of the per-rank losses (a tiny allreduce that is not counted as training traffic).
-  double global_loss(double local) const;
+  void run_microbatches(int step_index, UnitAccess& access, const std::function<void()>& before_last = {},
+                        bool local_objective = false);
+  // The global mean of the ranks' losses of the last step (a tiny allreduce not counted as training traffic).
+  double loss() override;
   std::vector<float> to_host_floats(const Tensor& t) const { return host_floats(t, ctx_.stream); }
   // Initial parameters (model dtype) of the whole model, on this rank's device.
   Tensor initial_full_params(MemCategory category);
@@ -44,6 +45,7 @@ class DataParallelScheme : public Scheme {
   RankContext ctx_;
   std::unique_ptr<Model> model_;
   SyntheticData data_;
+  LossTally losses_;  // this step's microbatch losses, read by loss()
   CommCounter comm_bytes_;
 };
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "base/error.h"
-#include "parallel/comm_worker.h"
+#include "parallel/comm_queue.h"
 #include "profiles/range.h"
 #include "parallel/schemes/data_parallel.h"
 
@@ -53,20 +53,19 @@ class Ddp : public DataParallelScheme {
         grads_(make(params_.numel(), MemCategory::gradients)),
         opt_(cfg_, ctx.alloc, params_),
         buckets_(plan_buckets(model_->layout(), cfg.model.dtype, cfg.bucket_mb)),
-        worker_(ctx.comm.device()) {
+        queue_(ctx.comm, ctx.stream, ctx.communication_stream(), ctx.timeline, *impl_for(Collective::allreduce)) {
     if (cfg.bucket_mb <= 0) throw UsageError("--bucket-mb " + std::to_string(cfg.bucket_mb) + " must be > 0");
   }
 
-  double step(int step_index) override {
+  void queue_step(int step_index) override {
     comm_bytes_ = {};
     zero(grads_);
     Access access(*this);
-    double loss = run_microbatches(step_index, access, [&] { access.sync = true; });
+    run_microbatches(step_index, access, [&] { access.sync = true; });
     if (!cfg_.overlap)
       for (std::size_t b = 0; b < buckets_.size(); ++b) launch(b);
-    worker_.wait();
+    queue_.join();
     opt_.step(params_, grads_, step_index, ctx_.stream);
-    return global_loss(loss);
   }
 
   std::vector<float> full_params() override { return to_host_floats(params_); }
@@ -91,8 +90,7 @@ class Ddp : public DataParallelScheme {
     const Bucket& bucket = buckets_[b];
     Tensor slice = grads_.slice(bucket.begin, {bucket.end - bucket.begin});
     comm_bytes_.allreduce(std::uint64_t(slice.bytes()), dp_);
-    ctx_.stream.synchronize();  // the bucket's gradients are written before the other thread reads them
-    worker_.submit([this, slice, b] {
+    queue_.submit([this, slice, b] {
       TraceTrack track(ctx_.comm.rank(), "comm");
       PB_RANGE("allreduce bucket", Category::communication, {.chunk = std::int64_t(b), .bytes = std::int64_t(slice.bytes())});
       ctx_.comm.allreduce(slice.data(), slice.data(), std::size_t(slice.numel()), slice.dtype(), ReduceOp::sum,
@@ -103,7 +101,7 @@ class Ddp : public DataParallelScheme {
   Tensor params_, grads_;
   FlatOptimizer opt_;
   std::vector<Bucket> buckets_;
-  CommWorker worker_;
+  CommQueue queue_;
 };
 
 }  // namespace

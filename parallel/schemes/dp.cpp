@@ -20,7 +20,7 @@ class ParameterServer : public DataParallelScheme {
     if (root()) opt_.emplace(cfg_, ctx.alloc, params_);
   }
 
-  double step(int step_index) override {
+  void queue_step(int step_index) override {
     comm_bytes_ = {};
     const std::uint64_t n = std::uint64_t(dp_), pbytes = params_.bytes();
     ctx_.comm.broadcast(params_.data(), params_.data(), std::size_t(params_.numel()), params_.dtype(), 0,
@@ -29,12 +29,11 @@ class ParameterServer : public DataParallelScheme {
     comm_bytes_.bytes += root() ? pbytes * (n - 1) : pbytes;
     zero(grads_);
     FlatAccess access(model_->layout(), params_, grads_);
-    double loss = run_microbatches_scattered(step_index, access);
+    run_microbatches_scattered(step_index, access);
     ctx_.comm.reduce(grads_.data(), grads_.data(), std::size_t(grads_.numel()), grads_.dtype(), ReduceOp::sum, 0,
                      impl_for(Collective::reduce));
     comm_bytes_.bytes += root() ? pbytes * (n - 1) : pbytes;
     if (root()) opt_->step(params_, grads_, step_index, ctx_.stream);
-    return global_loss(loss);
   }
 
   std::vector<float> full_params() override {
@@ -53,12 +52,12 @@ class ParameterServer : public DataParallelScheme {
   bool root() const { return ctx_.comm.rank() == 0; }
 
   // Like run_microbatches, but rank 0 makes every rank's inputs and scatters them.
-  double run_microbatches_scattered(int step_index, UnitAccess& access) {
+  void run_microbatches_scattered(int step_index, UnitAccess& access) {
     const int micro = cfg_.global_batch / (dp_ * accum_), rank = ctx_.comm.rank();
     const float dloss = 1.0f / float(accum_ * dp_);
-    double loss_sum = 0;
+    losses_.clear();
     for (int k = 0; k < accum_; ++k) {
-      Batch mine = data_.microbatch(step_index, k, dp_, rank, micro, ctx_.alloc);
+      Batch mine = data_.microbatch(step_index, k, dp_, rank, micro, ctx_.alloc, &ctx_.stream);
       std::optional<Batch> all;
       if (root()) all = data_.batch(step_index, std::int64_t(k * dp_) * micro, std::int64_t(dp_) * micro, ctx_.alloc);
       for (auto [src, dst] : {std::pair{root() ? &all->inputs : nullptr, &mine.inputs},
@@ -67,12 +66,10 @@ class ParameterServer : public DataParallelScheme {
                           impl_for(Collective::scatter));
         comm_bytes_.bytes += root() ? dst->bytes() * std::uint64_t(dp_ - 1) : dst->bytes();
       }
-      double loss = 0;
-      auto acts = model_->forward(mine, access, dloss, ctx_.stream, &loss);
+      auto acts = model_->forward(mine, access, dloss, ctx_.stream, nullptr);
+      losses_.add(acts->losses, ctx_.stream);
       model_->backward(*acts, mine, access, ctx_.stream);
-      loss_sum += loss;
     }
-    return loss_sum / accum_;
   }
 
   Tensor params_, grads_;

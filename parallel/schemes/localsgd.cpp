@@ -17,14 +17,13 @@ class LocalSgd : public DataParallelScheme {
     if (cfg.sync_every < 1) throw UsageError("--sync-every " + std::to_string(cfg.sync_every) + " must be >= 1");
   }
 
-  double step(int step_index) override {
+  void queue_step(int step_index) override {
     comm_bytes_ = {};
     zero(grads_);
     FlatAccess access(model_->layout(), params_, grads_);
-    double loss = run_microbatches(step_index, access, {}, /*local_objective=*/true);
+    run_microbatches(step_index, access, {}, /*local_objective=*/true);
     opt_.step(params_, grads_, step_index, ctx_.stream);
     if ((step_index + 1) % cfg_.sync_every == 0) average();
-    return global_loss(loss);
   }
 
   std::vector<float> full_params() override {

@@ -128,14 +128,14 @@ class ModelParallel : public Scheme {
                    initial_params());
   }
 
-  double step(int step_index) override {
+  void queue_step(int step_index) override {
     comm_bytes_ = {};
     tp_.bytes = 0;
     // Gathering one unit ahead (ZeRO-3) follows the whole model's pass order: only without a pipeline.
     UnitAccess& access = state_->begin_step(/*prefetch=*/plan_.shape.pp == 1);
     PipelineStage stage{*model_, access, pp_comm_, ctx_.stream, ctx_.alloc, schedule_, chunk_units_,
                         [&](int mb) {
-                          return data_.microbatch(step_index, mb, grid_.dp, grid_.dp_rank, micro_, ctx_.alloc);
+                          return data_.microbatch(step_index, mb, grid_.dp, grid_.dp_rank, micro_, ctx_.alloc, &ctx_.stream);
                         },
                         1.0f / float(plan_.shape.microbatches * plan_.shape.dp), ctx_.comm.rank()};
     pp_comm_.barrier();
@@ -145,7 +145,11 @@ class ModelParallel : public Scheme {
     state_->finish_step(step_index);
     // The loss: the last virtual stage's microbatch losses, once per data-parallel group.
     const bool reports = grid_.pp_rank == (schedule_.virtual_stages() - 1) % plan_.shape.pp && grid_.tp_rank == 0;
-    double loss = reports ? r.loss_sum / (plan_.shape.microbatches * plan_.shape.dp) : 0;
+    last_loss_ = reports ? r.loss_sum / (plan_.shape.microbatches * plan_.shape.dp) : 0;
+  }
+
+  double loss() override {
+    double loss = last_loss_;
     ctx_.comm.allreduce(&loss, &loss, 1, DType::f64, ReduceOp::sum);
     return loss;
   }

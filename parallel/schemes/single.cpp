@@ -18,12 +18,11 @@ class Single : public DataParallelScheme {
                        "; use --ranks 1 or a data-parallel scheme");
   }
 
-  double step(int step_index) override {
+  void queue_step(int step_index) override {
     zero(grads_);
     FlatAccess access(model_->layout(), params_, grads_);
-    double loss = run_microbatches(step_index, access);
+    run_microbatches(step_index, access);
     opt_.step(params_, grads_, step_index, ctx_.stream);
-    return loss;
   }
 
   std::vector<float> full_params() override { return to_host_floats(params_); }

@@ -31,11 +31,10 @@ class Zero : public DataParallelScheme {
         state_(cfg_, stage, model_->layout(), all_units(*model_), ctx.comm, ctx.alloc, ctx.stream, comm_bytes_,
                initial_full_params(MemCategory::workspace)) {}
 
-  double step(int step_index) override {
+  void queue_step(int step_index) override {
     comm_bytes_ = {};
-    double loss = run_microbatches(step_index, state_.begin_step(/*prefetch=*/true));
+    run_microbatches(step_index, state_.begin_step(/*prefetch=*/true));
     state_.finish_step(step_index);
-    return global_loss(loss);
   }
 
   std::vector<float> full_params() override { return state_.packed_params(); }
