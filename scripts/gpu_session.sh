@@ -21,7 +21,7 @@
 #   --skip LIST        phases not to run, from build,tests,kernels,collectives,train
 #   --tar FILE         also pack the run folder into FILE (.tar.gz), one file to copy off the machine
 #
-# Each phase gets a share of what is left of the budget (build 40, tests 8, kernels 15, collectives 22, train 15)
+# Each phase gets a share of what is left of the budget (build 50, tests 8, kernels 12, collectives 17, train 13)
 # and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left in a
 # spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
@@ -29,6 +29,7 @@
 # -DPARBENCH_MPI=OFF, and pass --prebuilt; libraries still missing are named in the summary. Exit status: 0 when
 # every step that ran exited 0, 1 when one did not or no GPU was found, 2 for bad options.
 set -uo pipefail
+caller_dir=$PWD
 cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 prog=gpu_session.sh
@@ -62,6 +63,10 @@ done
 for p in ${skip//,/ }; do
   [[ " $phases_all " == *" $p "* ]] || usage_error "--skip: unknown phase '$p'; accepted: ${phases_all// /,}"
 done
+# Paths given are the caller's, relative to where the command was started.
+from_caller() { if [[ -z $1 || $1 == /* ]]; then echo "$1"; else echo "$caller_dir/$1"; fi; }
+prebuilt=$(from_caller "$prebuilt") out=$(from_caller "$out") build_dir=$(from_caller "$build_dir")
+tar_file=$(from_caller "$tar_file")
 if [ -n "$prebuilt" ]; then
   [ -x "$prebuilt/bench_train" ] || usage_error "--prebuilt '$prebuilt' holds no bench_train; accepted: a build's bin/ folder"
   prebuilt=$(cd "$prebuilt" && pwd)
@@ -74,7 +79,6 @@ run_start=$EPOCHREALTIME
 deadline=$((${run_start%.*} + budget))
 skipped() { [[ ",$skip," == *",$1,"* ]]; }
 
-now() { echo "$EPOCHREALTIME"; }
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 left() { echo $((deadline - ${EPOCHREALTIME%.*})); }
 
@@ -153,7 +157,7 @@ ctest_dir=$(dirname "$bin")
 export PARBENCH_EMU_WAIT_TIMEOUT=${PARBENCH_EMU_WAIT_TIMEOUT:-120}
 
 # --- phases and steps ----------------------------------------------------------------------------------------
-declare -A share=([build]=40 [tests]=8 [kernels]=15 [collectives]=22 [train]=15)
+declare -A share=([build]=50 [tests]=8 [kernels]=12 [collectives]=17 [train]=13)
 phase="" phase_start="" phase_deadline=0
 phase_begin() {  # phase_begin NAME: its share of the time left, over the phases still to run
   phase=$1 phase_start=$EPOCHREALTIME
