@@ -201,6 +201,7 @@ run_step() {
     return 0
   fi
   local t0=$EPOCHREALTIME rc=0
+  rm -f "$out/$name.csv"  # the programs append to a CSV that exists: a reused --out folder starts afresh
   { printf '$'; printf ' %q' "$@"; echo; } >"$out/$name.txt"
   timeout --kill-after=10 "$limit" "$@" >>"$out/$name.txt" 2>&1 || rc=$?
   local secs key
