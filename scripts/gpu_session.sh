@@ -26,8 +26,9 @@
 # spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
 # Benchmark, CLI11, nlohmann-json, Boost), build elsewhere against the same CUDA major version, preferably with
-# -DPARBENCH_MPI=OFF, and pass --prebuilt; libraries still missing are named in the summary. Exit status: 0 when
-# every step that ran exited 0, 1 when one did not or no GPU was found, 2 for bad options.
+# -DPARBENCH_MPI=OFF, and pass --prebuilt; libraries it still lacks (libbenchmark, say) go in a folder named by
+# LD_LIBRARY_PATH, and those not found are named in the summary. Exit status: 0 when every step that ran exited 0,
+# 1 when one did not or no GPU was found, 2 for bad options.
 set -uo pipefail
 caller_dir=$PWD
 cd "$(dirname "$0")/.." || exit 1
