@@ -2,6 +2,7 @@
 #include "parallel/comm_queue.h"
 
 #include "collectives/fault_injection.h"
+#include "core/current_stream.h"
 
 namespace parbench {
 
@@ -13,38 +14,62 @@ CommQueue::CommQueue(Communicator& comm, const Stream& compute, const Stream& co
       compute_(compute),
       communication_(communication),
       timeline_(timeline),
-      on_stream_(!comm.device().on_host() && impl.queues_on_callers_stream()),
-      done_(comm.device()) {
+      on_stream_(!comm.device().on_host() && impl.queues_on_callers_stream()) {
   if (!on_stream_) worker_ = std::make_unique<CommWorker>(comm.device());
 }
 
-Event& CommQueue::event(std::size_t i) {
-  while (ready_.size() <= i) ready_.push_back(std::make_unique<Event>(comm_.device()));
-  return *ready_[i];
+Event& CommQueue::event(std::vector<std::unique_ptr<Event>>& pool, std::size_t i) {
+  while (pool.size() <= i) pool.push_back(std::make_unique<Event>(comm_.device()));
+  return *pool[i];
 }
 
-void CommQueue::submit(std::function<void()> collective) {
-  Event& ready = event(submitted_++);
+std::size_t CommQueue::submit(std::function<void(const Stream& s)> collective, std::vector<Tensor> keep) {
+  const std::size_t ticket = submitted_++;
+  Event& ready = event(ready_, ticket);
   ready.record(compute_);
-  if (on_stream_) {
-    ready.wait_on(communication_);
+  if (!keep.empty()) kept_[ticket] = std::move(keep);
+  if (!on_stream_) {
+    worker_->submit([this, &ready, collective = std::move(collective)] {
+      ready.synchronize();  // this thread waits for the compute stream, not the one issuing it
+      {
+        TimelineSpan span(timeline_, Lane::communication, communication_);
+        CurrentStream allocating_for(communication_.native());
+        collective(communication_);
+      }
+      communication_.synchronize();  // what it queued there is done when wait() returns
+    });
+    return ticket;
+  }
+  ready.wait_on(communication_);
+  {
     TimelineSpan span(timeline_, Lane::communication, communication_);
     Communicator::StreamOrder order(comm_, communication_.native());
-    collective();
-    return;
+    // Temporaries of the collective belong to the communication stream's blocks: reused only in its order.
+    CurrentStream allocating_for(communication_.native());
+    collective(communication_);
   }
-  worker_->submit([this, &ready, collective = std::move(collective)] {
-    ready.synchronize();  // this thread waits for the compute stream, not the one issuing it
-    TimelineSpan span(timeline_, Lane::communication, communication_);
-    collective();
-  });
+  event(done_, ticket).record(communication_);
+  return ticket;
+}
+
+void CommQueue::release_through(std::size_t ticket) {
+  kept_.erase(kept_.begin(), kept_.upper_bound(ticket));
+}
+
+void CommQueue::wait(std::size_t ticket) {
+  if (!on_stream_) {
+    worker_->wait();
+    return release_through(ticket);
+  }
+  if (!drop_stream_wait(comm_.rank())) done_.at(ticket)->wait_on(compute_);
+  release_through(ticket);
 }
 
 void CommQueue::join() {
+  if (submitted_ == 0) return;
+  wait(submitted_ - 1);
   submitted_ = 0;
-  if (!on_stream_) return worker_->wait();
-  done_.record(communication_);
-  if (!drop_stream_wait(comm_.rank())) done_.wait_on(compute_);
+  kept_.clear();
 }
 
 }  // namespace parbench

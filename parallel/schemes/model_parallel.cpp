@@ -124,7 +124,7 @@ class ModelParallel : public Scheme {
         local_numel_ += model_->layout().units[std::size_t(u)].numel;
         units_.push_back(u);
       }
-    state_.emplace(cfg_, plan_.zero_stage, model_->layout(), units_, dp_comm_, ctx.alloc, ctx.stream, comm_bytes_,
+    state_.emplace(cfg_, plan_.zero_stage, model_->layout(), units_, dp_comm_, ctx, comm_bytes_,
                    initial_params());
   }
 

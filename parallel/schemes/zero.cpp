@@ -28,7 +28,7 @@ class Zero : public DataParallelScheme {
       : DataParallelScheme(cfg, ctx),
         stage_(stage),
         // The full initial buffer is a temporary: stage 3 keeps only its shard.
-        state_(cfg_, stage, model_->layout(), all_units(*model_), ctx.comm, ctx.alloc, ctx.stream, comm_bytes_,
+        state_(cfg_, stage, model_->layout(), all_units(*model_), ctx.comm, ctx, comm_bytes_,
                initial_full_params(MemCategory::workspace)) {}
 
   void queue_step(int step_index) override {

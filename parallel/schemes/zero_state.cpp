@@ -42,6 +42,7 @@ class ZeroState::Access : public UnitAccess {
     const int i = z.index_of(unit);
     if (z.stage_ < 3) return z.unit_of(z.full_params_, i);
     Tensor t = gathered(i);
+    z.queue_.wait(gather_ticket.at(i));  // the compute stream's use of the unit waits for its gather only
     const int ahead = backward ? i - 1 : i + 1;  // prefetch the next unit in this pass's order
     if (prefetch && ahead >= 0 && ahead < int(z.packed_.units.size())) gathered(ahead);
     return t;
@@ -49,7 +50,7 @@ class ZeroState::Access : public UnitAccess {
   Tensor grads(int unit) override {
     const int i = z.index_of(unit);
     if (z.stage_ <= 1) return z.unit_of(z.full_grads_, i);
-    if (z.stage_ >= 3) gathered(i);  // FSDP gathers a unit's parameters before its backward in any case
+    if (z.stage_ >= 3) z.queue_.wait(gather_ticket.at((gathered(i), i)));  // FSDP gathers before backward anyway
     auto it = grad_bufs.find(i);
     if (it == grad_bufs.end()) {
       Tensor t = z.make(z.packed_.units[std::size_t(i)].numel, MemCategory::communication);
@@ -68,7 +69,7 @@ class ZeroState::Access : public UnitAccess {
     if (z.stage_ >= 2) {
       auto it = grad_bufs.find(i);
       if (it != grad_bufs.end()) {
-        z.reduce_scatter_unit(i, it->second, z.shard_grads_, true);
+        z.reduce_scatter_unit(i, it->second, z.shard_grads_, true);  // holds the buffer until it is done
         grad_bufs.erase(it);
       }
     }
@@ -81,28 +82,30 @@ class ZeroState::Access : public UnitAccess {
     auto it = gathered_units.find(i);
     if (it != gathered_units.end()) return it->second;
     Tensor t = z.make(z.packed_.units[std::size_t(i)].numel, MemCategory::communication);
-    z.all_gather_unit(i, z.shard_params_, t);
+    gather_ticket[i] = z.all_gather_unit(i, z.shard_params_, t);
     return gathered_units.emplace(i, std::move(t)).first->second;
   }
   ZeroState& z;
   const bool prefetch;
   bool backward = false;
   std::map<int, Tensor> gathered_units, grad_bufs;  // by packed index
+  std::map<int, std::size_t> gather_ticket;           // the latest gather of each unit
 };
 
 ZeroState::ZeroState(const TrainConfig& cfg, int stage, const ParamLayout& layout, const std::vector<int>& units,
-                     Communicator& group, TrackedAllocator& alloc, const Stream& stream, CommCounter& counter,
-                     const Tensor& initial)
+                     Communicator& group, const RankContext& ctx, CommCounter& counter, const Tensor& initial)
     : cfg_(cfg),
       stage_(stage),
       packed_(packed_layout(layout, units)),
       group_(group),
-      alloc_(alloc),
-      stream_(stream),
+      alloc_(ctx.alloc),
+      stream_(ctx.stream),
       counter_(counter),
       shards_(packed_, group.size()),
-      host_alloc_(Device{}, stream.device()),  // pinned on a GPU: the offload copies each step are DMA
-      host_stream_(Device{}) {
+      host_alloc_(Device{}, ctx.stream.device()),  // pinned on a GPU: the offload copies each step are DMA
+      host_stream_(Device{}),
+      queue_(group, ctx.stream, ctx.communication_stream(), ctx.timeline,
+             *implementation_for(group, cfg.impl, Collective::reduce_scatter)) {
   for (std::size_t i = 0; i < units.size(); ++i) index_[units[i]] = int(i);
   if (initial.numel() != packed_.total) throw Error("ZeroState: initial values do not match the held units");
   if (stage >= 3) {
@@ -121,7 +124,7 @@ ZeroState::ZeroState(const TrainConfig& cfg, int stage, const ParamLayout& layou
     device_memcpy(Device{}, host_params_.data(), start.device(), start.data(), start.bytes());
     opt_.emplace(cfg_, host_alloc_, host_params_);
   } else {
-    opt_.emplace(cfg_, alloc, start);
+    opt_.emplace(cfg_, ctx.alloc, start);
   }
 }
 
@@ -139,12 +142,14 @@ void ZeroState::finish_step(int step_index) {
   const int n = group_.size();
   if (stage_ == 0) {
     if (n > 1) {
-      stream_.synchronize();
-      PB_RANGE("allreduce gradients", Category::communication, {.bytes = std::int64_t(full_grads_.bytes())});
-      group_.allreduce(full_grads_.data(), full_grads_.data(), std::size_t(full_grads_.numel()), full_grads_.dtype(),
-                       ReduceOp::sum, impl_for(Collective::allreduce));
+      queue_.submit([this](const Stream&) {
+        PB_RANGE("allreduce gradients", Category::communication, {.bytes = std::int64_t(full_grads_.bytes())});
+        group_.allreduce(full_grads_.data(), full_grads_.data(), std::size_t(full_grads_.numel()),
+                         full_grads_.dtype(), ReduceOp::sum, impl_for(Collective::allreduce));
+      });
       counter_.allreduce(std::uint64_t(full_grads_.bytes()), n);
     }
+    queue_.join();
     update(full_params_, full_grads_, step_index);
     return;
   }
@@ -153,6 +158,7 @@ void ZeroState::finish_step(int step_index) {
     for (int i = 0; i < int(packed_.units.size()); ++i)
       reduce_scatter_unit(i, unit_of(full_grads_, i), shard_grads_, false);
   }
+  queue_.join();  // the gradients' reduce-scatters
   Tensor shard = stage_ >= 3 ? shard_params_ : shard_of_full();
   update(shard, shard_grads_, step_index);
   if (stage_ < 3)
@@ -161,15 +167,18 @@ void ZeroState::finish_step(int step_index) {
       all_gather_unit(i, shard, unit);
     }
   if (stage_ == 1) shard_grads_ = Tensor();
+  queue_.join();  // the all-gathers belong to this step: its end waits for them (on the stream, by an event)
 }
 
 std::vector<float> ZeroState::packed_params() {
+  queue_.join();
   if (stage_ < 3) return host_floats(full_params_, stream_);
   Tensor full = make(packed_.total, MemCategory::workspace);
   for (int i = 0; i < int(packed_.units.size()); ++i) {
     Tensor unit = unit_of(full, i);
     all_gather_unit(i, shard_params_, unit);
   }
+  queue_.join();
   return host_floats(full, stream_);
 }
 
@@ -186,7 +195,7 @@ Tensor ZeroState::unit_of(const Tensor& packed, int i) const {
 
 Tensor ZeroState::make(std::int64_t n, MemCategory c) const { return Tensor(alloc_, cfg_.model.dtype, {n}, c); }
 
-void ZeroState::zero(Tensor& t) const { device_memset(t.device(), t.data(), 0, t.bytes()); }
+void ZeroState::zero(Tensor& t) const { device_memset_async(t.device(), t.data(), 0, t.bytes(), stream_); }
 
 Tensor ZeroState::shard_of_full() const {
   Tensor s = make(shards_.shard_numel, MemCategory::workspace);
@@ -201,37 +210,46 @@ void ZeroState::copy_shard_out(const Tensor& full, Tensor& shard) const {
   for (const auto& u : shards_.units) {
     const std::int64_t begin = r * u.piece, len = std::max<std::int64_t>(0, std::min(u.piece, u.numel - begin));
     if (len > 0)
-      device_memcpy(shard.device(), static_cast<char*>(shard.data()) + u.shard_offset * es, full.device(),
-                    static_cast<const char*>(full.data()) + (u.full_offset + begin) * es, len * es);
+      device_memcpy_async(shard.device(), static_cast<char*>(shard.data()) + u.shard_offset * es, full.device(),
+                          static_cast<const char*>(full.data()) + (u.full_offset + begin) * es, len * es, stream_);
   }
 }
 
-void ZeroState::reduce_scatter_unit(int i, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate) {
-  PB_RANGE("reduce_scatter", Category::communication, {.layer = i, .bytes = std::int64_t(unit_grads.bytes())});
+std::size_t ZeroState::reduce_scatter_unit(int i, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate) {
   const auto& u = shards_.units[std::size_t(i)];
   const std::int64_t n = group_.size();
-  stream_.synchronize();
-  // The unit's gradient, padded to n pieces, reduced so that this rank receives the sum of its piece.
-  Tensor padded = Tensor(alloc_, unit_grads.dtype(), {u.piece * n}, MemCategory::communication);
-  zero(padded);
-  device_memcpy(padded.device(), padded.data(), unit_grads.device(), unit_grads.data(), unit_grads.bytes());
-  Tensor piece = shard_grads.slice(u.shard_offset, {u.piece});
-  Tensor result = accumulate ? Tensor(alloc_, unit_grads.dtype(), {u.piece}, MemCategory::communication) : piece;
-  group_.reduce_scatter(padded.data(), result.data(), std::size_t(u.piece), unit_grads.dtype(), ReduceOp::sum,
-                        impl_for(Collective::reduce_scatter));
   counter_.sharded(std::uint64_t(u.numel) * dtype_size(unit_grads.dtype()), int(n));
-  if (accumulate) ops::residual_forward(piece, piece, result, stream_);
+  Tensor piece = shard_grads.slice(u.shard_offset, {u.piece});
+  return queue_.submit(
+      [this, i, &u, n, unit_grads, piece, accumulate](const Stream& s) mutable {
+        PB_RANGE("reduce_scatter", Category::communication, {.layer = i, .bytes = std::int64_t(unit_grads.bytes())});
+        // The unit's gradient, padded to n pieces, reduced so that this rank receives the sum of its piece.
+        Tensor padded = Tensor(alloc_, unit_grads.dtype(), {u.piece * n}, MemCategory::communication);
+        device_memset_async(padded.device(), padded.data(), 0, padded.bytes(), s);
+        device_memcpy_async(padded.device(), padded.data(), unit_grads.device(), unit_grads.data(), unit_grads.bytes(),
+                            s);
+        Tensor result = accumulate ? Tensor(alloc_, unit_grads.dtype(), {u.piece}, MemCategory::communication) : piece;
+        group_.reduce_scatter(padded.data(), result.data(), std::size_t(u.piece), unit_grads.dtype(), ReduceOp::sum,
+                              impl_for(Collective::reduce_scatter));
+        if (accumulate) ops::residual_forward(piece, piece, result, s);
+      },
+      {unit_grads, piece});
 }
 
-void ZeroState::all_gather_unit(int i, const Tensor& shard, Tensor& unit_params) {
-  PB_RANGE("all_gather", Category::communication, {.layer = i, .bytes = std::int64_t(unit_params.bytes())});
+std::size_t ZeroState::all_gather_unit(int i, const Tensor& shard, Tensor& unit_params) {
   const auto& u = shards_.units[std::size_t(i)];
-  stream_.synchronize();
-  Tensor padded = Tensor(alloc_, shard.dtype(), {u.piece * group_.size()}, MemCategory::communication);
-  Tensor piece = shard.slice(u.shard_offset, {u.piece});
-  group_.allgather(piece.data(), padded.data(), std::size_t(u.piece), shard.dtype(), impl_for(Collective::allgather));
   counter_.sharded(std::uint64_t(u.numel) * dtype_size(shard.dtype()), group_.size());
-  device_memcpy(unit_params.device(), unit_params.data(), padded.device(), padded.data(), unit_params.bytes());
+  return queue_.submit(
+      [this, i, &u, shard, unit_params](const Stream& s) {
+        PB_RANGE("all_gather", Category::communication, {.layer = i, .bytes = std::int64_t(unit_params.bytes())});
+        Tensor padded = Tensor(alloc_, shard.dtype(), {u.piece * group_.size()}, MemCategory::communication);
+        Tensor piece = shard.slice(u.shard_offset, {u.piece});
+        group_.allgather(piece.data(), padded.data(), std::size_t(u.piece), shard.dtype(),
+                         impl_for(Collective::allgather));
+        device_memcpy_async(unit_params.device(), unit_params.data(), padded.device(), padded.data(),
+                            unit_params.bytes(), s);
+      },
+      {shard, unit_params});
 }
 
 void ZeroState::update(Tensor& params, const Tensor& grads, int step_index) {

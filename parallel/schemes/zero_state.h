@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "models/model.h"
+#include "parallel/comm_queue.h"
 #include "parallel/optimizer.h"
 #include "parallel/train.h"
 
@@ -33,9 +34,9 @@ class ZeroState {
  public:
   // `units`: the model units held here, ascending; `layout`: the model's layout; `initial`: the held units'
   // starting values (model dtype, on the device), packed in that order. The group must outlive this.
+  // Computation goes on ctx's stream, the group's collectives on its communication stream (parallel/comm_queue.h).
   ZeroState(const TrainConfig& cfg, int stage, const ParamLayout& layout, const std::vector<int>& units,
-            Communicator& group, TrackedAllocator& alloc, const Stream& stream, CommCounter& counter,
-            const Tensor& initial);
+            Communicator& group, const RankContext& ctx, CommCounter& counter, const Tensor& initial);
   ~ZeroState();
 
   // The model's view of the held units for one step; prefetch (stage 3): gather the next unit of the pass ahead
@@ -55,8 +56,9 @@ class ZeroState {
   void zero(Tensor& t) const;
   Tensor shard_of_full() const;
   void copy_shard_out(const Tensor& full, Tensor& shard) const;
-  void reduce_scatter_unit(int index, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate);
-  void all_gather_unit(int index, const Tensor& shard, Tensor& unit_params);
+  // Queue unit `index`'s reduce-scatter into its piece of shard_grads / all-gather into unit_params (a ticket).
+  std::size_t reduce_scatter_unit(int index, const Tensor& unit_grads, Tensor& shard_grads, bool accumulate);
+  std::size_t all_gather_unit(int index, const Tensor& shard, Tensor& unit_params);
   // params = optimizer step(params, grads): the replicas (stage 0) or this rank's shard.
   void update(Tensor& params, const Tensor& grads, int step_index);
   const Algorithm* impl_for(Collective c) const;
@@ -74,6 +76,7 @@ class ZeroState {
   Stream host_stream_;
   Tensor full_params_, full_grads_, shard_params_, shard_grads_, host_params_, host_grads_;
   std::optional<FlatOptimizer> opt_;
+  CommQueue queue_;
   std::unique_ptr<Access> access_;
 };
 
