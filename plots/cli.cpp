@@ -61,7 +61,9 @@ void add_plot_options(CLI::App& app, PlotCommand& c) {
   c.latency->add_option("--max-bytes", c.max_bytes, "largest message size shown (K, M, G suffixes)")
       ->capture_default_str();
 
-  c.scaling = add_figure(app, c, "scaling", "throughput vs rank count per scheme, with ideal and efficiency",
+  c.scaling = add_figure(app, c, "scaling",
+                         "throughput vs rank count per scheme, with ideal and efficiency, and the share of "
+                         "communication overlapped with computation when the CSV has an overlap column",
                          training_csv);
   add_training_filters(c.scaling, c.training_filter);
   c.scaling->add_option("--metric", c.metric, "throughput column")

@@ -71,9 +71,13 @@ struct ScalingSeries {
   std::vector<double> throughput;  // metric (strong) or metric per rank (weak), mean of repeated rows
   std::vector<double> ideal;       // strong: T(n0) * n / n0; weak: T(n0) (per rank), n0 = smallest rank count
   std::vector<double> efficiency;  // percent: 100 * throughput / ideal
+  // Per rank count: the mean overlap fraction (0..1) of the rows that report one; nullopt where none does
+  // (predicted rows, CSVs written before the column existed).
+  std::vector<std::optional<double>> overlap;
 };
 
 // Series measured at a single rank count show no scaling: they are left out and their labels put in *single.
+// The overlap column is read when the table has it; a value outside 0..1 is a UsageError naming the cell.
 std::vector<ScalingSeries> scaling_series(const CsvTable& table, const TrainingFilter& filter,
                                           const std::string& metric, ScalingMode mode, std::string* common,
                                           std::vector<std::string>* single = nullptr);

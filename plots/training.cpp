@@ -1,5 +1,5 @@
 // scaling, bubble and memory: figures from a training CSV (bench_train), one series or bar per scheme (and
-// whatever else varies between rows).
+// whatever else varies between rows). The scaling figure's lower rows are in plots/scaling_panels.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,16 +11,11 @@
 #include "core/csv_columns.h"
 #include "plots/figures.h"
 #include "plots/grouping.h"
+#include "plots/scaling_panels.h"
 
 namespace parbench::plots {
 namespace train_csv = csv::train;
 namespace {
-
-std::string fmt(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
 
 // Applies the scheme/model/ranks filters; UsageError when a filter names a column the file lacks.
 bool keep_row(const CsvTable& t, std::size_t r, const TrainingFilter& f) {
@@ -61,16 +56,16 @@ void integer_axis(PlotScript& sc, const std::string& axis, const std::set<double
   std::string tics = "set " + axis + "tics (";
   bool first = true;
   for (double v : values) {
-    tics += (first ? "" : ", ") + fmt(v);
+    tics += (first ? "" : ", ") + gnuplot_number(v);
     first = false;
   }
   sc.cmd(tics + ")");
   if (hi / lo > 16) {
     sc.cmd("set logscale " + axis + " 2");
-    sc.cmd("set " + axis + "range [" + fmt(lo / 1.25) + ":" + fmt(hi * 1.25) + "]");
+    sc.cmd("set " + axis + "range [" + gnuplot_number(lo / 1.25) + ":" + gnuplot_number(hi * 1.25) + "]");
   } else {
     const double pad = std::max(0.5, (hi - lo) * 0.05);
-    sc.cmd("set " + axis + "range [" + fmt(lo - pad) + ":" + fmt(hi + pad) + "]");
+    sc.cmd("set " + axis + "range [" + gnuplot_number(lo - pad) + ":" + gnuplot_number(hi + pad) + "]");
   }
 }
 
@@ -89,13 +84,31 @@ void finish(const PlotScript& sc, const FigureOptions& o) {
 // bench_train --simulate rows (predicted = 1) form series of their own, labelled "predicted".
 std::string predicted_words(const std::string& v) { return v == "1" ? "predicted" : ""; }
 
+namespace {
+
+// A row's overlap fraction; nullopt when the table lacks the column or the cell is empty (predicted rows).
+std::optional<double> row_overlap(const CsvTable& t, std::size_t r) {
+  if (!t.has_column(train_csv::overlap)) return std::nullopt;
+  const std::optional<double> v = t.optional_number(r, train_csv::overlap);
+  if (v && (*v < 0 || *v > 1))
+    throw UsageError(t.path() + ":" + std::to_string(t.line(r)) + ": column 'overlap': '" +
+                     t.text(r, train_csv::overlap) + "' is outside 0..1 (the fraction of communication time)");
+  return v;
+}
+
+}  // namespace
+
 std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilter& filter, const std::string& metric,
                                           ScalingMode mode, std::string* common,
                                           std::vector<std::string>* single) {
   const std::vector<KeyField> fields = {{train_csv::scheme, as_is, true}, {train_csv::schedule, as_is},
                                         {train_csv::model, as_is},        {train_csv::device, as_is},
                                         {train_csv::impl, as_is},         {train_csv::predicted, predicted_words}};
-  std::map<Key, std::map<double, std::pair<double, int>>, decltype(&key_less)> grouped(&key_less);
+  struct Acc {
+    double sum = 0, overlap = 0;
+    int rows = 0, overlaps = 0;
+  };
+  std::map<Key, std::map<double, Acc>, decltype(&key_less)> grouped(&key_less);
   std::vector<Key> keys;
   for (std::size_t r = 0; r < t.size(); ++r) {
     if (!keep_row(t, r, filter)) continue;
@@ -104,9 +117,10 @@ std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilte
     const std::optional<double> value = t.optional_number(r, metric);
     if (!value) continue;  // a run that reported no throughput
     Key key = row_key(t, r, fields);
-    auto& cell = grouped[key][ranks];
-    cell.first += mode == ScalingMode::weak ? *value / ranks : *value;
-    cell.second += 1;
+    Acc& cell = grouped[key][ranks];
+    cell.sum += mode == ScalingMode::weak ? *value / ranks : *value;
+    cell.rows += 1;
+    if (const std::optional<double> overlap = row_overlap(t, r)) cell.overlap += *overlap, cell.overlaps += 1;
     keys.push_back(std::move(key));
   }
   if (keys.empty()) no_rows(t, "(no row with a " + metric + " value passes the filters)");
@@ -122,9 +136,10 @@ std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilte
       continue;
     }
     s.color = static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), key, key_less) - distinct.begin());
-    for (auto& [ranks, sum] : by_ranks) {
+    for (auto& [ranks, cell] : by_ranks) {
       s.ranks.push_back(ranks);
-      s.throughput.push_back(sum.first / sum.second);
+      s.throughput.push_back(cell.sum / cell.rows);
+      s.overlap.push_back(cell.overlaps ? std::optional<double>(cell.overlap / cell.overlaps) : std::nullopt);
     }
     const double n0 = s.ranks.front(), t0 = s.throughput.front();
     for (std::size_t i = 0; i < s.ranks.size(); ++i) {
@@ -137,28 +152,38 @@ std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilte
   return out;
 }
 
-// The bottom panel of the scaling figure: efficiency per scheme against the ideal 100%.
-void efficiency_panel(PlotScript& sc, const std::vector<ScalingSeries>& series, double emax) {
-  sc.cmd("set origin 0,0");
-  sc.cmd("set size 1,0.34");
-  sc.cmd("set tmargin 0.5");
-  sc.cmd("set bmargin 3.5");
-  sc.cmd("set format x '%g'");
-  sc.cmd("set xlabel 'ranks'");
-  sc.cmd("set ylabel 'scaling efficiency (%)'");
-  sc.cmd("set yrange [0:" + fmt(std::ceil(emax * 1.1 / 10) * 10) + "]");
-  sc.cmd("set ytics 25");
-  sc.cmd("unset key");
-  std::string plot = "plot 100 with lines lw 1.5 dt 2 lc rgb 'black'";
+namespace {
+
+// The top row of the scaling figure: throughput with the ideal (dashed, same colour per scheme).
+void throughput_panel(PlotScript& sc, const std::vector<ScalingSeries>& series, const std::string& unit, bool strong,
+                      double ymax, const PanelBox& box) {
+  sc.cmd("set origin 0," + gnuplot_number(box.origin_y));
+  sc.cmd("set size 1," + gnuplot_number(box.height));
+  sc.cmd("set bmargin 1");
+  sc.cmd("set format x ''");
+  sc.cmd("set ylabel " + quote(strong ? unit + " (whole job)" : unit + " per rank"));
+  sc.cmd("set yrange [0:" + gnuplot_number(ymax * 1.12) + "]");
+  // Strong-scaling lines rise to the right and weak-scaling ones fall: keep the key in the empty corner.
+  sc.cmd(std::string("set key ") + (strong ? "top" : "bottom") + " left reverse Left box opaque samplen 3");
+  std::string plot = "plot ";
   for (const auto& s : series)
-    plot += ", '-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "'";
+    plot += "'-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "' title " +
+            quote(s.label) + ", '-' using 1:2 with lines lw 1.5 dt 2 lc rgb '" + series_color(s.color) + "' notitle, ";
+  plot += "NaN with lines lw 1.5 dt 2 lc rgb 'black' title " +
+          quote(strong ? "ideal (linear from the smallest rank count)" : "ideal (flat at the smallest rank count)");
   sc.cmd(plot);
   for (const auto& s : series) {
-    std::vector<std::vector<double>> eff;
-    for (std::size_t i = 0; i < s.ranks.size(); ++i) eff.push_back({s.ranks[i], s.efficiency[i]});
-    sc.data(std::move(eff));
+    std::vector<std::vector<double>> measured, ideal;
+    for (std::size_t i = 0; i < s.ranks.size(); ++i) {
+      measured.push_back({s.ranks[i], s.throughput[i]});
+      ideal.push_back({s.ranks[i], s.ideal[i]});
+    }
+    sc.data(std::move(measured));
+    sc.data(std::move(ideal));
   }
 }
+
+}  // namespace
 
 void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const std::string& metric, ScalingMode mode) {
   image_format(o.render.output);
@@ -169,7 +194,8 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
                                               {train_csv::model, false},
                                               {train_csv::device, false},
                                               {train_csv::impl, false},
-                                              {train_csv::predicted, false}});
+                                              {train_csv::predicted, false},
+                                              {train_csv::overlap, false}});
   std::string common;
   std::vector<std::string> single;
   const std::vector<ScalingSeries> series = scaling_series(t, filter, metric, mode, &common, &single);
@@ -193,32 +219,15 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
   sc.cmd("set rmargin 4");
   integer_axis(sc, "x", ranks);
   sc.cmd("set grid xtics ytics lc rgb '#d0d0d0'");
-  // Top panel: throughput with the ideal (dashed, same colour per scheme).
-  sc.cmd("set origin 0,0.34");
-  sc.cmd("set size 1,0.6");
-  sc.cmd("set bmargin 1");
-  sc.cmd("set format x ''");
-  sc.cmd("set ylabel " + quote(strong ? unit + " (whole job)" : unit + " per rank"));
-  sc.cmd("set yrange [0:" + fmt(ymax * 1.12) + "]");
-  // Strong-scaling lines rise to the right and weak-scaling ones fall: keep the key in the empty corner.
-  sc.cmd(std::string("set key ") + (strong ? "top" : "bottom") + " left reverse Left box opaque samplen 3");
-  std::string plot = "plot ";
-  for (const auto& s : series)
-    plot += "'-' using 1:2 with linespoints lw 2 pt 7 ps 1.1 lc rgb '" + series_color(s.color) + "' title " +
-            quote(s.label) + ", '-' using 1:2 with lines lw 1.5 dt 2 lc rgb '" + series_color(s.color) + "' notitle, ";
-  plot += "NaN with lines lw 1.5 dt 2 lc rgb 'black' title " +
-          quote(strong ? "ideal (linear from the smallest rank count)" : "ideal (flat at the smallest rank count)");
-  sc.cmd(plot);
-  for (const auto& s : series) {
-    std::vector<std::vector<double>> measured, ideal;
-    for (std::size_t i = 0; i < s.ranks.size(); ++i) {
-      measured.push_back({s.ranks[i], s.throughput[i]});
-      ideal.push_back({s.ranks[i], s.ideal[i]});
-    }
-    sc.data(std::move(measured));
-    sc.data(std::move(ideal));
+  // A CSV with overlap values gets a third row under the efficiency; one without keeps the two-row layout.
+  if (any_overlap(series)) {
+    throughput_panel(sc, series, unit, strong, ymax, {0.5, 0.44, false});
+    efficiency_panel(sc, series, emax, {0.27, 0.23, false});
+    overlap_panel(sc, series, {0, 0.27, true});
+  } else {
+    throughput_panel(sc, series, unit, strong, ymax, {0.34, 0.6, false});
+    efficiency_panel(sc, series, emax, {0, 0.34, true});
   }
-  efficiency_panel(sc, series, emax);
   sc.cmd("unset multiplot");
   finish(sc, o);
   for (const std::string& label : single)
@@ -296,7 +305,7 @@ void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
   integer_axis(sc, "x", micro);
   sc.cmd("set xlabel 'microbatches per step'");
   sc.cmd("set ylabel 'bubble (% of step time)'");
-  sc.cmd("set yrange [0:" + fmt(std::max(1.0, ymax * 1.15)) + "]");
+  sc.cmd("set yrange [0:" + gnuplot_number(std::max(1.0, ymax * 1.15)) + "]");
   sc.cmd("set grid xtics ytics lc rgb '#d0d0d0'");
   sc.cmd("set key top right reverse Left box opaque samplen 3");
   std::string plot = "plot ";
@@ -407,8 +416,8 @@ void plot_memory(const FigureOptions& o, const TrainingFilter& filter) {
   sc.cmd("set encoding utf8");
   sc.cmd("set title " + quote(title_or(o, "Per-rank peak memory by category", common)) + title_font(o.render.size));
   sc.cmd("set ylabel " + quote("memory per rank (" + unit + ")"));
-  sc.cmd("set yrange [0:" + fmt(std::max(top / div, 1e-9) * 1.15) + "]");
-  sc.cmd("set xrange [-0.6:" + fmt(static_cast<double>(bars.size()) - 0.4) + "]");
+  sc.cmd("set yrange [0:" + gnuplot_number(std::max(top / div, 1e-9) * 1.15) + "]");
+  sc.cmd("set xrange [-0.6:" + gnuplot_number(static_cast<double>(bars.size()) - 0.4) + "]");
   sc.cmd("set grid ytics lc rgb '#d0d0d0'");
   sc.cmd("set key outside right top vertical reverse Left box samplen 2");
   std::string tics = "set xtics (";
@@ -424,7 +433,7 @@ void plot_memory(const FigureOptions& o, const TrainingFilter& filter) {
     const auto [own_div, own_unit] = byte_unit(total);  // a small bar keeps readable digits
     char text[64];
     std::snprintf(text, sizeof text, "%.3g %s", total / own_div, own_unit.c_str());
-    sc.cmd("set label " + quote(text) + " at " + std::to_string(i) + "," + fmt(total / div) +
+    sc.cmd("set label " + quote(text) + " at " + std::to_string(i) + "," + gnuplot_number(total / div) +
            " center offset 0,0.8 front" + (bars.size() > 8 ? title_font(o.render.size, -2) : std::string()));
   }
   std::string plot = "plot ";

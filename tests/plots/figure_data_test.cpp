@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "plot_test_util.h"
 #include "plots/figures.h"
+#include "plots/scaling_panels.h"
 
 namespace parbench::plots {
 namespace {
@@ -20,6 +21,8 @@ using ::testing::AllOf;
 using ::testing::DoubleNear;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Optional;
 using ::testing::Pointwise;
 
 std::string num(double v) {
@@ -198,6 +201,69 @@ TEST(ScalingSeries, PredictedRowsFormTheirOwnSeries) {
   EXPECT_THAT(series[0].throughput, ElementsAre(m1, m2));
   EXPECT_EQ(series[1].label, "ddp (predicted)");
   EXPECT_THAT(series[1].throughput, ElementsAre(p1, p2));
+}
+
+// The overlap row: the mean fraction per rank count of the rows that report one, percent on the figure; predicted
+// rows and runs without a value leave gaps, not zeros.
+TEST(ScalingSeries, OverlapMeanPerRankCountWithGapsWhereNoneIsReported) {
+  ScratchDir dir;
+  Random r;
+  const double a = r(0, 1), b = r(0, 1);
+  write_file(dir.file("t.csv"),
+             "model,scheme,schedule,ranks,samples_per_s,predicted,overlap\n"
+             "gpt,ddp,,1,50,0,0\n"
+             "gpt,ddp,,2,90,0," + num(a) + "\n"
+             "gpt,ddp,,2,94,0," + num(b) + "\n"
+             "gpt,ddp,,4,170,0,\n"       // a run that reported no overlap
+             "gpt,ddp,,8,,0,0.9\n"       // no throughput: the whole row is left out
+             "gpt,ddp,,1,52,1,\n"        // predicted rows have no overlap
+             "gpt,ddp,,2,99,1,\n");
+  std::vector<ColumnSpec> cols = training_columns("samples_per_s");
+  cols.push_back({"predicted", false});
+  cols.push_back({"overlap", false});
+  const CsvTable t = CsvTable::read(dir.file("t.csv"), cols);
+  const auto series = scaling_series(t, {}, "samples_per_s", ScalingMode::strong, nullptr, nullptr);
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_THAT(series[0].ranks, ElementsAre(1.0, 2.0, 4.0));
+  ASSERT_EQ(series[0].overlap.size(), 3u);
+  EXPECT_THAT(series[0].overlap[0], Optional(0.0));
+  EXPECT_THAT(series[0].overlap[1], Optional((a + b) / 2));
+  EXPECT_EQ(series[0].overlap[2], std::nullopt);
+  EXPECT_EQ(series[1].label, "ddp (predicted)");
+  EXPECT_THAT(series[1].overlap, ElementsAre(std::nullopt, std::nullopt));
+  EXPECT_TRUE(any_overlap(series));
+  EXPECT_THAT(overlap_points(series[0]), ElementsAre(ElementsAre(1.0, 0.0), ElementsAre(2.0, 100 * ((a + b) / 2))));
+  EXPECT_THAT(overlap_points(series[1]), IsEmpty());
+}
+
+// A CSV written before the overlap column existed plots as before: no overlap anywhere, no error.
+TEST(ScalingSeries, CsvWithoutOverlapColumnHasNoOverlap) {
+  ScratchDir dir;
+  write_file(dir.file("t.csv"), "model,scheme,schedule,ranks,samples_per_s\ngpt,ddp,,1,50\ngpt,ddp,,2,90\n");
+  std::vector<ColumnSpec> cols = training_columns("samples_per_s");
+  cols.push_back({"overlap", false});
+  const CsvTable t = CsvTable::read(dir.file("t.csv"), cols);
+  const auto series = scaling_series(t, {}, "samples_per_s", ScalingMode::strong, nullptr, nullptr);
+  ASSERT_EQ(series.size(), 1u);
+  EXPECT_THAT(series[0].throughput, ElementsAre(50.0, 90.0));
+  EXPECT_THAT(series[0].overlap, ElementsAre(std::nullopt, std::nullopt));
+  EXPECT_FALSE(any_overlap(series));
+}
+
+TEST(ScalingSeries, OverlapOutsideZeroToOneIsRefusedNamingTheCell) {
+  ScratchDir dir;
+  std::vector<ColumnSpec> cols = training_columns("samples_per_s");
+  cols.push_back({"overlap", false});
+  for (const std::string& bad : {std::string("1.5"), std::string("-0.1")}) {
+    write_file(dir.file("t.csv"), "scheme,ranks,samples_per_s,overlap\nddp,1,50,0\nddp,2,90," + bad + "\n");
+    const CsvTable t = CsvTable::read(dir.file("t.csv"), cols);
+    EXPECT_THAT(usage_error([&] { scaling_series(t, {}, "samples_per_s", ScalingMode::strong, nullptr, nullptr); }),
+                HasSubstr("t.csv:3: column 'overlap': '" + bad + "' is outside 0..1"));
+  }
+  write_file(dir.file("t.csv"), "scheme,ranks,samples_per_s,overlap\nddp,1,50,0\nddp,2,90,most\n");
+  const CsvTable t = CsvTable::read(dir.file("t.csv"), cols);
+  EXPECT_THAT(usage_error([&] { scaling_series(t, {}, "samples_per_s", ScalingMode::strong, nullptr, nullptr); }),
+              HasSubstr("t.csv:3: column 'overlap': 'most' is not a number"));
 }
 
 TEST(BubbleSeries, PercentOfStepSkippingNonPipelineRows) {

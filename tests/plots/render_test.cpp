@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <random>
 
 #include "base/error.h"
@@ -18,6 +19,7 @@ using test::write_file;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class Render : public ::testing::Test {
  protected:
@@ -97,6 +99,45 @@ TEST_F(Render, ScriptCopyIsWrittenBesideTheImage) {
   const std::string script = test::read_file(dir_.file("bubble.gp"));
   EXPECT_THAT(script, AllOf(HasSubstr("set terminal pngcairo size 1200,800"), HasSubstr("plot '-'"),
                             HasSubstr("set output '" + dir_.file("bubble.png") + "'")));
+}
+
+// The scaling figure gets an overlap row (percent, a gap where a rank count has no value) when the CSV has the column;
+// an older CSV without it keeps the two-row figure.
+TEST_F(Render, ScalingShowsTheOverlapRowOnlyWhenTheCsvHasOverlap) {
+  write_file(dir_.file("overlap.csv"),
+             "scheme,ranks,samples_per_s,overlap\n"
+             "ddp,1,50,0\nddp,2,90,0.5\nddp,4,170,0.75\n"
+             "zero3,1,40,0\nzero3,2,70,0.25\nzero3,4,120,\n");
+  FigureOptions o = options("overlap.csv", "overlap.png");
+  o.render.script_copy = dir_.file("overlap.gp");
+  plot_scaling(o, {}, "samples_per_s", ScalingMode::strong);
+  expect_png("overlap.png", 1200, 800);
+  const std::string script = test::read_file(dir_.file("overlap.gp"));
+  const std::size_t label = script.find("set ylabel 'comm. overlapped (%)'");
+  ASSERT_NE(label, std::string::npos) << script;
+  // The bottom row, from its placement on: the x axis labels and one data block per series that has values.
+  const std::string row = script.substr(script.rfind("set origin", label));
+  // The script copy writes data at full precision: "2.000000000000000000e+00 5.000000000000000000e+01".
+  const auto block = [](const std::vector<std::pair<int, int>>& points) {
+    std::string text;
+    char line[96];
+    for (auto [x, y] : points) {
+      std::snprintf(line, sizeof line, "%.18e %.18e\n", double(x), double(y));
+      text += line;
+    }
+    return text + "e\n";
+  };
+  EXPECT_THAT(row, AllOf(testing::StartsWith("set origin 0,0\n"), HasSubstr("set xlabel 'ranks'"),
+                         HasSubstr("\n" + block({{1, 0}, {2, 50}, {4, 75}}) + block({{1, 0}, {2, 25}}))));
+  EXPECT_THAT(script, HasSubstr("set origin 0,0.27\n"));  // the efficiency row above it
+
+  o = options("train.csv", "old.png");
+  o.render.script_copy = dir_.file("old.gp");
+  plot_scaling(o, {}, "samples_per_s", ScalingMode::strong);
+  expect_png("old.png", 1200, 800);
+  const std::string old = test::read_file(dir_.file("old.gp"));
+  EXPECT_THAT(old, AllOf(HasSubstr("set ylabel 'scaling efficiency (%)'"), HasSubstr("set origin 0,0.34\n")));
+  EXPECT_THAT(old, Not(HasSubstr("overlapped")));
 }
 
 std::string error_of(const std::function<void()>& f, bool* usage) {
