@@ -37,6 +37,8 @@ void StreamTimeline::close(int id, const Stream& s) {
 
 std::vector<StreamTimeline::Interval> StreamTimeline::intervals() const {
   std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < used_; ++i)
+    if (!events_[i]->done()) events_[i]->synchronize();  // read early: wait for the step's work
   std::vector<Interval> out;
   for (const Span& sp : spans_) {
     if (sp.end == 0) continue;  // never closed (the step failed inside it)

@@ -25,7 +25,7 @@ class StreamTimeline {
   // may be called from any thread (a communication thread records its own intervals).
   int open(Lane lane, const Stream& s);
   void close(int id, const Stream& s);
-  // The step's intervals; only once the host has waited for the step's work (their events are done).
+  // The step's intervals, in the order they were opened; read before the step's work is done, it waits for it.
   std::vector<Interval> intervals() const;
 
  private:

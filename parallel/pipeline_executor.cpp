@@ -1,7 +1,7 @@
 // The pipeline executor: one interpreter for every schedule's action lists.
 #include "parallel/pipeline_executor.h"
 
-#include <chrono>
+#include <algorithm>
 #include <memory>
 
 #include "collectives/fault_injection.h"
@@ -12,12 +12,6 @@ namespace parbench {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
 class StageRun {
  public:
   explicit StageRun(const PipelineStage& s)
@@ -27,6 +21,7 @@ class StageRun {
         vstages_(s.schedule.virtual_stages()),
         slots_(std::size_t(m_ * vstages_)),
         batches_(std::size_t(m_)) {
+    PB_CHECK(s.action_times && s.losses, "a pipeline stage needs its action timeline and loss tally");
     if (s.pipeline.size() != s.schedule.stages)
       throw Error("pipeline group of " + std::to_string(s.pipeline.size()) + " ranks runs a schedule of " +
                   std::to_string(s.schedule.stages) + " stages");
@@ -40,7 +35,7 @@ class StageRun {
   }
 
   PipelineStepResult run() {
-    const auto t0 = Clock::now();
+    s_.action_times->start(s_.stream);
     const auto& list = s_.schedule.actions[std::size_t(stage_)];
     for (std::size_t i = 0; i < list.size();) {
       if (is_compute(list[i].op)) {
@@ -57,7 +52,6 @@ class StageRun {
       s_.pipeline.finish_sends();
       posted_.clear();
     }
-    result_.timing.span_ms = ms_since(t0);
     return result_;
   }
 
@@ -87,18 +81,17 @@ class StageRun {
     const int vs = vstage(a), mb = a.microbatch;
     Slot& sl = slot(mb, vs);
     const RangeArgs args{.microbatch = mb, .stage = stage_, .chunk = a.chunk};
-    const auto t0 = Clock::now();
+    TimelineSpan timed(s_.action_times, StreamTimeline::Lane::compute, s_.stream);
     switch (a.op) {
       case PipeOp::forward: {
         PB_RANGE("F", Category::compute, args);
-        double loss = 0;
         sl.acts = s_.model.forward(batch(mb), s_.chunk_units[std::size_t(a.chunk)], sl.input, s_.access, s_.dloss,
-                                   s_.stream, &loss);
+                                   s_.stream, nullptr);
         sl.input = Tensor{};
-        if (vs == vstages_ - 1) result_.loss_sum += loss;
+        if (vs == vstages_ - 1) s_.losses->add(sl.acts->losses, s_.stream);
         else if (here(vs + 1)) slot(mb, vs + 1).input = sl.acts->output();
         ++in_flight_;
-        result_.timing.peak_in_flight = std::max(result_.timing.peak_in_flight, in_flight_);
+        result_.peak_in_flight = std::max(result_.peak_in_flight, in_flight_);
         break;
       }
       case PipeOp::backward:
@@ -121,10 +114,6 @@ class StageRun {
       }
       default: throw Error("pipeline: not a compute action");
     }
-    s_.stream.synchronize();  // the action's kernels are part of its busy time
-    const double ms = ms_since(t0);
-    result_.timing.busy_ms += ms;
-    result_.timing.action_ms.push_back(ms);
   }
 
   void release(Slot& sl) {
@@ -192,5 +181,16 @@ class StageRun {
 }  // namespace
 
 PipelineStepResult run_pipeline_stage(const PipelineStage& stage) { return StageRun(stage).run(); }
+
+PipelineTiming pipeline_timing(const StreamTimeline& action_times, int peak_in_flight) {
+  PipelineTiming t;
+  t.peak_in_flight = peak_in_flight;
+  for (const StreamTimeline::Interval& iv : action_times.intervals()) {
+    t.action_ms.push_back(iv.end_ms - iv.begin_ms);
+    t.busy_ms += iv.end_ms - iv.begin_ms;
+    t.span_ms = std::max(t.span_ms, iv.end_ms);
+  }
+  return t;
+}
 
 }  // namespace parbench

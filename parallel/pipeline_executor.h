@@ -8,7 +8,9 @@
 
 #include "collectives/communicator.h"
 #include "core/stream.h"
+#include "core/stream_timeline.h"
 #include "models/model.h"
+#include "parallel/loss_tally.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/train.h"
 
@@ -25,15 +27,23 @@ struct PipelineStage {
   std::function<Batch(int microbatch)> batch;  // this rank's samples of a microbatch
   float dloss = 1;                             // weight of one microbatch's mean loss in the step objective
   int trace_rank = 0;                          // the world rank, for the trace's process track
+  // Required: each compute action is an interval here, timed by events on `stream` (read after the step);
+  // the last virtual stage's microbatch losses are added here.
+  StreamTimeline* action_times = nullptr;
+  LossTally* losses = nullptr;
 };
 
 struct PipelineStepResult {
-  PipelineTiming timing;
-  double loss_sum = 0;          // of the microbatch losses computed here (last virtual stage only)
+  int peak_in_flight = 0;        // microbatch-chunks forwarded but not yet fully backpropagated
   std::uint64_t sent_bytes = 0;  // activations and gradients this rank sent
 };
 
-// Runs this rank's actions. Timing starts now: call it right after a barrier of the pipeline group.
+// A step's timing from its action intervals (once the step's work is done): busy time, each action's time, and
+// the span from the step's start to the end of its last action.
+PipelineTiming pipeline_timing(const StreamTimeline& action_times, int peak_in_flight);
+
+// Runs this rank's actions; compute actions are queued on the stream and timed there, without waiting for them.
+// Timing starts now: call it right after a barrier of the pipeline group.
 PipelineStepResult run_pipeline_stage(const PipelineStage& stage);
 
 }  // namespace parbench

@@ -103,7 +103,9 @@ class ModelParallel : public Scheme {
         tp_comm_(ctx.comm.split(grid_.pp_rank * grid_.dp + grid_.dp_rank, grid_.tp_rank)),
         dp_comm_(ctx.comm.split(grid_.pp_rank * grid_.tp + grid_.tp_rank, grid_.dp_rank)),
         pp_comm_(ctx.comm.split(grid_.dp_rank * grid_.tp + grid_.tp_rank, grid_.pp_rank)),
-        data_(cfg.model, cfg.seed) {
+        data_(cfg.model, cfg.seed),
+        action_times_(ctx.comm.device()),
+        losses_(ctx.comm.device()) {
     const ParallelShape& sh = plan_.shape;
     dp_ = sh.dp;
     accum_ = sh.microbatches;
@@ -138,18 +140,23 @@ class ModelParallel : public Scheme {
                           return data_.microbatch(step_index, mb, grid_.dp, grid_.dp_rank, micro_, ctx_.alloc, &ctx_.stream);
                         },
                         1.0f / float(plan_.shape.microbatches * plan_.shape.dp), ctx_.comm.rank()};
+    stage.action_times = &action_times_;
+    stage.losses = &losses_;
+    losses_.clear();
     pp_comm_.barrier();
     PipelineStepResult r = run_pipeline_stage(stage);
-    timing_ = r.timing;
+    peak_in_flight_ = r.peak_in_flight;
+    timing_.reset();
     comm_bytes_.bytes += r.sent_bytes + tp_.bytes;
     state_->finish_step(step_index);
     // The loss: the last virtual stage's microbatch losses, once per data-parallel group.
     const bool reports = grid_.pp_rank == (schedule_.virtual_stages() - 1) % plan_.shape.pp && grid_.tp_rank == 0;
-    last_loss_ = reports ? r.loss_sum / (plan_.shape.microbatches * plan_.shape.dp) : 0;
+    reports_loss_ = reports;
   }
 
+  // The mean over this pipeline's microbatches, once per data-parallel group, summed over the groups.
   double loss() override {
-    double loss = last_loss_;
+    double loss = reports_loss_ ? losses_.mean() / plan_.shape.dp : 0;
     ctx_.comm.allreduce(&loss, &loss, 1, DType::f64, ReduceOp::sum);
     return loss;
   }
@@ -177,7 +184,9 @@ class ModelParallel : public Scheme {
   }
   ParallelShape shape() const override { return plan_.shape; }
   const PipelineTiming* last_step_pipeline() const override {
-    return plan_.shape.schedule.empty() ? nullptr : &timing_;
+    if (plan_.shape.schedule.empty()) return nullptr;
+    if (!timing_) timing_ = pipeline_timing(action_times_, peak_in_flight_);  // the step's work is done by now
+    return &*timing_;
   }
 
  private:
@@ -209,7 +218,11 @@ class ModelParallel : public Scheme {
   std::int64_t micro_ = 1;
   CommCounter comm_bytes_;  // before state_, which counts into it
   std::optional<ZeroState> state_;
-  PipelineTiming timing_;
+  StreamTimeline action_times_;
+  LossTally losses_;
+  int peak_in_flight_ = 0;
+  bool reports_loss_ = false;
+  mutable std::optional<PipelineTiming> timing_;  // resolved from action_times_ when first asked
 };
 
 }  // namespace
