@@ -126,7 +126,13 @@ class StageRun {
   // wake-up to every hand-over); receives are posted together and waited for here.
   void exchange(const std::vector<PipeAction>& list, std::size_t begin, std::size_t end) {
     std::vector<P2POp> recvs;
-    s_.stream.synchronize();  // what we send was written on the stream
+    // The host transports hand the buffer over at once: what we send must be written first. (Receives need no
+    // wait: the transports fill their buffers before group() returns.)
+    for (std::size_t i = begin; i < end; ++i)
+      if (list[i].op == PipeOp::send_activation || list[i].op == PipeOp::send_gradient) {
+        s_.stream.synchronize();
+        break;
+      }
     for (std::size_t i = begin; i < end; ++i) {
       const PipeAction& a = list[i];
       const int vs = vstage(a), mb = a.microbatch;
