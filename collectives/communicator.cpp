@@ -155,6 +155,12 @@ void Communicator::flip_one_received_byte(std::span<const P2POp> ops) {
   }
 }
 
+void Communicator::queue_group(std::span<const P2POp> ops, void* stream) {
+  if (!nccl_comm_) throw Error("queue_group needs NCCL: " + nccl_reason_);
+  if (channel_ != 0) throw Error("queue_group inside a collective");
+  nccl_queue_p2p(nccl_comm_, ops, stream);
+}
+
 void Communicator::post_sends(std::span<const P2POp> ops) {
   if (channel_ != 0) throw Error("post_sends inside a collective");
   transport_->post_sends(ops);

@@ -75,6 +75,9 @@ class Communicator {
   // until finish_sends() returns, which waits, within the timeout, until the peers have received them all.
   void post_sends(std::span<const P2POp> ops);
   void finish_sends();
+  // Point-to-point queued on `stream` (cudaStream_t) without the host waiting: one NCCL group, messages matched
+  // per peer in issue order (tags are not used: both sides must issue in the same order). Needs nccl_comm().
+  void queue_group(std::span<const P2POp> ops, void* stream);
   void abandon_sends() { transport_->abandon_sends(); }  // after a failure, before the buffers go
   void send(const void* buf, std::size_t bytes, int peer);
   void recv(void* buf, std::size_t bytes, int peer);

@@ -117,5 +117,8 @@ std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, in
 void* nccl_comm_split(void* comm, int color, int key);
 void nccl_comm_destroy(void* comm) noexcept;
 void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::string& what);
+// One group of ncclSend/ncclRecv of device buffers queued on `stream`, without waiting (matched per peer in issue
+// order, tags ignored).
+void nccl_queue_p2p(void* comm, std::span<const P2POp> ops, void* stream);
 
 }  // namespace parbench

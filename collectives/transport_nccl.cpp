@@ -200,6 +200,20 @@ void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::st
   nccl_wait(static_cast<ncclComm_t>(comm), static_cast<cudaStream_t>(stream), deadline, what);
 }
 
+void nccl_queue_p2p(void* comm, std::span<const P2POp> ops, void* stream) {
+  auto c = static_cast<ncclComm_t>(comm);
+  auto s = static_cast<cudaStream_t>(stream);
+  NCCL_CHECK(ncclGroupStart());
+  for (const P2POp& op : ops) {
+    if (op.host) throw Error("nccl_queue_p2p: NCCL moves device memory only");
+    if (op.kind == P2POp::send)
+      NCCL_CHECK(ncclSend(op.buf, op.bytes, ncclUint8, op.peer, c, s));
+    else
+      NCCL_CHECK(ncclRecv(op.buf, op.bytes, ncclUint8, op.peer, c, s));
+  }
+  NCCL_CHECK(ncclGroupEnd());
+}
+
 }  // namespace parbench
 
 #else  // no NCCL in this build
@@ -210,5 +224,6 @@ namespace parbench {
 void* nccl_comm_split(void*, int, int) { throw Error("this build has no NCCL"); }
 void nccl_comm_destroy(void*) noexcept {}
 void nccl_stream_wait(void*, void*, Deadline, const std::string&) { throw Error("this build has no NCCL"); }
+void nccl_queue_p2p(void*, std::span<const P2POp>, void*) { throw Error("this build has no NCCL"); }
 }  // namespace parbench
 #endif

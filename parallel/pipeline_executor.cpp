@@ -31,7 +31,7 @@ class StageRun {
   }
 
   ~StageRun() {
-    if (!posted_.empty()) s_.pipeline.abandon_sends();  // a failure: no peer may read the buffers after this
+    if (!posted_.empty() && !s_.stream_path) s_.pipeline.abandon_sends();  // a failure: no peer may read them now
   }
 
   PipelineStepResult run() {
@@ -47,11 +47,14 @@ class StageRun {
       exchange(list, i, end);
       i = end;
     }
-    {
+    if (PipelineStreamPath* sp = s_.stream_path) {  // the compute stream's later work waits for the last sends
+      sp->done.record(sp->comm);
+      sp->done.wait_on(s_.stream);
+    } else {
       PB_RANGE("finish sends", Category::communication, {.stage = stage_});
       s_.pipeline.finish_sends();
-      posted_.clear();
     }
+    posted_.clear();
     return result_;
   }
 
@@ -121,18 +124,12 @@ class StageRun {
     --in_flight_;
   }
 
-  // Actions [begin, end): sends are posted and complete in the background (the schedules assume buffered
-  // sends: a blocking send to a neighbour that is sending to us can deadlock, and a thread per send would add a
-  // wake-up to every hand-over); receives are posted together and waited for here.
+  // Actions [begin, end). Through the host transports, sends are posted and complete in the background (the
+  // schedules assume buffered sends: a blocking send to a neighbour that is sending to us can deadlock, and a thread
+  // per send would add a wake-up to every hand-over) and receives are posted together and waited for here. On the
+  // stream path they are one NCCL group on the communication stream, after the compute stream's work so far.
   void exchange(const std::vector<PipeAction>& list, std::size_t begin, std::size_t end) {
-    std::vector<P2POp> recvs;
-    // The host transports hand the buffer over at once: what we send must be written first. (Receives need no
-    // wait: the transports fill their buffers before group() returns.)
-    for (std::size_t i = begin; i < end; ++i)
-      if (list[i].op == PipeOp::send_activation || list[i].op == PipeOp::send_gradient) {
-        s_.stream.synchronize();
-        break;
-      }
+    std::vector<P2POp> sends, recvs;
     for (std::size_t i = begin; i < end; ++i) {
       const PipeAction& a = list[i];
       const int vs = vstage(a), mb = a.microbatch;
@@ -152,27 +149,53 @@ class StageRun {
           recvs.push_back(recv_op(sl.output_grad.data(), sl.output_grad.bytes(), a.peer));
           recvs.back().tag = tag(true, mb, vs);
           break;
-        case PipeOp::send_activation: send(sl.acts->output(), a.peer, tag(false, mb, vs + 1), mb); break;
+        case PipeOp::send_activation:
+          sends.push_back(send(sl.acts->output(), a.peer, tag(false, mb, vs + 1), mb));
+          break;
         case PipeOp::send_gradient:
-          send(sl.input_grad, a.peer, tag(true, mb, vs - 1), mb);
+          sends.push_back(send(sl.input_grad, a.peer, tag(true, mb, vs - 1), mb));
           sl.input_grad = Tensor{};
           break;
         default: throw Error("pipeline: not a communication action");
       }
+    }
+    if (s_.stream_path) return queue_on_stream(list, begin, end, sends, recvs);
+    if (!sends.empty()) {
+      s_.stream.synchronize();  // the host transports hand the buffers over at once: they must be written
+      s_.pipeline.post_sends(sends);
     }
     if (recvs.empty()) return;
     PB_RANGE("recv", Category::communication, {.stage = stage_});
     s_.pipeline.group(recvs);
   }
 
-  // The tensor (and so its memory) is held until the step's sends are finished.
-  void send(const Tensor& t, int peer, int tag, int mb) {
+  // The exchange's messages in action order, so that NCCL's in-order matching pairs them as the schedule does.
+  void queue_on_stream(const std::vector<PipeAction>& list, std::size_t begin, std::size_t end,
+                       const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs) {
+    PB_RANGE("exchange", Category::communication, {.stage = stage_});
+    std::vector<P2POp> ops;
+    std::size_t next_send = 0, next_recv = 0;
+    for (std::size_t i = begin; i < end; ++i) {
+      const bool is_send = list[i].op == PipeOp::send_activation || list[i].op == PipeOp::send_gradient;
+      ops.push_back(is_send ? sends[next_send++] : recvs[next_recv++]);
+    }
+    PipelineStreamPath& sp = *s_.stream_path;
+    sp.ready.record(s_.stream);  // what is sent is written, and what is received overwrites nothing still read
+    sp.ready.wait_on(sp.comm);
+    s_.pipeline.queue_group(ops, sp.comm.native());
+    if (recvs.empty()) return;
+    sp.done.record(sp.comm);
+    sp.done.wait_on(s_.stream);
+  }
+
+  // A send of `t`, held (with its memory) until the step's sends are finished.
+  P2POp send(const Tensor& t, int peer, int tag, int mb) {
     PB_RANGE("send", Category::communication, {.microbatch = mb, .stage = stage_, .bytes = std::int64_t(t.bytes())});
     result_.sent_bytes += t.bytes();
     P2POp op = send_op(t.data(), t.bytes(), peer);
     op.tag = tag;
-    s_.pipeline.post_sends({&op, 1});
     posted_.push_back(t);
+    return op;
   }
 
   const PipelineStage& s_;

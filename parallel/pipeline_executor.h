@@ -16,6 +16,14 @@
 
 namespace parbench {
 
+// Sends and receives queued on a communication stream as NCCL groups, ordered with the compute stream by two
+// events (the schedule must pass stream_order_problem: parallel/pipeline_stream_order.h).
+struct PipelineStreamPath {
+  explicit PipelineStreamPath(const Stream& s) : comm(s), ready(s.device()), done(s.device()) {}
+  const Stream& comm;
+  Event ready, done;  // re-recorded for each exchange
+};
+
 struct PipelineStage {
   Model& model;
   UnitAccess& access;
@@ -31,6 +39,7 @@ struct PipelineStage {
   // the last virtual stage's microbatch losses are added here.
   StreamTimeline* action_times = nullptr;
   LossTally* losses = nullptr;
+  PipelineStreamPath* stream_path = nullptr;  // null: through the host transports, matched by tag
 };
 
 struct PipelineStepResult {
@@ -42,7 +51,8 @@ struct PipelineStepResult {
 // the span from the step's start to the end of its last action.
 PipelineTiming pipeline_timing(const StreamTimeline& action_times, int peak_in_flight);
 
-// Runs this rank's actions; compute actions are queued on the stream and timed there, without waiting for them.
+// Runs this rank's actions; compute actions are queued on the stream and timed there, without waiting for them;
+// with a stream path, so are sends and receives.
 // Timing starts now: call it right after a barrier of the pipeline group.
 PipelineStepResult run_pipeline_stage(const PipelineStage& stage);
 

@@ -18,6 +18,7 @@
 #include "models/model.h"
 #include "models/tensor_parallel.h"
 #include "parallel/pipeline_executor.h"
+#include "parallel/pipeline_stream_order.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schemes/data_parallel.h"
 #include "parallel/schemes/model_parallel.h"
@@ -115,6 +116,14 @@ class ModelParallel : public Scheme {
     model_ = Model::create(plan_.model, ctx.alloc, &tp_);
     if (!sh.schedule.empty()) schedule_ = make_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
     else schedule_ = make_schedule("gpipe", 1, sh.microbatches, 1);
+    // NCCL between the stages when every stage can issue its exchanges in an order NCCL matches (the same on all
+    // ranks: the schedule and the group's NCCL are); else the host transports, matched by tag.
+    // Its own stream: the data-parallel collectives on the communication stream belong to another communicator,
+    // and one stream would make each group wait for the other's peers.
+    if (!ctx.comm.device().on_host() && pp_comm_.nccl_comm() && stream_order_problem(schedule_).empty()) {
+      pipe_stream_.emplace(ctx.comm.device(), /*create=*/true);
+      stream_path_.emplace(*pipe_stream_);
+    }
     const int vstages = sh.pp * sh.virtual_stages;
     for (int c = 0; c < sh.virtual_stages; ++c)
       chunk_units_.push_back(virtual_stage_units(cfg.model, c * sh.pp + grid_.pp_rank, vstages));
@@ -142,6 +151,7 @@ class ModelParallel : public Scheme {
                         1.0f / float(plan_.shape.microbatches * plan_.shape.dp), ctx_.comm.rank()};
     stage.action_times = &action_times_;
     stage.losses = &losses_;
+    stage.stream_path = stream_path_ ? &*stream_path_ : nullptr;
     losses_.clear();
     pp_comm_.barrier();
     PipelineStepResult r = run_pipeline_stage(stage);
@@ -223,6 +233,8 @@ class ModelParallel : public Scheme {
   int peak_in_flight_ = 0;
   bool reports_loss_ = false;
   mutable std::optional<PipelineTiming> timing_;  // resolved from action_times_ when first asked
+  std::optional<Stream> pipe_stream_;
+  std::optional<PipelineStreamPath> stream_path_;  // NCCL sends and receives on pipe_stream_
 };
 
 }  // namespace
