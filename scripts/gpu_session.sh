@@ -250,7 +250,8 @@ key_train() {
   local csv=$out/$1.csv
   [ -s "$csv" ] || { grep -m1 -iE 'error|refus' "$out/$1.txt" || echo "no rows"; return; }
   awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
-    { printf "step %s ms, --check max diff %s, loss %s\n", $c["step_ms"], $c["max_param_diff_vs_single"], $c["loss"] }' "$csv"
+    { printf "step %s ms, host waits/step %s, overlap %s, --check max diff %s, loss %s\n", $c["step_ms"],
+        $c["host_waits_per_step"], $c["overlap"], $c["max_param_diff_vs_single"], $c["loss"] }' "$csv"
 }
 
 # --- the phases ----------------------------------------------------------------------------------------------
@@ -339,7 +340,7 @@ train_phase() {
     # shellcheck disable=SC2086  # args is the listed option words
     run_step "train_$name" "$(step_limit "$n")" key_train "$bin/bench_train" --device cuda "${model[@]}" $args \
       --ranks "$ranks" --layers "$layers" --global-batch "$batch" --micro-batch "$micro" "${steps[@]}" --check \
-      --timeout 60 --csv "$out/train_$name.csv"
+      --optimizer sgd --lr 0.1 --check-tolerance 1e-4 --timeout 60 --csv "$out/train_$name.csv"
     n=$((n - 1))
   done <<<"$list"
 }

@@ -21,6 +21,7 @@ class ParameterServer : public DataParallelScheme {
   }
 
   void queue_step(int step_index) override {
+    Communicator::StreamOrder on_compute(ctx_.comm, ctx_.stream.native());  // the server's traffic is on the path
     comm_bytes_ = {};
     const std::uint64_t n = std::uint64_t(dp_), pbytes = params_.bytes();
     ctx_.comm.broadcast(params_.data(), params_.data(), std::size_t(params_.numel()), params_.dtype(), 0,
@@ -37,6 +38,7 @@ class ParameterServer : public DataParallelScheme {
   }
 
   std::vector<float> full_params() override {
+    Communicator::StreamOrder on_compute(ctx_.comm, ctx_.stream.native());
     ctx_.comm.broadcast(params_.data(), params_.data(), std::size_t(params_.numel()), params_.dtype(), 0,
                          impl_for(Collective::broadcast));
     return to_host_floats(params_);
@@ -59,7 +61,9 @@ class ParameterServer : public DataParallelScheme {
     for (int k = 0; k < accum_; ++k) {
       Batch mine = data_.microbatch(step_index, k, dp_, rank, micro, ctx_.alloc, &ctx_.stream);
       std::optional<Batch> all;
-      if (root()) all = data_.batch(step_index, std::int64_t(k * dp_) * micro, std::int64_t(dp_) * micro, ctx_.alloc);
+      if (root())
+        all = data_.batch(step_index, std::int64_t(k * dp_) * micro, std::int64_t(dp_) * micro, ctx_.alloc,
+                          &ctx_.stream);
       for (auto [src, dst] : {std::pair{root() ? &all->inputs : nullptr, &mine.inputs},
                               std::pair{root() ? &all->targets : nullptr, &mine.targets}}) {
         ctx_.comm.scatter(src ? src->data() : nullptr, dst->data(), std::size_t(dst->numel()), dst->dtype(), 0,

@@ -37,7 +37,7 @@ class LocalSgd : public DataParallelScheme {
 
  private:
   void average() {
-    ctx_.stream.synchronize();
+    Communicator::StreamOrder on_compute(ctx_.comm, ctx_.stream.native());  // after the update, before what follows
     ctx_.comm.allreduce(params_.data(), params_.data(), std::size_t(params_.numel()), params_.dtype(), ReduceOp::avg,
                         impl_for(Collective::allreduce));
     comm_bytes_.allreduce(params_.bytes(), dp_);
