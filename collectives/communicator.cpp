@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "collectives/fault_injection.h"
 #include "collectives/measurement.h"
 #include "collectives/reduce.h"
+#include "core/current_stream.h"
 #include "core/memory.h"
 #include "core/stream.h"
 #include "profiles/range.h"
@@ -216,7 +218,11 @@ void Communicator::wait_stream(void* stream) {
   nccl_stream_wait(nccl_comm_, stream, deadline, "rank " + std::to_string(rank()) + " waited for its stream's work");
 }
 
-void Communicator::run_staged(const CollArgs& a, const Algorithm& algo) {
+void Communicator::run_staged(const CollArgs& in, const Algorithm& algo) {
+  CollArgs a = in;
+  // Called without a stream and outside a StreamOrder: on the thread's current stream of this GPU (NCCL queues
+  // there and is waited for), so a rank never uses the legacy default stream; null when it has none.
+  if (!a.stream) a.stream = synchronous_stream(device_);
   if (device_.on_host() || ((!a.send || is_device_memory(device_, a.send)) &&
                             (!a.recv || is_device_memory(device_, a.recv))))
     return run(a, algo);
@@ -230,7 +236,8 @@ void Communicator::run_staged(const CollArgs& a, const Algorithm& algo) {
   CollArgs on_gpu = a;
   on_gpu.send = send, on_gpu.recv = recv;
   run(on_gpu, algo);
-  if (a.stream && algo.queues_on_callers_stream() && !batching_) synchronize_stream(device_, a.stream);
+  // (One given no stream and run outside a batch and a StreamOrder has been waited for already.)
+  if (in.stream && algo.queues_on_callers_stream() && !batching_) synchronize_stream(device_, a.stream);
   if (a.recv && recv_bytes) device_memcpy(Device{}, a.recv, device_, recv, recv_bytes);
 }
 
@@ -255,9 +262,12 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
     Communicator& c;
     ~EndCall() { c.in_call_ = false, c.channel_ = 0, c.stream_ = nullptr; }
   } end_call{*this};
-  // The hand-written algorithms move data with copies on the default stream and the host: what the caller queued
-  // on its own stream must be done first. A library collective is queued behind it instead.
+  // The hand-written algorithms move data with copies and kernels on the legacy default stream and the host: what
+  // the caller queued on its own stream must be done first, and theirs before the caller's stream goes on (a
+  // non-blocking stream does not wait for the legacy one). A library collective is queued behind it instead.
   if (a.stream && !queued) synchronize_stream(device_, a.stream);
+  std::optional<CurrentStream> on_legacy;  // their device_memcpy and scratch too
+  if (!queued && !device_.on_host()) on_legacy.emplace(nullptr);
   try {
     // Name and size only when something records them: on every small call they cost more than the check.
     std::string name;
@@ -269,6 +279,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
     }
     Range range(name, Category::communication, RangeArgs{.bytes = bytes});
     algo.run(*this, a);
+    if (a.stream && !queued) synchronize_stream(device_, nullptr);
   } catch (const CollectiveTimeoutError&) {
     throw;
   } catch (const TimeoutError& e) {

@@ -133,7 +133,7 @@ class Communicator {
  private:
   void release();
   // Host buffers on a GPU communicator go through device scratch; then run(a, algo).
-  void run_staged(const CollArgs& a, const Algorithm& algo);
+  void run_staged(const CollArgs& in, const Algorithm& algo);
   void call(const CollArgs& a, const Algorithm* impl);  // `impl`, or this communicator's when null
   std::string timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const;
   void flip_one_received_byte(std::span<const P2POp> ops);

@@ -15,6 +15,7 @@
 #include "collectives/nccl_util.h"
 #include "core/memory.h"
 #include "core/host_counts.h"
+#include "core/stream.h"
 
 namespace parbench {
 
@@ -152,17 +153,19 @@ class NcclTransport final : public Transport {
         bufs[i] = static_cast<char*>(staging_) + offset[i];
         if (ops[i].kind == P2POp::send) device_memcpy(device_, bufs[i], Device{}, ops[i].buf, ops[i].bytes);
       }
+    // Without a stream of its own, on the calling thread's (synchronous_stream), not the legacy default stream.
+    const auto stream = stream_ ? stream_ : static_cast<cudaStream_t>(synchronous_stream(device_));
     NCCL_CHECK(ncclGroupStart());
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const P2POp& op = ops[i];
       void* buf = bufs[i] ? bufs[i] : op.buf;
       if (op.kind == P2POp::send)
-        NCCL_CHECK(ncclSend(buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
+        NCCL_CHECK(ncclSend(buf, op.bytes, ncclUint8, op.peer, comm_, stream));
       else
-        NCCL_CHECK(ncclRecv(buf, op.bytes, ncclUint8, op.peer, comm_, stream_));
+        NCCL_CHECK(ncclRecv(buf, op.bytes, ncclUint8, op.peer, comm_, stream));
     }
     NCCL_CHECK(ncclGroupEnd());
-    nccl_wait(comm_, stream_, deadline, "rank " + std::to_string(rank_) + " waited for NCCL send/recv");
+    nccl_wait(comm_, stream, deadline, "rank " + std::to_string(rank_) + " waited for NCCL send/recv");
     for (std::size_t i = 0; i < ops.size(); ++i)
       if (ops[i].host && ops[i].kind == P2POp::recv)
         device_memcpy(Device{}, ops[i].buf, device_, bufs[i], ops[i].bytes);

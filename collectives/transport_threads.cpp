@@ -229,12 +229,13 @@ class ThreadsTransport final : public Transport {
   }
 
   // A peer on another GPU copies our send buffers on its own device's stream, which is not ordered with the
-  // kernels that may still be writing them here: those finish before the buffers are published. All of a rank's
-  // work is queued on its GPU's default stream, so waiting for that stream (not the whole device) is enough.
+  // kernels that may still be writing them here: those finish before the buffers are published. A rank's work is
+  // queued on its thread's current stream, or the GPU's default stream without one: waiting for that stream (not
+  // the whole device) is enough.
   void settle_sends(std::span<const P2POp> ops) const {
     if (device_.on_host()) return;
     for (const P2POp& op : ops)
-      if (op.kind == P2POp::send && !op.host) return Stream(device_).synchronize();
+      if (op.kind == P2POp::send && !op.host) return synchronize_stream(device_, synchronous_stream(device_));
   }
 
   void post_receive(ReceiveRecord& r, const P2POp& op) {

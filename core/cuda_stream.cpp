@@ -8,10 +8,10 @@ namespace parbench::detail {
 void* cuda_stream_create(int index) {
   CUDA_CHECK(cudaSetDevice(index));
   cudaStream_t s;
-  // A blocking stream (not cudaStreamNonBlocking): device_memcpy/device_memset run on the legacy default
-  // stream, which waits for the work already queued on blocking streams and holds back their later work, so
-  // those copies are ordered with our kernels without every caller passing a stream.
-  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamDefault));
+  // Non-blocking, as PyTorch's and Megatron's streams: no implicit order with the legacy default stream, which
+  // a thread with a current stream never uses (device_memcpy, device_memset and collectives without a stream run
+  // on that stream: synchronous_stream in core/stream.h), so a library's stray use of it cannot stall our work.
+  CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   return s;
 }
 void cuda_stream_destroy(void* s) { cudaStreamDestroy(static_cast<cudaStream_t>(s)); }

@@ -24,11 +24,11 @@ void cuda_free(int index, void* p);
 void cuda_set_device(int index);
 bool cuda_is_device_pointer(const void* p);
 void cuda_device_synchronize(int index);
-void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes);
+void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes, void* stream);
 void cuda_memcpy_async(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes, void* stream);
 void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
-                    bool src_gpu, std::size_t width, std::size_t rows);
-void cuda_memset(int index, void* p, int value, std::size_t bytes);
+                    bool src_gpu, std::size_t width, std::size_t rows, void* stream);
+void cuda_memset(int index, void* p, int value, std::size_t bytes, void* stream);
 std::size_t cuda_memory_bytes(int index);
 void* cuda_malloc_host(int index, std::size_t bytes);
 void cuda_free_host(void* p);
@@ -43,10 +43,12 @@ void cuda_free(int, void*) { no_cuda(); }
 void cuda_set_device(int) { no_cuda(); }
 bool cuda_is_device_pointer(const void*) { no_cuda(); }
 void cuda_device_synchronize(int) { no_cuda(); }
-void cuda_memcpy(void*, bool, const void*, bool, std::size_t) { no_cuda(); }
+void cuda_memcpy(void*, bool, const void*, bool, std::size_t, void*) { no_cuda(); }
 void cuda_memcpy_async(void*, bool, const void*, bool, std::size_t, void*) { no_cuda(); }
-void cuda_memcpy_2d(void*, std::size_t, bool, const void*, std::size_t, bool, std::size_t, std::size_t) { no_cuda(); }
-void cuda_memset(int, void*, int, std::size_t) { no_cuda(); }
+void cuda_memcpy_2d(void*, std::size_t, bool, const void*, std::size_t, bool, std::size_t, std::size_t, void*) {
+  no_cuda();
+}
+void cuda_memset(int, void*, int, std::size_t, void*) { no_cuda(); }
 std::size_t cuda_memory_bytes(int) { no_cuda(); }
 void* cuda_malloc_host(int, std::size_t) { no_cuda(); }
 void cuda_free_host(void*) {}
@@ -143,7 +145,7 @@ void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, cons
     return;
   }
   count_host_wait();  // a synchronous copy: done on return
-  detail::cuda_memcpy(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes);
+  detail::cuda_memcpy(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes, synchronous_stream(dst_dev, src_dev));
 }
 
 void device_memcpy_async(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes,
@@ -165,7 +167,8 @@ void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, c
     return;
   }
   count_host_wait();
-  detail::cuda_memcpy_2d(dst, dst_pitch, !dst_dev.on_host(), src, src_pitch, !src_dev.on_host(), width, rows);
+  detail::cuda_memcpy_2d(dst, dst_pitch, !dst_dev.on_host(), src, src_pitch, !src_dev.on_host(), width, rows,
+                         synchronous_stream(dst_dev, src_dev));
 }
 
 void device_memset(const Device& d, void* p, int value, std::size_t bytes) {
@@ -173,7 +176,9 @@ void device_memset(const Device& d, void* p, int value, std::size_t bytes) {
     std::memset(p, value, bytes);
     return;
   }
-  detail::cuda_memset(d.index, p, value, bytes);
+  void* stream = synchronous_stream(d);
+  if (stream) count_host_wait();  // on a stream of the thread's it is done on return
+  detail::cuda_memset(d.index, p, value, bytes, stream);
 }
 
 std::size_t device_memory_bytes(const Device& d) {

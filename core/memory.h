@@ -55,8 +55,10 @@ void device_synchronize(const Device& d);
 // Makes `d` the calling thread's current GPU (cudaSetDevice); nothing for host devices. New threads that launch
 // work for a rank (a communication thread) call it first, since a thread starts on GPU 0.
 void make_device_current(const Device& d);
-// Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous: it starts after the work
-// already queued on the device's streams (core/stream.h makes blocking CUDA streams) and is done on return.
+// Copies between any two devices (host<->host, host<->GPU, GPU<->GPU); synchronous: done on return. It runs on
+// synchronous_stream (core/stream.h): the calling thread's current stream when that is a stream of one of the GPUs,
+// after the work the thread queued there (the stream is synchronised); otherwise on the legacy default stream.
+// Work of other streams is not waited for: a caller reading what another stream wrote waits for it first.
 void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes);
 // Queued on stream `s` (cudaMemcpyAsync), ordered with the work there; done once `s` is synchronised. Host
 // memory must be pinned for the copy to be asynchronous (pageable host memory makes it wait, as in CUDA). On host
@@ -64,10 +66,11 @@ void device_memcpy(const Device& dst_dev, void* dst, const Device& src_dev, cons
 void device_memcpy_async(const Device& dst_dev, void* dst, const Device& src_dev, const void* src, std::size_t bytes,
                          const Stream& s);
 // `rows` rows of `width` bytes, row i from src + i * src_pitch to dst + i * dst_pitch (one cudaMemcpy2D on a
-// GPU); synchronous like device_memcpy. Regions must not overlap.
+// GPU); synchronous and on the same stream as device_memcpy. Regions must not overlap.
 void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev, const void* src,
                       std::size_t src_pitch, std::size_t width, std::size_t rows);
-// Ordered like device_memcpy; on cuda it may still run after return, but before any later work on the device.
+// On the stream device_memcpy would use: on the thread's current stream it is done on return (synchronised);
+// on the legacy default stream it may still run after return, but before any later work on the device.
 void device_memset(const Device& d, void* p, int value, std::size_t bytes);
 // Total memory of the device: physical memory for cpu and simt, the GPU's memory for cuda.
 std::size_t device_memory_bytes(const Device& d);

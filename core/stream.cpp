@@ -1,10 +1,14 @@
 // Host (cpu/simt) behaviour of streams and events; the cuda side is in cuda_stream.cpp.
 #include "core/stream.h"
 
+#include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
+#include "core/current_stream.h"
 #include "core/host_counts.h"
 
 namespace parbench {
@@ -43,15 +47,53 @@ void cuda_memcpy_2d_async(void*, std::size_t, const void*, std::size_t, std::siz
 }  // namespace detail
 #endif
 
+namespace {
+// The streams Stream made and their GPUs: a cudaStream_t does not tell its device (cudaStreamGetDevice is recent).
+struct StreamDevices {
+  std::mutex mu;
+  std::vector<std::pair<void*, int>> live;
+};
+StreamDevices& stream_devices() {
+  static StreamDevices* d = new StreamDevices;  // never destroyed: streams may outlive static destruction
+  return *d;
+}
+}  // namespace
+
+int stream_device_index(void* native) {
+  if (!native) return -1;
+  StreamDevices& d = stream_devices();
+  std::lock_guard lock(d.mu);
+  for (const auto& [handle, index] : d.live)
+    if (handle == native) return index;
+  return -1;
+}
+
+void* synchronous_stream(const Device& d, const Device& other) {
+  void* current = current_stream();
+  if (!current || (d.on_host() && other.on_host())) return nullptr;
+  const int index = stream_device_index(current);
+  const bool ours = (!d.on_host() && index == d.index) || (!other.on_host() && index == other.index);
+  return ours ? current : nullptr;
+}
+
 Stream::Stream(Device device, bool create) : device_(device) {
   if (!device.on_host() && create) {
     handle_ = detail::cuda_stream_create(device.index);
     owned_ = true;
+    StreamDevices& d = stream_devices();
+    std::lock_guard lock(d.mu);
+    d.live.emplace_back(handle_, device.index);
   }
 }
 
 Stream::~Stream() {
-  if (owned_) detail::cuda_stream_destroy(handle_);
+  if (!owned_) return;
+  {
+    StreamDevices& d = stream_devices();
+    std::lock_guard lock(d.mu);
+    std::erase_if(d.live, [this](const auto& entry) { return entry.first == handle_; });
+  }
+  detail::cuda_stream_destroy(handle_);
 }
 
 Stream::Stream(Stream&& o) noexcept : device_(o.device_), handle_(o.handle_), owned_(o.owned_) { o.owned_ = false; }

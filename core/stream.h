@@ -31,6 +31,16 @@ class Stream {
 // devices, where work runs at once.
 void synchronize_stream(const Device& device, void* native);
 
+// The GPU index of a stream made by Stream(device, true) and not yet destroyed; -1 for any other handle (null, the
+// legacy default stream).
+int stream_device_index(void* native);
+// Where synchronous work of the calling thread on GPU `d`, or between GPUs `d` and `other`, runs (device_memcpy,
+// device_memset, a collective called without a stream): the thread's current stream (core/current_stream.h) when
+// it is a stream of one of them, so that the work follows what the thread queued there and never touches the
+// legacy default stream; otherwise null, the legacy default stream, where programs without streams of their own
+// queue their work. Null on host devices.
+void* synchronous_stream(const Device& d, const Device& other = Device{});
+
 // Stream-ordered fill and strided copy (cudaMemsetAsync, cudaMemcpy2DAsync; device_memcpy_async is in
 // core/memory.h): queued on `s` after its earlier work. On host devices done at once.
 void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s);

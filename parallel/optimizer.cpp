@@ -11,10 +11,9 @@ std::int64_t FlatOptimizer::state_bytes_per_param(const TrainConfig& cfg) {
   return optimizer_state_bytes_per_param(cfg.optimizer, cfg.model.dtype);
 }
 
-FlatOptimizer::FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& alloc, const Tensor& initial)
+FlatOptimizer::FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& alloc, const Tensor& initial, const Stream& s)
     : cfg_(cfg), alloc_(alloc) {
   const std::int64_t n = initial.numel();
-  const Stream s(alloc.device());
   if (cfg.optimizer == OptimizerKind::adamw) {
     m_ = Tensor(alloc, DType::f32, {n}, MemCategory::optimizer);
     v_ = Tensor(alloc, DType::f32, {n}, MemCategory::optimizer);

@@ -13,8 +13,9 @@ namespace parbench {
 
 class FlatOptimizer {
  public:
-  // `initial` holds the starting values of the range (model dtype, on `state_alloc`'s device).
-  FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& state_alloc, const Tensor& initial);
+  // `initial` holds the starting values of the range (model dtype, on `state_alloc`'s device), written on stream
+  // `s`, where the fp32 master copy of a bf16 model is converted from it.
+  FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& state_alloc, const Tensor& initial, const Stream& s);
   // params = update(params, grads); both in the model dtype and on the state allocator's device.
   void step(Tensor& params, const Tensor& grads, int step_index, const Stream& s);
   // Bytes of state per parameter: AdamW 8 (m, v) or SGD 0, plus 4 for the fp32 master in bf16 mode.

@@ -51,7 +51,7 @@ class Ddp : public DataParallelScheme {
       : DataParallelScheme(cfg, ctx),
         params_(initial_full_params(MemCategory::parameters)),
         grads_(make(params_.numel(), MemCategory::gradients)),
-        opt_(cfg_, ctx.alloc, params_),
+        opt_(cfg_, ctx.alloc, params_, ctx.stream),
         buckets_(plan_buckets(model_->layout(), cfg.model.dtype, cfg.bucket_mb)),
         queue_(ctx.comm, ctx.stream, ctx.communication_stream(), ctx.timeline, *impl_for(Collective::allreduce)) {
     if (cfg.bucket_mb <= 0) throw UsageError("--bucket-mb " + std::to_string(cfg.bucket_mb) + " must be > 0");

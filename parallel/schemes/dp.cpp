@@ -17,7 +17,7 @@ class ParameterServer : public DataParallelScheme {
       : DataParallelScheme(cfg, ctx),
         params_(initial_full_params(MemCategory::parameters)),
         grads_(make(params_.numel(), MemCategory::gradients)) {
-    if (root()) opt_.emplace(cfg_, ctx.alloc, params_);
+    if (root()) opt_.emplace(cfg_, ctx.alloc, params_, ctx.stream);
   }
 
   void queue_step(int step_index) override {

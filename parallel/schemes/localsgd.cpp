@@ -13,7 +13,7 @@ class LocalSgd : public DataParallelScheme {
       : DataParallelScheme(cfg, ctx),
         params_(initial_full_params(MemCategory::parameters)),
         grads_(make(params_.numel(), MemCategory::gradients)),
-        opt_(cfg_, ctx.alloc, params_) {
+        opt_(cfg_, ctx.alloc, params_, ctx.stream) {
     if (cfg.sync_every < 1) throw UsageError("--sync-every " + std::to_string(cfg.sync_every) + " must be >= 1");
   }
 

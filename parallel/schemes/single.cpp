@@ -12,7 +12,7 @@ class Single : public DataParallelScheme {
       : DataParallelScheme(cfg, ctx),
         params_(initial_full_params(MemCategory::parameters)),
         grads_(make(params_.numel(), MemCategory::gradients)),
-        opt_(cfg_, ctx.alloc, params_) {
+        opt_(cfg_, ctx.alloc, params_, ctx.stream) {
     if (ctx.comm.size() != 1)
       throw UsageError("scheme single runs on one rank, got " + std::to_string(ctx.comm.size()) +
                        "; use --ranks 1 or a data-parallel scheme");

@@ -122,9 +122,9 @@ ZeroState::ZeroState(const TrainConfig& cfg, int stage, const ParamLayout& layou
     host_params_ = Tensor(host_alloc_, cfg.model.dtype, {start.numel()}, MemCategory::parameters);
     host_grads_ = Tensor(host_alloc_, cfg.model.dtype, {start.numel()}, MemCategory::gradients);
     device_memcpy(Device{}, host_params_.data(), start.device(), start.data(), start.bytes());
-    opt_.emplace(cfg_, host_alloc_, host_params_);
+    opt_.emplace(cfg_, host_alloc_, host_params_, host_stream_);
   } else {
-    opt_.emplace(cfg_, ctx.alloc, start);
+    opt_.emplace(cfg_, ctx.alloc, start, stream_);
   }
 }
 

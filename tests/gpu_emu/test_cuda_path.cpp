@@ -13,6 +13,7 @@
 
 #include "collectives/bootstrap.h"
 #include "core/allocator.h"
+#include "core/current_stream.h"
 #include "core/memory.h"
 #include "core/stream.h"
 #include "device/emu/emu.h"
@@ -194,6 +195,54 @@ TEST(CudaThreads, CollectivesRunOnTheCallersStream) {
     }
     device_free(comm.device(), d);
     cudaStreamDestroy(s);
+  });
+}
+
+// A thread with a current stream (a rank's compute stream, non-blocking) never uses the legacy default stream: the
+// synchronous copies and fills, and a collective on host memory called without a stream, run on that stream behind
+// what the thread queued there and are done on return. On the legacy stream the first copy would not wait for the
+// slow write. A thread without a current stream keeps the legacy stream.
+TEST(CudaThreads, SynchronousWorkRunsOnTheThreadsCurrentStream) {
+  LaunchOptions o;
+  o.ranks = 2;
+  o.device = Device{DeviceKind::cuda, 0};
+  run_ranks(o, [](Communicator& comm) {
+    const Device gpu = comm.device();
+    make_device_current(gpu);
+    void* gone = nullptr;
+    {
+      const Stream s(gpu, true);
+      gone = s.native();
+      EXPECT_EQ(stream_device_index(s.native()), gpu.index);
+      EXPECT_EQ(stream_device_index(nullptr), -1);
+      auto* d = static_cast<float*>(device_malloc(gpu, 4 * sizeof(float)));
+      const float value = float(comm.rank() + 1);
+      std::vector<float> out(4, 0.0f), twice(8, 0.0f), zeros(4, -1.0f);
+      double sum = comm.rank() + 1;
+      const gpu_emu::ApiCounts c = counted([&] {
+        CurrentStream on_s(s.native());
+        EXPECT_EQ(synchronous_stream(gpu), s.native());
+        EXPECT_EQ(synchronous_stream(Device{DeviceKind::cuda, gpu.index + 2}), nullptr) << "not a stream of that GPU";
+        gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: a slow write on the current stream", [d, value] {
+          std::this_thread::sleep_for(std::chrono::milliseconds(60));
+          for (int i = 0; i < 4; ++i) d[i] = value;
+        });
+        device_memcpy(Device{}, out.data(), gpu, d, sizeof(float) * 4);
+        device_memcpy_2d(Device{}, twice.data(), 2 * sizeof(float), gpu, d, sizeof(float), sizeof(float), 4);
+        device_memset(gpu, d, 0, sizeof(float) * 4);
+        device_memcpy(Device{}, zeros.data(), gpu, d, sizeof(float) * 4);
+        comm.allreduce(&sum, &sum, 1, DType::f64, ReduceOp::sum);
+      });
+      EXPECT_EQ(c[Count::legacy_stream], 0);
+      for (float x : out) EXPECT_EQ(x, value) << "the copy did not wait for the write queued before it";
+      for (std::size_t i = 0; i < twice.size(); ++i) EXPECT_EQ(twice[i], i % 2 == 0 ? value : 0.0f) << i;
+      for (float x : zeros) EXPECT_EQ(x, 0.0f) << "the fill was not done on return";
+      EXPECT_EQ(sum, 3.0);
+      const gpu_emu::ApiCounts legacy = counted([&] { device_memcpy(Device{}, out.data(), gpu, d, sizeof(float) * 4); });
+      EXPECT_EQ(legacy[Count::legacy_stream], 1) << "without a current stream the copy keeps the legacy stream";
+      device_free(gpu, d);
+    }
+    EXPECT_EQ(stream_device_index(gone), -1) << "a destroyed stream is forgotten";
   });
 }
 
