@@ -22,6 +22,7 @@
 #include "benchmarks/kernels_rows.h"
 #include "base/error.h"
 #include "core/csv_columns.h"
+#include "core/current_stream.h"
 #include "core/memory.h"
 #include "core/stream.h"
 #include "core/tensor.h"
@@ -214,6 +215,9 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   check_memory_fits("bench_kernels' largest workload (closed form)", kernels_bench::memory_need(dims, dtypes, b.dev),
                     b.dev, kernels_bench::max_memory_bytes(o), 1, "use a smaller --shape");
   b.stream = std::make_unique<Stream>(b.dev, b.cuda());
+  // The stream is non-blocking: the inputs' and results' synchronous copies run on it too (core/stream.h's
+  // synchronous_stream), ordered with the kernels, and the pool's blocks belong to it.
+  const CurrentStream on_stream(b.stream->native());
   b.dev_alloc = std::make_unique<TrackedAllocator>(b.dev);
   b.host_alloc = std::make_unique<TrackedAllocator>(Device{});
   b.peak = detect_peak(b.dev);

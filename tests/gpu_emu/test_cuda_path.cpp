@@ -223,7 +223,8 @@ TEST(CudaThreads, SynchronousWorkRunsOnTheThreadsCurrentStream) {
         CurrentStream on_s(s.native());
         EXPECT_EQ(synchronous_stream(gpu), s.native());
         EXPECT_EQ(synchronous_stream(Device{DeviceKind::cuda, gpu.index + 2}), nullptr) << "not a stream of that GPU";
-        gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: a slow write on the current stream", [d, value] {
+        const auto native = static_cast<cudaStream_t>(s.native());
+        gpu_emu::enqueue(gpu_emu::resolve_stream(native), "test: a slow write on the current stream", [d, value] {
           std::this_thread::sleep_for(std::chrono::milliseconds(60));
           for (int i = 0; i < 4; ++i) d[i] = value;
         });
@@ -236,9 +237,10 @@ TEST(CudaThreads, SynchronousWorkRunsOnTheThreadsCurrentStream) {
       EXPECT_EQ(c[Count::legacy_stream], 0);
       for (float x : out) EXPECT_EQ(x, value) << "the copy did not wait for the write queued before it";
       for (std::size_t i = 0; i < twice.size(); ++i) EXPECT_EQ(twice[i], i % 2 == 0 ? value : 0.0f) << i;
-      for (float x : zeros) EXPECT_EQ(x, 0.0f) << "the fill was not done on return";
+      for (float x : zeros) EXPECT_EQ(x, 0.0f) << "the fill did not come before the copy";
       EXPECT_EQ(sum, 3.0);
-      const gpu_emu::ApiCounts legacy = counted([&] { device_memcpy(Device{}, out.data(), gpu, d, sizeof(float) * 4); });
+      const gpu_emu::ApiCounts legacy =
+          counted([&] { device_memcpy(Device{}, out.data(), gpu, d, sizeof(float) * 4); });
       EXPECT_EQ(legacy[Count::legacy_stream], 1) << "without a current stream the copy keeps the legacy stream";
       device_free(gpu, d);
     }
