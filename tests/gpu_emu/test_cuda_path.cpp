@@ -1,7 +1,7 @@
 // parbench's cuda-path building blocks on the emulated GPU, counted as nsys would: the caching pool keeps
 // cudaMalloc and cudaFree out of repeated allocations, staging and offload memory is pinned, the copies that
-// promise a finished result wait for one stream, not the whole device, traced ranges time GPU work, and ranks in
-// threads mode map only each other's GPUs.
+// promise a finished result wait for one stream, not the whole device, traced ranges time GPU work by events, and
+// ranks in threads mode map only each other's GPUs.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +13,7 @@
 
 #include "collectives/bootstrap.h"
 #include "core/allocator.h"
+#include "core/host_counts.h"
 #include "core/memory.h"
 #include "core/stream.h"
 #include "device/emu/emu.h"
@@ -207,36 +208,47 @@ double traced_us(const std::string& name) {
   return dur;
 }
 
-TEST(CudaTrace, TracedRangesLastWhileTheirGpuWorkRuns) {
+// Under a TraceStream a range is timed by events on its stream: it lasts while its GPU work runs, though the host
+// queued that work and went on at once and never waited for it; the times come when the trace is written.
+TEST(CudaTrace, StreamRangesLastWhileTheirGpuWorkRunsWithoutHostWaits) {
   using namespace std::chrono_literals;
   make_device_current(kGpu);
-  auto queue_gpu_work = [] {  // 80 ms of work on the default stream; the host goes on at once
-    gpu_emu::enqueue(gpu_emu::resolve_stream(nullptr), "test: 80 ms of GPU work",
+  const Stream s(kGpu, true);
+  auto queue_gpu_work = [&s] {  // 80 ms of work on `s`; the host goes on at once
+    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: 80 ms of GPU work",
                      [] { std::this_thread::sleep_for(80ms); });
   };
   TraceRecorder& rec = TraceRecorder::instance();
   rec.clear();
   rec.enable();
   {
-    PB_RANGE("no wait installed", Category::compute);
+    PB_RANGE("no stream installed", Category::compute);
     queue_gpu_work();
   }
-  cudaDeviceSynchronize();
+  s.synchronize();
   {
-    TraceDeviceWait wait([] { Stream(kGpu).synchronize(); });
+    TraceStream on(s, "compute stream");
+    const auto host_start = std::chrono::steady_clock::now();
+    const HostCounts before = host_counts();
     {
       PB_RANGE("queues work", Category::compute);
       queue_gpu_work();
     }
+    EXPECT_EQ(rec.pending_stream_ranges(), 1u);
     queue_gpu_work();
     {
       PB_RANGE("after queued work", Category::compute);
     }
+    rec.resolve_stream_ranges();  // without waiting: the GPU is still busy, so nothing is resolved
+    EXPECT_EQ(rec.pending_stream_ranges(), 2u) << "a range is resolved only once its events are done";
+    EXPECT_EQ((host_counts() - before).host_waits, 0) << "the host never waits for a traced range";
+    EXPECT_LT(std::chrono::steady_clock::now() - host_start, 60ms) << "the host went on while the GPU worked";
   }
   rec.disable();
-  EXPECT_LT(traced_us("no wait installed"), 60e3) << "the host range ended before its GPU work did";
+  EXPECT_LT(traced_us("no stream installed"), 60e3) << "a host range ends before its GPU work does";
   EXPECT_GE(traced_us("queues work"), 80e3) << "the range must last until its GPU work has run";
   EXPECT_LT(traced_us("after queued work"), 60e3) << "work queued before a range is not inside it";
+  EXPECT_EQ(rec.pending_stream_ranges(), 0u);
   rec.clear();
 }
 
