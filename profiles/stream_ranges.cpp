@@ -129,7 +129,7 @@ void StreamRangeQueue::resolve_locked(bool wait) {
 void StreamRangeQueue::resolve(bool wait) {
   std::lock_guard lock(mu_);
   resolve_locked(wait);
-  resolve_at_ = std::max(kFirstResolve, 2 * pending_.size());
+  resolve_at_ = std::min(kMaxPending, std::max(kFirstResolve, 2 * pending_.size()));
 }
 
 void StreamRangeQueue::clear() {

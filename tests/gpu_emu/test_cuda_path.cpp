@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -19,6 +20,7 @@
 #include "device/emu/emu.h"
 #include "device/emu/gpu_emu.h"
 #include "profiles/range.h"
+#include "profiles/stream_ranges.h"
 
 namespace parbench {
 namespace {
@@ -249,6 +251,40 @@ TEST(CudaTrace, StreamRangesLastWhileTheirGpuWorkRunsWithoutHostWaits) {
   EXPECT_GE(traced_us("queues work"), 80e3) << "the range must last until its GPU work has run";
   EXPECT_LT(traced_us("after queued work"), 60e3) << "work queued before a range is not inside it";
   EXPECT_EQ(rec.pending_stream_ranges(), 0u);
+  rec.clear();
+}
+
+// While the GPU is busy no range's events are done; the queue of unresolved ranges still stops growing at its
+// bound, where the oldest range is waited for (the only wait a traced range makes).
+TEST(CudaTrace, UnresolvedStreamRangesAreBounded) {
+  using namespace std::chrono_literals;
+  make_device_current(kGpu);
+  const Stream s(kGpu, true);
+  TraceRecorder& rec = TraceRecorder::instance();
+  rec.clear();
+  rec.enable();
+  constexpr std::size_t kRanges = StreamRangeQueue::kMaxPending + 100;
+  std::size_t most = 0;
+  std::int64_t waits = 0;
+  {
+    TraceStream on(s, "compute stream");
+    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: 400 ms of GPU work",
+                     [] { std::this_thread::sleep_for(400ms); });
+    const HostCounts before = host_counts();
+    for (std::size_t i = 0; i < kRanges; ++i) {
+      { PB_RANGE("queued", Category::compute); }
+      most = std::max(most, rec.pending_stream_ranges());
+    }
+    waits = (host_counts() - before).host_waits;
+  }
+  rec.disable();
+  EXPECT_LE(most, StreamRangeQueue::kMaxPending);
+  EXPECT_GE(most, StreamRangeQueue::kMaxPending / 2) << "the GPU was busy: the queue must have grown";
+  EXPECT_GE(waits, 1) << "at the bound the oldest range is waited for";
+  s.synchronize();
+  rec.resolve_stream_ranges();
+  EXPECT_EQ(rec.pending_stream_ranges(), 0u);
+  EXPECT_EQ(rec.event_count(), kRanges) << "no range is lost";
   rec.clear();
 }
 
