@@ -1,8 +1,11 @@
 // The two paths of overlapped communication: events between streams, or a thread that waits for an event.
 #include "parallel/comm_queue.h"
 
+#include <optional>
+
 #include "collectives/fault_injection.h"
 #include "core/current_stream.h"
+#include "profiles/trace.h"
 
 namespace parbench {
 
@@ -34,6 +37,9 @@ std::size_t CommQueue::submit(std::function<void(const Stream& s)> collective, s
       {
         TimelineSpan span(timeline_, Lane::communication, communication_);
         CurrentStream allocating_for(communication_.native());
+        // On a GPU its traced ranges are timed by events on the communication stream and shown on its row.
+        std::optional<TraceStream> traced_on;
+        if (!comm_.device().on_host()) traced_on.emplace(communication_, "comm stream");
         collective(communication_);
       }
       communication_.synchronize();  // what it queued there is done when wait() returns
@@ -46,6 +52,7 @@ std::size_t CommQueue::submit(std::function<void(const Stream& s)> collective, s
     Communicator::StreamOrder order(comm_, communication_.native());
     // Temporaries of the collective belong to the communication stream's blocks: reused only in its order.
     CurrentStream allocating_for(communication_.native());
+    TraceStream traced_on(communication_, "comm stream");
     collective(communication_);
   }
   event(done_, ticket).record(communication_);

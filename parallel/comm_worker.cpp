@@ -1,12 +1,9 @@
 // The communication thread.
 #include "parallel/comm_worker.h"
 
-#include <optional>
 #include <utility>
 
 #include "core/memory.h"
-#include "core/stream.h"
-#include "profiles/trace.h"
 
 namespace parbench {
 
@@ -18,8 +15,6 @@ CommWorker::CommWorker(Device device)
           std::lock_guard lock(mutex_);
           error_ = std::current_exception();  // reported by the first wait()
         }
-        std::optional<TraceDeviceWait> gpu_wait;  // traced ranges here last until their GPU work has run
-        if (!device.on_host()) gpu_wait.emplace([device] { Stream(device).synchronize(); });
         loop();
       }) {}
 

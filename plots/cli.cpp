@@ -84,6 +84,9 @@ void add_plot_options(CLI::App& app, PlotCommand& c) {
   c.timeline = add_figure(app, c, "timeline", "Gantt chart of one pipeline step from a Chrome trace",
                           "Chrome trace JSON (bench_train --trace)");
   c.timeline->add_option("--step", c.step, "step to show, 0-based (default: the last one in the trace)");
+  c.timeline->add_flag("--tracks", c.by_track,
+                       "one row per track (a rank's stream or thread, e.g. compute stream and comm stream) "
+                       "instead of one per rank");
 
   c.merge = app.add_subcommand(
       "merge-traces", "one Chrome trace from the per-rank traces of an mpirun job (FILE, FILE.rank1.json, ...)");
@@ -128,7 +131,7 @@ int plot_main(int argc, char** argv) {
       plot_scaling(c.figure, c.training_filter, c.metric, c.mode == "weak" ? ScalingMode::weak : ScalingMode::strong);
     if (*c.bubble) plot_bubble(c.figure, c.training_filter);
     if (*c.memory) plot_memory(c.figure, c.training_filter);
-    if (*c.timeline) plot_timeline(c.figure, c.step);
+    if (*c.timeline) plot_timeline(c.figure, c.step, c.by_track);
     if (*c.merge) merge_traces(c.traces, c.merged);
     return 0;
   });

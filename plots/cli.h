@@ -20,7 +20,8 @@ struct PlotCommand {
   TrainingFilter training_filter;
   std::string max_bytes = "64K";  // latency
   std::string metric = csv::train::samples_per_s, mode = "strong";  // scaling
-  int step = -1;  // timeline
+  int step = -1;         // timeline
+  bool by_track = false;  // timeline: a row per track
   std::vector<std::string> traces;  // merge-traces
   std::string merged;
   // The subcommands, set by add_plot_options; after parsing, the one given is true.

@@ -121,12 +121,13 @@ struct Span {
 };
 
 struct Timeline {
-  std::vector<std::string> rows;  // one per pid, ascending pid
+  std::vector<std::string> rows;  // one per pid, ascending pid (per pid and tid with by_track: "rank 0: comm stream")
   std::vector<Span> spans;
   double span_ms = 0;  // window length
   int step = -1;       // chosen step (0-based) when the trace has "step" events, else -1
   int steps = 0;       // number of steps found
   bool implicit_idle = false;  // idle spans were derived from gaps between compute spans
+  bool by_track = false;       // a row per track (a rank's stream or thread); communication drawn at full height
 };
 
 // Classifies one trace event: by name first (F/B/W + space or "mb", forward/backward/wgrad..., send/recv),
@@ -134,9 +135,10 @@ struct Timeline {
 std::optional<SpanKind> classify_event(const std::string& name, const std::string& cat);
 
 // Reads a Chrome trace (object with "traceEvents" or a bare array), keeps the "X" events of one step
-// (step < 0: the last one; "step" events mark steps) or the whole trace when there are no step events.
-Timeline read_timeline(const std::string& path, int step);
-void plot_timeline(const FigureOptions& options, int step);
+// (step < 0: the last one; "step" events mark steps) or the whole trace when there are no step events. With
+// `by_track`, one row per track (pid and tid, named by the thread_name metadata) instead of one per pid.
+Timeline read_timeline(const std::string& path, int step, bool by_track = false);
+void plot_timeline(const FigureOptions& options, int step, bool by_track = false);
 
 // ---- shared drawing helpers -------------------------------------------------------------------------
 

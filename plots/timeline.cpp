@@ -1,5 +1,6 @@
 // timeline: a Gantt chart of one pipeline step from a Chrome trace (bench_train --trace): one row per pid
-// (rank / stage), boxes coloured by kind (forward, backward, weight-gradient, communication, optimizer, idle).
+// (rank / stage), or per track (a rank's stream or thread), boxes coloured by kind (forward, backward,
+// weight-gradient, communication, optimizer, idle).
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -51,10 +52,14 @@ double number_field(const json& e, const char* key, const std::string& where) {
   return v->get<double>();
 }
 
+// A row of the figure: a pid, or a pid and a tid when rows are tracks (tid 0 otherwise).
+using RowKey = std::pair<std::int64_t, std::int64_t>;
+
 struct RawEvent {
   std::string name;
   std::optional<SpanKind> kind;
   std::int64_t pid;
+  RowKey row;
   double start_us, end_us;
   std::optional<std::int64_t> microbatch;
   std::optional<std::int64_t> chunk;
@@ -123,10 +128,17 @@ const json& trace_events(const json& doc, const std::string& path) {
 // The trace's complete events ("ph":"X"): step markers apart from the rest, and the process names.
 struct TraceEvents {
   std::map<std::int64_t, std::string> names;  // pid -> process_name
+  std::map<RowKey, std::string> tracks;       // (pid, tid) -> thread_name
   std::vector<RawEvent> raw, steps;
 };
 
-TraceEvents read_events(const json& events, const std::string& path) {
+// The integer field `key` of `e`, or 0 when absent or not an integer.
+std::int64_t int_field(const json& e, const char* key) {
+  const auto it = e.find(key);
+  return it != e.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+
+TraceEvents read_events(const json& events, const std::string& path, bool by_track) {
   TraceEvents out;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const json& e = events[i];
@@ -137,9 +149,12 @@ TraceEvents read_events(const json& events, const std::string& path) {
     const std::string ph = text("ph");
     const auto pid_it = e.find("pid");
     if (ph == "M") {
-      if (text("name") == "process_name" && pid_it != e.end() && pid_it->is_number_integer() &&
-          e.contains("args") && e["args"].is_object() && e["args"].contains("name") && e["args"]["name"].is_string())
-        out.names[pid_it->get<std::int64_t>()] = e["args"]["name"].get<std::string>();
+      if (pid_it != e.end() && pid_it->is_number_integer() && e.contains("args") && e["args"].is_object() &&
+          e["args"].contains("name") && e["args"]["name"].is_string()) {
+        const std::string value = e["args"]["name"].get<std::string>();
+        if (text("name") == "process_name") out.names[pid_it->get<std::int64_t>()] = value;
+        if (text("name") == "thread_name") out.tracks[{pid_it->get<std::int64_t>(), int_field(e, "tid")}] = value;
+      }
       continue;
     }
     if (ph != "X") continue;
@@ -150,8 +165,9 @@ TraceEvents read_events(const json& events, const std::string& path) {
     const double ts = number_field(e, "ts", where);
     const double dur = number_field(e, "dur", where);
     if (dur < 0) throw UsageError(where + ": 'dur' is negative");
-    RawEvent r{name,     classify_event(name, cat), pid_it->get<std::int64_t>(), ts, ts + dur, microbatch_of(e, name),
-               chunk_of(e)};
+    const std::int64_t pid = pid_it->get<std::int64_t>();
+    RawEvent r{name, classify_event(name, cat), pid, {pid, by_track ? int_field(e, "tid") : 0}, ts, ts + dur,
+               microbatch_of(e, name), chunk_of(e)};
     (is_step_event(name) ? out.steps : out.raw).push_back(std::move(r));
   }
   if (out.raw.empty()) throw UsageError(path + ": no complete events (\"ph\":\"X\") to draw");
@@ -187,18 +203,18 @@ std::pair<double, double> step_window(const TraceEvents& ev, int step, const std
   return {begin, end > begin ? end : begin + 1};
 }
 
-// Classified events per pid, by start, with the running maximum of their ends: an unclassified range that
+// Classified events per row, by start, with the running maximum of their ends: an unclassified range that
 // contains classified ones (a parent such as "train_step") or lies inside one (a layer inside "F mb=3") is
 // drawn by those; only unclassified ranges alone on their stretch of time are "other compute".
 class Coverage {
  public:
   explicit Coverage(const std::vector<RawEvent>& raw) {
-    std::map<std::int64_t, std::vector<std::pair<double, double>>> spans_of;
+    std::map<RowKey, std::vector<std::pair<double, double>>> spans_of;
     for (const RawEvent& r : raw)
-      if (r.kind) spans_of[r.pid].emplace_back(r.start_us, r.end_us);
-    for (auto& [pid, v] : spans_of) {
+      if (r.kind) spans_of[r.row].emplace_back(r.start_us, r.end_us);
+    for (auto& [row, v] : spans_of) {
       std::sort(v.begin(), v.end());
-      Classified& c = classified_[pid];
+      Classified& c = classified_[row];
       double running = -1e300;
       for (auto [s0, s1] : v) {
         running = std::max(running, s1);
@@ -209,7 +225,7 @@ class Coverage {
   }
 
   bool covered(const RawEvent& r) const {
-    const auto it = classified_.find(r.pid);
+    const auto it = classified_.find(r.row);
     if (it == classified_.end()) return false;
     const auto& c = it->second;
     const auto inside_from = std::lower_bound(c.starts.begin(), c.starts.end(), r.start_us);
@@ -223,10 +239,11 @@ class Coverage {
   struct Classified {
     std::vector<double> starts, max_end;
   };
-  std::map<std::int64_t, Classified> classified_;
+  std::map<RowKey, Classified> classified_;
 };
 
-// One row per pid with events in the window; the events clipped to it. Returns whether the trace marks idle time.
+// One row per pid (or track) with events in the window; the events clipped to it. Returns whether the trace marks
+// idle time.
 bool add_spans(const TraceEvents& ev, double begin, double end, Timeline& tl) {
   // An event is in the window when it overlaps it, or when it is instant (no duration, also a duration lost to
   // rounding at a large timestamp) inside it. Rows and spans use the same rule: fuzz_trace found an instant event
@@ -235,14 +252,19 @@ bool add_spans(const TraceEvents& ev, double begin, double end, Timeline& tl) {
     return (r.end_us > begin && r.start_us < end) ||
            (r.start_us == r.end_us && r.start_us >= begin && r.start_us <= end);
   };
-  std::set<std::int64_t> pids;
+  std::set<RowKey> keys;
   for (const RawEvent& r : ev.raw)
-    if (in_window(r)) pids.insert(r.pid);
-  std::map<std::int64_t, int> row_of;
-  for (std::int64_t pid : pids) {
-    row_of[pid] = static_cast<int>(tl.rows.size());
-    const auto name = ev.names.find(pid);
-    tl.rows.push_back(name != ev.names.end() ? name->second : "rank " + std::to_string(pid));
+    if (in_window(r)) keys.insert(r.row);
+  std::map<RowKey, int> row_of;
+  for (const RowKey& key : keys) {
+    row_of[key] = static_cast<int>(tl.rows.size());
+    const auto name = ev.names.find(key.first);
+    std::string label = name != ev.names.end() ? name->second : "rank " + std::to_string(key.first);
+    if (tl.by_track) {
+      const auto track = ev.tracks.find(key);
+      label += ": " + (track != ev.tracks.end() ? track->second : "track " + std::to_string(key.second));
+    }
+    tl.rows.push_back(label);
   }
   const Coverage coverage(ev.raw);
   bool explicit_idle = false;
@@ -251,14 +273,15 @@ bool add_spans(const TraceEvents& ev, double begin, double end, Timeline& tl) {
     if (!r.kind && coverage.covered(r)) continue;
     const SpanKind kind = r.kind ? *r.kind : SpanKind::other_compute;
     explicit_idle = explicit_idle || kind == SpanKind::idle;
-    tl.spans.push_back({row_of.at(r.pid), kind, (std::max(r.start_us, begin) - begin) / 1000.0,
+    tl.spans.push_back({row_of.at(r.row), kind, (std::max(r.start_us, begin) - begin) / 1000.0,
                         (std::min(r.end_us, end) - begin) / 1000.0, r.microbatch, r.chunk});
   }
   return explicit_idle;
 }
 
 // Without idle events, idle = the gaps between compute ranges of a row (the bubble of docs/MEASUREMENTS.md:
-// communication does not count as busy).
+// communication does not count as busy). With rows per track, a row without compute (a communication stream) has
+// no idle time.
 void add_implicit_idle(Timeline& tl) {
   tl.implicit_idle = true;
   std::vector<std::vector<std::pair<double, double>>> busy(tl.rows.size());
@@ -266,6 +289,7 @@ void add_implicit_idle(Timeline& tl) {
     if (s.kind != SpanKind::communication) busy[s.row].emplace_back(s.start_ms, s.end_ms);
   for (std::size_t row = 0; row < busy.size(); ++row) {
     auto& b = busy[row];
+    if (tl.by_track && b.empty()) continue;
     std::sort(b.begin(), b.end());
     double t = 0;
     for (auto [s0, s1] : b) {
@@ -278,10 +302,11 @@ void add_implicit_idle(Timeline& tl) {
 
 }  // namespace
 
-Timeline read_timeline(const std::string& path, int step) {
+Timeline read_timeline(const std::string& path, int step, bool by_track) {
   const json doc = parse_trace(path);
-  const TraceEvents ev = read_events(trace_events(doc, path), path);
+  const TraceEvents ev = read_events(trace_events(doc, path), path, by_track);
   Timeline tl;
+  tl.by_track = by_track;
   const auto [begin, end] = step_window(ev, step, path, tl);
   const bool explicit_idle = add_spans(ev, begin, end, tl);
   tl.span_ms = (end - begin) / 1000.0;
@@ -323,9 +348,9 @@ void add_microbatch_labels(PlotScript& sc, const Timeline& tl) {
 
 }  // namespace
 
-void plot_timeline(const FigureOptions& o, int step) {
+void plot_timeline(const FigureOptions& o, int step, bool by_track) {
   image_format(o.render.output);
-  const Timeline tl = read_timeline(o.input, step);
+  const Timeline tl = read_timeline(o.input, step, by_track);
   static const char* const kColors[kSpanKinds] = {"#4e79a7", "#f28e2b", "#59a14f", "#e15759",
                                                   "#b07aa1", "#9c9c9c", "#e6e6e6"};
   // Drawing order: idle under everything, communication (a lower band) over compute.
@@ -336,8 +361,8 @@ void plot_timeline(const FigureOptions& o, int step) {
   PlotScript sc;
   sc.cmd("set encoding utf8");
   sc.cmd("set title " + quote(o.title.empty() ? default_title(tl) : o.title) + title_font(o.render.size));
-  sc.cmd(tl.implicit_idle ? "set xlabel 'time since the step start (ms); communication in the lower band, idle = no compute'"
-                          : "set xlabel 'time since the step start (ms); communication in the lower band'");
+  const std::string band = tl.by_track ? "" : "; communication in the lower band";
+  sc.cmd("set xlabel 'time since the step start (ms)" + band + (tl.implicit_idle ? ", idle = no compute'" : "'"));
   char range[128];
   std::snprintf(range, sizeof range, "set xrange [0:%.9g]", tl.span_ms);
   sc.cmd(range);
@@ -358,7 +383,7 @@ void plot_timeline(const FigureOptions& o, int step) {
     for (const Span& s : tl.spans) {
       if (s.kind != kind) continue;
       const double y = s.row;
-      const double y0 = kind == SpanKind::communication ? y + 0.1 : y - 0.38;
+      const double y0 = kind == SpanKind::communication && !tl.by_track ? y + 0.1 : y - 0.38;
       const double y1 = y + 0.38;
       data.push_back({(s.start_ms + s.end_ms) / 2, (y0 + y1) / 2, s.start_ms, s.end_ms, y0, y1});
     }

@@ -2,6 +2,7 @@
 #include "profiles/range.h"
 
 #include "profiles/nvtx_emit.h"
+#include "profiles/stream_ranges.h"
 
 namespace parbench {
 
@@ -18,12 +19,20 @@ void Range::begin(unsigned mode, std::string_view name, Category cat,
   if (mode & TraceRecorder::kTrace) {
     try {
       name_.assign(name);
-      rec.current_track(&pid_, &tid_);
       args_ = args;
       cat_ = cat;
+      if (const TraceStream* on = TraceStream::current()) {
+        // The host does not wait: the GPU work queued before this event is not inside the range, and the range
+        // ends when the work queued before its end event has run.
+        pid_ = rec.current_rank();
+        tid_ = on->track_id();
+        begin_event_ = StreamRangeQueue::instance().begin(on->stream());
+        stream_ = &on->stream();
+      } else {
+        rec.current_track(&pid_, &tid_);
+      }
       active_ |= TraceRecorder::kTrace;
-      TraceDeviceWait::wait_here();  // GPU work queued before the range is not inside it
-      start_ns_ = rec.now_ns();      // last, so the setup above is not inside the range
+      start_ns_ = rec.now_ns();  // last, so the setup above is not inside the range
     } catch (...) {
       // Out of memory while profiling: drop this event rather than fail the measured code.
     }
@@ -32,15 +41,20 @@ void Range::begin(unsigned mode, std::string_view name, Category cat,
 
 void Range::end() noexcept {
   TraceRecorder& rec = TraceRecorder::instance();
-  if (active_ & TraceRecorder::kTrace) {
-    TraceDeviceWait::wait_here();  // the range ends when its GPU work has
+  if ((active_ & TraceRecorder::kTrace) && stream_) {
+    try {
+      StreamRangeQueue::instance().end(*stream_, begin_event_, std::move(name_), cat_, pid_, tid_, args_);
+    } catch (...) {
+      // A lost event is better than an exception from a destructor.
+    }
+  } else if (active_ & TraceRecorder::kTrace) {
     const std::int64_t end_ns = rec.now_ns();
     try {
       rec.add(TraceRecorder::Event{std::move(name_), cat_, pid_, tid_,
                                    static_cast<double>(start_ns_) / 1e3,
                                    static_cast<double>(end_ns - start_ns_) / 1e3, args_});
     } catch (...) {
-      // As above: a lost event is better than an exception from a destructor.
+      // A lost event is better than an exception from a destructor.
     }
   }
   if (active_ & TraceRecorder::kNvtx) detail::nvtx_pop();

@@ -10,8 +10,9 @@
 
 namespace parbench {
 
-// A range from construction to destruction on the calling thread's track. The name is copied
-// only when something records it. Cheap when disabled: one atomic load and one branch.
+// A range from construction to destruction on the calling thread's track, timed by the host clock; or, under a
+// TraceStream, timed by events on that stream and put on the stream's track. The name is copied only when something
+// records it. Cheap when disabled: one atomic load and one branch.
 class Range {
  public:
   Range(std::string_view name, Category cat, const RangeArgs& args = {}) noexcept {
@@ -35,6 +36,8 @@ class Range {
   int pid_ = 0;
   int tid_ = 0;
   std::int64_t start_ns_ = 0;
+  const Stream* stream_ = nullptr;  // under a TraceStream: the stream timing this range, and its begin event
+  Event* begin_event_ = nullptr;
   RangeArgs args_;
   std::string name_;
 };

@@ -14,6 +14,7 @@
 
 #include "base/error.h"
 #include "profiles/nvtx_emit.h"
+#include "profiles/stream_ranges.h"
 
 namespace parbench {
 
@@ -115,6 +116,7 @@ void TraceRecorder::enable() noexcept {
 void TraceRecorder::disable() noexcept { mode_.fetch_and(~kTrace); }
 
 void TraceRecorder::clear() {
+  StreamRangeQueue::instance().clear();
   std::lock_guard<std::mutex> lock(mu_);
   events_.clear();
   events_.shrink_to_fit();
@@ -146,7 +148,7 @@ int TraceRecorder::track_id(std::string_view name) {
 }
 
 void TraceRecorder::current_track(int* rank, int* tid) {
-  *rank = t_rank >= 0 ? t_rank : default_rank_.load(std::memory_order_relaxed);
+  *rank = current_rank();
   if (t_tid >= 0) {
     *tid = t_tid;
     return;
@@ -155,6 +157,14 @@ void TraceRecorder::current_track(int* rank, int* tid) {
     t_default_tid = track_id("thread " + std::to_string(next_thread_.fetch_add(1)));
   *tid = t_default_tid;
 }
+
+int TraceRecorder::current_rank() const noexcept {
+  return t_rank >= 0 ? t_rank : default_rank_.load(std::memory_order_relaxed);
+}
+
+void TraceRecorder::resolve_stream_ranges(bool wait) { StreamRangeQueue::instance().resolve(wait); }
+
+std::size_t TraceRecorder::pending_stream_ranges() const { return StreamRangeQueue::instance().pending(); }
 
 void TraceRecorder::add(Event&& e) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -186,6 +196,7 @@ void TraceRecorder::record_complete(std::string_view name, Category cat, double 
 }
 
 std::string TraceRecorder::to_json() const {
+  StreamRangeQueue::instance().resolve(true);  // the run is over: its streams' ranges may be waited for
   std::lock_guard<std::mutex> lock(mu_);
   // Sorted per track by start, longer first on ties, so parents precede their children.
   std::vector<const Event*> order;
@@ -292,21 +303,22 @@ TraceTrack::~TraceTrack() {
 }
 
 namespace {
-thread_local TraceDeviceWait* t_device_wait = nullptr;
+thread_local TraceStream* t_trace_stream = nullptr;
 }
 
-TraceDeviceWait::TraceDeviceWait(std::function<void()> wait) : wait_(std::move(wait)), prev_(t_device_wait) {
-  t_device_wait = this;
+TraceStream::TraceStream(const Stream& s, std::string_view track) : stream_(s), track_(track), prev_(t_trace_stream) {
+  PB_CHECK(!track.empty(), "trace track name must not be empty");
+  if (TraceRecorder::instance().enabled()) StreamRangeQueue::instance().anchor(s.device());
+  t_trace_stream = this;
 }
 
-TraceDeviceWait::~TraceDeviceWait() { t_device_wait = prev_; }
+TraceStream::~TraceStream() { t_trace_stream = prev_; }
 
-void TraceDeviceWait::wait_here() noexcept {
-  if (!t_device_wait || !t_device_wait->wait_) return;
-  try {
-    t_device_wait->wait_();
-  } catch (...) {
-  }
+const TraceStream* TraceStream::current() noexcept { return t_trace_stream; }
+
+int TraceStream::track_id() const {
+  if (tid_ < 0) tid_ = TraceRecorder::instance().track_id(track_);
+  return tid_;
 }
 
 }  // namespace parbench

@@ -3,12 +3,12 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/stream.h"
 #include "profiles/category.h"
 
 namespace parbench {
@@ -62,7 +62,8 @@ class TraceRecorder {
                        const RangeArgs& args = {}, const TrackRef* track = nullptr);
 
   // The trace as a Chrome JSON object: {"traceEvents":[...],"displayTimeUnit":"ms",...}, with
-  // "process_name" = "rank N" and "thread_name" = track name metadata for every track used.
+  // "process_name" = "rank N" and "thread_name" = track name metadata for every track used. Ranges timed by
+  // stream events are resolved first, waiting for their events.
   std::string to_json() const;
   // Writes to_json() to `path` atomically (a temporary file in the same folder, then rename).
   // Throws Error naming the path and the reason; on failure nothing is left behind.
@@ -75,9 +76,18 @@ class TraceRecorder {
   // Steady-clock nanoseconds since the time origin (now_us() * 1000, as an integer).
   std::int64_t now_ns() noexcept;
 
+  // Adds the ranges timed by stream events (TraceStream) whose events are done; with `wait`, waits for the others
+  // first. Cheap (event queries) when the streams are known to be done, e.g. at the end of a step; to_json() and
+  // write() call it with wait = true.
+  void resolve_stream_ranges(bool wait = false);
+  // Ranges timed by stream events that are not resolved yet.
+  std::size_t pending_stream_ranges() const;
+
  private:
   friend class Range;
   friend class TraceTrack;
+  friend class TraceStream;
+  friend class StreamRangeQueue;
 
   struct Event {
     std::string name;
@@ -91,6 +101,7 @@ class TraceRecorder {
   unsigned probe_nvtx() noexcept;           // resolves kNvtxProbe; returns the new mode
   int track_id(std::string_view name);      // the id of a track name, given out on first use
   void current_track(int* rank, int* tid);  // the calling thread's track
+  int current_rank() const noexcept;        // the calling thread's rank
   void add(Event&& e);
 
   constexpr TraceRecorder() noexcept = default;
@@ -125,23 +136,31 @@ class TraceTrack {
   int prev_tid_;
 };
 
-// On a GPU a range's kernels run after the host code that queued them, so host timestamps alone would show
-// launch time. A thread whose ranges queue GPU work installs how to wait for it (its stream's synchronize) for
-// its lifetime; while the Chrome trace records, every range of that thread waits at its start and at its end,
-// so the trace shows when the GPU work ran, at the price of host/GPU overlap in traced runs. Ranges seen only
-// by an NVTX tool never wait: nsys times the GPU itself. Nests like TraceTrack.
-class TraceDeviceWait {
+// On a GPU a range's kernels run after the host code that queued them, so host timestamps would show launch
+// time. A thread whose ranges queue GPU work on a stream says which one for its lifetime: while the Chrome trace
+// records, each of that thread's ranges records an event on the stream at its start and one at its end, and goes on
+// the track `track` ("compute stream", "comm stream") of the thread's rank instead of the thread's own track. The
+// host never waits for these events: the recorder reads their times once they are done (resolve_stream_ranges, and
+// at the latest when the trace is written). Ranges seen only by an NVTX tool are unchanged: nsys times the GPU
+// itself. Guards nest like TraceTrack; `s` and the characters of `track` must outlive the guard. Construction while
+// the recorder is enabled ties the stream's device clock to the trace's clock once per device (one wait for an idle
+// stream of its own), so install the guard before the timed work.
+class TraceStream {
  public:
-  explicit TraceDeviceWait(std::function<void()> wait);
-  ~TraceDeviceWait();
-  TraceDeviceWait(const TraceDeviceWait&) = delete;
-  TraceDeviceWait& operator=(const TraceDeviceWait&) = delete;
-  // Runs the calling thread's wait, if it has one; errors are left to the next CUDA call to report.
-  static void wait_here() noexcept;
+  TraceStream(const Stream& s, std::string_view track);
+  ~TraceStream();
+  TraceStream(const TraceStream&) = delete;
+  TraceStream& operator=(const TraceStream&) = delete;
+  // The calling thread's innermost guard, or nullptr.
+  static const TraceStream* current() noexcept;
+  const Stream& stream() const { return stream_; }
+  int track_id() const;  // the track's id, given out on first use
 
  private:
-  std::function<void()> wait_;
-  TraceDeviceWait* prev_;
+  const Stream& stream_;
+  std::string_view track_;
+  mutable int tid_ = -1;
+  TraceStream* prev_;
 };
 
 // Shorthand for TraceRecorder::instance().record_complete(...).

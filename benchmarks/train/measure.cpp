@@ -163,6 +163,8 @@ StepSeries run_steps(const Options& o, Communicator& comm, Scheme& scheme, RankS
       scheme.queue_step(s);
       streams.wait_for_step(comm);  // on a GPU the step's last kernels may still be queued
     }
+    // The streams are done but for the step range's end: the step's stream-timed ranges can be read without a wait.
+    if (TraceRecorder::instance().enabled()) TraceRecorder::instance().resolve_stream_ranges();
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     const HostCounts counts = host_counts() - before;
     const double overlap = overlap_fraction(streams.timeline.intervals());
@@ -213,8 +215,8 @@ void run_rank(const Options& o, Communicator& comm, RunResult& out) {
   RankStreams streams(comm.device());
   const Stream& stream = streams.compute;
   CurrentStream allocating_for(stream.native());  // the caching pool's blocks of this rank belong to it
-  std::optional<TraceDeviceWait> gpu_wait;  // a traced range on a GPU lasts until its kernels have run
-  if (!comm.device().on_host()) gpu_wait.emplace([&stream] { stream.synchronize(); });
+  std::optional<TraceStream> traced_on;  // on a GPU a traced range is timed by events on the compute stream
+  if (!comm.device().on_host()) traced_on.emplace(stream, "compute stream");
   auto scheme = make_scheme(o.train, {comm, alloc, stream, &streams.communication, &streams.timeline});
   alloc.reset_peaks();  // measure training, not set-up temporaries
   const StepSeries series = run_steps(o, comm, *scheme, streams);

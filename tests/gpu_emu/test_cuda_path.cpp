@@ -1,10 +1,11 @@
 // parbench's cuda-path building blocks on the emulated GPU, counted as nsys would: the caching pool keeps
 // cudaMalloc and cudaFree out of repeated allocations, staging and offload memory is pinned, the copies that
-// promise a finished result wait for one stream, not the whole device, traced ranges time GPU work, and ranks in
-// threads mode map only each other's GPUs.
+// promise a finished result wait for one stream, not the whole device, traced ranges time GPU work by events, and
+// ranks in threads mode map only each other's GPUs.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -14,11 +15,13 @@
 #include "collectives/bootstrap.h"
 #include "core/allocator.h"
 #include "core/current_stream.h"
+#include "core/host_counts.h"
 #include "core/memory.h"
 #include "core/stream.h"
 #include "device/emu/emu.h"
 #include "device/emu/gpu_emu.h"
 #include "profiles/range.h"
+#include "profiles/stream_ranges.h"
 
 namespace parbench {
 namespace {
@@ -258,36 +261,81 @@ double traced_us(const std::string& name) {
   return dur;
 }
 
-TEST(CudaTrace, TracedRangesLastWhileTheirGpuWorkRuns) {
+// Under a TraceStream a range is timed by events on its stream: it lasts while its GPU work runs, though the host
+// queued that work and went on at once and never waited for it; the times come when the trace is written.
+TEST(CudaTrace, StreamRangesLastWhileTheirGpuWorkRunsWithoutHostWaits) {
   using namespace std::chrono_literals;
   make_device_current(kGpu);
-  auto queue_gpu_work = [] {  // 80 ms of work on the default stream; the host goes on at once
-    gpu_emu::enqueue(gpu_emu::resolve_stream(nullptr), "test: 80 ms of GPU work",
+  const Stream s(kGpu, true);
+  auto queue_gpu_work = [&s] {  // 80 ms of work on `s`; the host goes on at once
+    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: 80 ms of GPU work",
                      [] { std::this_thread::sleep_for(80ms); });
   };
   TraceRecorder& rec = TraceRecorder::instance();
   rec.clear();
   rec.enable();
   {
-    PB_RANGE("no wait installed", Category::compute);
+    PB_RANGE("no stream installed", Category::compute);
     queue_gpu_work();
   }
-  cudaDeviceSynchronize();
+  s.synchronize();
   {
-    TraceDeviceWait wait([] { Stream(kGpu).synchronize(); });
+    TraceStream on(s, "compute stream");
+    const auto host_start = std::chrono::steady_clock::now();
+    const HostCounts before = host_counts();
     {
       PB_RANGE("queues work", Category::compute);
       queue_gpu_work();
     }
+    EXPECT_EQ(rec.pending_stream_ranges(), 1u);
     queue_gpu_work();
     {
       PB_RANGE("after queued work", Category::compute);
     }
+    rec.resolve_stream_ranges();  // without waiting: the GPU is still busy, so nothing is resolved
+    EXPECT_EQ(rec.pending_stream_ranges(), 2u) << "a range is resolved only once its events are done";
+    EXPECT_EQ((host_counts() - before).host_waits, 0) << "the host never waits for a traced range";
+    EXPECT_LT(std::chrono::steady_clock::now() - host_start, 60ms) << "the host went on while the GPU worked";
   }
   rec.disable();
-  EXPECT_LT(traced_us("no wait installed"), 60e3) << "the host range ended before its GPU work did";
+  EXPECT_LT(traced_us("no stream installed"), 60e3) << "a host range ends before its GPU work does";
   EXPECT_GE(traced_us("queues work"), 80e3) << "the range must last until its GPU work has run";
   EXPECT_LT(traced_us("after queued work"), 60e3) << "work queued before a range is not inside it";
+  EXPECT_EQ(rec.pending_stream_ranges(), 0u);
+  rec.clear();
+}
+
+// While the GPU is busy no range's events are done; the queue of unresolved ranges still stops growing at its
+// bound, where the oldest range is waited for (the only wait a traced range makes).
+TEST(CudaTrace, UnresolvedStreamRangesAreBounded) {
+  using namespace std::chrono_literals;
+  make_device_current(kGpu);
+  const Stream s(kGpu, true);
+  TraceRecorder& rec = TraceRecorder::instance();
+  rec.clear();
+  rec.enable();
+  constexpr std::size_t kRanges = StreamRangeQueue::kMaxPending + 100;
+  std::size_t most = 0;
+  std::int64_t waits = 0;
+  {
+    TraceStream on(s, "compute stream");
+    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: 400 ms of GPU work",
+                     [] { std::this_thread::sleep_for(400ms); });
+    const HostCounts before = host_counts();
+    for (std::size_t i = 0; i < kRanges; ++i) {
+      { PB_RANGE("queued", Category::compute); }
+      most = std::max(most, rec.pending_stream_ranges());
+    }
+    waits = (host_counts() - before).host_waits;
+  }
+  rec.disable();
+  EXPECT_LE(most, StreamRangeQueue::kMaxPending);
+  EXPECT_GE(most, StreamRangeQueue::kMaxPending / 2) << "the GPU was busy: the queue must have grown";
+  EXPECT_GE(waits, 1) << "at the bound the oldest range is waited for";
+  s.synchronize();
+  rec.resolve_stream_ranges();
+  EXPECT_EQ(rec.pending_stream_ranges(), 0u);
+  EXPECT_EQ(rec.event_count(), kRanges) << "no range is lost";
   rec.clear();
 }
 

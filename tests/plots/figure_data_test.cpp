@@ -423,6 +423,46 @@ TEST(Timeline, UnclassifiedRangesInsideOrAroundKnownOnesAreNotDrawn) {
   EXPECT_EQ(tl.spans[0].chunk, 1);
 }
 
+// A GPU trace: per rank a compute stream (tid 1) and a comm stream (tid 2). With rows per track, each is a row
+// named by the thread_name metadata; communication fills its own row, which gets no idle time; the step window
+// still comes from the step ranges.
+TEST(Timeline, RowsPerTrackShowEachStream) {
+  ScratchDir dir;
+  const std::string meta =
+      "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"rank 0\"}},"
+      "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":1,\"args\":{\"name\":\"compute stream\"}},"
+      "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":2,\"args\":{\"name\":\"comm stream\"}},";
+  write_file(dir.file("t.json"),
+             "[" + meta +
+                 "{\"name\":\"step\",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":1000,\"dur\":6000,\"pid\":1,\"tid\":1},"
+                 "{\"name\":\"backward\",\"cat\":\"compute\",\"ph\":\"X\",\"ts\":1000,\"dur\":4000,\"pid\":1,"
+                 "\"tid\":1},"
+                 "{\"name\":\"optimizer\",\"cat\":\"optimizer\",\"ph\":\"X\",\"ts\":6000,\"dur\":1000,\"pid\":1,"
+                 "\"tid\":1},"
+                 "{\"name\":\"allreduce bucket\",\"cat\":\"communication\",\"ph\":\"X\",\"ts\":3000,\"dur\":3000,"
+                 "\"pid\":1,\"tid\":2}]");
+  using Row = std::tuple<int, SpanKind, double, double>;
+  const auto rows_of = [](const Timeline& tl) {
+    std::vector<Row> got;
+    for (const Span& s : tl.spans) got.emplace_back(s.row, s.kind, s.start_ms, s.end_ms);
+    std::sort(got.begin(), got.end());
+    return got;
+  };
+  const Timeline tracks = read_timeline(dir.file("t.json"), -1, true);
+  EXPECT_TRUE(tracks.by_track);
+  EXPECT_THAT(tracks.rows, ElementsAre("rank 0: compute stream", "rank 0: comm stream"));
+  EXPECT_NEAR(tracks.span_ms, 6.0, 1e-12);
+  EXPECT_THAT(rows_of(tracks),
+              ElementsAre(Row(0, SpanKind::backward, 0.0, 4.0), Row(0, SpanKind::optimizer, 5.0, 6.0),
+                          Row(0, SpanKind::idle, 4.0, 5.0), Row(1, SpanKind::communication, 2.0, 5.0)));
+  // One row per rank as before: the communication shares the rank's row.
+  const Timeline ranks = read_timeline(dir.file("t.json"), -1);
+  EXPECT_THAT(ranks.rows, ElementsAre("rank 0"));
+  EXPECT_THAT(rows_of(ranks),
+              ElementsAre(Row(0, SpanKind::backward, 0.0, 4.0), Row(0, SpanKind::communication, 2.0, 5.0),
+                          Row(0, SpanKind::optimizer, 5.0, 6.0), Row(0, SpanKind::idle, 4.0, 5.0)));
+}
+
 // Found by fuzz_trace (ts 5e35, dur 3: the end rounds to the start): an instant event at the window's start got
 // a span but no row, and the timeline failed with map::at. Its rank has a row now, the event a span of no length.
 TEST(Timeline, InstantEventAtTheWindowStartHasARow) {
