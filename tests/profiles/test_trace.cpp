@@ -19,28 +19,7 @@ namespace {
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-// Every test starts from an empty, enabled recorder and leaves it disabled and empty.
-class Trace : public ::testing::Test {
- protected:
-  void SetUp() override {
-    rec().disable();
-    rec().clear();
-    rec().enable();
-  }
-  void TearDown() override {
-    rec().disable();
-    rec().clear();
-  }
-  static TraceRecorder& rec() { return TraceRecorder::instance(); }
-
-  json written() {
-    const auto path = dir_.path() / "trace.json";
-    rec().write(path.string());
-    return json::parse(pbtest::read_file(path));
-  }
-
-  pbtest::ScratchDir dir_;
-};
+class Trace : public pbtest::RecorderTest {};
 
 // The metadata value ("name" or "sort_index") of a process/thread metadata event, or null.
 json metadata(const json& trace, const std::string& what, int pid, int tid = -1) {

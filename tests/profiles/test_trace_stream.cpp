@@ -22,25 +22,7 @@ namespace {
 
 void pause_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-class TraceStreams : public ::testing::Test {
- protected:
-  void SetUp() override {
-    rec().disable();
-    rec().clear();
-    rec().enable();
-  }
-  void TearDown() override {
-    rec().disable();
-    rec().clear();
-  }
-  static TraceRecorder& rec() { return TraceRecorder::instance(); }
-  json written() {
-    const auto path = dir_.path() / "trace.json";
-    rec().write(path.string());
-    return json::parse(pbtest::read_file(path));
-  }
-  pbtest::ScratchDir dir_;
-};
+class TraceStreams : public pbtest::RecorderTest {};
 
 json only(const json& trace, const std::string& name) {
   std::vector<json> found;

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "profiles/trace.h"
 #include "tests/test_files.h"
 
 namespace pbtest {
@@ -44,6 +45,27 @@ class ScratchDir {
 
  private:
   fs::path path_;
+};
+
+// Every test starts from an empty, enabled recorder and leaves it disabled and empty; written() is the trace file.
+class RecorderTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rec().disable();
+    rec().clear();
+    rec().enable();
+  }
+  void TearDown() override {
+    rec().disable();
+    rec().clear();
+  }
+  static parbench::TraceRecorder& rec() { return parbench::TraceRecorder::instance(); }
+  nlohmann::json written() {
+    const auto path = dir_.path() / "trace.json";
+    rec().write(path.string());
+    return nlohmann::json::parse(read_file(path));
+  }
+  ScratchDir dir_;
 };
 
 inline std::vector<nlohmann::json> complete_events(const nlohmann::json& trace) {
