@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <nlohmann/json.hpp>
@@ -317,14 +318,24 @@ TEST(CudaTrace, UnresolvedStreamRangesAreBounded) {
   constexpr std::size_t kRanges = StreamRangeQueue::kMaxPending + 100;
   std::size_t most = 0;
   std::int64_t waits = 0;
+  std::atomic<std::size_t> recorded{0};
   {
     TraceStream on(s, "compute stream");
-    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: 400 ms of GPU work",
-                     [] { std::this_thread::sleep_for(400ms); });
+    // Busy until the host is about to record the range that reaches the bound, however slow the host is (a
+    // sanitizer build), and a while longer, so that range finds every earlier one unresolved.
+    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: GPU work",
+                     [&recorded] {
+                       const auto give_up = std::chrono::steady_clock::now() + 30s;
+                       const std::size_t last = StreamRangeQueue::kMaxPending - 1;
+                       while (recorded < last && std::chrono::steady_clock::now() < give_up)
+                         std::this_thread::sleep_for(1ms);
+                       std::this_thread::sleep_for(300ms);
+                     });
     const HostCounts before = host_counts();
     for (std::size_t i = 0; i < kRanges; ++i) {
       { PB_RANGE("queued", Category::compute); }
       most = std::max(most, rec.pending_stream_ranges());
+      ++recorded;
     }
     waits = (host_counts() - before).host_waits;
   }
