@@ -129,27 +129,35 @@ cudaMemcpyKind copy_kind(bool dst_gpu, bool src_gpu) {
 }
 }  // namespace
 
+void cuda_memcpy_2d_async(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
+                          bool src_gpu, std::size_t width, std::size_t rows, void* stream) {
+  CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, copy_kind(dst_gpu, src_gpu),
+                               static_cast<cudaStream_t>(stream)));
+}
+
 void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
                     bool src_gpu, std::size_t width, std::size_t rows, void* stream) {
-  const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
   if (stream) {  // a stream of the calling thread: queued behind its work, then waited for
-    auto s = static_cast<cudaStream_t>(stream);
-    CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, kind, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_memcpy_2d_async(dst, dst_pitch, dst_gpu, src, src_pitch, src_gpu, width, rows, stream);
+    CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
     return;
   }
+  const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
   CUDA_CHECK(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, rows, kind));
   if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaStreamSynchronize(nullptr));  // as in cuda_memcpy
 }
 
+void cuda_memcpy_async(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes, void* stream) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, copy_kind(dst_gpu, src_gpu), static_cast<cudaStream_t>(stream)));
+}
+
 void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes, void* stream) {
-  const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
   if (stream) {  // a stream of the calling thread: queued behind its work, then waited for
-    auto s = static_cast<cudaStream_t>(stream);
-    CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_memcpy_async(dst, dst_gpu, src, src_gpu, bytes, stream);
+    CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
     return;
   }
+  const cudaMemcpyKind kind = copy_kind(dst_gpu, src_gpu);
   CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
   // A device-to-device cudaMemcpy returns before the copy is done; device_memcpy promises a finished copy (the
   // threads transport hands the source buffer back to its owner right after). The copy runs on the current
@@ -157,15 +165,15 @@ void cuda_memcpy(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::si
   if (kind == cudaMemcpyDeviceToDevice) CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
-void cuda_memcpy_async(void* dst, bool dst_gpu, const void* src, bool src_gpu, std::size_t bytes, void* stream) {
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, copy_kind(dst_gpu, src_gpu), static_cast<cudaStream_t>(stream)));
+
+void cuda_memset_async(void* p, int value, std::size_t bytes, void* stream) {
+  CUDA_CHECK(cudaMemsetAsync(p, value, bytes, static_cast<cudaStream_t>(stream)));
 }
 
 void cuda_memset(int index, void* p, int value, std::size_t bytes, void* stream) {
   if (stream) {
-    auto s = static_cast<cudaStream_t>(stream);
-    CUDA_CHECK(cudaMemsetAsync(p, value, bytes, s));
-    CUDA_CHECK(cudaStreamSynchronize(s));
+    cuda_memset_async(p, value, bytes, stream);
+    CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
     return;
   }
   CUDA_CHECK(cudaSetDevice(index));

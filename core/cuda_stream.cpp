@@ -39,14 +39,6 @@ void cuda_event_sync(void* e) { CUDA_CHECK(cudaEventSynchronize(static_cast<cuda
 void cuda_stream_wait_event(void* s, void* e) {
   CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(s), static_cast<cudaEvent_t>(e), 0));
 }
-void cuda_memset_async(void* p, int value, std::size_t bytes, void* s) {
-  CUDA_CHECK(cudaMemsetAsync(p, value, bytes, static_cast<cudaStream_t>(s)));
-}
-void cuda_memcpy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
-                          std::size_t rows, void* s) {
-  CUDA_CHECK(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, rows, cudaMemcpyDefault,
-                               static_cast<cudaStream_t>(s)));
-}
 float cuda_event_elapsed_ms(void* start, void* end) {
   float ms = 0;
   CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(end)));

@@ -29,6 +29,9 @@ void cuda_memcpy_async(void* dst, bool dst_gpu, const void* src, bool src_gpu, s
 void cuda_memcpy_2d(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
                     bool src_gpu, std::size_t width, std::size_t rows, void* stream);
 void cuda_memset(int index, void* p, int value, std::size_t bytes, void* stream);
+void cuda_memset_async(void* p, int value, std::size_t bytes, void* stream);
+void cuda_memcpy_2d_async(void* dst, std::size_t dst_pitch, bool dst_gpu, const void* src, std::size_t src_pitch,
+                          bool src_gpu, std::size_t width, std::size_t rows, void* stream);
 std::size_t cuda_memory_bytes(int index);
 void* cuda_malloc_host(int index, std::size_t bytes);
 void cuda_free_host(void* p);
@@ -49,6 +52,10 @@ void cuda_memcpy_2d(void*, std::size_t, bool, const void*, std::size_t, bool, st
   no_cuda();
 }
 void cuda_memset(int, void*, int, std::size_t, void*) { no_cuda(); }
+void cuda_memset_async(void*, int, std::size_t, void*) { no_cuda(); }
+void cuda_memcpy_2d_async(void*, std::size_t, bool, const void*, std::size_t, bool, std::size_t, std::size_t, void*) {
+  no_cuda();
+}
 std::size_t cuda_memory_bytes(int) { no_cuda(); }
 void* cuda_malloc_host(int, std::size_t) { no_cuda(); }
 void cuda_free_host(void*) {}
@@ -158,14 +165,18 @@ void device_memcpy_async(const Device& dst_dev, void* dst, const Device& src_dev
   detail::cuda_memcpy_async(dst, !dst_dev.on_host(), src, !src_dev.on_host(), bytes, s.native());
 }
 
+namespace {
+void host_memcpy_2d(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
+                    std::size_t rows) {
+  for (std::size_t i = 0; i < rows; ++i)
+    std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, width);
+}
+}  // namespace
+
 void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev, const void* src,
                       std::size_t src_pitch, std::size_t width, std::size_t rows) {
   if (width == 0 || rows == 0) return;
-  if (dst_dev.on_host() && src_dev.on_host()) {
-    for (std::size_t i = 0; i < rows; ++i)
-      std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, width);
-    return;
-  }
+  if (dst_dev.on_host() && src_dev.on_host()) return host_memcpy_2d(dst, dst_pitch, src, src_pitch, width, rows);
   count_host_wait();
   detail::cuda_memcpy_2d(dst, dst_pitch, !dst_dev.on_host(), src, src_pitch, !src_dev.on_host(), width, rows,
                          synchronous_stream(dst_dev, src_dev));
@@ -179,6 +190,23 @@ void device_memset(const Device& d, void* p, int value, std::size_t bytes) {
   void* stream = synchronous_stream(d);
   if (stream) count_host_wait();  // on a stream of the thread's it is done on return
   detail::cuda_memset(d.index, p, value, bytes, stream);
+}
+
+void device_memcpy_2d_async(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev,
+                            const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows,
+                            const Stream& s) {
+  if (width == 0 || rows == 0) return;
+  if (dst_dev.on_host() && src_dev.on_host()) return host_memcpy_2d(dst, dst_pitch, src, src_pitch, width, rows);
+  detail::cuda_memcpy_2d_async(dst, dst_pitch, !dst_dev.on_host(), src, src_pitch, !src_dev.on_host(), width, rows,
+                               s.native());
+}
+
+void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s) {
+  if (d.on_host()) {
+    std::memset(p, value, bytes);
+    return;
+  }
+  if (bytes) detail::cuda_memset_async(p, value, bytes, s.native());
 }
 
 std::size_t device_memory_bytes(const Device& d) {

@@ -69,9 +69,15 @@ void device_memcpy_async(const Device& dst_dev, void* dst, const Device& src_dev
 // GPU); synchronous and on the same stream as device_memcpy. Regions must not overlap.
 void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev, const void* src,
                       std::size_t src_pitch, std::size_t width, std::size_t rows);
+// The same queued on stream `s` (cudaMemcpy2DAsync) after its earlier work; on host devices done at once.
+void device_memcpy_2d_async(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev,
+                            const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows,
+                            const Stream& s);
 // On the stream device_memcpy would use: on the thread's current stream it is done on return (synchronised);
 // on the legacy default stream it may still run after return, but before any later work on the device.
 void device_memset(const Device& d, void* p, int value, std::size_t bytes);
+// Queued on stream `s` (cudaMemsetAsync) after its earlier work; on host devices done at once.
+void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s);
 // Total memory of the device: physical memory for cpu and simt, the GPU's memory for cuda.
 std::size_t device_memory_bytes(const Device& d);
 

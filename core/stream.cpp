@@ -2,7 +2,6 @@
 #include "core/stream.h"
 
 #include <algorithm>
-#include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -24,9 +23,6 @@ void cuda_event_sync(void* e);
 void cuda_stream_wait_event(void* s, void* e);
 float cuda_event_elapsed_ms(void* start, void* end);
 bool cuda_event_query(void* e);
-void cuda_memset_async(void* p, int value, std::size_t bytes, void* s);
-void cuda_memcpy_2d_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t width,
-                          std::size_t rows, void* s);
 }  // namespace detail
 
 #ifndef PARBENCH_HAVE_CUDA
@@ -42,8 +38,6 @@ void cuda_event_sync(void*) { no_cuda(); }
 void cuda_stream_wait_event(void*, void*) { no_cuda(); }
 float cuda_event_elapsed_ms(void*, void*) { no_cuda(); }
 bool cuda_event_query(void*) { no_cuda(); }
-void cuda_memset_async(void*, int, std::size_t, void*) { no_cuda(); }
-void cuda_memcpy_2d_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::size_t, void*) { no_cuda(); }
 }  // namespace detail
 #endif
 
@@ -111,26 +105,6 @@ void synchronize_stream(const Device& device, void* native) {
   if (device.on_host()) return;
   count_host_wait();
   detail::cuda_stream_sync(device.index, native);
-}
-
-void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s) {
-  if (d.on_host()) {
-    std::memset(p, value, bytes);
-    return;
-  }
-  if (bytes) detail::cuda_memset_async(p, value, bytes, s.native());
-}
-
-void device_memcpy_2d_async(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev,
-                            const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows,
-                            const Stream& s) {
-  if (width == 0 || rows == 0) return;
-  if (dst_dev.on_host() && src_dev.on_host()) {
-    for (std::size_t i = 0; i < rows; ++i)
-      std::memcpy(static_cast<char*>(dst) + i * dst_pitch, static_cast<const char*>(src) + i * src_pitch, width);
-    return;
-  }
-  detail::cuda_memcpy_2d_async(dst, dst_pitch, src, src_pitch, width, rows, s.native());
 }
 
 Event::Event(Device device) : device_(device) {

@@ -41,13 +41,6 @@ int stream_device_index(void* native);
 // queue their work. Null on host devices.
 void* synchronous_stream(const Device& d, const Device& other = Device{});
 
-// Stream-ordered fill and strided copy (cudaMemsetAsync, cudaMemcpy2DAsync; device_memcpy_async is in
-// core/memory.h): queued on `s` after its earlier work. On host devices done at once.
-void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s);
-void device_memcpy_2d_async(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev,
-                            const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows,
-                            const Stream& s);
-
 class Event {
  public:
   explicit Event(Device device);

@@ -26,6 +26,16 @@ Event& CommQueue::event(std::vector<std::unique_ptr<Event>>& pool, std::size_t i
   return *pool[i];
 }
 
+// On the communication stream: timed there, its temporaries in that stream's blocks (reused only in its order), and
+// on a GPU its traced ranges timed by events there and shown on its row.
+void CommQueue::run(const std::function<void(const Stream& s)>& collective) {
+  TimelineSpan span(timeline_, Lane::communication, communication_);
+  CurrentStream allocating_for(communication_.native());
+  std::optional<TraceStream> traced_on;
+  if (!comm_.device().on_host()) traced_on.emplace(communication_, "comm stream");
+  collective(communication_);
+}
+
 std::size_t CommQueue::submit(std::function<void(const Stream& s)> collective, std::vector<Tensor> keep) {
   const std::size_t ticket = submitted_++;
   Event& ready = event(ready_, ticket);
@@ -34,26 +44,15 @@ std::size_t CommQueue::submit(std::function<void(const Stream& s)> collective, s
   if (!on_stream_) {
     worker_->submit([this, &ready, collective = std::move(collective)] {
       ready.synchronize();  // this thread waits for the compute stream, not the one issuing it
-      {
-        TimelineSpan span(timeline_, Lane::communication, communication_);
-        CurrentStream allocating_for(communication_.native());
-        // On a GPU its traced ranges are timed by events on the communication stream and shown on its row.
-        std::optional<TraceStream> traced_on;
-        if (!comm_.device().on_host()) traced_on.emplace(communication_, "comm stream");
-        collective(communication_);
-      }
+      run(collective);
       communication_.synchronize();  // what it queued there is done when wait() returns
     });
     return ticket;
   }
   ready.wait_on(communication_);
   {
-    TimelineSpan span(timeline_, Lane::communication, communication_);
     Communicator::StreamOrder order(comm_, communication_.native());
-    // Temporaries of the collective belong to the communication stream's blocks: reused only in its order.
-    CurrentStream allocating_for(communication_.native());
-    TraceStream traced_on(communication_, "comm stream");
-    collective(communication_);
+    run(collective);
   }
   event(done_, ticket).record(communication_);
   return ticket;
@@ -74,9 +73,8 @@ void CommQueue::wait(std::size_t ticket) {
 
 void CommQueue::join() {
   if (submitted_ == 0) return;
-  wait(submitted_ - 1);
+  wait(submitted_ - 1);  // releases every kept tensor
   submitted_ = 0;
-  kept_.clear();
 }
 
 }  // namespace parbench

@@ -38,6 +38,7 @@ class CommQueue {
 
  private:
   Event& event(std::vector<std::unique_ptr<Event>>& pool, std::size_t i);  // reused from step to step
+  void run(const std::function<void(const Stream& s)>& collective);
   void release_through(std::size_t ticket);
 
   Communicator& comm_;

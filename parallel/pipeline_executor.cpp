@@ -129,7 +129,7 @@ class StageRun {
   // per send would add a wake-up to every hand-over) and receives are posted together and waited for here. On the
   // stream path they are one NCCL group on the communication stream, after the compute stream's work so far.
   void exchange(const std::vector<PipeAction>& list, std::size_t begin, std::size_t end) {
-    std::vector<P2POp> sends, recvs;
+    std::vector<P2POp> ops;  // in action order
     for (std::size_t i = begin; i < end; ++i) {
       const PipeAction& a = list[i];
       const int vs = vstage(a), mb = a.microbatch;
@@ -141,25 +141,27 @@ class StageRun {
       switch (a.op) {
         case PipeOp::recv_activation:
           sl.input = fresh();
-          recvs.push_back(recv_op(sl.input.data(), sl.input.bytes(), a.peer));
-          recvs.back().tag = tag(false, mb, vs);
+          ops.push_back(recv_op(sl.input.data(), sl.input.bytes(), a.peer));
+          ops.back().tag = tag(false, mb, vs);
           break;
         case PipeOp::recv_gradient:
           sl.output_grad = fresh();
-          recvs.push_back(recv_op(sl.output_grad.data(), sl.output_grad.bytes(), a.peer));
-          recvs.back().tag = tag(true, mb, vs);
+          ops.push_back(recv_op(sl.output_grad.data(), sl.output_grad.bytes(), a.peer));
+          ops.back().tag = tag(true, mb, vs);
           break;
         case PipeOp::send_activation:
-          sends.push_back(send(sl.acts->output(), a.peer, tag(false, mb, vs + 1), mb));
+          ops.push_back(send(sl.acts->output(), a.peer, tag(false, mb, vs + 1), mb));
           break;
         case PipeOp::send_gradient:
-          sends.push_back(send(sl.input_grad, a.peer, tag(true, mb, vs - 1), mb));
+          ops.push_back(send(sl.input_grad, a.peer, tag(true, mb, vs - 1), mb));
           sl.input_grad = Tensor{};
           break;
         default: throw Error("pipeline: not a communication action");
       }
     }
-    if (s_.stream_path) return queue_on_stream(list, begin, end, sends, recvs);
+    if (s_.stream_path) return queue_on_stream(ops);
+    std::vector<P2POp> sends, recvs;
+    for (const P2POp& op : ops) (op.kind == P2POp::send ? sends : recvs).push_back(op);
     if (!sends.empty()) {
       s_.stream.synchronize();  // the host transports hand the buffers over at once: they must be written
       s_.pipeline.post_sends(sends);
@@ -170,20 +172,13 @@ class StageRun {
   }
 
   // The exchange's messages in action order, so that NCCL's in-order matching pairs them as the schedule does.
-  void queue_on_stream(const std::vector<PipeAction>& list, std::size_t begin, std::size_t end,
-                       const std::vector<P2POp>& sends, const std::vector<P2POp>& recvs) {
+  void queue_on_stream(const std::vector<P2POp>& ops) {
     PB_RANGE("exchange", Category::communication, {.stage = stage_});
-    std::vector<P2POp> ops;
-    std::size_t next_send = 0, next_recv = 0;
-    for (std::size_t i = begin; i < end; ++i) {
-      const bool is_send = list[i].op == PipeOp::send_activation || list[i].op == PipeOp::send_gradient;
-      ops.push_back(is_send ? sends[next_send++] : recvs[next_recv++]);
-    }
     PipelineStreamPath& sp = *s_.stream_path;
     sp.ready.record(s_.stream);  // what is sent is written, and what is received overwrites nothing still read
     sp.ready.wait_on(sp.comm);
     s_.pipeline.queue_group(ops, sp.comm.native());
-    if (recvs.empty()) return;
+    if (std::none_of(ops.begin(), ops.end(), [](const P2POp& op) { return op.kind == P2POp::recv; })) return;
     sp.done.record(sp.comm);
     sp.done.wait_on(s_.stream);
   }

@@ -146,7 +146,8 @@ class ModelParallel : public Scheme {
     UnitAccess& access = state_->begin_step(/*prefetch=*/plan_.shape.pp == 1);
     PipelineStage stage{*model_, access, pp_comm_, ctx_.stream, ctx_.alloc, schedule_, chunk_units_,
                         [&](int mb) {
-                          return data_.microbatch(step_index, mb, grid_.dp, grid_.dp_rank, micro_, ctx_.alloc, &ctx_.stream);
+                          return data_.microbatch(step_index, mb, grid_.dp, grid_.dp_rank, micro_, ctx_.alloc,
+                                                  &ctx_.stream);
                         },
                         1.0f / float(plan_.shape.microbatches * plan_.shape.dp), ctx_.comm.rank()};
     stage.action_times = &action_times_;
