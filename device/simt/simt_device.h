@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <thread>
 
 #include "device/simt/simt_types.h"
 
@@ -222,5 +223,7 @@ inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_s
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 long long clock64();
 inline long long clock() { return clock64(); }
+// A spin loop's pause: gives the OS thread to others (a peer GPU's kernel may be what it waits for).
+inline void __nanosleep(unsigned) { std::this_thread::yield(); }
 
 }  // namespace parbench::simt
