@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 #include <thread>
+#include <type_traits>
 
 #include "device/simt/simt_types.h"
 
