@@ -132,6 +132,8 @@ inline constexpr char host_waits_per_step[] = "host_waits_per_step";
 inline constexpr char launches_per_step[] = "launches_per_step";
 inline constexpr char device_mallocs_per_step[] = "device_mallocs_per_step";
 inline constexpr char overlap[] = "overlap";
+// Pipelines: the blocks of each virtual stage, "2+3+3+2" (bench_train --partition).
+inline constexpr char partition[] = "partition";
 // The memory of the heaviest rank at its peak, by category (MemCategory's order).
 inline constexpr const char* memory_bytes[] = {params_bytes,      grads_bytes,       optimizer_bytes,
                                                activations_bytes, comm_buffer_bytes, workspace_bytes};
@@ -144,7 +146,7 @@ inline constexpr HeaderColumn header[] = {
     // Layout columns a prediction varies, and its time split (empty for measured runs).
     {virtual_stages}, {sp}, {zero}, {recompute}, {predicted}, {forward_ms, 3}, {backward_ms, 3}, {recompute_ms, 3},
     {optimizer_ms, 3}, {bubble_ms, 3}, {tp_comm_ms, 3}, {pp_comm_ms, 3}, {dp_comm_ms, 3},
-    {host_waits_per_step}, {launches_per_step}, {device_mallocs_per_step}, {overlap, 3}};
+    {host_waits_per_step}, {launches_per_step}, {device_mallocs_per_step}, {overlap, 3}, {partition}};
 }  // namespace train
 
 // A pipeline schedule as data (bench_train --schedule FILE.csv, parallel/schedule/schedule_file.cpp): one row per

@@ -8,7 +8,9 @@
 #include "benchmarks/train/train_run.h"
 #include "base/error.h"
 #include "core/csv_columns.h"
+#include "predict/costs.h"
 #include "predict/predict.h"
+#include "predict/system.h"
 
 namespace parbench::train_bench {
 
@@ -29,6 +31,16 @@ std::string predicted_scheme_name(const Layout& l) {
 }
 
 }  // namespace
+
+UnitCosts predicted_unit_costs(const Options& o, const Device& dev) {
+  Layout l;
+  l.model = o.train.model;
+  l.micro_batch = std::max(1, o.train.micro_batch);
+  l.global_batch = l.micro_batch;
+  const predict::SystemModel sys = predict::load_system(dev.kind == DeviceKind::cuda ? "dgx-h100" : "this-machine");
+  auto time = [](const predict::PassCosts& c) { return c.f() + c.bi() + c.w(); };
+  return {time(predict::embedding_costs(l, sys)), time(predict::block_costs(l, sys)), time(predict::head_costs(l, sys))};
+}
 
 Layout layout_for(const Options& o, int gpus) {
   const TrainConfig& t = o.train;

@@ -76,10 +76,12 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
                      " microbatches is not --global-batch " +
                      std::to_string(cfg.global_batch));
   const int vstages = sh.pp * sh.virtual_stages;
-  if (cfg.model.layers % vstages != 0)
+  if (cfg.partition.kind == PartitionRequest::Kind::uniform && cfg.model.layers % vstages != 0)
     throw UsageError("--layers " + std::to_string(cfg.model.layers) + " is not divisible by --pp " +
                      std::to_string(sh.pp) + " x --virtual-stages " + std::to_string(sh.virtual_stages) +
-                     "; every virtual stage holds the same number of layers");
+                     "; every virtual stage holds the same number of layers (--partition uniform; balanced or a "
+                     "FILE of counts spread them unequally)");
+  sh.stage_blocks = partition_blocks(cfg.partition, cfg.model, vstages);
   if (!sh.schedule.empty())  // the schedule's own rules: m >= p for 1f1b, m a multiple of p for interleaved, ...
     validate_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
   p.zero_stage = cfg.dp_scheme->zero_stage;
@@ -129,9 +131,8 @@ class ModelParallel : public Scheme {
       pipe_stream_.emplace(ctx.comm.device(), /*create=*/true);
       stream_path_.emplace(*pipe_stream_);
     }
-    const int vstages = sh.pp * sh.virtual_stages;
     for (int c = 0; c < sh.virtual_stages; ++c)
-      chunk_units_.push_back(virtual_stage_units(cfg.model, c * sh.pp + grid_.pp_rank, vstages));
+      chunk_units_.push_back(partition_units(cfg.model, c * sh.pp + grid_.pp_rank, sh.stage_blocks));
     // This rank's units, packed in one buffer (a stage holds only its own layers), replicated or ZeRO-sharded
     // over the data-parallel group.
     for (const UnitRange& r : chunk_units_)
