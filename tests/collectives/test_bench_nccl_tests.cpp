@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -324,6 +326,96 @@ TEST(NcclTestsDropIn, BadValuesExitTwoWithoutOutputFile) {
     EXPECT_THAT(r.output, HasSubstr(c.message)) << c.args;
     EXPECT_FALSE(std::filesystem::exists(json)) << c.args;
   }
+}
+
+// Golden outputs: a deterministic run (the rank-time hook fixes every time, so every number follows) in each
+// output form, masked where a run differs (pid, host, times of day, paths, environment) and compared with
+// tests/collectives/golden/ whole; PB_UPDATE_GOLDEN=1 rewrites them. A change that moves a column, a number's form
+// or a JSON key or type fails here.
+const std::string kGoldenRun = "PARBENCH_TEST_RANK_TIME_US=100 " + bench("allreduce") +
+                               " --device cpu -t 2 --impl ring -b 8 -e 8K -f 32 -n 4 -w 1";
+
+std::string masked_text(std::string s) {
+  s = std::regex_replace(s, std::regex("Pid +[0-9]+ on +[^ ]+ "), "Pid PID on HOST ");
+  return std::regex_replace(s, std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"),
+                            "YYYY-MM-DD hh:mm:ss");
+}
+
+nlohmann::ordered_json masked_json(nlohmann::ordered_json j) {
+  j["start_time"] = "START", j["end_time"] = "END", j["args"] = "ARGS", j["env"] = nlohmann::ordered_json::array();
+  for (auto& d : j["config"]["devices"]) d["pid"] = 0, d["hostname"] = "HOST";
+  return j;
+}
+
+void expect_golden(const std::string& name, const std::string& text) {
+  const std::filesystem::path path = std::filesystem::path(PB_GOLDEN_DIR) / name;
+  if (std::getenv("PB_UPDATE_GOLDEN")) {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  std::stringstream want;
+  want << in.rdbuf();
+  ASSERT_TRUE(in.good() || in.eof()) << "missing " << path;
+  EXPECT_EQ(text, want.str()) << name << " differs from " << path;
+}
+
+// The end column of each blank-separated field of a line.
+std::vector<std::size_t> field_ends(const std::string& line) {
+  std::vector<std::size_t> ends;
+  for (std::size_t i = 0; i < line.size(); ++i)
+    if (line[i] != ' ' && (i + 1 == line.size() || line[i + 1] == ' ')) ends.push_back(i + 1);
+  return ends;
+}
+
+// Every row's fields end where the column names end (nccl-tests right-aligns both), the time of day aside (its
+// title sits one column left of it in nccl-tests too).
+void expect_rows_under_names(const std::string& output, bool timestamps) {
+  std::istringstream in(output);
+  std::string line, names;
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) {
+    if (line.rfind("#       size", 0) == 0) names = line;
+    else if (!line.empty() && line[0] != '#' && !names.empty()) rows.push_back(line);
+  }
+  ASSERT_FALSE(rows.empty()) << output;
+  auto want = field_ends(names);
+  want.erase(want.begin());  // the '#'
+  if (timestamps) want.pop_back();
+  for (const std::string& row : rows) {
+    auto got = field_ends(row);
+    if (timestamps) got.resize(got.size() - 2);  // the date and the time
+    EXPECT_EQ(got, want) << row << "\n" << names;
+  }
+}
+
+TEST(NcclTestsGolden, TableForms) {
+  struct Form {
+    const char *file, *args;
+    bool timestamps;
+  } forms[] = {{"table_plain.txt", "", false},
+               {"table_per_iter_timestamps.txt", " -I 1 -K 1 -S 1", true},
+               {"table_cputime.txt", " -C 1", false}};
+  for (const Form& f : forms) {
+    Result r = run(kGoldenRun + f.args);
+    ASSERT_EQ(r.status, 0) << r.output;
+    expect_golden(f.file, masked_text(r.output));
+    expect_rows_under_names(r.output, f.timestamps);
+  }
+  Result r = run(kGoldenRun + " -c 0");  // nccl-tests' N/A is one column narrower than #wrong: checked whole
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_golden("table_unchecked.txt", masked_text(r.output));
+}
+
+TEST(NcclTestsGolden, JsonForms) {
+  const auto json = temp("golden.json");
+  for (const auto& [file, args] : {std::pair{"json_plain.json", ""}, std::pair{"json_per_iter.json", " -I 1 -K 1"}}) {
+    Result r = run(kGoldenRun + args + " -q -J " + json.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::ifstream in(json);
+    expect_golden(file, masked_json(nlohmann::ordered_json::parse(in)).dump(1) + "\n");
+  }
+  std::filesystem::remove(json);
 }
 
 #ifdef PB_MPIEXEC
