@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "collectives/fault_injection.h"
 #include "core/memory.h"
@@ -50,6 +51,7 @@ Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs
   const auto t0 = Clock::now();
   if (batched) comm.begin_batch();
   for (int i = 0; i < c.iters; ++i) {
+    if (c.late_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(c.late_s));
     if (alone) barrier(comm);
     const auto ti = c.per_iter || alone ? Clock::now() : t0;
     for (int j = 0; j < c.agg; ++j) {

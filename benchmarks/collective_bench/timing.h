@@ -21,6 +21,7 @@ struct TimingConfig {
   int blocking = kBatched;  // -z (Blocking); the caller maps 3 to 0 under -G, as nccl-tests does
   bool per_iter = false;    // -I: one wait per iteration, each iteration's time kept
   bool skip = false;        // test hook: this rank issues nothing (the others must time out)
+  double late_s = 0;        // test hook: this rank sleeps this long before each timed iteration
   Communicator* world = nullptr;  // when given, each issued operation is a fault point (fault_injection.h)
 };
 

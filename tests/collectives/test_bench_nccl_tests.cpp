@@ -13,6 +13,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -418,6 +419,134 @@ TEST(NcclTestsGolden, JsonForms) {
   std::filesystem::remove(json);
 }
 
+// Reads -J's file the way a script of nccl-tests' users does: every key it relies on, with its type. `procs`
+// processes of `ranks` ranks in all; -I runs give per-iteration objects of `iters` times.
+void expect_nccl_json(const std::filesystem::path& path, int ranks, int procs, int iters, int skipped) {
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_TRUE(j["version"].is_number_integer());
+  EXPECT_TRUE(j["nccl_version"].is_number_integer());
+  EXPECT_TRUE(j["start_time"].is_string() && j["end_time"].is_string());
+  EXPECT_TRUE(j["args"].is_array() && j["env"].is_array());
+  EXPECT_FALSE(j.contains("devices"));  // inside config, as nccl-tests writes it
+  const auto& cfg = j["config"];
+  for (const char* k : {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes", "warmup_iters", "iterations",
+                        "aggregated_iterations", "validation", "graph"})
+    EXPECT_TRUE(cfg[k].is_number_integer()) << k;
+  for (const char* k : {"blocking_collectives", "per_iter_timing", "parallel_init"})
+    EXPECT_TRUE(cfg[k] == "true" || cfg[k] == "false") << k << " " << cfg[k];
+  EXPECT_EQ(cfg["per_iter_timing"], iters > 0 ? "true" : "false");
+  ASSERT_EQ(cfg["devices"].size(), std::size_t(ranks));
+  std::set<int> pids;
+  for (int r = 0; r < ranks; ++r) {
+    const auto& d = cfg["devices"][r];
+    EXPECT_EQ(d["rank"], r);
+    for (const char* k : {"group", "pid", "device"}) EXPECT_TRUE(d[k].is_number_integer()) << k;
+    for (const char* k : {"hostname", "device_hex", "device_info"}) EXPECT_TRUE(d[k].is_string()) << k;
+    pids.insert(d["pid"].get<int>());
+  }
+  EXPECT_EQ(pids.size(), std::size_t(procs));
+  ASSERT_FALSE(j["results"].empty());
+  for (const auto& res : j["results"]) {
+    EXPECT_TRUE(res["size"].is_number_integer() && res["count"].is_number_integer());
+    EXPECT_TRUE(res["type"].is_string() && res["redop"].is_string() && res["experiment_name"].is_string());
+    ASSERT_TRUE(res["root"].is_string());
+    EXPECT_EQ(res["root"].get<std::string>().size(), 6u);  // "%6i"
+    EXPECT_TRUE(res["actual_iterations"].is_number_integer());
+    for (const char* half : {"out_of_place", "in_place"}) {
+      const auto& h = res[half];
+      for (const char* k : {"time", "alg_bw", "bus_bw", "nwrong"}) EXPECT_TRUE(h[k].is_number_float()) << k;
+      const std::string per = std::string(half) + "_per_iter";
+      ASSERT_EQ(res.contains(per), iters > 0) << per;
+      if (iters == 0) continue;
+      const auto& p = res[per];
+      EXPECT_EQ(p["skipped_iterations"], skipped);
+      for (const char* k : {"min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct"})
+        EXPECT_TRUE(p[k].is_number_float()) << k;
+      ASSERT_EQ(p["times_us"].size(), std::size_t(iters));
+      ASSERT_EQ(p.contains("per_process_max_times_us"), procs > 1);
+      if (procs == 1) continue;
+      const auto& pp = p["per_process_max_times_us"];
+      ASSERT_EQ(pp.size(), std::size_t(procs));
+      for (int i = 0; i < iters; ++i) {  // the reported time is the slowest process's
+        double most = 0;
+        for (const auto& row : pp) most = std::max(most, row.at(i).get<double>());
+        EXPECT_EQ(p["times_us"][i].get<double>(), most);
+      }
+    }
+  }
+  EXPECT_TRUE(j["out_of_bounds"]["count"].is_number_integer());
+  EXPECT_EQ(j["out_of_bounds"]["okay"], "true");
+  EXPECT_TRUE(j["average_bus_bandwidth"]["bandwidth"].is_number_float());
+  EXPECT_EQ(j["average_bus_bandwidth"]["okay"], "unchecked");
+}
+
+TEST(NcclTestsDropIn, PerIterationJsonOneProcess) {
+  const auto json = temp("iter.json");
+  Result r = run(bench("allreduce") + " --device cpu -t 2 -g 2 --impl ring -b 1K -e 4K -f 4 -n 6 -K 2 -I 1 -J " +
+                 json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 4, 1, 6, 2);
+  r = run(bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K -n 3 -J " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 2, 1, 0, 0);
+  std::filesystem::remove(json);
+}
+
+// -z 3 times each iteration after its barrier: a rank that starts every iteration 20 ms late makes the others
+// wait in the barrier (left out), where without -z 3 they wait inside the timed operation.
+TEST(NcclTestsDropIn, BlockingThreeLeavesTheBarrierOutOfTheTimes) {
+  const auto json = temp("late.json");
+  for (const char* z : {"0", "3"}) {
+    Result r = run("PARBENCH_TEST_LATE_RANK=1 " + bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K "
+                   "-n 4 -I 1 -z " + z + " -J " + json.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::ifstream in(json);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    for (const char* half : {"out_of_place_per_iter", "in_place_per_iter"})
+      for (const auto& t : j["results"][0][half]["times_us"]) {
+        if (z[0] == '0') EXPECT_GT(t.get<double>(), 15000) << half;
+        else EXPECT_LT(t.get<double>(), 15000) << half;
+      }
+    const double time = j["results"][0]["out_of_place"]["time"];
+    if (z[0] == '3') EXPECT_LT(time, 15000);
+  }
+  std::filesystem::remove(json);
+}
+
+// -S puts the date and the time after the in-place columns: out-of-place busbw is field -8 there and -6 without.
+TEST(NcclTestsDropIn, TimestampsEndTheRow) {
+  const auto csv = temp("ts.csv");
+  Result r = run(bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 4K -f 2 -n 2 -S 1 --csv " +
+                 csv.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto rows = nccl_rows(r.output);
+  const auto csv_all = csv_rows(csv);
+  ASSERT_EQ(rows.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    ASSERT_EQ(row.size(), 15u);
+    EXPECT_TRUE(std::regex_match(row[13], std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2}"))) << row[13];
+    EXPECT_TRUE(std::regex_match(row[14], std::regex("[0-9]{2}:[0-9]{2}:[0-9]{2}"))) << row[14];
+    expect_printed(row[row.size() - 8], csv_all[2 * i][13], "out-of-place busbw, field -8 with -S");
+  }
+  std::filesystem::remove(csv);
+}
+
+// An endless sweep (-N 0) killed with SIGKILL leaves -J's file parseable, with the rows written so far.
+TEST(NcclTestsDropIn, KilledEndlessRunLeavesParseableJson) {
+  const auto json = temp("killed.json");
+  Result r = run("timeout -s KILL 3 " + bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 64K -f 2 "
+                 "-n 2 -N 0 -I 1 -q -J " + json.string());
+  EXPECT_NE(r.status, 0);
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_GT(j["results"].size(), 7u);  // more than one cycle of 7 sizes in 3 s
+  EXPECT_FALSE(j.contains("end_time"));  // the run did not finish
+  EXPECT_EQ(j["config"]["devices"].size(), 2u);
+  std::filesystem::remove(json);
+}
+
 #ifdef PB_MPIEXEC
 TEST(NcclTestsDropInMpi, ScriptsCommandLineRuns) {
   Result r = run(mpirun(2) + bench("allreduce") + " --device cpu -b 1 -e 1M -f 2 -g 1 -c 0 -n 2 -t 1 -z 0 "
@@ -469,6 +598,21 @@ TEST(NcclTestsDropInMpi, BlockingAndNonBlockingLibraryForms) {
     EXPECT_EQ(r.status, 0) << c << "\n" << r.output;
     EXPECT_EQ(count_lines_with(r.output, "# Out of bounds values : 0 OK"), 2) << c;
   }
+}
+
+// Under mpirun: config.devices has every rank of every process, and -I's objects one list per process (each the
+// maximum over its threads and GPUs).
+TEST(NcclTestsDropInMpi, PerIterationJsonPerProcess) {
+  const auto json = temp("mpi_iter.json");
+  Result r = run(mpirun(2) + bench("allreduce") + " --device cpu -t 2 -g 2 --impl ring -b 1K -e 4K -f 4 -n 5 -I 1 "
+                 "-J " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 8, 2, 5, 0);
+  r = run(mpirun(2) + bench("allreduce") + " --device cpu --impl ring -b 1K -e 1K -n 3 -I 1 -K 1 -J " +
+          json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 2, 2, 3, 1);
+  std::filesystem::remove(json);
 }
 
 // (mpi-nb's watchdog timeout: BenchCliMpi.MisbehavingRankTimesOutAndAborts.)
