@@ -364,6 +364,22 @@ void check_run_options(const BenchOptions& o) {
                      "does not say which cycle measured it)");
 }
 
+// NCCL_TESTS_DEVICE=N: the first GPU is N (the other ranks follow it), on cuda unless --device cuda:N names one.
+Device apply_tests_device(Device d, const BenchOptions& o) {
+  const char* v = std::getenv("NCCL_TESTS_DEVICE");
+  if (!v || !*v) return d;
+  const std::string text(v);
+  if (text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' is not a GPU index; accepted: a number from 0, e.g. 2");
+  if (d.kind != DeviceKind::cuda || o.common.device.find(':') != std::string::npos) return d;
+  try {
+    return resolve_device("cuda:" + text, nullptr);
+  } catch (const UsageError& e) {
+    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' names no GPU here (" + e.what() +
+                     "); accepted: a GPU index from 0");
+  }
+}
+
 // The report of a sweep over `plan`'s sizes (nccl-tests prints the smallest and largest).
 NcclReport make_report(const std::string& name, const BenchOptions& o, const BenchPlan& plan, int argc, char** argv) {
   const auto [lo, hi] = std::minmax_element(plan.sizes.begin(), plan.sizes.end());
@@ -405,7 +421,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
     }
     try {
       std::string choice;
-      const Device device = resolve_device(o.common.device, &choice);
+      const Device device = apply_tests_device(resolve_device(o.common.device, &choice), o);
       BenchPlan plan = resolve_plan(c, o);
       fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
       check_run_options(o);

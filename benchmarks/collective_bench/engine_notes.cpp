@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "collectives/bootstrap.h"
@@ -92,6 +93,12 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
     n.push_back("-G " + std::to_string(o.graph) + ": not applied: " +
                 (cuda ? std::string("our collectives run on the default stream, which CUDA cannot capture")
                       : "CUDA graphs need --device cuda") + "; timed without a graph");
+  if (const char* first = std::getenv("NCCL_TESTS_DEVICE"); first && *first)
+    n.push_back(std::string("NCCL_TESTS_DEVICE=") + first + ": " +
+                (!cuda ? "not applied on device " + device_name(d)
+                 : o.common.device.find(':') != std::string::npos
+                     ? "not applied: --device " + o.common.device + " names the first GPU"
+                     : std::string("the first GPU; each rank takes the next one on its node")));
   if (o.registration > 0)
     n.push_back("-R " + std::to_string(o.registration) + ": NCCL buffer registration is not applied here");
   if (o.parallel_init) n.push_back("-p 1: not applied: the bootstrap starts the ranks' communicators itself");

@@ -290,6 +290,19 @@ TEST(NcclTestsDropIn, UnalignedBuffersCheckClean) {
   }
 }
 
+TEST(NcclTestsDropIn, SplitMaskAndSymbolFormsRunGroups) {
+  for (const char* env : {"NCCL_TESTS_SPLIT_MASK=0b1 ", "NCCL_TESTS_SPLIT='&0x1' ", "NCCL_TESTS_SPLIT='%2' "}) {
+    Result r = run(std::string(env) + bench("allreduce") + " --device cpu -t 4 --impl ring -b 1K -e 1K -n 1");
+    ASSERT_EQ(r.status, 0) << env << r.output;
+    EXPECT_THAT(r.output, HasSubstr("#  Rank  3 Group  1")) << env;
+    EXPECT_THAT(r.output, HasSubstr("#  Rank  2 Group  0")) << env;
+    EXPECT_THAT(r.output, HasSubstr("groups of 2 at world rank 0")) << env;
+  }
+  Result r = run("NCCL_TESTS_DEVICE=1 " + bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K -n 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# NCCL_TESTS_DEVICE=1: not applied on device cpu"));
+}
+
 TEST(NcclTestsDropIn, SplitRunsGroups) {
   const auto csv = temp("split.csv");
   Result r = run("NCCL_TESTS_SPLIT='MOD 2' " + bench("allreduce") + " --device cpu -t 4 --impl ring -b 1K -e 1K "
@@ -319,6 +332,9 @@ TEST(NcclTestsDropIn, BadValuesExitTwoWithoutOutputFile) {
       {"NCCL_TESTS_SPLIT='XOR 3' ", "", "NCCL_TESTS_SPLIT='XOR 3' is not understood; accepted: 'AND|OR|MOD|DIV"},
       {"NCCL_TESTS_SPLIT='MOD 0' ", "", "accepted: 'AND|OR|MOD|DIV <number>'"},
       {"", "-T -2", "-2 is not accepted: expected a number >= 0"},
+      {"NCCL_TESTS_SPLIT='AND 0b12' ", "", "NCCL_TESTS_SPLIT='AND 0b12' is not understood"},
+      {"NCCL_TESTS_SPLIT_MASK=0xZ ", "", "NCCL_TESTS_SPLIT_MASK='0xZ' is not a mask; accepted: a number"},
+      {"NCCL_TESTS_DEVICE=one ", "", "NCCL_TESTS_DEVICE='one' is not a GPU index; accepted: a number from 0"},
   };
   for (const auto& c : cases) {
     const std::string prog = c.args.find("-r ") != std::string::npos ? "reduce" : "allreduce";
