@@ -103,19 +103,20 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   int_option(app, "-m,--agg_iters", o.agg, "operations aggregated per iteration (one group)", 1, 1 << 20);
   int_option(app, "-N,--run_cycles", o.cycles, "times the whole sweep runs (0: until stopped)", 0, 1 << 30);
   int_option(app, "-a,--average", o.average, "time over ranks: 0 rank 0, 1 mean, 2 min, 3 max", 0, 3);
-  int_option(app, "-I,--per_iter_timing", o.per_iter, "1: time each iteration, add min/max/p99/cv columns", 0, 1);
+  int_option(app, "-I,--per_iter_timing", o.per_iter, "1: time each iteration, add i_min/i_max/i_p99/i_cv% columns", 0, 1);
   int_option(app, "-K,--per_iter_skip", o.per_iter_skip, "iterations left out of -I's statistics", 0, 1 << 30);
   int_option(app, "-p,--parallel_init", o.parallel_init, "1: start the ranks' communicators in parallel", 0, 1);
   int_option(app, "-c,--check", o.check, "data-check rounds after timing; 0 prints N/A", 0, 1 << 20);
   int_option(app, "-z,--blocking", o.blocking,
-             "0 one wait per timed batch, 1 wait after each op, 2 and a barrier, 3 time each op between barriers",
+             "0 one wait per timed batch, 1 a wait and a barrier after each op, 2 a wait after each op, 3 each "
+             "iteration timed alone after a barrier",
              0, 3);
   int_option(app, "-G,--cudagraph", o.graph, "CUDA graph launches of the captured iterations (cuda only)", 0,
              1 << 20);
   int_option(app, "-C,--report_cputime", o.cputime, "1: report the host's issue time instead of wall time", 0, 1);
   int_option(app, "-R,--local_register", o.registration, "NCCL buffer registration: 0 none, 1 local, 2 symmetric",
              0, 2);
-  int_option(app, "-S,--report_timestamps", o.timestamps, "1: start every row with its time of day", 0, 1);
+  int_option(app, "-S,--report_timestamps", o.timestamps, "1: end every row with its date and time", 0, 1);
   int_option(app, "-M,--memory_report", o.memory, "1: print each rank's memory after the sweep", 0, 1);
   int_option(app, "-u,--unalign", o.unalign, "offset every buffer by this many elements", 0, 4096);
   int_option(app, "-D,--device_implementation", o.device_api, "NCCL device-API variant (not available here)", 0,
