@@ -521,11 +521,16 @@ TEST(NcclTestsDropIn, BlockingThreeLeavesTheBarrierOutOfTheTimes) {
     const nlohmann::json j = nlohmann::json::parse(in);
     for (const char* half : {"out_of_place_per_iter", "in_place_per_iter"})
       for (const auto& t : j["results"][0][half]["times_us"]) {
-        if (z[0] == '0') EXPECT_GT(t.get<double>(), 15000) << half;
-        else EXPECT_LT(t.get<double>(), 15000) << half;
+        if (z[0] == '0') {
+          EXPECT_GT(t.get<double>(), 15000) << half;
+        } else {
+          EXPECT_LT(t.get<double>(), 15000) << half;
+        }
       }
     const double time = j["results"][0]["out_of_place"]["time"];
-    if (z[0] == '3') EXPECT_LT(time, 15000);
+    if (z[0] == '3') {
+      EXPECT_LT(time, 15000);
+    }
   }
   std::filesystem::remove(json);
 }
