@@ -42,7 +42,7 @@ namespace {
 // makes rank R spoil its first output element in every check round (the check must catch each);
 // PARBENCH_TEST_RANK_TIME_US=X replaces rank r's measured times by (r + 1) X microseconds (so -a's reduction
 // has known results) and its -I iteration i's by (r + 1) X (1 + i mod 4); PARBENCH_TEST_LATE_RANK=R makes rank R
-// start each timed iteration 20 ms late (what -z 3 leaves out of the times).
+// start each timed iteration 100 ms late (what -z 3 leaves out of the times).
 int hook_int(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : -1;
@@ -262,7 +262,7 @@ class Bench {
     tc.blocking = o_.blocking == kIterAlone && o_.graph > 0 ? kBatched : o_.blocking;  // nccl-tests' -z 3 -G
     tc.per_iter = o_.per_iter != 0;
     tc.skip = world.rank() == hook_int("PARBENCH_TEST_SKIP_RANK");
-    if (world.rank() == hook_int("PARBENCH_TEST_LATE_RANK")) tc.late_s = 0.02;
+    if (world.rank() == hook_int("PARBENCH_TEST_LATE_RANK")) tc.late_s = 0.1;
     tc.world = &world;
     Timing mine = time_collective(comm, algo, b.args(), tc);
     if (const int fake = hook_int("PARBENCH_TEST_RANK_TIME_US"); fake > 0) {
