@@ -562,7 +562,7 @@ TEST(NcclTestsDropIn, KilledEndlessRunLeavesParseableJson) {
   EXPECT_NE(r.status, 0);
   std::ifstream in(json);
   const nlohmann::json j = nlohmann::json::parse(in);
-  EXPECT_GE(j["results"].size(), 1u);  // (about a thousand on an idle machine)
+  EXPECT_GE(j["results"].size(), 1u);  // (hundreds on an idle machine)
   EXPECT_FALSE(j.contains("end_time"));  // the run did not finish
   EXPECT_EQ(j["config"]["devices"].size(), 2u);
   std::filesystem::remove(json);
