@@ -66,16 +66,10 @@ std::vector<int> parse_gpu_list(const std::string& list) {
   std::vector<int> out;
   std::stringstream ss(list);
   for (std::string tok; std::getline(ss, tok, ',');) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(tok, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != tok.size() || tok.empty() || v < 1)
+    const std::optional<int> v = parse_int_text(tok);
+    if (!v || *v < 1)
       throw UsageError("--gpus '" + list + "': '" + tok + "' is not a GPU count; accepted: N or N,M,... (N >= 1)");
-    out.push_back(v);
+    out.push_back(*v);
   }
   if (out.empty()) throw UsageError("--gpus is empty; accepted: N or N,M,... (N >= 1)");
   return out;

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "base/error.h"
+#include "base/text.h"
 
 namespace parbench {
 
@@ -55,16 +56,10 @@ std::vector<int> read_blocks(const std::string& path, int layers, int stages) {
   std::istringstream words(content);
   std::vector<int> blocks;
   for (std::string w; words >> w;) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(w, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != w.size() || v < 1)
+    const std::optional<int> v = parse_int_text(w);
+    if (!v || *v < 1)
       throw UsageError("--partition file '" + path + "': '" + w + "' is not a block count (an integer >= 1)");
-    blocks.push_back(v);
+    blocks.push_back(*v);
   }
   const int sum = std::accumulate(blocks.begin(), blocks.end(), 0);
   if (int(blocks.size()) != stages || sum != layers)
