@@ -3,7 +3,6 @@
 // schedule gives, round after round, and reports a deadlock when a round finds none runnable.
 #include "device/simt/block.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -83,6 +82,8 @@ struct Block {
   const void* sched_bottom = nullptr;
   std::size_t sched_size = 0;
   std::exception_ptr error;
+  bool yielded = false;  // the fiber that just returned to the scheduler did so from spin_pause
+  int idle_rounds = 0;   // consecutive rounds in which every thread that ran only yielded
 };
 thread_local Block* t_block = nullptr;
 
@@ -394,6 +395,14 @@ std::uint64_t warp_collective(const WarpArgs& a, const char* file, int line) {
   return f.warp_result;
 }
 
+bool yield_fiber() {
+  Block* b = t_block;
+  if (!b || !b->current) return false;
+  b->yielded = true;
+  suspend(*b, *b->current);  // stays ready: the scheduler resumes it in the next round
+  return true;
+}
+
 unsigned live_lanes_of_warp() {
   Block& b = current_block("__activemask", __FILE__, __LINE__);
   return b.warps[b.current->linear / 32].live;
@@ -458,16 +467,25 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
   blockDim = s.block;
   gridDim = s.grid;
   dynamic_shared_memory = smem;
+  fuzz_block_start(launch, block_linear);
   t_block = &b;
   while (b.live > 0) {
     if (launch.schedule.kind == ScheduleKind::random)
       for (int i = n - 1; i > 0; --i) std::swap(wk.order[std::size_t(i)], wk.order[splitmix(rng) % std::uint64_t(i + 1)]);
-    bool ran = false;
+    bool ran = false, progressed = false;
     for (int i : wk.order) {
       Fiber& f = wk.fibers[std::size_t(i)];
-      if (f.state == State::ready) resume(b, f), ran = true;
+      if (f.state != State::ready) continue;
+      b.yielded = false;
+      resume(b, f);
+      ran = true;
+      progressed |= !b.yielded;
     }
     if (!ran) deadlock(b);
+    if (progressed)
+      b.idle_rounds = 0;
+    else
+      pause_spinning_block(b.idle_rounds++);
   }
   t_block = nullptr;
   dynamic_shared_memory = nullptr;
@@ -475,10 +493,3 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
 }
 
 }  // namespace parbench::simt::detail
-
-namespace parbench::simt {
-long long clock64() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace parbench::simt

@@ -49,8 +49,8 @@ struct Job {
   std::uint64_t mul = 1, add = 0;  // block order: (mul * i + add) mod total, a permutation
   int max_helpers = 0;
   std::atomic<std::uint64_t> next{0}, finished{0};
-  std::atomic<int> helpers{0};
   std::atomic<bool> failed{false};
+  int claimed = 0;  // helpers that took the job (the pool's mutex guards it)
   std::mutex m;
   std::condition_variable done;
   std::exception_ptr error;
@@ -79,8 +79,12 @@ struct Job {
   }
 };
 
+// The OS threads that help launching threads run blocks. A shared pool (`resident` false) has as many threads as
+// the largest launch asked for; a launch gets what is free. A resident pool runs co-resident grids: each launch is
+// promised a thread per helper it asks for, made if none is idle, so every block of the grid runs at once.
 class Pool {
  public:
+  explicit Pool(bool resident) : resident_(resident) {}
   ~Pool() {
     {
       std::lock_guard<std::mutex> l(m_);
@@ -92,7 +96,13 @@ class Pool {
   void run(const std::shared_ptr<Job>& job) {
     {
       std::lock_guard<std::mutex> l(m_);
-      while (int(threads_.size()) < job->max_helpers) threads_.emplace_back([this] { loop(); });
+      if (resident_) {
+        // Invariant: idle_ >= owed_, so every promised helper finds an idle thread.
+        while (idle_ - owed_ < job->max_helpers) spawn();
+        owed_ += job->max_helpers;
+      } else {
+        while (int(threads_.size()) < job->max_helpers) spawn();
+      }
       jobs_.push_back(job);
     }
     cv_.notify_all();
@@ -103,7 +113,7 @@ class Pool {
     }
     {
       std::lock_guard<std::mutex> l(m_);
-      jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), job), jobs_.end());
+      retire(job);
     }
     // The error moves out of the job: a helper may drop the job's last reference after this thread caught the
     // exception, and the exception object must not die there (its count lives in the uninstrumented libstdc++, so
@@ -117,28 +127,53 @@ class Pool {
   }
 
  private:
+  void spawn() {  // m_ held
+    ++idle_;
+    threads_.emplace_back([this] { loop(); });
+  }
+  // Takes `job` off the queue and gives back the promises no thread took up. m_ held.
+  void retire(const std::shared_ptr<Job>& job) {
+    auto it = std::find(jobs_.begin(), jobs_.end(), job);
+    if (it == jobs_.end()) return;
+    if (resident_) owed_ -= job->max_helpers - job->claimed;
+    job->claimed = job->max_helpers;
+    jobs_.erase(it);
+  }
+  // The first queued job that still takes help, dropping those that take no more. m_ held.
+  std::shared_ptr<Job> claimable() {
+    while (!jobs_.empty()) {
+      std::shared_ptr<Job> job = jobs_.front();
+      if (job->next.load() < job->total && job->claimed < job->max_helpers) return job;
+      retire(job);
+    }
+    return nullptr;
+  }
   void loop() {
     detail::install_guard_handler();
     std::unique_lock<std::mutex> l(m_);
     for (;;) {
-      cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
+      std::shared_ptr<Job> job;
+      cv_.wait(l, [&] { return stop_ || (job = claimable()) != nullptr; });
       if (stop_) return;
-      std::shared_ptr<Job> job = jobs_.front();
-      if (job->next.load() >= job->total || job->helpers.fetch_add(1) >= job->max_helpers) {
-        if (!jobs_.empty() && jobs_.front() == job) jobs_.pop_front();  // it has all the help it may take
-        continue;
-      }
+      ++job->claimed;
+      --idle_;
+      if (resident_) --owed_;
       l.unlock();
       if (auto hook = detail::g_block_thread_hook.load()) hook();
       job->work();
+      job.reset();
       l.lock();
+      ++idle_;
     }
   }
 
+  const bool resident_;
   std::mutex m_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Job>> jobs_;
   std::vector<std::thread> threads_;
+  int idle_ = 0;   // threads waiting for a job
+  int owed_ = 0;   // helpers promised to queued resident jobs and not yet taken up
   bool stop_ = false;
 };
 
@@ -149,7 +184,8 @@ struct Runtime {
   std::size_t stack = kDefaultStack;
   int threads = 1;
   std::unordered_map<const void*, int> max_shared;  // cudaFuncSetAttribute per kernel
-  Pool pool;
+  Pool pool{false};
+  Pool resident{true};  // co-resident grids: every block on a thread of its own
 
   Runtime() {
     if (auto s = schedule_from_env()) schedule = *s;
@@ -306,7 +342,8 @@ void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
   }
   validate_launch(spec);
   install_guard_handler();
-  const LaunchState state{&spec, body, ctx, sched, stack};
+  const bool resident = co_resident(spec);
+  const LaunchState state{&spec, body, ctx, sched, stack, resident};
   auto job = std::make_shared<Job>();
   job->launch = &state;
   job->total = std::uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
@@ -318,12 +355,12 @@ void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
     while (std::gcd(job->mul, job->total) != 1) job->mul = (job->mul + 1) % job->total;
     job->add = (x >> 17) % job->total;
   }
-  job->max_helpers = int(std::min<std::uint64_t>(std::uint64_t(threads), job->total)) - 1;
+  job->max_helpers = int(std::min<std::uint64_t>(std::uint64_t(resident ? job->total : threads), job->total)) - 1;
   if (job->max_helpers <= 0) {
     for (std::uint64_t i = 0; i < job->total; ++i) run_block(state, job->block(i));
     return;
   }
-  r.pool.run(job);
+  (resident ? r.resident : r.pool).run(job);
 }
 
 }  // namespace detail
