@@ -482,10 +482,12 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
       progressed |= !b.yielded;
     }
     if (!ran) deadlock(b);
-    if (progressed)
+    if (progressed) {
       b.idle_rounds = 0;
-    else
-      pause_spinning_block(b.idle_rounds++);
+      continue;
+    }
+    if (b.idle_rounds == 0 && launch.on_spin) launch.on_spin(launch.spin_ctx);
+    pause_spinning_block(b.idle_rounds++);
   }
   t_block = nullptr;
   dynamic_shared_memory = nullptr;

@@ -14,6 +14,10 @@ struct LaunchState {
   Schedule schedule;
   std::size_t stack_bytes;
   bool resident = false;  // co_resident(*spec): every block runs at once
+  // Called when a block's threads start to spin (a round in which all only yielded): a co-resident launch gets
+  // another OS thread for its blocks not yet started.
+  void (*on_spin)(void*) = nullptr;
+  void* spin_ctx = nullptr;
 };
 
 // Runs block number `block_linear` (x fastest) of the launch to completion on this OS thread.

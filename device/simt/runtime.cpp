@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "device/simt/block.h"
 #include "device/simt/fiber.h"
+#include "device/simt/pool.h"
 #include "device/simt/simt_runtime.h"
 
 namespace parbench::simt {
@@ -41,142 +42,6 @@ std::atomic<void (*)()> g_block_thread_hook{nullptr};
 }
 namespace {
 
-// One block-running job: the launching thread and up to max_helpers pool threads take block
-// numbers from `next` until none are left.
-struct Job {
-  const detail::LaunchState* launch = nullptr;
-  std::uint64_t total = 0;
-  std::uint64_t mul = 1, add = 0;  // block order: (mul * i + add) mod total, a permutation
-  int max_helpers = 0;
-  std::atomic<std::uint64_t> next{0}, finished{0};
-  std::atomic<bool> failed{false};
-  int claimed = 0;  // helpers that took the job (the pool's mutex guards it)
-  std::mutex m;
-  std::condition_variable done;
-  std::exception_ptr error;
-
-  std::uint64_t block(std::uint64_t i) const {
-    return std::uint64_t((static_cast<unsigned __int128>(mul) * i + add) % total);
-  }
-  void work() {
-    for (;;) {
-      const std::uint64_t i = next.fetch_add(1);
-      if (i >= total) return;
-      if (!failed.load()) {
-        try {
-          detail::run_block(*launch, block(i));
-        } catch (...) {
-          std::lock_guard<std::mutex> l(m);
-          if (!error) error = std::current_exception();
-          failed = true;
-        }
-      }
-      if (finished.fetch_add(1) + 1 == total) {
-        std::lock_guard<std::mutex> l(m);
-        done.notify_all();
-      }
-    }
-  }
-};
-
-// The OS threads that help launching threads run blocks. A shared pool (`resident` false) has as many threads as
-// the largest launch asked for; a launch gets what is free. A resident pool runs co-resident grids: each launch is
-// promised a thread per helper it asks for, made if none is idle, so every block of the grid runs at once.
-class Pool {
- public:
-  explicit Pool(bool resident) : resident_(resident) {}
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> l(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  void run(const std::shared_ptr<Job>& job) {
-    {
-      std::lock_guard<std::mutex> l(m_);
-      if (resident_) {
-        // Invariant: idle_ >= owed_, so every promised helper finds an idle thread.
-        while (idle_ - owed_ < job->max_helpers) spawn();
-        owed_ += job->max_helpers;
-      } else {
-        while (int(threads_.size()) < job->max_helpers) spawn();
-      }
-      jobs_.push_back(job);
-    }
-    cv_.notify_all();
-    job->work();
-    {
-      std::unique_lock<std::mutex> l(job->m);
-      job->done.wait(l, [&] { return job->finished.load() == job->total; });
-    }
-    {
-      std::lock_guard<std::mutex> l(m_);
-      retire(job);
-    }
-    // The error moves out of the job: a helper may drop the job's last reference after this thread caught the
-    // exception, and the exception object must not die there (its count lives in the uninstrumented libstdc++, so
-    // TSan would see a helper free what this thread read).
-    std::exception_ptr error;
-    {
-      std::lock_guard<std::mutex> l(job->m);
-      error = std::move(job->error);
-    }
-    if (error) std::rethrow_exception(error);
-  }
-
- private:
-  void spawn() {  // m_ held
-    ++idle_;
-    threads_.emplace_back([this] { loop(); });
-  }
-  // Takes `job` off the queue and gives back the promises no thread took up. m_ held.
-  void retire(const std::shared_ptr<Job>& job) {
-    auto it = std::find(jobs_.begin(), jobs_.end(), job);
-    if (it == jobs_.end()) return;
-    if (resident_) owed_ -= job->max_helpers - job->claimed;
-    job->claimed = job->max_helpers;
-    jobs_.erase(it);
-  }
-  // The first queued job that still takes help, dropping those that take no more. m_ held.
-  std::shared_ptr<Job> claimable() {
-    while (!jobs_.empty()) {
-      std::shared_ptr<Job> job = jobs_.front();
-      if (job->next.load() < job->total && job->claimed < job->max_helpers) return job;
-      retire(job);
-    }
-    return nullptr;
-  }
-  void loop() {
-    detail::install_guard_handler();
-    std::unique_lock<std::mutex> l(m_);
-    for (;;) {
-      std::shared_ptr<Job> job;
-      cv_.wait(l, [&] { return stop_ || (job = claimable()) != nullptr; });
-      if (stop_) return;
-      ++job->claimed;
-      --idle_;
-      if (resident_) --owed_;
-      l.unlock();
-      if (auto hook = detail::g_block_thread_hook.load()) hook();
-      job->work();
-      job.reset();
-      l.lock();
-      ++idle_;
-    }
-  }
-
-  const bool resident_;
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> jobs_;
-  std::vector<std::thread> threads_;
-  int idle_ = 0;   // threads waiting for a job
-  int owed_ = 0;   // helpers promised to queued resident jobs and not yet taken up
-  bool stop_ = false;
-};
-
 // The one process-wide simt context.
 struct Runtime {
   std::mutex m;
@@ -184,8 +49,8 @@ struct Runtime {
   std::size_t stack = kDefaultStack;
   int threads = 1;
   std::unordered_map<const void*, int> max_shared;  // cudaFuncSetAttribute per kernel
-  Pool pool{false};
-  Pool resident{true};  // co-resident grids: every block on a thread of its own
+  detail::Pool pool;      // helpers of every launch
+  detail::Pool resident;  // more threads for co-resident launches whose blocks spin
 
   Runtime() {
     if (auto s = schedule_from_env()) schedule = *s;
@@ -331,6 +196,15 @@ void validate_launch(const LaunchSpec& spec) {
 
 void set_block_thread_hook(void (*hook)()) { g_block_thread_hook = hook; }
 
+namespace {
+// LaunchState::on_spin of a co-resident launch: a block spins; while blocks remain unstarted, one more thread.
+void request_help(void* p) {
+  auto* job = static_cast<Job*>(p);
+  if (job->next.load() >= job->total || job->extra.fetch_add(1) >= int(job->total) - 1) return;
+  runtime().resident.help(job->shared_from_this());
+}
+}  // namespace
+
 void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
   Runtime& r = runtime();
   Schedule sched;
@@ -342,9 +216,9 @@ void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
   }
   validate_launch(spec);
   install_guard_handler();
-  const bool resident = co_resident(spec);
-  const LaunchState state{&spec, body, ctx, sched, stack, resident};
   auto job = std::make_shared<Job>();
+  LaunchState state{&spec, body, ctx, sched, stack, co_resident(spec), nullptr, nullptr};
+  if (state.resident) state.on_spin = &request_help, state.spin_ctx = job.get();
   job->launch = &state;
   job->total = std::uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
   // Blocks start in schedule order too: forward, reverse, or a seeded permutation.
@@ -355,12 +229,12 @@ void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
     while (std::gcd(job->mul, job->total) != 1) job->mul = (job->mul + 1) % job->total;
     job->add = (x >> 17) % job->total;
   }
-  job->max_helpers = int(std::min<std::uint64_t>(std::uint64_t(resident ? job->total : threads), job->total)) - 1;
-  if (job->max_helpers <= 0) {
+  job->max_helpers = int(std::min<std::uint64_t>(std::uint64_t(threads), job->total)) - 1;
+  if (job->max_helpers <= 0 && !state.resident) {
     for (std::uint64_t i = 0; i < job->total; ++i) run_block(state, job->block(i));
     return;
   }
-  (resident ? r.resident : r.pool).run(job);
+  r.pool.run(job);
 }
 
 }  // namespace detail

@@ -98,4 +98,38 @@ void ping_pong(unsigned* my_flags, int* my_data, unsigned* peer_flags, int* peer
   PB_CHECK_LAUNCH();
 }
 
+__global__ void write_pattern_kernel(int* dst, int n, int salt) {
+  const int i = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (i < n) dst[i] = 3 * i + salt;
+}
+void write_pattern(int* dst, int n, int salt, void* stream) {
+  PB_LAUNCH(write_pattern_kernel, dim3((n + 127) / 128), dim3(128), 0, stream)(dst, n, salt);
+  PB_CHECK_LAUNCH();
+}
+
+__global__ void publish_kernel(int* peer_data, unsigned* peer_flags, int value) {
+  if (threadIdx.x != 0) return;
+  peer_data[blockIdx.x] = value + int(blockIdx.x);
+  __threadfence_system();
+  atomicExch_system(&peer_flags[blockIdx.x], 1u);
+}
+void publish(int* peer_data, unsigned* peer_flags, int value, int blocks, void* stream) {
+  PB_LAUNCH(publish_kernel, dim3(blocks), dim3(32), 0, stream)(peer_data, peer_flags, value);
+  PB_CHECK_LAUNCH();
+}
+
+__global__ void consume_kernel(int* out, int* my_data, unsigned* my_flags, bool wait, long long timeout) {
+  if (threadIdx.x != 0) return;
+  const unsigned b = blockIdx.x;
+  if (wait && !wait_at_least(&my_flags[b], 1u, clock64() + timeout)) {
+    out[b] = -2;
+    return;
+  }
+  out[b] = *reinterpret_cast<volatile int*>(&my_data[b]);
+}
+void consume(int* out, int* my_data, unsigned* my_flags, bool wait, int blocks, long long timeout, void* stream) {
+  PB_LAUNCH(consume_kernel, dim3(blocks), dim3(32), 0, stream)(out, my_data, my_flags, wait, timeout);
+  PB_CHECK_LAUNCH();
+}
+
 }  // namespace parbench::PB_KERNEL_NS

@@ -15,7 +15,14 @@
      releases peer_flags[b] = t (system-scope atomic after __threadfence_system); to receive it waits until       \
      my_flags[b] >= t (acquire) and checks my_data[b]. err[b]: 0, 1 (deadline passed) or 2 (wrong data). */       \
   void ping_pong(unsigned* my_flags, int* my_data, unsigned* peer_flags, int* peer_data, int* err, int rounds,   \
-                 int role, int blocks, long long timeout, void* stream);
+                 int role, int blocks, long long timeout, void* stream);                                           \
+  /* dst[i] = 3 * i + salt for i < n (dst may be a peer GPU's or another process's memory) */                       \
+  void write_pattern(int* dst, int n, int salt, void* stream);                                                      \
+  /* `blocks` blocks: block b writes peer_data[b] = value + b, then releases peer_flags[b] = 1 */                   \
+  void publish(int* peer_data, unsigned* peer_flags, int value, int blocks, void* stream);                         \
+  /* `blocks` blocks: block b waits (when `wait`) until my_flags[b] is set, then out[b] = my_data[b]; out[b] = -2   \
+     when the wait passed its deadline */                                                                           \
+  void consume(int* out, int* my_data, unsigned* my_flags, bool wait, int blocks, long long timeout, void* stream);
 
 namespace parbench::simt_kernels {
 PB_SPIN_LAUNCHERS

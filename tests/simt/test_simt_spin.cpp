@@ -65,7 +65,9 @@ TEST_P(SimtSpin, TwoKernelsPingPongThroughEachOthersMemory) {
 TEST(SimtCoResidency, TheLimitIsFourSmsOfEightBlocksAnd2048Threads) {
   using parbench::simt::detail::co_resident;
   using parbench::simt::detail::LaunchSpec;
-  auto spec = [](unsigned grid, unsigned block) { return LaunchSpec{"k", {grid, 1, 1}, {block, 1, 1}, 0, nullptr, "f", 1}; };
+  auto spec = [](unsigned grid, unsigned block) {
+    return LaunchSpec{"k", {grid, 1, 1}, {block, 1, 1}, 0, nullptr, "f", 1};
+  };
   EXPECT_TRUE(co_resident(spec(32, 256)));
   EXPECT_FALSE(co_resident(spec(33, 32)));
   EXPECT_TRUE(co_resident(spec(8, 1024)));
