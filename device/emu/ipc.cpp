@@ -101,9 +101,9 @@ int open_exporter_file(const Handle& h, std::string* why) {
 }  // namespace
 
 void unexport_slot(int slot) {
-  write_entry(slot, ExportEntry{});
   Exports& x = exports();
   std::lock_guard<std::mutex> l(x.m);
+  write_entry(slot, ExportEntry{});
   x.free_slots.push_back(slot);
 }
 
@@ -129,21 +129,24 @@ cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t* handle, void* p) {
   int slot = a->export_slot;
   if (slot < 0) {
     Exports& x = exports();
-    {
-      std::lock_guard<std::mutex> l(x.m);
-      if (!x.free_slots.empty()) {
-        slot = x.free_slots.back();
-        x.free_slots.pop_back();
-      } else if (x.next_slot < kExportSlots) {
-        slot = x.next_slot++;
-      }
+    std::lock_guard<std::mutex> l(x.m);  // one slot per allocation, however many threads export it at once
+    a = find_allocation(p);
+    if (!a || a->freed) return fail(cudaErrorInvalidValue, "cudaIpcGetMemHandle from " + site + ": freed meanwhile");
+    slot = a->export_slot;
+    if (slot < 0 && !x.free_slots.empty()) {
+      slot = x.free_slots.back();
+      x.free_slots.pop_back();
+    } else if (slot < 0 && x.next_slot < kExportSlots) {
+      slot = x.next_slot++;
     }
     if (slot < 0)
       return fail(cudaErrorMemoryAllocation, "cudaIpcGetMemHandle from " + site + ": more than " +
                                                  std::to_string(kExportSlots) + " allocations exported at once");
-    if (!write_entry(slot, ExportEntry{a->serial, a->heap_offset, a->size, 1}))
-      return fail(cudaErrorMapBufferObjectFailed, "cudaIpcGetMemHandle: cannot write the export table");
-    set_export_slot(a->base, slot);
+    if (a->export_slot < 0) {
+      if (!write_entry(slot, ExportEntry{a->serial, a->heap_offset, a->size, 1}))
+        return fail(cudaErrorMapBufferObjectFailed, "cudaIpcGetMemHandle: cannot write the export table");
+      set_export_slot(a->base, slot);
+    }
   }
   Handle h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);

@@ -82,7 +82,7 @@ struct Block {
   const void* sched_bottom = nullptr;
   std::size_t sched_size = 0;
   std::exception_ptr error;
-  bool yielded = false;  // the fiber that just returned to the scheduler did so from spin_pause
+  bool yielded = false;  // the fiber that just returned to the scheduler did so from yield_fiber
   int idle_rounds = 0;   // consecutive rounds in which every thread that ran only yielded
 };
 thread_local Block* t_block = nullptr;

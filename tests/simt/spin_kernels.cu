@@ -132,4 +132,17 @@ void consume(int* out, int* my_data, unsigned* my_flags, bool wait, int blocks, 
   PB_CHECK_LAUNCH();
 }
 
+__global__ void chain_kernel(unsigned* flags, int* err, long long timeout) {
+  if (threadIdx.x != 0) return;
+  const unsigned b = blockIdx.x;
+  const bool ok = b + 1 == gridDim.x || wait_at_least(&flags[b + 1], 1u, clock64() + timeout);
+  err[b] = ok ? 0 : 1;
+  __threadfence_system();
+  atomicExch_system(&flags[b], 1u);
+}
+void chain(unsigned* flags, int* err, int blocks, long long timeout, void* stream) {
+  PB_LAUNCH(chain_kernel, dim3(blocks), dim3(32), 0, stream)(flags, err, timeout);
+  PB_CHECK_LAUNCH();
+}
+
 }  // namespace parbench::PB_KERNEL_NS

@@ -22,7 +22,10 @@
   void publish(int* peer_data, unsigned* peer_flags, int value, int blocks, void* stream);                         \
   /* `blocks` blocks: block b waits (when `wait`) until my_flags[b] is set, then out[b] = my_data[b]; out[b] = -2   \
      when the wait passed its deadline */                                                                           \
-  void consume(int* out, int* my_data, unsigned* my_flags, bool wait, int blocks, long long timeout, void* stream);
+  void consume(int* out, int* my_data, unsigned* my_flags, bool wait, int blocks, long long timeout, void* stream); \
+  /* `blocks` blocks: the last sets flags[last] = 1; every other block b waits for flags[b + 1], then sets          \
+     flags[b] = 1 (so block 0 finishes only when every block ran at once). err[b] = 1 when its wait timed out */     \
+  void chain(unsigned* flags, int* err, int blocks, long long timeout, void* stream);
 
 namespace parbench::simt_kernels {
 PB_SPIN_LAUNCHERS

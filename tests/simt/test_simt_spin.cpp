@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "device/simt/launch_spec.h"
+#include "device/simt/simt_runtime.h"
 #include "simt_test_util.h"
 #include "tests/simt/spin_kernels.h"
 
@@ -60,6 +61,22 @@ TEST_P(SimtSpin, TwoKernelsPingPongThroughEachOthersMemory) {
       EXPECT_EQ(flags[r][blk], unsigned(2 * kRounds - r)) << "role " << r << " block " << blk;
       EXPECT_EQ(data[r][blk], int(7 * (2 * kRounds - r) + blk)) << "role " << r << " block " << blk;
     }
+}
+
+// On one pool thread, blocks of a co-resident grid that wait for later blocks still finish: each block that spins
+// brings another OS thread for the blocks not yet started.
+TEST_P(SimtSpin, ACoResidentGridWhoseBlocksWaitOnEachOtherFinishesOnOneWorkerThread) {
+  const int saved = parbench::simt::worker_threads();
+  parbench::simt::set_worker_threads(1);
+  constexpr int kBlocks = int(parbench::simt::detail::kResidentBlocks);
+  std::vector<unsigned> flags(kBlocks, 0);
+  std::vector<int> err(kBlocks, -1);
+  k::chain(flags.data(), err.data(), kBlocks, 60 * kSecond, nullptr);
+  parbench::simt::set_worker_threads(saved);
+  for (int b = 0; b < kBlocks; ++b) {
+    EXPECT_EQ(err[b], 0) << "block " << b;
+    EXPECT_EQ(flags[b], 1u) << "block " << b;
+  }
 }
 
 TEST(SimtCoResidency, TheLimitIsFourSmsOfEightBlocksAnd2048Threads) {
