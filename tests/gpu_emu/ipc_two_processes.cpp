@@ -1,4 +1,5 @@
-// CUDA IPC between two processes on the emulated GPUs (fork, handles through pipes): the peer writes an exporter's
+// CUDA IPC between two processes on the emulated GPUs (forked, handles through pipes; or the two ranks of
+// `mpirun -np 2`, handles through MPI): the peer writes an exporter's
 // allocation through the opened pointer with a kernel and the exporter reads back the exact values; a handle opened
 // twice gives one pointer; a freed allocation's handle, a closed mapping and a second close are refused; and the
 // two processes' kernels pass 2000 tokens through each other's memory. Exits 0 when every check held.
@@ -12,6 +13,10 @@
 #include <vector>
 
 #include "tests/simt/spin_kernels.h"
+
+#ifdef PARBENCH_HAVE_MPI
+#include <mpi.h>
+#endif
 
 namespace k = parbench::cuda_kernels;
 
@@ -31,21 +36,39 @@ void check_cuda(cudaError_t got, cudaError_t want, const std::string& what) {
   cudaGetLastError();
 }
 
+// The other process: through pipes (fds >= 0) or, under mpirun, MPI.
 struct Pipes {
   int to_peer, from_peer;
+  void send_bytes(const void* p, std::size_t n) const {
+#ifdef PARBENCH_HAVE_MPI
+    if (to_peer < 0) {
+      MPI_Send(p, int(n), MPI_BYTE, 1 - g_rank, 0, MPI_COMM_WORLD);
+      return;
+    }
+#endif
+    if (::write(to_peer, p, n) != ssize_t(n)) std::abort();
+  }
+  void receive_bytes(void* p, std::size_t n) const {
+#ifdef PARBENCH_HAVE_MPI
+    if (from_peer < 0) {
+      MPI_Recv(p, int(n), MPI_BYTE, 1 - g_rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      return;
+    }
+#endif
+    for (std::size_t got = 0; got < n;) {
+      const ssize_t r = ::read(from_peer, static_cast<char*>(p) + got, n - got);
+      if (r <= 0) std::abort();  // the peer died
+      got += std::size_t(r);
+    }
+  }
   template <class T>
   void send(const T& v) const {
-    if (::write(to_peer, &v, sizeof v) != ssize_t(sizeof v)) std::abort();
+    send_bytes(&v, sizeof v);
   }
   template <class T>
   T receive() const {
     T v;
-    std::size_t got = 0;
-    while (got < sizeof v) {
-      const ssize_t n = ::read(from_peer, reinterpret_cast<char*>(&v) + got, sizeof v - got);
-      if (n <= 0) std::abort();  // the peer died
-      got += std::size_t(n);
-    }
+    receive_bytes(&v, sizeof v);
     return v;
   }
 };
@@ -160,7 +183,25 @@ int run(const Pipes& io) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+#ifdef PARBENCH_HAVE_MPI
+  if (std::getenv("OMPI_COMM_WORLD_SIZE")) {  // under mpirun: the two ranks are the two processes
+    MPI_Init(&argc, &argv);
+    int size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (size != 2) {
+      std::fprintf(stderr, "run it with mpirun -np 2 (got %d ranks)\n", size);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const int rc = run(Pipes{-1, -1});
+    int worst = 0;
+    MPI_Allreduce(&rc, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return worst;
+  }
+#endif
+  (void)argc, (void)argv;
   int down[2], up[2];  // parent to child, child to parent
   if (::pipe(down) != 0 || ::pipe(up) != 0) return 1;
   // Forked before any CUDA call: each process starts its own emulated GPUs.
