@@ -112,8 +112,9 @@ TEST(GpuEmuSpin, TwoGpusPingPongThroughPeerMemory) {
   cudaSetDevice(0);
 }
 
-// GPU 0 publishes a value per block into GPU 1's memory while GPU 1 reads it: without waiting for the flag, the
-// fuzz makes some block read the stale value under some seed; with the wait, every block reads the new one.
+// GPU 0 publishes a value per block into GPU 1's memory while GPU 1 reads it, under the interleaving fuzz: after a
+// 100 us pause instead of the flag wait, some block reads the stale value under some seed; after the wait, every
+// block reads the new one.
 int stale_reads(bool wait, unsigned long long seed) {
   constexpr int kBlocks = 8;
   parbench::simt::detail::set_interleave_fuzz(true, seed, 200);
@@ -127,7 +128,7 @@ int stale_reads(bool wait, unsigned long long seed) {
   cudaStreamCreateWithFlags(&s0, cudaStreamNonBlocking);
   k::publish(data, flags, 1000, kBlocks, s0);
   cudaSetDevice(1);
-  k::consume(out, data, flags, wait, kBlocks, 20 * kSecond, s1);
+  k::consume(out, data, flags, wait, 100000, kBlocks, 20 * kSecond, s1);  // 100 us
   cudaStreamSynchronize(s1);
   cudaStreamSynchronize(s0);
   int stale = 0;
@@ -142,11 +143,10 @@ int stale_reads(bool wait, unsigned long long seed) {
   cudaFree(out);
   cudaSetDevice(0);
   cudaStreamDestroy(s0);
-  parbench::simt::detail::set_interleave_fuzz(false, 0, 0);
   return stale;
 }
 
-TEST(GpuEmuSpin, TheFuzzShowsAMissingFlagWait) {
+TEST(GpuEmuSpin, AMissingFlagWaitReadsStaleDataUnderSomeSeed) {
   enable_peers();
   int stale_without_wait = 0;
   for (unsigned long long seed = 1; seed <= 8; ++seed) {

@@ -118,17 +118,20 @@ void publish(int* peer_data, unsigned* peer_flags, int value, int blocks, void* 
   PB_CHECK_LAUNCH();
 }
 
-__global__ void consume_kernel(int* out, int* my_data, unsigned* my_flags, bool wait, long long timeout) {
+__global__ void consume_kernel(int* out, int* my_data, unsigned* my_flags, bool wait, long long delay,
+                               long long timeout) {
   if (threadIdx.x != 0) return;
   const unsigned b = blockIdx.x;
   if (wait && !wait_at_least(&my_flags[b], 1u, clock64() + timeout)) {
     out[b] = -2;
     return;
   }
+  for (const long long until = clock64() + (wait ? 0 : delay); clock64() < until;) __nanosleep(100);
   out[b] = *reinterpret_cast<volatile int*>(&my_data[b]);
 }
-void consume(int* out, int* my_data, unsigned* my_flags, bool wait, int blocks, long long timeout, void* stream) {
-  PB_LAUNCH(consume_kernel, dim3(blocks), dim3(32), 0, stream)(out, my_data, my_flags, wait, timeout);
+void consume(int* out, int* my_data, unsigned* my_flags, bool wait, long long delay, int blocks, long long timeout,
+             void* stream) {
+  PB_LAUNCH(consume_kernel, dim3(blocks), dim3(32), 0, stream)(out, my_data, my_flags, wait, delay, timeout);
   PB_CHECK_LAUNCH();
 }
 

@@ -20,9 +20,10 @@
   void write_pattern(int* dst, int n, int salt, void* stream);                                                      \
   /* `blocks` blocks: block b writes peer_data[b] = value + b, then releases peer_flags[b] = 1 */                   \
   void publish(int* peer_data, unsigned* peer_flags, int value, int blocks, void* stream);                         \
-  /* `blocks` blocks: block b waits (when `wait`) until my_flags[b] is set, then out[b] = my_data[b]; out[b] = -2   \
-     when the wait passed its deadline */                                                                           \
-  void consume(int* out, int* my_data, unsigned* my_flags, bool wait, int blocks, long long timeout, void* stream); \
+  /* `blocks` blocks: block b waits until my_flags[b] is set (when `wait`; out[b] = -2 when the wait passed its    \
+     deadline) or else only `delay` ticks, then out[b] = my_data[b] */                                              \
+  void consume(int* out, int* my_data, unsigned* my_flags, bool wait, long long delay, int blocks, long long timeout, \
+               void* stream);                                                                                       \
   /* `blocks` blocks: the last sets flags[last] = 1; every other block b waits for flags[b + 1], then sets          \
      flags[b] = 1 (so block 0 finishes only when every block ran at once). err[b] = 1 when its wait timed out */     \
   void chain(unsigned* flags, int* err, int blocks, long long timeout, void* stream);
