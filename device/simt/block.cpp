@@ -15,6 +15,7 @@
 #include "device/simt/fiber.h"
 #include "device/simt/simt_device.h"
 #include "device/simt/simt_wmma.h"
+#include "device/simt/warp_math.h"
 
 namespace parbench::simt::detail {
 
@@ -188,34 +189,6 @@ void mma(Block& b, Fiber* lanes, unsigned participants) {
     for (int e = 0; e < ec; ++e) l[i]->d[e] = c[i * ec + e];
 }
 
-// The lane a shuffle's lane i reads from with CUDA's rules for width and argument, or -1 where the source lies
-// outside lane i's segment (lane i then keeps its own value).
-long shuffle_source(WarpOp op, unsigned i, unsigned width, unsigned arg) {
-  const unsigned pos = i & (width - 1), seg = i - pos;
-  switch (op) {
-    case WarpOp::shfl_idx: return long(seg + (arg & (width - 1)));
-    case WarpOp::shfl_up: return pos >= arg ? long(i) - long(arg) : -1;
-    case WarpOp::shfl_down: return std::uint64_t(pos) + arg < width ? long(i) + long(arg) : -1;
-    case WarpOp::shfl_xor: return (i ^ (arg & 31u)) < seg + width ? long(i ^ (arg & 31u)) : -1;
-    default: return -1;
-  }
-}
-
-// One step of a __reduce_*_sync: the running result r combined with the next lane's value v.
-std::uint32_t reduce_step(WarpOp op, std::uint32_t r, std::uint32_t v) {
-  switch (op) {
-    case WarpOp::reduce_add: return r + v;
-    case WarpOp::reduce_min_s: return std::int32_t(v) < std::int32_t(r) ? v : r;
-    case WarpOp::reduce_max_s: return std::int32_t(v) > std::int32_t(r) ? v : r;
-    case WarpOp::reduce_min_u: return v < r ? v : r;
-    case WarpOp::reduce_max_u: return v > r ? v : r;
-    case WarpOp::reduce_and: return r & v;
-    case WarpOp::reduce_or: return r | v;
-    case WarpOp::reduce_xor: return r ^ v;
-    default: return r;
-  }
-}
-
 // Computes every participant's result with CUDA's source-lane rules. A source lane outside the
 // participants gives the lane its own value (undefined in CUDA).
 void complete(Block& b, Fiber* lanes, unsigned req, WarpOp op) {
@@ -348,6 +321,27 @@ std::uint64_t splitmix(std::uint64_t& s) {
   return z ^ (z >> 31);
 }
 
+// Resumes every runnable thread once, in `wk.order`. A round in which every thread only yielded (all spin on flags)
+// gives the OS thread away, and at the first such round asks the launch for another thread (co-residency).
+void run_round(Block& b, Worker& wk) {
+  bool ran = false, progressed = false;
+  for (int i : wk.order) {
+    Fiber& f = wk.fibers[std::size_t(i)];
+    if (f.state != State::ready) continue;
+    b.yielded = false;
+    resume(b, f);
+    ran = true;
+    progressed |= !b.yielded;
+  }
+  if (!ran) deadlock(b);
+  if (progressed) {
+    b.idle_rounds = 0;
+    return;
+  }
+  if (b.idle_rounds == 0 && b.launch->on_spin) b.launch->on_spin(b.launch->spin_ctx);
+  pause_spinning_block(b.idle_rounds++);
+}
+
 }  // namespace
 
 int block_barrier(BarrierKind kind, int pred, const char* file, int line) {
@@ -472,22 +466,7 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
   while (b.live > 0) {
     if (launch.schedule.kind == ScheduleKind::random)
       for (int i = n - 1; i > 0; --i) std::swap(wk.order[std::size_t(i)], wk.order[splitmix(rng) % std::uint64_t(i + 1)]);
-    bool ran = false, progressed = false;
-    for (int i : wk.order) {
-      Fiber& f = wk.fibers[std::size_t(i)];
-      if (f.state != State::ready) continue;
-      b.yielded = false;
-      resume(b, f);
-      ran = true;
-      progressed |= !b.yielded;
-    }
-    if (!ran) deadlock(b);
-    if (progressed) {
-      b.idle_rounds = 0;
-      continue;
-    }
-    if (b.idle_rounds == 0 && launch.on_spin) launch.on_spin(launch.spin_ctx);
-    pause_spinning_block(b.idle_rounds++);
+    run_round(b, wk);
   }
   t_block = nullptr;
   dynamic_shared_memory = nullptr;
