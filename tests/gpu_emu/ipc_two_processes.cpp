@@ -77,6 +77,8 @@ void* malloc_filled(std::size_t bytes, int byte) {
   void* p = nullptr;
   check_cuda(cudaMalloc(&p, bytes), cudaSuccess, "cudaMalloc");
   check_cuda(cudaMemset(p, byte, bytes), cudaSuccess, "cudaMemset");
+  // cudaMemset of device memory may return before it ran: the peer must not write before the fill lands.
+  check_cuda(cudaDeviceSynchronize(), cudaSuccess, "cudaDeviceSynchronize");
   return p;
 }
 cudaIpcMemHandle_t handle_of(void* p) {
@@ -140,7 +142,6 @@ void ping_pong(const Pipes& io, cudaStream_t s) {
   auto* flags = static_cast<unsigned*>(malloc_filled(kBlocks * sizeof(unsigned), 0));
   auto* data = static_cast<int*>(malloc_filled(kBlocks * sizeof(int), 0xff));
   auto* err = static_cast<int*>(malloc_filled(kBlocks * sizeof(int), 0xff));
-  cudaDeviceSynchronize();
   io.send(handle_of(flags));
   io.send(handle_of(data));
   void *peer_flags = nullptr, *peer_data = nullptr;
