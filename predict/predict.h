@@ -28,6 +28,9 @@ struct Layout {
   // send/receive before computing on); false: they leave on a communication stream beside compute, as bench_train's
   // executor sends.
   bool blocking_p2p = false;
+  // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
+  // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
+  bool sp_backward_regather = true;
   int microbatches() const { return global_batch / (dp * micro_batch); }
 };
 
@@ -57,5 +60,6 @@ struct Prediction {
 // Predicts one training step of `l` on `sys`. `split_pp_comm` false skips the second pipeline simulation that
 // separates exposed pipeline communication from the bubble (used by the search, where only the total matters).
 Prediction predict_step(const Layout& l, const SystemModel& sys, bool split_pp_comm = true);
+
 
 }  // namespace parbench::predict
