@@ -61,5 +61,11 @@ struct Prediction {
 // separates exposed pipeline communication from the bubble (used by the search, where only the total matters).
 Prediction predict_step(const Layout& l, const SystemModel& sys, bool split_pp_comm = true);
 
+// The step time at the fast and at the slow end of the system's efficiency spreads (shifted_system +1 and -1): the
+// range the component measurements behind the system span (predict/README.md).
+struct StepRange {
+  double low = 0, high = 0;
+};
+StepRange predict_step_range(const Layout& l, const SystemModel& sys);
 
 }  // namespace parbench::predict

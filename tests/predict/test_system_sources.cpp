@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "predict/collective_model.h"
+#include "predict/predict.h"
 #include "predict/system.h"
 
 using namespace parbench;
@@ -14,7 +15,7 @@ using namespace parbench::predict;
 
 namespace {
 
-std::string error_of(const nlohmann::json& j) {
+std::string system_error(const nlohmann::json& j) {
   try {
     system_from_json(j, "sys.json");
   } catch (const UsageError& e) {
@@ -84,13 +85,34 @@ TEST(PredictSources, NetworkEfficiencyJsonFlatOrCurve) {
   EXPECT_EQ(flat.levels[0].efficiency.at(1e12), 0.6);
   EXPECT_EQ(system_to_json(flat)["network"][0]["efficiency"], 0.6);
   j["network"][0]["efficiency"] = {{0, 0.5}, {1e6, 0.7, 0.1}};  // mixed widths
-  EXPECT_NE(error_of(j).find("network[0].efficiency' must be a non-empty list of [threshold >= 0"), std::string::npos)
-      << error_of(j);
+  EXPECT_NE(system_error(j).find("network[0].efficiency' must be a non-empty list of [threshold >= 0"), std::string::npos)
+      << system_error(j);
   j["network"][0]["efficiency"] = {{0, 0.5, -0.1}};
-  EXPECT_NE(error_of(j).find("network[0].efficiency"), std::string::npos) << error_of(j);
+  EXPECT_NE(system_error(j).find("network[0].efficiency"), std::string::npos) << system_error(j);
   j["network"][0]["efficiency"] = 1.5;
-  EXPECT_NE(error_of(j).find("network[0].efficiency' = 1.5 is out of range"), std::string::npos) << error_of(j);
+  EXPECT_NE(system_error(j).find("network[0].efficiency' = 1.5 is out of range"), std::string::npos) << system_error(j);
   j = system_to_json(a);
   j["gpu"]["matrix_efficiency"] = {{0, 0.5, 0.2}, {10, 0.8, 0.05}};  // GPU curves take spreads too, any order
   EXPECT_NEAR(system_from_json(j, "x.json").gpu.matrix_efficiency.spread_at(20), 0.05, 1e-12);
+}
+
+// The range of a step: the system at the fast end of every spread predicts the low time, the slow end the high; a
+// system without spreads has no range.
+TEST(PredictSources, StepRangeSpansThePrediction) {
+  Layout l;
+  l.model.kind = ModelKind::gpt;
+  l.model.layers = 8, l.model.hidden = 2048, l.model.heads = 16, l.model.seq = 2048, l.model.vocab = 51200;
+  l.model.dtype = DType::bf16;
+  l.gpus = 16, l.tp = 8, l.pp = 2, l.dp = 1, l.micro_batch = 1, l.global_batch = 8;
+  SystemModel sys = builtin_system("dgx-a100");
+  const double step = predict_step(l, sys).time.step;
+  const StepRange r = predict_step_range(l, sys);
+  EXPECT_LT(r.low, step);
+  EXPECT_GT(r.high, step);
+  EXPECT_EQ(r.low, predict_step(l, shifted_system(sys, +1)).time.step);
+  for (Curve* c : {&sys.gpu.matrix_efficiency, &sys.gpu.vector_efficiency, &sys.gpu.hbm_efficiency}) c->spread.clear();
+  for (NetLevel& n : sys.levels) n.efficiency.spread.clear();
+  const StepRange none = predict_step_range(l, sys);
+  EXPECT_EQ(none.low, predict_step(l, sys).time.step);
+  EXPECT_EQ(none.high, none.low);
 }
