@@ -1,15 +1,17 @@
 // Matmul with bias, out (BT,OC) = inp (BT,C) weight^T (OC,C) + bias (OC), in numbered versions so the
 // progression is measurable: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D tiles with 16-byte
-// loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate). The backward runs on the version-2 kernel,
-// which takes arbitrary strides, and a column-sum kernel for the bias.
+// loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate), 5 mma.sync with a cp.async pipeline (matmul_mma.h).
+// The backward runs on the version-2 kernel, which takes arbitrary strides, and a column-sum kernel for the bias.
 #include "device/kernel_common.h"
+#include "kernels/matmul_mma.h"
 
 namespace parbench::PB_KERNEL_NS {
 
 // Matmul versions, numbered as in the benchmark: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D
 // tiles with 16-byte loads, 4 tensor cores through WMMA (bf16 in, fp32 accumulate; fp32 storage is
-// rounded to bf16 on the way in). 0 picks the default (3 for fp32, 4 for bf16).
-inline constexpr int kMatmulVersions = 4;
+// rounded to bf16 on the way in), 5 mma.sync fed by ldmatrix from a 4-stage cp.async ring of swizzled tiles
+// (fp32 storage rounded as in 4). 0 picks the default (3 for fp32, 4 for bf16).
+inline constexpr int kMatmulVersions = 5;
 
 // ---- 1: one thread per output element, straight from global memory.
 template <class T>
@@ -210,6 +212,12 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT
       PB_LAUNCH(matmul_wmma_kernel<D>, dim3(ceil_div(OC, kBN), ceil_div(BT, kBM)), 128, 0, stream)
       (dev(out), dev(inp), dev(weight), dev(bias), BT, OC, C, vec);
       break;
+    case 5: {
+      // Both operands k-contiguous: inp (BT, C) and weight (OC, C).
+      MmaOperand<D> a{dev(inp), C, BT, mma_vec_ok(inp, C, C)}, b{dev(weight), C, OC, mma_vec_ok(weight, C, C)};
+      launch_gemm_mma<D, true, true>(dev(out), a, b, dev(bias), C, false, stream);
+      return;
+    }
   }
   PB_CHECK_LAUNCH();
 }

@@ -30,7 +30,7 @@ void encoder_backward_shard(Tensor& dwte, Tensor* dwpe, const Tensor& dout, cons
                             std::int64_t vocab_begin, const Stream& s);
 
 // Matmul algorithms: the numbered kernel versions and the vendor baseline (cuda only).
-enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, cublas = 5 };
+enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, mma = 5, cublas = 6 };
 std::string_view matmul_algo_name(MatmulAlgo a);
 // out (...,OC) = inp (...,C) weight (OC,C)^T + bias (OC); bias may be null. The cpu runs the reference
 // whatever the algorithm.
