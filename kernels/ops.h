@@ -36,9 +36,11 @@ std::string_view matmul_algo_name(MatmulAlgo a);
 // whatever the algorithm.
 void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
                     MatmulAlgo algo = MatmulAlgo::automatic);
-// dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them.
+// dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them. `algo` mma runs dinp and
+// dweight on the version-5 kernel (bf16 operands); any other on the shared-memory tiled one.
 void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,
-                     const Tensor& weight, bool accumulate, const Stream& s);
+                     const Tensor& weight, bool accumulate, const Stream& s,
+                     MatmulAlgo algo = MatmulAlgo::automatic);
 
 void gelu_forward(Tensor& out, const Tensor& inp, const Stream& s);
 // dinp = gelu'(inp) * dout; dinp may be dout itself.

@@ -90,6 +90,44 @@ TEST_P(SimtMatmulMma, ForwardWithinBf16Bounds) {
     }
 }
 
+// The backward's two products on version 5: dinp = dout weight (weight read k-major) and dweight = dout^T inp (both
+// read k-major), overwriting and accumulating; integer inputs again make every element exact.
+TEST_P(SimtMatmulMma, BackwardIsExactOnIntegers) {
+  for (const auto& sh : kShapes)
+    for (bool accumulate : {false, true}) {
+      const int BT = sh.M, C = sh.K, OC = sh.N;
+      auto [x, xs] = in(DType::bf16, {BT, C}, true);
+      auto [w, ws] = in(DType::bf16, {OC, C}, true);
+      auto [dy, dys] = in(DType::bf16, {BT, OC}, true);
+      auto [dx, dxs] = accumulate ? in(DType::bf16, {BT, C}, true) : out(DType::bf16, {BT, C});
+      auto [dw, dws] = accumulate ? in(DType::bf16, {OC, C}, true) : out(DType::bf16, {OC, C});
+      ops::matmul_backward(&dx, &dw, nullptr, dy, x, w, accumulate, cs);
+      ops::matmul_backward(&dxs, &dws, nullptr, dys, xs, ws, accumulate, ss, ops::MatmulAlgo::mma);
+      int bad_dx = 0, bad_dw = 0;
+      for (std::int64_t i = 0; i < dx.numel(); ++i) bad_dx += test::at(dx, i) != test::at(dxs, i);
+      for (std::int64_t i = 0; i < dw.numel(); ++i) bad_dw += test::at(dw, i) != test::at(dws, i);
+      EXPECT_EQ(bad_dx, 0) << name(sh) << (accumulate ? " accumulate" : "") << ": dinp elements differing";
+      EXPECT_EQ(bad_dw, 0) << name(sh) << (accumulate ? " accumulate" : "") << ": dweight elements differing";
+    }
+}
+
+TEST_P(SimtMatmulMma, BackwardWithinBf16Bounds) {
+  for (const auto& sh : kShapes) {
+    const int BT = sh.M, C = sh.K, OC = sh.N;
+    auto [x, xs] = in(DType::bf16, {BT, C}, false);
+    auto [w, ws] = in(DType::bf16, {OC, C}, false);
+    auto [dy, dys] = in(DType::bf16, {BT, OC}, false);
+    auto [dx, dxs] = out(DType::bf16, {BT, C});
+    auto [dw, dws] = out(DType::bf16, {OC, C});
+    auto [db, dbs] = out(DType::bf16, {OC});
+    ops::matmul_backward(&dx, &dw, &db, dy, x, w, false, cs);
+    ops::matmul_backward(&dxs, &dws, &dbs, dys, xs, ws, false, ss, ops::MatmulAlgo::mma);
+    EXPECT_LE(test::rel_l2(dxs, dx), 1e-2) << name(sh) << " dinp";
+    EXPECT_LE(test::rel_l2(dws, dw), 1e-2) << name(sh) << " dweight";
+    EXPECT_LE(test::rel_l2(dbs, db), 1e-2) << name(sh) << " dbias";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Schedules, SimtMatmulMma, ::testing::Values("forward", "reverse", "random"));
 
 }  // namespace
