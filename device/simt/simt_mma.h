@@ -35,10 +35,11 @@ inline WarpSlots& warp_slots() {
 // caller reads them, then waits at a __syncwarp so that no lane's next exchange overwrites slots still read.
 // mma and ldmatrix need all 32 lanes (.aligned): a warp with exited lanes is an error, as in wmma::mma_sync.
 inline const WarpSlots& exchange(const void* mine, std::size_t bytes, const char* what, const char* file, int line) {
-  if (__activemask() != 0xffffffffu) fail(what, file, line);
   WarpSlots& s = warp_slots();
   std::memcpy(s.lane[linear_thread() % 32], mine, bytes);
   __syncwarp(0xffffffffu, file, line);
+  // Only now has every lane either arrived or exited, whatever order the lanes ran in.
+  if (__activemask() != 0xffffffffu) fail(what, file, line);
   return s;
 }
 

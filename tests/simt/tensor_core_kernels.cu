@@ -85,4 +85,25 @@ void cp_async_groups(std::uint32_t* seen, const std::uint32_t* src, int src_byte
   PB_CHECK_LAUNCH();
 }
 
+__global__ void tensor_core_misuse_kernel(int what) {
+  __shared__ __align__(16) std::uint16_t s[32 * 8 + 8];
+  s[threadIdx.x] = 0;
+  if (what == 0) {
+    if (threadIdx.x >= 16) return;
+    std::uint32_t a[4] = {}, b[2] = {};
+    float c[4] = {}, d[4];
+    mma_m16n8k16_bf16(d, a, b, c);
+  } else if (what == 1) {
+    std::uint32_t r[1];
+    ldmatrix_m8n8<1>(r, s + threadIdx.x * 8 + 1);
+  } else {
+    AsyncCopies copies;
+    copies.copy16(s + 1, s + 8, 16);
+  }
+}
+void tensor_core_misuse(int what, void* stream) {
+  PB_LAUNCH(tensor_core_misuse_kernel, dim3(1), dim3(32), 0, stream)(what);
+  PB_CHECK_LAUNCH();
+}
+
 }  // namespace parbench::PB_KERNEL_NS

@@ -16,7 +16,10 @@
   /* 32 threads, each two cp.async groups of 16 bytes from src (group 1 with src_bytes of them, the rest        \
      zero-filled) into shared; seen[t*16 ..]: words 0-3 chunk 0 before any wait, 4-7 chunk 1 after wait<1>,     \
      8-11 chunk 0 after wait<1>, 12-15 chunk 1 after wait<0> */                                                \
-  void cp_async_groups(std::uint32_t* seen, const std::uint32_t* src, int src_bytes, void* stream);
+  void cp_async_groups(std::uint32_t* seen, const std::uint32_t* src, int src_bytes, void* stream);           \
+  /* misuse, for simt's diagnostics (undefined on a GPU): 0 mma with half the warp exited, 1 ldmatrix from a  \
+     row address off 16 bytes, 2 cp.async to a destination off 16 bytes */                                    \
+  void tensor_core_misuse(int what, void* stream);
 
 namespace parbench::simt_kernels {
 PB_TENSOR_CORE_TEST_LAUNCHERS

@@ -175,3 +175,14 @@ TEST(SimtSwizzle, PermutesEachRowAndSpreadsEightRowsOverTheBanks) {
   // Without the swizzle, rows of 64 bytes collide: rows r and r + 2 start in the same bank group.
   EXPECT_EQ((0 * 4 + 0) % 8, (2 * 4 + 0) % 8);
 }
+
+// Misuse that is undefined on a GPU aborts under simt, naming the operation and the call site.
+TEST(SimtMmaDeath, MisuseAbortsNamingTheSite) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // the process has a pool of OS threads
+  EXPECT_DEATH(k::tensor_core_misuse(0, nullptr),
+               "simt: mma.sync m16n8k16 needs all 32 lanes of the warp at [^ ]*tensor_core_kernels.cu:[0-9]+");
+  EXPECT_DEATH(k::tensor_core_misuse(1, nullptr),
+               "simt: ldmatrix row address not 16-byte aligned at [^ ]*tensor_core_kernels.cu:[0-9]+");
+  EXPECT_DEATH(k::tensor_core_misuse(2, nullptr),
+               "simt: cp.async address not 16-byte aligned at [^ ]*tensor_core_kernels.cu:[0-9]+");
+}
