@@ -68,7 +68,8 @@ struct AsyncCopies {
   __device__ void copy16(void* dst, const void* src, int src_bytes) {
 #if defined(__CUDA_ARCH__)
     const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(src_bytes) : "memory");
+    const std::uint64_t g = __cvta_generic_to_global(src);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(g), "r"(src_bytes) : "memory");
 #endif
   }
   __device__ void commit() {
