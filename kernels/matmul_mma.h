@@ -102,6 +102,32 @@ __device__ inline void mma_stage(float (&acc)[Tl::MI][Tl::NI][4], const __nv_bfl
   }
 }
 
+// Stores a lane's two adjacent accumulators (columns n, n + 1 of one row; the second only when `second`) with the
+// bias added and, with `accumulate`, the old values: one 4-byte store when `pairs` (bf16, aligned, N even).
+template <class T>
+__device__ inline void mma_store_pair(T* o, float v0, float v1, const T* bias, bool second, bool pairs,
+                                      bool accumulate) {
+  if (bias) v0 += to_f(bias[0]);
+  if (bias && second) v1 += to_f(bias[1]);
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    if (pairs) {
+      auto* o2 = reinterpret_cast<__nv_bfloat162*>(o);
+      if (accumulate) {
+        const __nv_bfloat162 old = *o2;
+        v0 += __low2float(old);
+        v1 += __high2float(old);
+      }
+      *o2 = __floats2bfloat162_rn(v0, v1);
+      return;
+    }
+  }
+  if (accumulate) v0 += to_f(o[0]);
+  o[0] = from_f<T>(v0);
+  if (!second) return;
+  if (accumulate) v1 += to_f(o[1]);
+  o[1] = from_f<T>(v1);
+}
+
 // C (M x N, row-major, M = a.rows, N = b.rows): the ring keeps STAGES - 1 k-tiles in flight; iteration kt waits
 // for tile kt, and the barrier after the wait also says every warp is done with the stage the next load refills.
 template <class T, class Tl, bool AKC, bool BKC>
@@ -134,18 +160,17 @@ __global__ void __launch_bounds__(Tl::threads)
   }
   copies.wait<0>();
   const int M = a.rows, N = b.rows, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool pairs = std::is_same_v<T, __nv_bfloat16> && N % 2 == 0 && reinterpret_cast<std::uintptr_t>(c) % 4 == 0;
 #pragma unroll
   for (int mi = 0; mi < Tl::MI; ++mi)
 #pragma unroll
     for (int ni = 0; ni < Tl::NI; ++ni)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int m = m0 + wm0 + mi * 16 + g + 8 * (i / 2), n = n0 + wn0 + ni * 8 + 2 * t + i % 2;
-        if (m >= M || n >= N) continue;
-        T* o = c + std::int64_t(m) * N + n;
-        float v = acc[mi][ni][i] + (bias ? to_f(bias[n]) : 0.f);
-        if (accumulate) v += to_f(*o);
-        *o = from_f<T>(v);
+      for (int h = 0; h < 2; ++h) {
+        const int m = m0 + wm0 + mi * 16 + g + 8 * h, n = n0 + wn0 + ni * 8 + 2 * t;
+        if (m < M && n < N)
+          mma_store_pair(c + std::int64_t(m) * N + n, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1],
+                         bias ? bias + n : nullptr, n + 1 < N, pairs, accumulate);
       }
 }
 
