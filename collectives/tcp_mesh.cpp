@@ -1,0 +1,346 @@
+// The mesh's message engine: one I/O thread per process polls every connection, reads frames into the receives
+// posted for them (or keeps them until posted) and writes queued sends; callers post under the same lock and wait
+// on a condition variable with their deadline.
+#include "collectives/tcp_mesh.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <tuple>
+
+#include "collectives/tcp_mesh_state.h"
+#include "collectives/transport.h"
+
+namespace parbench {
+
+namespace {
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  return s;
+}
+
+}  // namespace
+
+TcpMesh::TcpMesh(int rank, int size, std::vector<int> fds) : rank_(rank), size_(size), state_(new State) {
+  State& s = *state_;
+  s.rank = rank;
+  s.peers.resize(std::size_t(size));
+  for (int p = 0; p < size; ++p) s.peers[std::size_t(p)].fd = fds[std::size_t(p)];
+  if (pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
+  s.io = std::thread([&s] { s.run_io(); });
+}
+
+TcpMesh::~TcpMesh() {
+  State& s = *state_;
+  {
+    std::lock_guard lock(s.mu);
+    s.stop = true;
+  }
+  s.wake_io();
+  s.io.join();
+  for (auto& p : s.peers)
+    if (p.fd >= 0) close(p.fd);
+  close(s.wake[0]);
+  close(s.wake[1]);
+}
+
+std::shared_ptr<TcpMesh::Batch> TcpMesh::post(const std::vector<Op>& ops) {
+  auto batch = std::make_shared<Batch>();
+  State& s = *state_;
+  std::lock_guard lock(s.mu);
+  batch->left = int(ops.size());
+  bool sending = false;
+  for (const Op& op : ops) {
+    auto m = std::make_shared<Msg>();
+    m->op = op;
+    m->batch = batch.get();
+    batch->msgs.push_back(m);
+    if (op.send) {
+      m->header = {op.context, std::uint32_t(op.tag), kFrameMagic, op.bytes};
+      s.queue_send(m);
+      sending = true;
+    } else {
+      s.post_recv(m);
+    }
+  }
+  if (sending) s.wake_io();  // so that it polls for room to write what is left
+  return batch;
+}
+
+void TcpMesh::wait(Batch& batch, Deadline deadline, const std::string& who) {
+  State& s = *state_;
+  std::unique_lock lock(s.mu);
+  s.cv.wait_until(lock, deadline, [&] { return batch.left == 0 || !batch.error.empty(); });
+  if (batch.left == 0 && batch.error.empty()) return;
+  if (!batch.error.empty()) {
+    const std::string error = batch.error;
+    s.cancel(batch);
+    throw Error(error);
+  }
+  std::vector<int> from, to;
+  for (const auto& m : batch.msgs) {
+    if (m->batch != &batch) continue;
+    std::vector<int>& list = m->op.send ? to : from;
+    if (std::find(list.begin(), list.end(), m->op.group_peer) == list.end()) list.push_back(m->op.group_peer);
+  }
+  s.cancel(batch);
+  if (!from.empty()) throw TimeoutError(who + " waited for data from rank(s) " + ranks_text(from));
+  throw TimeoutError(who + " sent data to rank(s) " + ranks_text(to) + ", which never received it");
+}
+
+void TcpMesh::cancel(Batch& batch) {
+  std::lock_guard lock(state_->mu);
+  state_->cancel(batch);
+}
+
+// --- State: everything below runs with `mu` held.
+
+void TcpMesh::State::finish(const std::shared_ptr<Msg>& m, const std::string& error) {
+  Batch* b = m->batch;
+  m->batch = nullptr;
+  if (!b) return;
+  if (!error.empty() && b->error.empty()) b->error = error;
+  --b->left;
+  cv.notify_all();
+}
+
+void TcpMesh::State::queue_send(const std::shared_ptr<Msg>& m) {
+  if (m->op.peer == rank) return send_to_self(m);
+  Peer& p = peers[std::size_t(m->op.peer)];
+  if (!p.open) return finish(m, p.closed_why);
+  p.sends.push_back(m);
+  if (p.sends.size() == 1) pump_send(m->op.peer);  // an idle connection: write now, from the caller's thread
+}
+
+// A message to this rank itself (a split's exchange includes the caller): copied into its receive, or kept.
+void TcpMesh::State::send_to_self(const std::shared_ptr<Msg>& m) {
+  const Key key{m->op.context, m->op.tag, rank};
+  if (auto it = posted.find(key); it != posted.end() && !it->second.empty()) {
+    std::shared_ptr<Msg> r = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) posted.erase(it);
+    if (r->op.bytes != m->op.bytes) return finish(r, size_mismatch(*r, m->op.bytes)), finish(m);
+    if (m->op.bytes) std::memcpy(r->op.buf, m->op.buf, m->op.bytes);
+    return finish(r), finish(m);
+  }
+  auto e = std::make_shared<Msg>();
+  e->op = m->op;
+  e->own.assign(m->op.buf, m->op.buf + m->op.bytes);
+  e->op.buf = e->own.data();
+  e->complete = true;
+  early[key].push_back(e);
+  finish(m);
+}
+
+void TcpMesh::State::post_recv(const std::shared_ptr<Msg>& m) {
+  const Key key{m->op.context, m->op.tag, m->op.peer};
+  if (auto it = early.find(key); it != early.end() && !it->second.empty()) {
+    std::shared_ptr<Msg> e = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) early.erase(it);
+    if (e->op.bytes != m->op.bytes) return finish(m, size_mismatch(*m, e->op.bytes));
+    if (e->complete) {
+      if (m->op.bytes) std::memcpy(m->op.buf, e->op.buf, m->op.bytes);
+      return finish(m);
+    }
+    e->waiter = m;  // still arriving: copied when complete
+    m->early = e.get();
+    return;
+  }
+  Peer& p = peers[std::size_t(m->op.peer)];
+  if (!p.open) return finish(m, p.closed_why);
+  posted[key].push_back(m);
+}
+
+std::string TcpMesh::State::size_mismatch(const Msg& recv, std::size_t arrived) const {
+  return "rank " + std::to_string(rank) + ": a message of " + std::to_string(arrived) + " bytes arrived from rank " +
+         std::to_string(recv.op.peer) + " (tag " + std::to_string(recv.op.tag) + ") where its receive expects " +
+         std::to_string(recv.op.bytes) + " bytes: the ranks disagree on the call";
+}
+
+// The header of peer `from`'s next message has arrived: its posted receive, or an early arrival kept for one.
+void TcpMesh::State::on_header(int from, const FrameHeader& h) {
+  Peer& p = peers[std::size_t(from)];
+  const Key key{h.context, int(h.tag), from};
+  std::shared_ptr<Msg> m;
+  bool mismatched = false;
+  if (auto it = posted.find(key); it != posted.end() && !it->second.empty()) {
+    m = it->second.front();
+    it->second.pop_front();
+    if (it->second.empty()) posted.erase(it);
+    if (m->op.bytes != h.bytes) {
+      finish(m, size_mismatch(*m, h.bytes));
+      m = nullptr, mismatched = true;
+    }
+  }
+  if (!m) {
+    m = std::make_shared<Msg>();
+    m->op = {false, nullptr, std::size_t(h.bytes), from, from, h.context, int(h.tag)};
+    m->own.resize(m->op.bytes);
+    m->op.buf = m->own.data();
+    if (!mismatched) early[key].push_back(m);  // a mismatched one is read and dropped
+  }
+  p.in = m;
+  if (h.bytes == 0) complete_in(from);
+}
+
+void TcpMesh::State::complete_in(int from) {
+  std::shared_ptr<Msg> m = std::move(peers[std::size_t(from)].in);
+  m->complete = true;
+  if (m->batch) return finish(m);
+  if (std::shared_ptr<Msg> w = std::move(m->waiter)) {
+    if (w->op.bytes) std::memcpy(w->op.buf, m->op.buf, w->op.bytes);
+    w->early = nullptr;
+    finish(w);
+  }
+}
+
+void TcpMesh::State::pump_recv(int from) {
+  Peer& p = peers[std::size_t(from)];
+  while (p.open) {
+    char* dst;
+    std::size_t want;
+    if (!p.in) {
+      dst = reinterpret_cast<char*>(&p.in_header) + p.header_done;
+      want = sizeof(FrameHeader) - p.header_done;
+    } else {
+      dst = p.in->op.buf + p.in->done;
+      want = p.in->op.bytes - p.in->done;
+    }
+    const ssize_t k = ::recv(p.fd, dst, want, MSG_DONTWAIT);
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (k <= 0) return close_peer(from, k == 0 ? "closed" : std::strerror(errno));
+    if (!p.in) {
+      p.header_done += std::size_t(k);
+      if (p.header_done < sizeof(FrameHeader)) continue;
+      p.header_done = 0;
+      if (p.in_header.magic != kFrameMagic || p.in_header.bytes > kMaxFrameBytes)
+        return close_peer(from, "sent bytes that are not a message frame");
+      on_header(from, p.in_header);
+    } else if ((p.in->done += std::size_t(k)) == p.in->op.bytes) {
+      complete_in(from);
+    }
+  }
+}
+
+void TcpMesh::State::pump_send(int to) {
+  Peer& p = peers[std::size_t(to)];
+  while (p.open && !p.sends.empty()) {
+    Msg& m = *p.sends.front();
+    iovec iov[2];
+    int n = 0;
+    if (m.header_done < sizeof(FrameHeader))
+      iov[n++] = {reinterpret_cast<char*>(&m.header) + m.header_done, sizeof(FrameHeader) - m.header_done};
+    if (m.done < m.op.bytes) iov[n++] = {m.op.buf + m.done, m.op.bytes - m.done};
+    msghdr msg{};
+    msg.msg_iov = iov;
+    msg.msg_iovlen = std::size_t(n);
+    ssize_t k = n ? ::sendmsg(p.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) : 0;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+    if (k < 0) return close_peer(to, std::strerror(errno));
+    const std::size_t head = std::min(std::size_t(k), sizeof(FrameHeader) - m.header_done);
+    m.header_done += head;
+    m.done += std::size_t(k) - head;
+    if (m.header_done == sizeof(FrameHeader) && m.done == m.op.bytes) {
+      std::shared_ptr<Msg> sent = std::move(p.sends.front());
+      p.sends.pop_front();
+      finish(sent);
+    }
+  }
+}
+
+// Peer `who`'s connection ended: everything still waiting on it fails, naming the peer; what already arrived stays.
+void TcpMesh::State::close_peer(int who, const std::string& how) {
+  Peer& p = peers[std::size_t(who)];
+  if (!p.open) return;
+  p.open = false;
+  p.closed_why = "rank " + std::to_string(rank) + ": the connection to rank " + std::to_string(who) + " " + how +
+                 " (that process ended or failed)";
+  for (auto& m : p.sends) finish(m, p.closed_why);
+  p.sends.clear();
+  if (std::shared_ptr<Msg> m = std::move(p.in)) {
+    finish(m, p.closed_why);
+    if (m->waiter) finish(m->waiter, p.closed_why);
+  }
+  for (auto it = posted.begin(); it != posted.end();) {
+    if (std::get<2>(it->first) != who) {
+      ++it;
+      continue;
+    }
+    for (auto& m : it->second) finish(m, p.closed_why);
+    it = posted.erase(it);
+  }
+}
+
+void TcpMesh::State::cancel(Batch& batch) {
+  for (const auto& m : batch.msgs) {
+    if (m->batch != &batch) continue;
+    m->batch = nullptr;
+    Peer& p = peers[std::size_t(m->op.peer)];
+    if (m->op.send) {
+      auto it = std::find(p.sends.begin(), p.sends.end(), m);
+      if (it == p.sends.end()) continue;
+      if (m->header_done == 0) {
+        p.sends.erase(it);
+      } else {  // partly written: the rest goes from a copy, so the frames that follow stay whole
+        m->own.assign(m->op.buf, m->op.buf + m->op.bytes);
+        m->op.buf = m->own.data();
+      }
+    } else if (m->early) {
+      m->early->waiter = nullptr;
+    } else if (p.in == m) {  // arriving: the rest lands in a buffer of its own
+      m->own.resize(m->op.bytes);
+      m->op.buf = m->own.data();
+    } else if (auto q = posted.find(Key{m->op.context, m->op.tag, m->op.peer}); q != posted.end()) {
+      q->second.erase(std::remove(q->second.begin(), q->second.end(), m), q->second.end());
+      if (q->second.empty()) posted.erase(q);
+    }
+  }
+  batch.left = 0;
+}
+
+void TcpMesh::State::wake_io() {
+  const char b = 1;
+  [[maybe_unused]] ssize_t ignored = write(wake[1], &b, 1);
+}
+
+void TcpMesh::State::run_io() {
+  std::vector<pollfd> fds;
+  std::vector<int> who;
+  for (;;) {
+    {
+      std::lock_guard lock(mu);
+      if (stop) return;
+      fds.assign(1, pollfd{wake[0], POLLIN, 0});
+      who.assign(1, -1);
+      for (int q = 0; q < int(peers.size()); ++q) {
+        const Peer& p = peers[std::size_t(q)];
+        if (!p.open || p.fd < 0) continue;
+        fds.push_back({p.fd, short(POLLIN | (p.sends.empty() ? 0 : POLLOUT)), 0});
+        who.push_back(q);
+      }
+    }
+    if (poll(fds.data(), nfds_t(fds.size()), 1000) <= 0) continue;
+    std::lock_guard lock(mu);
+    char drain[64];
+    while (read(wake[0], drain, sizeof drain) > 0) {
+    }
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) pump_recv(who[i]);
+      if (fds[i].revents & POLLOUT) pump_send(who[i]);
+    }
+  }
+}
+
+}  // namespace parbench
