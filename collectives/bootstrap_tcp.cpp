@@ -45,14 +45,17 @@ std::vector<std::string> exchange(StoreClient& store, const std::string& key, co
 
 struct NodeLocal {
   int rank = 0, size = 0;
+  std::vector<bool> same_node;  // by world rank
 };
 
 // Ranks with the same host name share a node, as MPI's shared-memory split groups them; ordered by world rank.
 NodeLocal node_local(StoreClient& store, int rank, int size) {
   const std::vector<std::string> hosts = exchange(store, "host", host_name(), rank, size);
   NodeLocal n;
-  for (int q = 0; q < size; ++q)
-    if (hosts[std::size_t(q)] == hosts[std::size_t(rank)]) n.size += 1, n.rank += q < rank ? 1 : 0;
+  for (int q = 0; q < size; ++q) {
+    n.same_node.push_back(hosts[std::size_t(q)] == hosts[std::size_t(rank)]);
+    if (n.same_node.back()) n.size += 1, n.rank += q < rank ? 1 : 0;
+  }
   return n;
 }
 
@@ -116,7 +119,7 @@ void run_joined(const LaunchOptions& o, const Launch& l, StoreClient& store,
                 const std::function<void(Communicator&)>& body) {
   const int rank = l.world_rank, size = l.world_size;
   const NodeLocal local = node_local(store, rank, size);
-  auto mesh = TcpMesh::connect(store, l.token, rank, size, o.timeout_s);
+  auto mesh = TcpMesh::connect(store, l.token, rank, size, local.same_node, o.timeout_s);
   const bool cuda = o.device.kind == DeviceKind::cuda;
   const int gpus = cuda ? gpu_count() : 0;
   const Device d = rank_device(o.device, local.rank, gpus);

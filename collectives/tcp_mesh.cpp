@@ -30,13 +30,25 @@ std::string ranks_text(const std::vector<int>& ranks) {
   return s;
 }
 
+// A byte on a ring peer's socket: its doorbell (data or room in a ring); the socket's end is the peer's.
+void ring_doorbell(Peer& p) {
+  const char b = 'd';
+  [[maybe_unused]] ssize_t ignored = ::send(p.fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 }  // namespace
 
-TcpMesh::TcpMesh(int rank, int size, std::vector<int> fds) : rank_(rank), size_(size), state_(new State) {
+TcpMesh::TcpMesh(int rank, int size, std::vector<int> fds, std::vector<std::pair<ShmRing, ShmRing>>& rings)
+    : rank_(rank), size_(size), state_(new State) {
   State& s = *state_;
   s.rank = rank;
   s.peers.resize(std::size_t(size));
-  for (int p = 0; p < size; ++p) s.peers[std::size_t(p)].fd = fds[std::size_t(p)];
+  for (std::size_t p = 0; p < std::size_t(size); ++p) {
+    s.peers[p].fd = fds[p];
+    s.peers[p].in_ring = std::move(rings[p].first);
+    s.peers[p].out_ring = std::move(rings[p].second);
+    shm_peers_ += s.peers[p].shm() ? 1 : 0;
+  }
   if (pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
   s.io = std::thread([&s] { s.run_io(); });
 }
@@ -206,8 +218,39 @@ void TcpMesh::State::complete_in(int from) {
   }
 }
 
+ssize_t TcpMesh::State::read_some(Peer& p, char* dst, std::size_t n) {
+  if (!p.shm()) return ::recv(p.fd, dst, n, MSG_DONTWAIT);
+  const std::size_t k = p.in_ring.read(dst, n);
+  if (k == 0) return errno = EAGAIN, -1;
+  if (p.in_ring.header().writer_sleeping.load()) ring_doorbell(p);  // room for a writer waiting for it
+  return ssize_t(k);
+}
+
+ssize_t TcpMesh::State::write_some(Peer& p, const iovec* pieces, int n) {
+  if (!p.shm()) {
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(pieces);
+    msg.msg_iovlen = std::size_t(n);
+    return ::sendmsg(p.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
+  const std::size_t k = p.out_ring.write(pieces, n);
+  if (k == 0) return errno = EAGAIN, -1;
+  if (p.out_ring.header().reader_sleeping.load()) ring_doorbell(p);
+  return ssize_t(k);
+}
+
 void TcpMesh::State::pump_recv(int from) {
   Peer& p = peers[std::size_t(from)];
+  if (p.shm()) {  // the socket carries doorbells only; its end is the peer's
+    char bells[64];
+    for (;;) {
+      const ssize_t k = ::recv(p.fd, bells, sizeof bells, MSG_DONTWAIT);
+      if (k > 0) continue;
+      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
+      if (p.in_ring.has_data()) break;  // read what the peer wrote before it ended first
+      return close_peer(from, k == 0 ? "closed" : std::strerror(errno));
+    }
+  }
   while (p.open) {
     char* dst;
     std::size_t want;
@@ -218,7 +261,7 @@ void TcpMesh::State::pump_recv(int from) {
       dst = p.in->op.buf + p.in->done;
       want = p.in->op.bytes - p.in->done;
     }
-    const ssize_t k = ::recv(p.fd, dst, want, MSG_DONTWAIT);
+    const ssize_t k = read_some(p, dst, want);
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (k <= 0) return close_peer(from, k == 0 ? "closed" : std::strerror(errno));
     if (!p.in) {
@@ -243,10 +286,7 @@ void TcpMesh::State::pump_send(int to) {
     if (m.header_done < sizeof(FrameHeader))
       iov[n++] = {reinterpret_cast<char*>(&m.header) + m.header_done, sizeof(FrameHeader) - m.header_done};
     if (m.done < m.op.bytes) iov[n++] = {m.op.buf + m.done, m.op.bytes - m.done};
-    msghdr msg{};
-    msg.msg_iov = iov;
-    msg.msg_iovlen = std::size_t(n);
-    ssize_t k = n ? ::sendmsg(p.fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) : 0;
+    ssize_t k = n ? write_some(p, iov, n) : 0;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (k < 0) return close_peer(to, std::strerror(errno));
     const std::size_t head = std::min(std::size_t(k), sizeof(FrameHeader) - m.header_done);
@@ -315,10 +355,26 @@ void TcpMesh::State::wake_io() {
   [[maybe_unused]] ssize_t ignored = write(wake[1], &b, 1);
 }
 
+// Before the I/O thread sleeps: ring peers are told to ring the doorbell for new data (and for room, when sends
+// wait for it). True when there is work already, so that it must not sleep.
+bool TcpMesh::State::prepare_to_sleep() {
+  bool work = false;
+  for (Peer& p : peers) {
+    if (!p.open || !p.shm()) continue;
+    p.in_ring.header().reader_sleeping.store(1);
+    work = work || p.in_ring.has_data();
+    if (p.sends.empty()) continue;
+    p.out_ring.header().writer_sleeping.store(1);
+    work = work || p.out_ring.has_room();
+  }
+  return work;
+}
+
 void TcpMesh::State::run_io() {
   std::vector<pollfd> fds;
   std::vector<int> who;
   for (;;) {
+    bool work = false;
     {
       std::lock_guard lock(mu);
       if (stop) return;
@@ -327,18 +383,24 @@ void TcpMesh::State::run_io() {
       for (int q = 0; q < int(peers.size()); ++q) {
         const Peer& p = peers[std::size_t(q)];
         if (!p.open || p.fd < 0) continue;
-        fds.push_back({p.fd, short(POLLIN | (p.sends.empty() ? 0 : POLLOUT)), 0});
+        // A ring peer's socket is always writable: room in its ring comes by doorbell.
+        fds.push_back({p.fd, short(POLLIN | (p.sends.empty() || p.shm() ? 0 : POLLOUT)), 0});
         who.push_back(q);
       }
+      work = prepare_to_sleep();
     }
-    if (poll(fds.data(), nfds_t(fds.size()), 1000) <= 0) continue;
+    const int ready = poll(fds.data(), nfds_t(fds.size()), work ? 0 : 1000);
     std::lock_guard lock(mu);
+    for (Peer& p : peers)
+      if (p.shm()) p.in_ring.header().reader_sleeping.store(0), p.out_ring.header().writer_sleeping.store(0);
     char drain[64];
     while (read(wake[0], drain, sizeof drain) > 0) {
     }
     for (std::size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) pump_recv(who[i]);
-      if (fds[i].revents & POLLOUT) pump_send(who[i]);
+      const int q = who[i];
+      const bool shm = peers[std::size_t(q)].shm();
+      if (shm || (ready > 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))) pump_recv(q);
+      if (shm || (ready > 0 && (fds[i].revents & POLLOUT))) pump_send(q);
     }
   }
 }

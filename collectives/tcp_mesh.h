@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace parbench {
 
 class StoreClient;
+class ShmRing;
 
 class TcpMesh {
  public:
@@ -30,14 +32,17 @@ class TcpMesh {
   // Connects rank `rank` of `size` to every other: each listens on a free port of the address its store
   // connection uses, publishes it in the store, connects to the lower ranks and accepts the higher ones (each
   // presenting `token` and its rank; anything else is dropped). Error naming the peer when it cannot by `timeout_s`.
+  // Peers with `same_node[p]` (this node's processes) get a pair of shared-memory rings for their messages when
+  // both sides can make them (see shm_ring.h), the socket otherwise.
   static std::shared_ptr<TcpMesh> connect(StoreClient& store, const std::string& token, int rank, int size,
-                                          double timeout_s);
+                                          const std::vector<bool>& same_node, double timeout_s);
   ~TcpMesh();
   TcpMesh(const TcpMesh&) = delete;
   TcpMesh& operator=(const TcpMesh&) = delete;
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  int shm_peers() const { return shm_peers_; }  // peers whose messages go through shared memory
 
   // Posts `ops` (sends queued in order per peer, receives matched in posting order) as one batch.
   std::shared_ptr<Batch> post(const std::vector<Op>& ops);
@@ -51,8 +56,9 @@ class TcpMesh {
   struct State;  // connections, queues and the I/O thread (tcp_mesh.cpp)
 
  private:
-  TcpMesh(int rank, int size, std::vector<int> fds);
-  int rank_, size_;
+  // `rings[p]`: the (in, out) rings of peer p, or empty ones for a socket peer.
+  TcpMesh(int rank, int size, std::vector<int> fds, std::vector<std::pair<ShmRing, ShmRing>>& rings);
+  int rank_, size_, shm_peers_ = 0;
   std::unique_ptr<State> state_;
 };
 

@@ -10,10 +10,12 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <thread>
 
+#include "collectives/shm_ring.h"
 #include "collectives/tcp_mesh_state.h"
 #include "collectives/tcp_store.h"
 #include "collectives/transport.h"
@@ -132,6 +134,69 @@ int read_hello(int fd, const std::string& token, int rank, int size, const std::
   return peer;
 }
 
+// One message of the ring handshake: a status byte, then a name of at most 255 bytes.
+bool send_note(int fd, char status, const std::string& name, Deadline deadline) {
+  std::string note = std::string(1, status) + char(name.size()) + name;
+  return io_all(fd, note.data(), note.size(), deadline, true);
+}
+
+bool recv_note(int fd, char& status, std::string& name, Deadline deadline) {
+  char head[2];
+  if (!io_all(fd, head, 2, deadline, false)) return false;
+  status = head[0];
+  name.assign(std::size_t(static_cast<unsigned char>(head[1])), '\0');
+  return io_all(fd, name.data(), name.size(), deadline, false);
+}
+
+// Shared-memory rings with the peers of this node, in two rounds (every rank sends to all before it reads, so no
+// rank waits on one that waits on it): each offers the ring it writes (or says it has none), maps the rings
+// offered to it, then both sides say whether they have both; a pair uses rings only when both have. A peer that
+// cannot keeps the socket; PARBENCH_SHM=off keeps it for all.
+std::vector<std::pair<ShmRing, ShmRing>> make_rings(const std::vector<int>& fds, const std::vector<bool>& same_node,
+                                                    int rank, Deadline deadline) {
+  const std::size_t n = fds.size();
+  std::vector<std::pair<ShmRing, ShmRing>> rings(n);
+  const char* off = std::getenv("PARBENCH_SHM");
+  if (off && std::string(off) == "off") return rings;
+  std::vector<int> peers;
+  for (std::size_t p = 0; p < n; ++p)
+    if (same_node[p] && int(p) != rank) peers.push_back(int(p));
+  const auto fail = [&](int p) {
+    return Error("rank " + std::to_string(rank) + ": rank " + std::to_string(p) +
+                 " stopped answering while the shared-memory rings were set up");
+  };
+  for (int p : peers) {
+    const std::string name = "/parbench-" + std::to_string(getpid()) + "-" + std::to_string(p);
+    try {
+      rings[std::size_t(p)].second = ShmRing::create(name);
+    } catch (const Error&) {  // no room in /dev/shm: this pair keeps its socket
+    }
+    if (!send_note(fds[std::size_t(p)], rings[std::size_t(p)].second ? 'r' : 'n', name, deadline)) throw fail(p);
+  }
+  for (int p : peers) {
+    char status = 0;
+    std::string name;
+    if (!recv_note(fds[std::size_t(p)], status, name, deadline)) throw fail(p);
+    try {
+      if (status == 'r') rings[std::size_t(p)].first = ShmRing::open(name);
+    } catch (const Error&) {
+    }
+  }
+  for (int p : peers) {
+    const bool both = rings[std::size_t(p)].first && rings[std::size_t(p)].second;
+    if (!send_note(fds[std::size_t(p)], both ? 'y' : 'n', "", deadline)) throw fail(p);
+  }
+  for (int p : peers) {
+    char status = 0;
+    std::string ignored;
+    if (!recv_note(fds[std::size_t(p)], status, ignored, deadline)) throw fail(p);
+    auto& [in, out] = rings[std::size_t(p)];
+    out.unlink();  // mapped by the peer (or never to be): the name can go
+    if (status != 'y' || !in || !out) in = ShmRing(), out = ShmRing();
+  }
+  return rings;
+}
+
 std::string missing_ranks(const std::vector<int>& fds, int from) {
   std::string s;
   for (int q = from; q < int(fds.size()); ++q)
@@ -142,7 +207,7 @@ std::string missing_ranks(const std::vector<int>& fds, int from) {
 }  // namespace
 
 std::shared_ptr<TcpMesh> TcpMesh::connect(StoreClient& store, const std::string& token, int rank, int size,
-                                          double timeout_s) {
+                                          const std::vector<bool>& same_node, double timeout_s) {
   const Deadline deadline = after(timeout_s);
   const std::string me = "rank " + std::to_string(rank) + ": ";
   const Listener l = listen_on(store.local_address(), rank);
@@ -171,15 +236,16 @@ std::shared_ptr<TcpMesh> TcpMesh::connect(StoreClient& store, const std::string&
       }
       fds[std::size_t(peer)] = fd, --expected;
     }
+    const int one = 1;
+    for (int fd : fds)
+      if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    auto rings = make_rings(fds, same_node, rank, deadline);
+    return std::shared_ptr<TcpMesh>(new TcpMesh(rank, size, fds, rings));
   } catch (...) {
     for (int fd : fds)
       if (fd >= 0) close(fd);
     throw;
   }
-  const int one = 1;
-  for (int fd : fds)
-    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  return std::shared_ptr<TcpMesh>(new TcpMesh(rank, size, fds));
 }
 
 }  // namespace parbench

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "collectives/shm_ring.h"
 #include "collectives/tcp_mesh.h"
 
 namespace parbench {
@@ -49,7 +50,9 @@ class TcpMesh::Batch {
 };
 
 struct Peer {
-  int fd = -1;
+  int fd = -1;  // the connection; with rings, only their doorbells and the peer's end
+  ShmRing in_ring, out_ring;  // a peer of this node: the messages' bytes, both ways
+  bool shm() const { return bool(in_ring); }
   bool open = true;
   std::string closed_why;
   std::deque<std::shared_ptr<Msg>> sends;  // written in order
@@ -76,11 +79,14 @@ struct TcpMesh::State {
   std::string size_mismatch(const Msg& recv, std::size_t arrived) const;
   void on_header(int from, const FrameHeader& h);
   void complete_in(int from);
+  ssize_t read_some(Peer& p, char* dst, std::size_t n);
+  ssize_t write_some(Peer& p, const iovec* pieces, int n);
   void pump_recv(int from);
   void pump_send(int to);
   void close_peer(int who, const std::string& how);
   void cancel(TcpMesh::Batch& batch);
   void wake_io();
+  bool prepare_to_sleep();
   void run_io();
 };
 

@@ -1,5 +1,5 @@
 // The tcp transport: the ranks of a job started without MPI (torchrun, srun) exchange their messages over the TCP
-// mesh. A sub-group's messages carry a context of their own, so one connection per pair of processes serves every
+// mesh (through shared-memory rings between the processes of one node). A sub-group's messages carry a context of their own, so one connection per pair of processes serves every
 // split. Device (cuda) memory is staged through pinned host buffers, as the MPI transport stages it.
 #include "collectives/transport_tcp.h"
 
@@ -25,7 +25,11 @@ class TcpTransport final : public Transport {
         group_staging_(device) {}
   ~TcpTransport() override { abandon_sends(); }
 
-  std::string_view name() const override { return "tcp"; }
+  // "shm" when every peer is on this node (shared-memory rings), "tcp" when none is, "shm+tcp" for a mix.
+  std::string_view name() const override {
+    const int shm = mesh_->shm_peers();
+    return shm == 0 ? "tcp" : shm == mesh_->size() - 1 ? "shm" : "shm+tcp";
+  }
   int rank() const override { return rank_; }
   int size() const override { return int(world_of_.size()); }
 

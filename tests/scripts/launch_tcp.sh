@@ -52,7 +52,7 @@ collectives() {
       run_torchrun "$name" "$n" "$(free_port)" "$n" "$bin/bench_$c" "${sweep[@]}"
       wait_ranks "$name" "$n" 0
       expect_in "$name" "$out/$name.0" "$n rank(s) on 1 node(s) (torchrun, tcp bootstrap)"
-      expect_in "$name" "$out/$name.0" "transport tcp"
+      expect_in "$name" "$out/$name.0" "transport shm"  # one node: shared-memory rings
       expect_in "$name" "$out/$name.0" "# Out of bounds values : 0 OK"
       local impls rows
       impls=$(grep -c '^# impl: ' "$out/$name.0")
@@ -60,6 +60,11 @@ collectives() {
       [ "$impls" -ge 3 ] && [ "$rows" = $((impls * 6)) ] || fail "$name: $rows rows of $impls implementations, expected 6 sizes each"
     done
   done
+  # The sockets alone (PARBENCH_SHM=off), as between nodes.
+  PARBENCH_SHM=off run_torchrun sockets 3 "$(free_port)" 3 "$bin/bench_allreduce" "${sweep[@]}"
+  wait_ranks sockets 3 0
+  expect_in sockets "$out/sockets.0" "transport tcp"
+  expect_in sockets "$out/sockets.0" "# Out of bounds values : 0 OK"
   # srun's variables: the store on the node list's first host, its port from the job id.
   local port
   port=$(free_port)
@@ -163,6 +168,17 @@ bad_rendezvous() {
   wait_ranks world 1 1
   expect_in world "$out/world.1" "was started for 3 ranks, the store for 2 (WORLD_SIZE differs)"
   expect_in world "$out/world.0" "rank 1 of 2 never joined"
+  # A rank killed while measuring: the others fail at once (not at the timeout), naming a rank whose process ended.
+  for shm in on off; do
+    PARBENCH_SHM=$shm PARBENCH_FAULT=rank:1,after:5,kind:kill run_torchrun "killed-$shm" 3 "$(free_port)" 3 \
+      "$bin/bench_allreduce" -b 8 -e 1M -f 2 --device cpu -T 30 --impl ring
+    wait "${pids[1]}"
+    [ $? = 137 ] || fail "killed-$shm: rank 1 was not killed"
+    pids[1]=${pids[2]}
+    wait_ranks "killed-$shm" 2 1
+    cat "$out/killed-$shm.0" "$out/killed-$shm.2" >"$out/killed-$shm.both"
+    expect_in "killed-$shm" "$out/killed-$shm.both" "the connection to rank 1 closed (that process ended or failed)"
+  done
   [ $((SECONDS - start)) -lt 60 ] || fail "the bad launches took $((SECONDS - start)) s, expected a few timeouts of 3 s"
 }
 
