@@ -166,7 +166,8 @@ std::vector<std::pair<ShmRing, ShmRing>> make_rings(const std::vector<int>& fds,
                  " stopped answering while the shared-memory rings were set up");
   };
   for (int p : peers) {
-    const std::string name = "/parbench-" + std::to_string(getpid()) + "-" + std::to_string(p);
+    const std::string name =
+        "/parbench-" + std::to_string(getpid()) + "-" + std::to_string(rank) + "-" + std::to_string(p);
     try {
       rings[std::size_t(p)].second = ShmRing::create(name);
     } catch (const Error&) {  // no room in /dev/shm: this pair keeps its socket

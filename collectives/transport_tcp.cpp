@@ -10,11 +10,18 @@
 namespace parbench {
 namespace {
 
-// A split's context, the same on every member: the parent's, the split's sequence number and the color, mixed.
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A split's context, the same on every member and (but for a 2^-64 chance) unlike any other group's: the parent's,
+// the split's sequence number and the color, mixed. The world's is 0.
 std::uint64_t child_context(std::uint64_t parent, std::uint64_t seq, int color) {
-  std::uint64_t h = parent * 0x9e3779b97f4a7c15ull + seq;
-  h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ull + std::uint64_t(std::uint32_t(color));
-  return h ^ (h >> 29);
+  const std::uint64_t c = mix(mix(mix(parent) ^ (seq + 1)) ^ (std::uint64_t(std::uint32_t(color)) + 1));
+  return c == parent || c == 0 ? c ^ 0x5a5a5a5a5a5a5a5aull : c;
 }
 
 class TcpTransport final : public Transport {
