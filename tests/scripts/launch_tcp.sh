@@ -2,7 +2,7 @@
 # Launches without MPI, as torchrun and srun start ranks: N processes with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT
 # (or SLURM_*) set by hand. Collectives with their data check, bench_train with --check, and bad launches that must
 # end within their timeout with the error named.
-# usage: launch_tcp.sh BIN_DIR CASE     CASE: collectives | train | bad-input | bad-rendezvous
+# usage: launch_tcp.sh BIN_DIR CASE     CASE: collectives | train | bad-input | bad-rendezvous | emu-nccl
 set -uo pipefail
 bin=$1
 case_name=$2
@@ -96,6 +96,29 @@ train() {
     --microbatches 4
   wait_ranks train-pp 4 0
   expect_in train-pp "$out/train-pp.0" "diff_vs_single"
+}
+
+# The emulated GPU build: NCCL's id through the store (the emulated NCCL meets in shared memory named after it),
+# with the hand-written algorithms beside it, and bench_train's NCCL path.
+emu_nccl() {
+  for n in 2 4; do
+    run_torchrun "nccl-$n" "$n" "$(free_port)" "$n" "$bin/bench_allreduce" -b 8 -e 256K -f 8 -n 2 -w 1 \
+      --device cuda -T 60 --impl nccl,ring
+    wait_ranks "nccl-$n" "$n" 0
+    expect_in "nccl-$n" "$out/nccl-$n.0" "$n rank(s) on 1 node(s) (torchrun, tcp bootstrap), device cuda:0, transport nccl"
+    expect_in "nccl-$n" "$out/nccl-$n.0" "# impl: nccl"
+    expect_in "nccl-$n" "$out/nccl-$n.0" "# impl: ring"
+    [ "$(grep -c '^# Out of bounds values : 0 OK' "$out/nccl-$n.0")" = 2 ] || fail "nccl-$n: not both checked clean"
+  done
+  local common=(--device cuda --model gpt --hidden 16 --heads 2 --seq 6 --vocab 24 --optimizer sgd --lr 0.1
+    --steps 3 --warmup 0 --check --check-tolerance 1e-5 --timeout 60 --layers 4 --global-batch 8)
+  run_torchrun emu-ddp 2 "$(free_port)" 2 "$bin/bench_train" "${common[@]}" --scheme ddp
+  wait_ranks emu-ddp 2 0
+  expect_in emu-ddp "$out/emu-ddp.0" "diff_vs_single"
+  run_torchrun emu-pp 2 "$(free_port)" 2 "$bin/bench_train" "${common[@]}" --scheme pp --schedule 1f1b \
+    --microbatches 4
+  wait_ranks emu-pp 2 0
+  expect_in emu-pp "$out/emu-pp.0" "diff_vs_single"
 }
 
 # expect_usage NAME TEXT ENV...: a single process with ENV exits 2 naming TEXT.
@@ -199,6 +222,7 @@ case $case_name in
   train) train ;;
   bad-input) bad_input ;;
   bad-rendezvous) bad_rendezvous ;;
+  emu-nccl) emu_nccl ;;
   *) echo "unknown case $case_name" >&2; exit 2 ;;
 esac
 [ "$failures" = 0 ] && echo "launch_tcp $case_name: all passed"
