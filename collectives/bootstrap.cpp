@@ -391,8 +391,8 @@ void run_ranks(const LaunchOptions& o, const std::function<void(Communicator&)>&
 #ifdef PARBENCH_HAVE_MPI
     return run_mpi(o, body);
 #else
-    throw UsageError("the mpi bootstrap (" + l.launcher + "), but this build has no MPI; rebuild with "
-                     "PARBENCH_MPI=ON, launch with torchrun or srun (the tcp bootstrap), or pass --ranks N");
+    throw UsageError("launched for the mpi bootstrap (" + l.launcher + "), but this build has no MPI; rebuild "
+                     "with PARBENCH_MPI=ON, launch with torchrun or srun (the tcp bootstrap), or pass --ranks N");
 #endif
   }
   if (l.bootstrap == BootstrapKind::tcp) return run_tcp(o, l, body);

@@ -144,6 +144,10 @@ bad_input() {
   env timeout 60 "$bin/bench_allreduce" --bootstrap tcp -b 8 -e 8 --device cpu >"$out/tcp-alone" 2>&1
   [ $? = 2 ] || fail "--bootstrap tcp without a launcher's variables did not exit 2"
   expect_in tcp-alone "$out/tcp-alone" "--bootstrap tcp needs a launcher's variables: RANK, WORLD_SIZE"
+  if [ -n "${NO_MPI:-}" ]; then  # a build without MPI under mpirun's variables says what to do instead
+    expect_usage mpirun-without-mpi "but this build has no MPI; rebuild with PARBENCH_MPI=ON, launch with torchrun" \
+      OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=0
+  fi
   env timeout 60 "$bin/bench_allreduce" --bootstrap ssh -b 8 -e 8 --device cpu >"$out/bootstrap-name" 2>&1
   [ $? = 2 ] || fail "--bootstrap ssh did not exit 2"
   expect_in bootstrap-name "$out/bootstrap-name" "--bootstrap"
