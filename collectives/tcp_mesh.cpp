@@ -4,6 +4,7 @@
 #include "collectives/tcp_mesh.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include "collectives/tcp_mesh_state.h"
 #include "collectives/transport.h"
@@ -49,6 +51,7 @@ TcpMesh::TcpMesh(int rank, int size, std::vector<int> fds, std::vector<std::pair
     s.peers[p].out_ring = std::move(rings[p].second);
     shm_peers_ += s.peers[p].shm() ? 1 : 0;
   }
+  s.shm_peers = shm_peers_;
   if (pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
   s.io = std::thread([&s] { s.run_io(); });
 }
@@ -86,14 +89,23 @@ std::shared_ptr<TcpMesh::Batch> TcpMesh::post(const std::vector<Op>& ops) {
       s.post_recv(m);
     }
   }
-  if (sending) s.wake_io();  // so that it polls for room to write what is left
+  s.activity = true;
+  // What is left to write: a socket's waits for the I/O thread to poll for room; a ring's is looked at within a
+  // millisecond, unless the thread sleeps.
+  bool left = false;
+  for (const Peer& p : s.peers) left = left || (!p.sends.empty() && (!p.shm() || s.long_sleep));
+  if (sending && left) s.wake_io();
   return batch;
 }
 
 void TcpMesh::wait(Batch& batch, Deadline deadline, const std::string& who) {
   State& s = *state_;
   std::unique_lock lock(s.mu);
-  s.cv.wait_until(lock, deadline, [&] { return batch.left == 0 || !batch.error.empty(); });
+  const auto over = [&] { return batch.left == 0 || !batch.error.empty(); };
+  if (s.shm_peers > 0)
+    s.poll_rings(lock, deadline, over);
+  else
+    s.cv.wait_until(lock, deadline, over);
   if (batch.left == 0 && batch.error.empty()) return;
   if (!batch.error.empty()) {
     const std::string error = batch.error;
@@ -116,7 +128,28 @@ void TcpMesh::cancel(Batch& batch) {
   state_->cancel(batch);
 }
 
-// --- State: everything below runs with `mu` held.
+// --- State: everything below runs with `mu` held (poll_rings lets go of it between its looks).
+
+// The waiting caller moves the rings' bytes itself, as an MPI caller polls, rather than sleeping until the I/O
+// thread has (a wakeup per message); meanwhile that thread asks no doorbell for them. Sockets stay its own.
+void TcpMesh::State::poll_rings(std::unique_lock<std::mutex>& lock, Deadline deadline,
+                                const std::function<bool()>& over) {
+  activity = true;
+  if (pollers++ == 0)
+    for (Peer& p : peers)
+      if (p.shm()) p.in_ring.header().reader_sleeping.store(0), p.out_ring.header().writer_sleeping.store(0);
+  for (unsigned spins = 0; !over(); ++spins) {
+    if ((spins & 63) == 0 && Clock::now() >= deadline) break;
+    for (int q = 0; q < int(peers.size()); ++q)
+      if (peers[std::size_t(q)].shm()) pump_recv(q), pump_send(q);
+    if (over()) break;
+    lock.unlock();
+    sched_yield();  // ranks may outnumber cores: let the peer run
+    lock.lock();
+  }
+  activity = true;
+  if (--pollers == 0 && long_sleep) wake_io();  // asleep without doorbells: back to looking every millisecond
+}
 
 void TcpMesh::State::finish(const std::shared_ptr<Msg>& m, const std::string& error) {
   Batch* b = m->batch;
@@ -264,6 +297,7 @@ void TcpMesh::State::pump_recv(int from) {
     const ssize_t k = read_some(p, dst, want);
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (k <= 0) return close_peer(from, k == 0 ? "closed" : std::strerror(errno));
+    moved += std::uint64_t(k);
     if (!p.in) {
       p.header_done += std::size_t(k);
       if (p.header_done < sizeof(FrameHeader)) continue;
@@ -289,6 +323,7 @@ void TcpMesh::State::pump_send(int to) {
     ssize_t k = n ? write_some(p, iov, n) : 0;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (k < 0) return close_peer(to, std::strerror(errno));
+    moved += std::uint64_t(k);
     const std::size_t head = std::min(std::size_t(k), sizeof(FrameHeader) - m.header_done);
     m.header_done += head;
     m.done += std::size_t(k) - head;
@@ -359,6 +394,7 @@ void TcpMesh::State::wake_io() {
 // wait for it). True when there is work already, so that it must not sleep.
 bool TcpMesh::State::prepare_to_sleep() {
   bool work = false;
+  if (pollers > 0) return false;  // a caller moves the rings' bytes and wakes this thread when it stops
   for (Peer& p : peers) {
     if (!p.open || !p.shm()) continue;
     p.in_ring.header().reader_sleeping.store(1);
@@ -370,11 +406,17 @@ bool TcpMesh::State::prepare_to_sleep() {
   return work;
 }
 
+// The I/O thread looks at the rings every millisecond without doorbells while they are busy (a doorbell is a
+// system call for the writer and a wakeup here, per message), and asks for doorbells and sleeps once
+// kQuietPolls looks in a row found nothing to move and no caller waits.
 void TcpMesh::State::run_io() {
+  constexpr int kQuietPolls = 20;
   std::vector<pollfd> fds;
   std::vector<int> who;
+  int quiet = 0;
   for (;;) {
-    bool work = false;
+    bool armed = false, work = false;
+    std::uint64_t before = 0;
     {
       std::lock_guard lock(mu);
       if (stop) return;
@@ -383,14 +425,19 @@ void TcpMesh::State::run_io() {
       for (int q = 0; q < int(peers.size()); ++q) {
         const Peer& p = peers[std::size_t(q)];
         if (!p.open || p.fd < 0) continue;
-        // A ring peer's socket is always writable: room in its ring comes by doorbell.
+        // A ring peer's socket is always writable: room in its ring is looked for, or comes by doorbell.
         fds.push_back({p.fd, short(POLLIN | (p.sends.empty() || p.shm() ? 0 : POLLOUT)), 0});
         who.push_back(q);
       }
-      work = prepare_to_sleep();
+      if (std::exchange(activity, false)) quiet = 0;
+      armed = shm_peers == 0 || (quiet >= kQuietPolls && pollers == 0);
+      if (armed && shm_peers > 0) work = prepare_to_sleep();
+      long_sleep = armed && !work;
+      before = moved;
     }
-    const int ready = poll(fds.data(), nfds_t(fds.size()), work ? 0 : 1000);
+    const int ready = poll(fds.data(), nfds_t(fds.size()), !armed ? 1 : work ? 0 : 1000);
     std::lock_guard lock(mu);
+    long_sleep = false;
     for (Peer& p : peers)
       if (p.shm()) p.in_ring.header().reader_sleeping.store(0), p.out_ring.header().writer_sleeping.store(0);
     char drain[64];
@@ -402,6 +449,7 @@ void TcpMesh::State::run_io() {
       if (shm || (ready > 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))) pump_recv(q);
       if (shm || (ready > 0 && (fds[i].revents & POLLOUT))) pump_send(q);
     }
+    quiet = moved != before ? 0 : quiet + 1;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,11 @@ struct TcpMesh::State {
   std::condition_variable cv;
   std::vector<Peer> peers;  // by mesh rank; this rank's own entry unused
   std::map<Key, std::deque<std::shared_ptr<Msg>>> posted, early;
+  int shm_peers = 0;
+  int pollers = 0;         // callers in poll_rings
+  bool activity = false;   // a caller posted or polled since the I/O thread last looked
+  bool long_sleep = false;  // the I/O thread sleeps until a doorbell or a socket wakes it
+  std::uint64_t moved = 0;  // bytes read and written so far
   int wake[2] = {-1, -1};
   bool stop = false;
   std::thread io;
@@ -86,6 +92,7 @@ struct TcpMesh::State {
   void close_peer(int who, const std::string& how);
   void cancel(TcpMesh::Batch& batch);
   void wake_io();
+  void poll_rings(std::unique_lock<std::mutex>& lock, TcpMesh::Deadline deadline, const std::function<bool()>& over);
   bool prepare_to_sleep();
   void run_io();
 };
