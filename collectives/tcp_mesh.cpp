@@ -415,41 +415,51 @@ void TcpMesh::State::run_io() {
   std::vector<int> who;
   int quiet = 0;
   for (;;) {
-    bool armed = false, work = false;
+    int timeout_ms = 1;
     std::uint64_t before = 0;
     {
       std::lock_guard lock(mu);
       if (stop) return;
-      fds.assign(1, pollfd{wake[0], POLLIN, 0});
-      who.assign(1, -1);
-      for (int q = 0; q < int(peers.size()); ++q) {
-        const Peer& p = peers[std::size_t(q)];
-        if (!p.open || p.fd < 0) continue;
-        // A ring peer's socket is always writable: room in its ring is looked for, or comes by doorbell.
-        fds.push_back({p.fd, short(POLLIN | (p.sends.empty() || p.shm() ? 0 : POLLOUT)), 0});
-        who.push_back(q);
-      }
+      poll_list(fds, who);
       if (std::exchange(activity, false)) quiet = 0;
-      armed = shm_peers == 0 || (quiet >= kQuietPolls && pollers == 0);
-      if (armed && shm_peers > 0) work = prepare_to_sleep();
+      const bool armed = shm_peers == 0 || (quiet >= kQuietPolls && pollers == 0);
+      const bool work = armed && shm_peers > 0 && prepare_to_sleep();
       long_sleep = armed && !work;
+      timeout_ms = !armed ? 1 : work ? 0 : 1000;
       before = moved;
     }
-    const int ready = poll(fds.data(), nfds_t(fds.size()), !armed ? 1 : work ? 0 : 1000);
+    const int ready = poll(fds.data(), nfds_t(fds.size()), timeout_ms);
     std::lock_guard lock(mu);
     long_sleep = false;
-    for (Peer& p : peers)
-      if (p.shm()) p.in_ring.header().reader_sleeping.store(0), p.out_ring.header().writer_sleeping.store(0);
-    char drain[64];
-    while (read(wake[0], drain, sizeof drain) > 0) {
-    }
-    for (std::size_t i = 1; i < fds.size(); ++i) {
-      const int q = who[i];
-      const bool shm = peers[std::size_t(q)].shm();
-      if (shm || (ready > 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))) pump_recv(q);
-      if (shm || (ready > 0 && (fds[i].revents & POLLOUT))) pump_send(q);
-    }
+    after_poll(fds, who, ready);
     quiet = moved != before ? 0 : quiet + 1;
+  }
+}
+
+// The wake pipe, then every open connection: for reading, and for room to write what waits to be written.
+void TcpMesh::State::poll_list(std::vector<pollfd>& fds, std::vector<int>& who) const {
+  fds.assign(1, pollfd{wake[0], POLLIN, 0});
+  who.assign(1, -1);
+  for (int q = 0; q < int(peers.size()); ++q) {
+    const Peer& p = peers[std::size_t(q)];
+    if (!p.open || p.fd < 0) continue;
+    // A ring peer's socket is always writable: room in its ring is looked for, or comes by doorbell.
+    fds.push_back({p.fd, short(POLLIN | (p.sends.empty() || p.shm() ? 0 : POLLOUT)), 0});
+    who.push_back(q);
+  }
+}
+
+void TcpMesh::State::after_poll(const std::vector<pollfd>& fds, const std::vector<int>& who, int ready) {
+  for (Peer& p : peers)
+    if (p.shm()) p.in_ring.header().reader_sleeping.store(0), p.out_ring.header().writer_sleeping.store(0);
+  char drain[64];
+  while (read(wake[0], drain, sizeof drain) > 0) {
+  }
+  for (std::size_t i = 1; i < fds.size(); ++i) {
+    const int q = who[i];
+    const bool shm = peers[std::size_t(q)].shm();
+    if (shm || (ready > 0 && (fds[i].revents & (POLLIN | POLLHUP | POLLERR)))) pump_recv(q);
+    if (shm || (ready > 0 && (fds[i].revents & POLLOUT))) pump_send(q);
   }
 }
 

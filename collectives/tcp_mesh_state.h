@@ -1,6 +1,7 @@
 // The TCP mesh's internals, shared by its engine (tcp_mesh.cpp) and its connection setup (tcp_mesh_connect.cpp).
 #pragma once
 #include <fcntl.h>
+#include <poll.h>
 
 #include <condition_variable>
 #include <cstdint>
@@ -94,6 +95,8 @@ struct TcpMesh::State {
   void wake_io();
   void poll_rings(std::unique_lock<std::mutex>& lock, TcpMesh::Deadline deadline, const std::function<bool()>& over);
   bool prepare_to_sleep();
+  void poll_list(std::vector<pollfd>& fds, std::vector<int>& who) const;
+  void after_poll(const std::vector<pollfd>& fds, const std::vector<int>& who, int ready);
   void run_io();
 };
 
