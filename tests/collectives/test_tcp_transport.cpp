@@ -3,6 +3,7 @@
 // arrivals, splits, size mismatches, timeouts naming the late peer, and a peer whose end closes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <numeric>
@@ -20,9 +21,10 @@ Deadline in_seconds(double s) {
   return Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
 
-// `n` ranks as threads, each joined to one store and connected by its own mesh (`shm`: all on one node), running
-// body(rank, transport); failures rethrown after all ended.
-void with_mesh(int n, bool shm, const std::function<void(int, Transport&)>& body) {
+// `n` ranks as threads, each joined to one store and connected by its own mesh, running body(rank, transport);
+// failures rethrown after all ended. node_of[r]: rank r's node (ranks of one node get shared-memory rings).
+void with_nodes(const std::vector<int>& node_of, const std::function<void(int, Transport&)>& body) {
+  const int n = int(node_of.size());
   StoreServer server(0, "test-job", n);
   std::vector<std::thread> ranks;
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(n));
@@ -30,10 +32,13 @@ void with_mesh(int n, bool shm, const std::function<void(int, Transport&)>& body
     ranks.emplace_back([&, r] {
       try {
         StoreClient store("127.0.0.1", server.port(), "test-job", r, n, 20);
-        auto mesh = TcpMesh::connect(store, "test-job", r, n, std::vector<bool>(std::size_t(n), shm), 20);
-        EXPECT_EQ(mesh->shm_peers(), shm ? n - 1 : 0);
+        std::vector<bool> same_node;
+        for (int node : node_of) same_node.push_back(node == node_of[std::size_t(r)]);
+        auto mesh = TcpMesh::connect(store, "test-job", r, n, same_node, 20);
+        const int local = int(std::count(node_of.begin(), node_of.end(), node_of[std::size_t(r)]));
+        EXPECT_EQ(mesh->shm_peers(), local - 1);
         auto t = make_tcp_transport(mesh, Device{});
-        EXPECT_EQ(t->name(), shm ? "shm" : "tcp");
+        EXPECT_EQ(t->name(), local == 1 ? "tcp" : local == n ? "shm" : "shm+tcp");
         body(r, *t);
       } catch (...) {
         errors[std::size_t(r)] = std::current_exception();
@@ -42,6 +47,13 @@ void with_mesh(int n, bool shm, const std::function<void(int, Transport&)>& body
   for (auto& t : ranks) t.join();
   for (auto& e : errors)
     if (e) std::rethrow_exception(e);
+}
+
+// All ranks on one node (`shm`) or each on its own.
+void with_mesh(int n, bool shm, const std::function<void(int, Transport&)>& body) {
+  std::vector<int> node_of(static_cast<std::size_t>(n), 0);
+  if (!shm) std::iota(node_of.begin(), node_of.end(), 0);
+  with_nodes(node_of, body);
 }
 
 class TcpTransport : public testing::TestWithParam<bool> {};
@@ -135,6 +147,20 @@ TEST_P(TcpTransport, SizeMismatchTimeoutAndAClosedPeerAreNamed) {
 
 INSTANTIATE_TEST_SUITE_P(SocketsAndRings, TcpTransport, testing::Bool(),
                          [](const testing::TestParamInfo<bool>& p) { return p.param ? "shm" : "sockets"; });
+
+TEST(TcpTransportNodes, RingsWithinANodeAndSocketsBetweenNodes) {
+  constexpr std::size_t kCount = (3 << 20) / 4;
+  with_nodes({0, 0, 1, 1}, [&](int r, Transport& t) {  // two nodes of two ranks: 0-1 and 2-3 share rings
+    std::vector<std::uint32_t> out(kCount, std::uint32_t(r + 1)), in_right(kCount), in_left(kCount);
+    const int right = (r + 1) % 4, left = (r + 3) % 4;
+    const P2POp ops[4] = {send_op(out.data(), kCount * 4, right), send_op(out.data(), kCount * 4, left),
+                          recv_op(in_left.data(), kCount * 4, left), recv_op(in_right.data(), kCount * 4, right)};
+    t.group(ops, in_seconds(20));
+    EXPECT_EQ(in_left.front(), std::uint32_t(left + 1));
+    EXPECT_EQ(in_left.back(), std::uint32_t(left + 1));
+    EXPECT_EQ(in_right.back(), std::uint32_t(right + 1));
+  });
+}
 
 TEST(TcpTransportEnds, AReceiveFromAPeerWhoseProcessEndedFailsAtOnce) {
   for (bool shm : {false, true}) {
