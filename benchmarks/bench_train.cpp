@@ -56,6 +56,8 @@ int run(Options& o, const CLI::App& app) {
   std::string why;
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
+  if (launched_as_processes() && launcher_world_rank() == 0 && !o.common.quiet)
+    std::cerr << "launch: " << launch_description() << "\n";
   validate(o, dev);
   fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});

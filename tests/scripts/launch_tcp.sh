@@ -92,6 +92,7 @@ train() {
   run_torchrun train-ddp 2 "$(free_port)" 2 "$bin/bench_train" "${common[@]}" --scheme ddp
   wait_ranks train-ddp 2 0
   expect_in train-ddp "$out/train-ddp.0" "diff_vs_single"
+  expect_in train-ddp "$out/train-ddp.0" "launch: torchrun, tcp bootstrap"
   run_torchrun train-pp 4 "$(free_port)" 4 "$bin/bench_train" "${common[@]}" --scheme pp --schedule 1f1b \
     --microbatches 4
   wait_ranks train-pp 4 0
