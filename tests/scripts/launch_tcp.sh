@@ -97,6 +97,11 @@ train() {
     --microbatches 4
   wait_ranks train-pp 4 0
   expect_in train-pp "$out/train-pp.0" "diff_vs_single"
+  # Sub-groups (tensor- and pipeline-parallel splits of the world) over the same connections.
+  run_torchrun train-hybrid 4 "$(free_port)" 4 "$bin/bench_train" "${common[@]}" --scheme hybrid --tp 2 --pp 2 \
+    --microbatches 2
+  wait_ranks train-hybrid 4 0
+  expect_in train-hybrid "$out/train-hybrid.0" "diff_vs_single"
 }
 
 # The emulated GPU build: NCCL's id through the store (the emulated NCCL meets in shared memory named after it),
