@@ -225,6 +225,18 @@ bad_rendezvous() {
     expect_in "killed-$shm" "$out/killed-$shm.both" "the connection to rank 1 closed (that process ended or failed)"
     within 60 "$start" "a killed rank's peers ($shm)"
   done
+  # A rank that stops answering (SIGSTOP): the others time out on their 3 s deadline naming the operation and the
+  # late peer; then the stopped one is ended (SIGTERM to its `timeout`, which passes it on with a SIGCONT).
+  start=$SECONDS
+  PARBENCH_FAULT=rank:1,after:5,kind:stall run_torchrun stalled 3 "$(free_port)" 3 "$bin/bench_allreduce" \
+    -b 8 -e 1M -f 2 --device cpu -T 3 --impl ring
+  local stalled=${pids[1]}
+  pids[1]=${pids[2]}
+  wait_ranks stalled 2 1
+  within 30 "$start" "the peers of a stalled rank"
+  kill -TERM "$stalled"
+  wait "$stalled"
+  expect_in stalled "$out/stalled.2" "rank 2 of 3 (torchrun, tcp bootstrap): rank 2: allreduce/ring of 8 bytes (2 x f32 per rank, 3 ranks), out of place did not finish within the timeout of 3 s: rank 2 waited for data from rank(s) 1"
 }
 
 case $case_name in
