@@ -10,6 +10,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "collectives/group_staging.h"
 #include "core/memory.h"
 
 namespace parbench {
@@ -71,33 +72,20 @@ class MpiTransport final : public Transport {
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
-    // Every staged op gets its own 256-byte aligned part of one staging buffer.
-    std::vector<std::size_t> offset(ops.size());
-    std::size_t total = 0;
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (staged(ops[i])) offset[i] = total, total += (ops[i].bytes + 255) / 256 * 256;
-    char* host = total ? group_staging_.get(total) : nullptr;
+    const std::vector<char*> bufs = group_staging_.stage(ops);
     std::vector<MPI_Request> reqs;
     std::vector<std::size_t> op_of;  // request -> its op, to name the late peers
     for (std::size_t i = 0; i < ops.size(); ++i) {
-      const P2POp& op = ops[i];
-      char* buf = static_cast<char*>(op.buf);
-      if (staged(op)) {
-        buf = host + offset[i];
-        if (op.kind == P2POp::send) device_memcpy(Device{}, buf, device_, op.buf, op.bytes);
-      }
-      start(op, buf, reqs);
+      start(ops[i], bufs[i], reqs);
       op_of.resize(reqs.size(), i);
     }
     if (!mpi_test_until(reqs.data(), int(reqs.size()), deadline)) throw late_peers(reqs, op_of, ops);
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].kind == P2POp::recv && staged(ops[i]))
-        device_memcpy(device_, ops[i].buf, Device{}, host + offset[i], ops[i].bytes);
+    group_staging_.unstage(ops, bufs);
   }
 
  private:
   // Device memory goes through host buffers, op by op (barrier and split pass host memory on any device).
-  bool staged(const P2POp& op) const { return !op.device(device_).on_host(); }
+  bool staged(const P2POp& op) const { return group_staging_.staged(op); }
 
   // Which peers the requests still open wait for, worded as the threads transport words it.
   TimeoutError late_peers(std::vector<MPI_Request>& reqs, const std::vector<std::size_t>& op_of,
@@ -140,7 +128,7 @@ class MpiTransport final : public Transport {
   std::vector<MPI_Request> posted_;       // post_sends not yet finished
   std::vector<HostStaging> send_staging_;  // their staged copies (device memory): the first sends_staged_ in use
   std::size_t sends_staged_ = 0;
-  HostStaging group_staging_;
+  GroupStaging group_staging_;
 };
 
 }  // namespace

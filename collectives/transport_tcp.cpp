@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "collectives/group_staging.h"
 #include "core/memory.h"
 
 namespace parbench {
@@ -48,26 +49,12 @@ class TcpTransport final : public Transport {
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
-    // Every staged op gets its own 256-byte aligned part of one staging buffer.
-    std::vector<std::size_t> offset(ops.size());
-    std::size_t total = 0;
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (staged(ops[i])) offset[i] = total, total += (ops[i].bytes + 255) / 256 * 256;
-    char* host = total ? group_staging_.get(total) : nullptr;
+    const std::vector<char*> bufs = group_staging_.stage(ops);
     std::vector<TcpMesh::Op> mesh_ops;
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      char* buf = static_cast<char*>(ops[i].buf);
-      if (staged(ops[i])) {
-        buf = host + offset[i];
-        if (ops[i].kind == P2POp::send) device_memcpy(Device{}, buf, device_, ops[i].buf, ops[i].bytes);
-      }
-      mesh_ops.push_back(mesh_op(ops[i], buf));
-    }
+    for (std::size_t i = 0; i < ops.size(); ++i) mesh_ops.push_back(mesh_op(ops[i], bufs[i]));
     auto batch = mesh_->post(mesh_ops);
     mesh_->wait(*batch, deadline, "rank " + std::to_string(rank_));
-    for (std::size_t i = 0; i < ops.size(); ++i)
-      if (ops[i].kind == P2POp::recv && staged(ops[i]))
-        device_memcpy(device_, ops[i].buf, Device{}, host + offset[i], ops[i].bytes);
+    group_staging_.unstage(ops, bufs);
   }
 
   void post_sends(std::span<const P2POp> ops) override {
@@ -105,7 +92,7 @@ class TcpTransport final : public Transport {
   }
 
  private:
-  bool staged(const P2POp& op) const { return !op.device(device_).on_host(); }
+  bool staged(const P2POp& op) const { return group_staging_.staged(op); }
 
   TcpMesh::Op mesh_op(const P2POp& op, char* buf) const {
     if (op.peer < 0 || op.peer >= size())
@@ -122,7 +109,7 @@ class TcpTransport final : public Transport {
   std::vector<std::shared_ptr<TcpMesh::Batch>> posted_;  // post_sends not yet finished
   std::vector<HostStaging> send_staging_;               // their staged copies: the first sends_staged_ in use
   std::size_t sends_staged_ = 0;
-  HostStaging group_staging_;
+  GroupStaging group_staging_;
 };
 
 }  // namespace

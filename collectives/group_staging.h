@@ -1,0 +1,28 @@
+// Device memory that a host transport (MPI without CUDA support, the tcp mesh) cannot touch goes through one pinned
+// host buffer per group: each such op gets its own 256-byte aligned part, sends copied in before the group and
+// receives copied out after it.
+#pragma once
+#include <span>
+#include <vector>
+
+#include "collectives/transport.h"
+#include "core/memory.h"
+
+namespace parbench {
+
+class GroupStaging {
+ public:
+  explicit GroupStaging(Device device) : device_(device), host_(device) {}
+  // Whether `op`'s buffer must go through the host (it is device memory).
+  bool staged(const P2POp& op) const { return !op.device(device_).on_host(); }
+  // The buffer each op moves through: its own, or its part of the staging buffer (holding the data of a send).
+  std::vector<char*> stage(std::span<const P2POp> ops);
+  // After the group completed: the staged receives copied to their device buffers.
+  void unstage(std::span<const P2POp> ops, const std::vector<char*>& bufs);
+
+ private:
+  Device device_;
+  HostStaging host_;
+};
+
+}  // namespace parbench
