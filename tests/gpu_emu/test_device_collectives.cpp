@@ -87,8 +87,9 @@ TEST_P(DeviceCollectives, TimedBatchLaunchesOncePerOperationAndNeverWaits) {
     const std::string who = "rank " + std::to_string(comm.rank()) + ": ";
     if ((ours_after - ours).host_waits != 0) failures.push_back(who + "host waits counted by parbench");
     for (Count c : {Count::host_wait, Count::stream_sync, Count::device_sync, Count::copy, Count::malloc})
-      if (emu_after[c] != emu[c]) failures.push_back(who + "the emulator counted " + std::to_string(emu_after[c] - emu[c]) +
-                                                     " of API count " + std::to_string(int(c)));
+      if (emu_after[c] != emu[c])
+        failures.push_back(who + "the emulator counted " + std::to_string(emu_after[c] - emu[c]) + " of API count " +
+                           std::to_string(int(c)));
     if (emu_after[Count::launch] - emu[Count::launch] != kOps)
       failures.push_back(who + std::to_string(emu_after[Count::launch] - emu[Count::launch]) + " launches for " +
                          std::to_string(kOps) + " operations");
