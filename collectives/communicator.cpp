@@ -216,11 +216,14 @@ void Communicator::call(const CollArgs& a, const Algorithm* impl) {
 
 void Communicator::wait_stream(void* stream) {
   if (device_.on_host()) return;
-  if (symmetric_) symmetric_->wait(*this);
-  if (!nccl_comm_) return synchronize_stream(device_, stream);
-  const Deadline deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
-  nccl_stream_wait(nccl_comm_, stream, deadline, "rank " + std::to_string(rank()) + " waited for its stream's work");
+  if (!nccl_comm_) {
+    synchronize_stream(device_, stream);
+  } else {
+    const Deadline deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+    nccl_stream_wait(nccl_comm_, stream, deadline, "rank " + std::to_string(rank()) + " waited for its stream's work");
+  }
+  if (symmetric_) symmetric_->check(*this);  // a device-side collective that gave up waiting for a peer
 }
 
 void Communicator::run_staged(const CollArgs& in, const Algorithm& algo) {

@@ -303,6 +303,21 @@ std::string SymmetricMemory::fault_text(const OpRecord** op) const {
   return {};
 }
 
+void SymmetricMemory::check(Communicator& comm) {
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [](void* s) {
+                                  const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(s));
+                                  if (e != cudaErrorNotReady) CUDA_CHECK(e);
+                                  return e == cudaSuccess;
+                                }),
+                 pending_.end());
+  const OpRecord* op = nullptr;
+  if (std::string why = fault_text(&op); !why.empty()) {
+    const OpRecord& named = op ? *op : recent_[(next_record_ + recent_.size() - 1) % recent_.size()];
+    throw CollectiveTimeoutError(comm.timeout_message(named.args, named.impl, why));
+  }
+}
+
 void SymmetricMemory::wait(Communicator& comm) {
   if (pending_.empty()) return;
   count_host_wait();
@@ -311,18 +326,7 @@ void SymmetricMemory::wait(Communicator& comm) {
                                                std::chrono::duration<double>(2 * comm.timeout_s() + 1));
   const OpRecord& last = recent_[(next_record_ + recent_.size() - 1) % recent_.size()];
   for (;;) {
-    pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                  [](void* s) {
-                                    const cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(s));
-                                    if (e != cudaErrorNotReady) CUDA_CHECK(e);
-                                    return e == cudaSuccess;
-                                  }),
-                   pending_.end());
-    const OpRecord* op = nullptr;
-    if (std::string why = fault_text(&op); !why.empty()) {
-      const OpRecord& named = op ? *op : last;
-      throw CollectiveTimeoutError(comm.timeout_message(named.args, named.impl, why));
-    }
+    check(comm);
     if (pending_.empty()) return;
     if (Clock::now() > deadline)
       throw CollectiveTimeoutError(comm.timeout_message(
@@ -342,6 +346,7 @@ SymmPeers SymmetricMemory::begin_op(const Communicator&, const CollArgs&, std::s
 }
 std::string SymmetricMemory::fault_text(const OpRecord**) const { return {}; }
 void SymmetricMemory::wait(Communicator&) {}
+void SymmetricMemory::check(Communicator&) {}
 
 #endif
 

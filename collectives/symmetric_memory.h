@@ -46,6 +46,8 @@ class SymmetricMemory {
   // recorded a peer that did not arrive, or work still running long after the timeout, throws
   // CollectiveTimeoutError naming the operation and the rank that did not arrive.
   void wait(Communicator& comm);
+  // The same report without waiting, after the caller waited for the streams some other way.
+  void check(Communicator& comm);
 
  public:
   struct PeerRecord;  // what the ranks exchange to make the buffers
