@@ -10,7 +10,7 @@ class OneShotDevice final : public DeviceAlgorithm {
   std::string_view name() const override { return "oneshot-dev"; }
 
  protected:
-  unsigned phases() const override { return kOneshotPhases; }
+  unsigned phases(int) const override { return kOneshotPhases; }
   void launch([[maybe_unused]] const SymmPeers& p, [[maybe_unused]] const CollArgs& a) const override {
 #ifdef PARBENCH_HAVE_CUDA
     cuda_kernels::symm_oneshot_allreduce(p, a.send, a.recv, a.count, int(a.dtype), int(a.op), a.stream);

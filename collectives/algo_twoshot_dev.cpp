@@ -11,7 +11,7 @@ class TwoShotDevice final : public DeviceAlgorithm {
   std::string_view name() const override { return "twoshot-dev"; }
 
  protected:
-  unsigned phases() const override { return kTwoshotPhases; }
+  unsigned phases(int) const override { return kTwoshotPhases; }
   void launch([[maybe_unused]] const SymmPeers& p, [[maybe_unused]] const CollArgs& a) const override {
 #ifdef PARBENCH_HAVE_CUDA
     cuda_kernels::symm_twoshot_allreduce(p, a.send, a.recv, a.count, int(a.dtype), int(a.op), a.stream);

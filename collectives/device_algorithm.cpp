@@ -7,15 +7,17 @@
 namespace parbench {
 
 std::string DeviceAlgorithm::unsupported(Collective c, const Communicator& comm) const {
-  if (c != Collective::allreduce) return std::string(name()) + " implements allreduce only";
+  if (!implements(c)) return std::string(name()) + " implements " + implemented();
   return symmetric_memory_refusal(comm);
 }
+
+std::size_t DeviceAlgorithm::buffer_bytes(const CollArgs& a, int) const { return a.count * dtype_size(a.dtype); }
 
 void DeviceAlgorithm::run(Communicator& c, const CollArgs& a) const {
   if (a.count == 0) return;
   SymmetricMemory& m = c.symmetric_memory();
-  m.reserve(c, a.count * dtype_size(a.dtype), a.stream);
-  launch(m.begin_op(c, a, name(), phases(), a.stream), a);
+  m.reserve(c, buffer_bytes(a, c.size()), a.stream);
+  launch(m.begin_op(c, a, name(), phases(c.size()), a.stream), a);
   if (!c.batching() && !c.ordered_on()) m.wait(c);
 }
 

@@ -24,7 +24,8 @@ namespace parbench {
   X(rhd, "rhd", false, 4)                  \
   X(oneshot, "oneshot", false, 0)          \
   X(oneshot_dev, "oneshot-dev", false, 0)  \
-  X(twoshot_dev, "twoshot-dev", false, 0)
+  X(twoshot_dev, "twoshot-dev", false, 0)  \
+  X(ring_dev, "ring-dev", false, 0)
 
 #define PB_DECLARE(name, text, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
 PB_ALGORITHMS(PB_DECLARE)

@@ -33,6 +33,7 @@ struct SymmPeers {
 // Flag phases per operation of each kernel (the host advances the base by this much).
 constexpr unsigned kOneshotPhases = 2;
 constexpr unsigned kTwoshotPhases = 3;
+inline unsigned ring_phases(int ranks) { return 2 * unsigned(ranks); }  // at most: input, n - 1 + n - 2 steps, done
 
 }  // namespace parbench
 
@@ -43,5 +44,8 @@ void symm_oneshot_allreduce(const SymmPeers& p, const void* send, void* recv, un
                             int op, void* stream);
 void symm_twoshot_allreduce(const SymmPeers& p, const void* send, void* recv, unsigned long long count, int dtype,
                             int op, void* stream);
+// `coll`: parbench::Collective allreduce, reduce_scatter or allgather; `count` per rank, as CollArgs::count.
+void symm_ring(const SymmPeers& p, int coll, const void* send, void* recv, unsigned long long count, int dtype,
+               int op, void* stream);
 }  // namespace parbench::cuda_kernels
 #endif

@@ -1,5 +1,6 @@
 // Flag synchronisation between GPUs for the device-side collectives' kernels (included by their .cu files):
-// store-release and load-acquire at system scope, a bounded spin, and the block-wide barrier built on them.
+// store-release and load-acquire at system scope, a bounded spin, and the block-wide barrier and ring step built
+// on them.
 // Flags are only ever touched through these: never a plain or volatile read.
 #pragma once
 #include "collectives/symm_kernels.h"
@@ -54,28 +55,48 @@ __device__ inline void symm_record_fault(const SymmPeers& p, int missing, unsign
   store_release_sys(&f->missing, unsigned(missing + 1));
 }
 
-// Every thread of the block calls it: the block's writes so far are published, thread 0 sets this block's flag
-// on every peer to base + phase and waits for every peer's same block to set its flag here. False (a fault
-// recorded, naming the first peer that did not arrive) when one did not arrive before `deadline`: the block must
-// then return. `wait` false skips the waiting (the planted race of the tests only).
+// Thread 0 only, after a __syncthreads: this block's flag on rank `to` becomes base + phase, after the block's
+// writes so far.
+__device__ inline void symm_signal(const SymmPeers& p, int to, unsigned phase) {
+  __threadfence_system();
+  store_release_sys(p.signals[to] + blockIdx.x * unsigned(kSymmMaxRanks) + unsigned(p.rank), p.base + phase);
+}
+
+// Thread 0 only: waits until rank `from`'s flag for this block here reaches base + phase; false (the fault
+// recorded) when it did not before `deadline`.
+__device__ inline bool symm_wait(const SymmPeers& p, int from, unsigned phase, unsigned long long deadline) {
+  const unsigned* flag = p.signals[p.rank] + blockIdx.x * unsigned(kSymmMaxRanks) + unsigned(from);
+  if (symm_wait_flag(flag, p.base + phase, deadline)) return true;
+  symm_record_fault(p, from, phase);
+  return false;
+}
+
+// Every thread of the block calls them. symm_barrier: this block's flag set to base + phase on every peer, then
+// every peer's same block waited for; symm_step: the flag set on rank `to` only, then rank `from` waited for (a
+// ring's neighbours). False when a peer did not arrive before `deadline` (the fault recorded): the block must then
+// return. `wait` false skips the waiting (the planted race of the tests only).
 __device__ inline bool symm_barrier(const SymmPeers& p, unsigned phase, unsigned long long deadline,
                                     bool wait = true) {
   __shared__ int failed;
   __syncthreads();
   if (threadIdx.x == 0) {
-    const unsigned value = p.base + phase;
-    const unsigned slot = blockIdx.x * unsigned(kSymmMaxRanks);
-    __threadfence_system();
     for (int q = 0; q < p.ranks; ++q)
-      if (q != p.rank) store_release_sys(p.signals[q] + slot + unsigned(p.rank), value);
+      if (q != p.rank) symm_signal(p, q, phase);
     failed = 0;
-    const unsigned* mine = p.signals[p.rank] + slot;
-    for (int q = 0; q < p.ranks && wait; ++q) {
-      if (q == p.rank || symm_wait_flag(mine + q, value, deadline)) continue;
-      symm_record_fault(p, q, phase);
-      failed = 1;
-      break;
-    }
+    for (int q = 0; q < p.ranks && wait && !failed; ++q)
+      if (q != p.rank && !symm_wait(p, q, phase, deadline)) failed = 1;
+  }
+  __syncthreads();
+  return failed == 0;
+}
+
+__device__ inline bool symm_step(const SymmPeers& p, int to, int from, unsigned phase, unsigned long long deadline,
+                                 bool wait = true) {
+  __shared__ int failed;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    symm_signal(p, to, phase);
+    failed = wait && !symm_wait(p, from, phase, deadline) ? 1 : 0;
   }
   __syncthreads();
   return failed == 0;
