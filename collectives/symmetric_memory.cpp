@@ -278,7 +278,7 @@ SymmPeers SymmetricMemory::begin_op(const Communicator& comm, const CollArgs& a,
   p.faults = faults_;
   p.rank = rank_, p.ranks = ranks_;
   p.base = base_;
-  p.timeout_ns = static_cast<unsigned long long>(comm.timeout_s() * 1e9);
+  p.timeout_ns = static_cast<unsigned long long>(std::min(comm.timeout_s(), 1e6) * 1e9);  // no overflow past now
   p.skip_ready_wait = planted_skip_wait();
   recent_[next_record_++ % recent_.size()] = OpRecord{base_, phases, a, impl};
   base_ += phases;
