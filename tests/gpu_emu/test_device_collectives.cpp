@@ -30,23 +30,33 @@ LaunchOptions on_gpus(int ranks, double timeout_s = 60) {
   return o;
 }
 
+// Pinned host memory for the copies (pageable memory may lie just past a device allocation, which the emulator
+// then takes it for), made once per rank: freeing pinned memory waits for every peer GPU's work, which may be a
+// peer's collective waiting for this rank's next call (as on a GPU).
+struct Pinned {
+  static constexpr Device kGpu{DeviceKind::cuda, 0};
+  explicit Pinned(std::size_t count) : p(static_cast<float*>(pinned_host_malloc(kGpu, count * sizeof(float)))) {}
+  ~Pinned() { pinned_host_free(kGpu, p); }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  float* p;
+};
+
 // Rank r's input, (r + 1) * (i % 7 + 1) (whose sum over the ranks is exact in floats), copied into `d` on `stream`:
 // a synchronous copy from pageable memory may still be landing when a kernel on a non-blocking stream starts.
-void fill_input(void* d, int rank, std::size_t count, cudaStream_t stream) {
-  std::vector<float> v(count);
-  for (std::size_t i = 0; i < count; ++i) v[i] = float((rank + 1) * int(i % 7 + 1));
-  ASSERT_EQ(cudaMemcpyAsync(d, v.data(), count * sizeof(float), cudaMemcpyHostToDevice, stream), cudaSuccess);
+void fill_input(Pinned& stage, void* d, int rank, std::size_t count, cudaStream_t stream) {
+  for (std::size_t i = 0; i < count; ++i) stage.p[i] = float((rank + 1) * int(i % 7 + 1));
+  ASSERT_EQ(cudaMemcpyAsync(d, stage.p, count * sizeof(float), cudaMemcpyHostToDevice, stream), cudaSuccess);
   ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 }
 
 // The wrong elements in device memory `d` after `times` in-place sums over `ranks` of fill_input()'s values.
-std::size_t wrong_sum(const Device& gpu, const void* d, std::size_t count, int ranks, int times = 1) {
-  std::vector<float> got(count);
-  device_memcpy(Device{}, got.data(), gpu, d, count * sizeof(float));
+std::size_t wrong_sum(Pinned& stage, const Device& gpu, const void* d, std::size_t count, int ranks, int times = 1) {
+  device_memcpy(Device{}, stage.p, gpu, d, count * sizeof(float));
   float scale = float(ranks * (ranks + 1) / 2);
   for (int t = 1; t < times; ++t) scale *= float(ranks);
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < count; ++i) wrong += got[i] != scale * float(i % 7 + 1);
+  for (std::size_t i = 0; i < count; ++i) wrong += stage.p[i] != scale * float(i % 7 + 1);
   return wrong;
 }
 
@@ -71,9 +81,10 @@ TEST_P(DeviceCollectives, TimedBatchLaunchesOncePerOperationAndNeverWaits) {
   run_ranks(on_gpus(3), [&](Communicator& comm) {
     make_device_current(comm.device());
     cudaStream_t s = new_stream();
+    Pinned stage(kCount);
     void* send = device_malloc(comm.device(), kCount * sizeof(float));
     void* recv = device_malloc(comm.device(), kCount * sizeof(float));
-    fill_input(send, comm.rank(), kCount, s);
+    fill_input(stage, send, comm.rank(), kCount, s);
     const CollArgs a = allreduce_args(send, recv, kCount, s);
     comm.run(a, algo);  // makes the symmetric memory, waits
     const HostCounts ours = host_counts();
@@ -83,7 +94,7 @@ TEST_P(DeviceCollectives, TimedBatchLaunchesOncePerOperationAndNeverWaits) {
     const HostCounts ours_after = host_counts();
     const gpu_emu::ApiCounts emu_after = gpu_emu::thread_counts();
     comm.end_batch();
-    const std::size_t wrong = wrong_sum(comm.device(), recv, kCount, comm.size());
+    const std::size_t wrong = wrong_sum(stage, comm.device(), recv, kCount, comm.size());
     std::lock_guard lock(mu);
     const std::string who = "rank " + std::to_string(comm.rank()) + ": ";
     if ((ours_after - ours).host_waits != 0) failures.push_back(who + "host waits counted by parbench");
@@ -110,13 +121,14 @@ TEST_P(DeviceCollectives, GrowsAcrossSizes) {
   run_ranks(on_gpus(2), [&](Communicator& comm) {
     make_device_current(comm.device());
     cudaStream_t streams[2] = {new_stream(), new_stream()};
+    Pinned stage(300007);
     int turn = 0;
     for (std::size_t count : {5u, 100001u, 3u, 300007u, 17u}) {
       cudaStream_t stream = streams[turn++ % 2];
       void* buf = device_malloc(comm.device(), count * sizeof(float));
-      fill_input(buf, comm.rank(), count, stream);
+      fill_input(stage, buf, comm.rank(), count, stream);
       comm.run(allreduce_args(buf, buf, count, stream), algo);
-      const std::size_t wrong = wrong_sum(comm.device(), buf, count, comm.size());
+      const std::size_t wrong = wrong_sum(stage, comm.device(), buf, count, comm.size());
       device_free(comm.device(), buf);
       std::lock_guard lock(mu);
       if (wrong) failures.push_back("count " + std::to_string(count) + ": " + std::to_string(wrong) + " wrong");
@@ -137,13 +149,14 @@ TEST_P(DeviceCollectives, BatchOnTwoStreamsStaysInOrder) {
   run_ranks(on_gpus(2), [&](Communicator& comm) {
     make_device_current(comm.device());
     cudaStream_t streams[2] = {new_stream(), new_stream()};
+    Pinned stage(kCount);
     void* buf = device_malloc(comm.device(), kCount * sizeof(float));
     comm.run(allreduce_args(buf, buf, kCount, streams[1]), algo);  // makes the buffers
-    fill_input(buf, comm.rank(), kCount, streams[0]);
+    fill_input(stage, buf, comm.rank(), kCount, streams[0]);
     comm.begin_batch();
     for (int i = 0; i < kOps; ++i) comm.run(allreduce_args(buf, buf, kCount, streams[i % 2]), algo);
     comm.end_batch();
-    const std::size_t wrong = wrong_sum(comm.device(), buf, kCount, comm.size(), kOps);
+    const std::size_t wrong = wrong_sum(stage, comm.device(), buf, kCount, comm.size(), kOps);
     device_free(comm.device(), buf);
     for (cudaStream_t s : streams) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
     std::lock_guard lock(mu);
