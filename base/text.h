@@ -1,7 +1,10 @@
-// Joining names into one line of text, as error messages and help texts list what is accepted.
+// Joining names into one line of text, as error messages and help texts list what is accepted; whole numbers read
+// from option values.
 #pragma once
 #include <cctype>
+#include <charconv>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -34,6 +37,15 @@ inline std::string number_text(double v, int digits = 16) {
   s.precision(digits);
   s << v;
   return s.str();
+}
+
+// The whole of `text` as a decimal int ("-3", "42"; not "", "+4", " 4", "4x" or out of range).
+inline std::optional<int> parse_int_text(std::string_view text) {
+  int v = 0;
+  const char* end = text.data() + text.size();
+  const auto [p, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || p != end) return std::nullopt;
+  return v;
 }
 
 }  // namespace parbench

@@ -242,7 +242,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
                                       .cublas_key = key,
                                       .is_cublas = true});
     bool cpu = b.dev.kind == DeviceKind::cpu;
-    for (int v = 1; v <= (cpu ? 1 : 4); ++v) {
+    for (int v = 1; v <= (cpu ? 1 : 5); ++v) {
       auto algo = cpu ? ops::MatmulAlgo::automatic : ops::MatmulAlgo(v);
       std::string vname = cpu ? "reference" : std::string(ops::matmul_algo_name(algo));
       add(e.name + "/" + vname + tail, {.entry = &e, .dtype = dt, .shape = shape, .algo = algo, .cublas_key = key});

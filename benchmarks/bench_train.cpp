@@ -57,6 +57,7 @@ int run(Options& o, const CLI::App& app) {
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   validate(o, dev);
+  if (o.train.partition.kind == PartitionRequest::Kind::balanced) o.train.partition.costs = predicted_unit_costs(o, dev);
   fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
   // Rank 0's process writes the row; an existing CSV with another header is refused now, not after training.

@@ -126,12 +126,17 @@ inline constexpr char bubble_ms[] = "bubble_ms";
 inline constexpr char tp_comm_ms[] = "tp_comm_ms";
 inline constexpr char pp_comm_ms[] = "pp_comm_ms";
 inline constexpr char dp_comm_ms[] = "dp_comm_ms";
+// A prediction's step time at the fast and slow ends of its system's efficiency spreads (predict/README.md).
+inline constexpr char step_ms_low[] = "step_ms_low";
+inline constexpr char step_ms_high[] = "step_ms_high";
 // What the host did per step (median over timed steps, the busiest rank; measured runs only) and the fraction of
 // communication-stream time that ran under computation (mean over ranks).
 inline constexpr char host_waits_per_step[] = "host_waits_per_step";
 inline constexpr char launches_per_step[] = "launches_per_step";
 inline constexpr char device_mallocs_per_step[] = "device_mallocs_per_step";
 inline constexpr char overlap[] = "overlap";
+// Pipelines: the blocks of each virtual stage, "2+3+3+2" (bench_train --partition).
+inline constexpr char partition[] = "partition";
 // The memory of the heaviest rank at its peak, by category (MemCategory's order).
 inline constexpr const char* memory_bytes[] = {params_bytes,      grads_bytes,       optimizer_bytes,
                                                activations_bytes, comm_buffer_bytes, workspace_bytes};
@@ -143,8 +148,9 @@ inline constexpr HeaderColumn header[] = {
     {loss, 6}, {max_param_diff_vs_single, 9}, {estimate_bytes},
     // Layout columns a prediction varies, and its time split (empty for measured runs).
     {virtual_stages}, {sp}, {zero}, {recompute}, {predicted}, {forward_ms, 3}, {backward_ms, 3}, {recompute_ms, 3},
-    {optimizer_ms, 3}, {bubble_ms, 3}, {tp_comm_ms, 3}, {pp_comm_ms, 3}, {dp_comm_ms, 3},
-    {host_waits_per_step}, {launches_per_step}, {device_mallocs_per_step}, {overlap, 3}};
+    {optimizer_ms, 3}, {bubble_ms, 3}, {tp_comm_ms, 3}, {pp_comm_ms, 3}, {dp_comm_ms, 3}, {step_ms_low, 3},
+    {step_ms_high, 3},
+    {host_waits_per_step}, {launches_per_step}, {device_mallocs_per_step}, {overlap, 3}, {partition}};
 }  // namespace train
 
 // A pipeline schedule as data (bench_train --schedule FILE.csv, parallel/schedule/schedule_file.cpp): one row per

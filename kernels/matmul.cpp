@@ -15,9 +15,10 @@ template <class T>
 void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, int version,
                     void* stream);
 // dinp (BT,C), dweight (OC,C), dbias (OC): each may be null; `accumulate` adds to them instead of overwriting.
+// `version` 5 runs dinp and dweight on the version-5 kernel, any other on version 2; the reference ignores it.
 template <class T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
-                     bool accumulate, void* stream);
+                     bool accumulate, int version, void* stream);
 )
 
 #if defined(PARBENCH_HAVE_CUDA)
@@ -43,7 +44,7 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT
 
 template <class T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
-                     bool accumulate, void*) {
+                     bool accumulate, int, void*) {
   using A = acc_t<T>;
   if (dinp)
     for (int m = 0; m < BT; ++m)
@@ -78,6 +79,7 @@ std::string_view matmul_algo_name(MatmulAlgo a) {
     case MatmulAlgo::tiled: return "v2_smem_tiled";
     case MatmulAlgo::regtile: return "v3_regtile_vec16";
     case MatmulAlgo::wmma: return "v4_wmma_bf16";
+    case MatmulAlgo::mma: return "v5_mma_cp_async";
     case MatmulAlgo::cublas: return "cublas";
   }
   return "?";
@@ -123,7 +125,7 @@ void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 }
 
 void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,
-                     const Tensor& weight, bool accumulate, const Stream& s) {
+                     const Tensor& weight, bool accumulate, const Stream& s, MatmulAlgo algo) {
   Op op{"matmul_backward", s};
   DType d = op.storage(dout, "dout");
   const auto dims = check_matmul(op, d, inp, weight, dout, "dout");
@@ -132,7 +134,8 @@ void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor&
   op.optional(dweight, "dweight", d, weight.numel());
   op.optional(dbias, "dbias", d, OC);
   PB_DISPATCH(op, d, matmul_backward, ptr_or_null<T>(dinp), ptr_or_null<T>(dweight), ptr_or_null<T>(dbias),
-              dout.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), BT, C, OC, accumulate);
+              dout.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), BT, C, OC, accumulate,
+              algo == MatmulAlgo::mma ? int(algo) : 0);
 }
 
 }  // namespace parbench::ops
@@ -154,8 +157,8 @@ static Work matmul_forward_workload(OpCase& c, const OpShape& s, int in_mult, in
           {out},
           2.0 * BT * C * OC,
           (double(BT) * C + double(OC) * C + double(BT) * OC + OC) * elem_bytes(t)};
-  // WMMA rounds fp32 inputs to bf16.
-  if (algo == ops::MatmulAlgo::wmma && t == DType::f32) wk.tol = 2e-2;
+  // The tensor-core versions round fp32 inputs to bf16.
+  if ((algo == ops::MatmulAlgo::wmma || algo == ops::MatmulAlgo::mma) && t == DType::f32) wk.tol = 2e-2;
   return wk;
 }
 

@@ -1,15 +1,18 @@
 // Matmul with bias, out (BT,OC) = inp (BT,C) weight^T (OC,C) + bias (OC), in numbered versions so the
 // progression is measurable: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D tiles with 16-byte
-// loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate). The backward runs on the version-2 kernel,
-// which takes arbitrary strides, and a column-sum kernel for the bias.
+// loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate), 5 mma.sync with a cp.async pipeline (matmul_mma.h).
+// The backward runs on the version-2 kernel, which takes arbitrary strides, or on request on version 5 (its
+// operands read k-major through ldmatrix.trans), and a column-sum kernel for the bias.
 #include "device/kernel_common.h"
+#include "kernels/matmul_mma.h"
 
 namespace parbench::PB_KERNEL_NS {
 
 // Matmul versions, numbered as in the benchmark: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D
 // tiles with 16-byte loads, 4 tensor cores through WMMA (bf16 in, fp32 accumulate; fp32 storage is
-// rounded to bf16 on the way in). 0 picks the default (3 for fp32, 4 for bf16).
-inline constexpr int kMatmulVersions = 4;
+// rounded to bf16 on the way in), 5 mma.sync fed by ldmatrix from a 4-stage cp.async ring of swizzled tiles
+// (fp32 storage rounded as in 4). 0 picks the default (3 for fp32, 4 for bf16).
+inline constexpr int kMatmulVersions = 5;
 
 // ---- 1: one thread per output element, straight from global memory.
 template <class T>
@@ -210,22 +213,36 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT
       PB_LAUNCH(matmul_wmma_kernel<D>, dim3(ceil_div(OC, kBN), ceil_div(BT, kBM)), 128, 0, stream)
       (dev(out), dev(inp), dev(weight), dev(bias), BT, OC, C, vec);
       break;
+    case 5: {
+      // Both operands k-contiguous: inp (BT, C) and weight (OC, C).
+      MmaOperand<D> a{dev(inp), C, BT, mma_vec_ok(inp, C, C)}, b{dev(weight), C, OC, mma_vec_ok(weight, C, C)};
+      launch_gemm_mma<D, true, true>(dev(out), a, b, dev(bias), C, false, stream);
+      return;
+    }
   }
   PB_CHECK_LAUNCH();
 }
 
 template <class T>
 void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
-                     bool accumulate, void* stream) {
+                     bool accumulate, int version, void* stream) {
   using D = DevT<T>;
   dim3 block(kTile, kTile);
-  if (dinp && BT > 0 && C > 0) {
+  if (version == 5 && dinp && BT > 0 && C > 0) {
+    // dinp (BT, C) = dout (BT, OC) weight (OC, C): A = dout k-contiguous, B(c, o) = weight[o, c] k-major.
+    MmaOperand<D> a{dev(dout), OC, BT, mma_vec_ok(dout, OC, OC)}, b{dev(weight), C, C, mma_vec_ok(weight, C, C)};
+    launch_gemm_mma<D, true, false>(dev(dinp), a, b, static_cast<const D*>(nullptr), OC, accumulate, stream);
+  } else if (dinp && BT > 0 && C > 0) {
     // dinp[m,c] = sum_o dout[m,o] weight[o,c]
     PB_LAUNCH(gemm_tiled_kernel<D>, dim3(ceil_div(C, kTile), ceil_div(BT, kTile)), block, 0, stream)
     (dev(dinp), dev(dout), dev(weight), static_cast<const D*>(nullptr), BT, C, OC, OC, 1, 1, C, accumulate);
     PB_CHECK_LAUNCH();
   }
-  if (dweight && OC > 0 && C > 0) {
+  if (version == 5 && dweight && OC > 0 && C > 0) {
+    // dweight (OC, C) = dout^T (OC, BT) inp (BT, C): A(o, m) = dout[m, o] and B(c, m) = inp[m, c], both k-major.
+    MmaOperand<D> a{dev(dout), OC, OC, mma_vec_ok(dout, OC, OC)}, b{dev(inp), C, C, mma_vec_ok(inp, C, C)};
+    launch_gemm_mma<D, false, false>(dev(dweight), a, b, static_cast<const D*>(nullptr), BT, accumulate, stream);
+  } else if (dweight && OC > 0 && C > 0) {
     // dweight[o,c] = sum_m dout[m,o] inp[m,c]
     PB_LAUNCH(gemm_tiled_kernel<D>, dim3(ceil_div(C, kTile), ceil_div(OC, kTile)), block, 0, stream)
     (dev(dweight), dev(dout), dev(inp), static_cast<const D*>(nullptr), OC, C, BT, 1, OC, 1, C, accumulate);
@@ -247,7 +264,7 @@ void add_bias(T* out, const T* bias, int BT, int OC, void* stream) {
 
 #define PB_INSTANTIATE(T)                                                                                      \
   template void matmul_forward<T>(T*, const T*, const T*, const T*, int, int, int, int, void*);               \
-  template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int, bool, void*);     \
+  template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int, bool, int, void*); \
   template void add_bias<T>(T*, const T*, int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)

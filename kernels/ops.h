@@ -30,15 +30,17 @@ void encoder_backward_shard(Tensor& dwte, Tensor* dwpe, const Tensor& dout, cons
                             std::int64_t vocab_begin, const Stream& s);
 
 // Matmul algorithms: the numbered kernel versions and the vendor baseline (cuda only).
-enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, cublas = 5 };
+enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, mma = 5, cublas = 6 };
 std::string_view matmul_algo_name(MatmulAlgo a);
 // out (...,OC) = inp (...,C) weight (OC,C)^T + bias (OC); bias may be null. The cpu runs the reference
 // whatever the algorithm.
 void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
                     MatmulAlgo algo = MatmulAlgo::automatic);
-// dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them.
+// dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them. `algo` mma runs dinp and
+// dweight on the version-5 kernel (bf16 operands); any other on the shared-memory tiled one.
 void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,
-                     const Tensor& weight, bool accumulate, const Stream& s);
+                     const Tensor& weight, bool accumulate, const Stream& s,
+                     MatmulAlgo algo = MatmulAlgo::automatic);
 
 void gelu_forward(Tensor& out, const Tensor& inp, const Stream& s);
 // dinp = gelu'(inp) * dout; dinp may be dout itself.

@@ -53,7 +53,8 @@ PipelineTiming pipeline_timing(const StreamTimeline& action_times, int peak_in_f
 
 // Runs this rank's actions; compute actions are queued on the stream and timed there, without waiting for them;
 // with a stream path, so are sends and receives.
-// Timing starts now: call it right after a barrier of the pipeline group.
+// Timing starts now: call it right after a barrier of the pipeline group (on the stream path, the world's barrier
+// before the step will do).
 PipelineStepResult run_pipeline_stage(const PipelineStage& stage);
 
 }  // namespace parbench

@@ -45,6 +45,7 @@ struct ParallelShape {
   ScheduleRef schedule;  // empty without a pipeline
   int microbatches = 1;  // per step and data-parallel rank (the accumulation steps of the data-parallel schemes)
   int virtual_stages = 1;
+  std::vector<int> stage_blocks;  // pipelines: blocks of each virtual stage (parallel/plan/partition.h)
 };
 
 class Scheme {

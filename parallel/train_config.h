@@ -5,6 +5,7 @@
 
 #include "kernels/op_params.h"
 #include "models/config.h"
+#include "parallel/plan/partition.h"
 #include "parallel/plan/plan.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/scheme_kinds.h"
@@ -31,6 +32,7 @@ struct TrainConfig {
   ScheduleRef schedule = ScheduleRef::parse("1f1b");  // pp, hybrid: a registered schedule or a file
   int microbatches = 0;    // pp, hybrid: 0 means global batch / (dp x micro-batch), or pp when unset
   int virtual_stages = 1;  // multi-chunk schedules: model chunks per stage
+  PartitionRequest partition;  // pp, hybrid: how the blocks are spread over the virtual stages
   const SchemeKind* dp_scheme = &find_dp_scheme_kind("ddp");  // hybrid: ddp or a ZeRO stage across dp groups
   std::uint64_t max_memory = 0;   // --max-memory: bytes per rank the model state may take (0: the device's)
 };

@@ -11,7 +11,9 @@
 
 namespace parbench::predict {
 
-Link link_of(const NetLevel& l) { return {l.latency_us * 1e-6, 1.0 / (l.gbps * 1e9 * l.efficiency)}; }
+Link link_of(const NetLevel& l, double bytes) {
+  return {l.latency_us * 1e-6, 1.0 / (l.gbps * 1e9 * l.efficiency.at(bytes))};
+}
 
 GroupPlacement place_group(const SystemModel& sys, int ranks, int stride) {
   const int node = sys.node_size();
@@ -23,10 +25,10 @@ namespace {
 
 // The link that limits a group: the innermost level when the group fits in a node; across nodes the outer
 // level, whose per-GPU bandwidth the node's `per_node` NICs add up (NCCL runs a channel per NIC).
-Link slowest_link(const SystemModel& sys, GroupPlacement g) {
-  const Link inner = link_of(sys.levels.front());
+Link slowest_link(const SystemModel& sys, GroupPlacement g, double bytes) {
+  const Link inner = link_of(sys.levels.front(), bytes);
   if (g.per_node >= g.ranks || sys.levels.size() == 1) return inner;
-  const Link outer = link_of(sys.levels[1]);
+  const Link outer = link_of(sys.levels[1], bytes);
   return {outer.alpha, std::max(inner.beta, outer.beta / g.per_node)};
 }
 
@@ -50,7 +52,8 @@ double tree(double bytes, int n, Link k) { return 2 * std::ceil(std::log2(double
 // Intra-node reduce-scatter, inter-node collective of the node's 1/per_node share on every NIC at once, intra-node
 // all-gather.
 double hierarchical(const SystemModel& sys, Collective op, double bytes, GroupPlacement g) {
-  const Link inner = link_of(sys.levels.front()), outer = link_of(sys.levels.size() > 1 ? sys.levels[1] : sys.levels[0]);
+  const Link inner = link_of(sys.levels.front(), bytes);
+  const Link outer = link_of(sys.levels.size() > 1 ? sys.levels[1] : sys.levels[0], bytes);
   const int k = g.per_node, nodes = g.ranks / g.per_node;
   const double share = bytes / k;
   if (op == Collective::allreduce)
@@ -67,7 +70,7 @@ std::vector<CollCost> collective_costs(const SystemModel& sys, Collective op, do
     throw Error("the collective model has no cost for " + std::string(collective_name(op)));
   const int n = g.ranks;
   if (n <= 1) return {{"none", 0}};
-  const Link k = slowest_link(sys, g);
+  const Link k = slowest_link(sys, g, bytes);
   if (op == Collective::sendrecv) return {{"direct", k.alpha + bytes * k.beta}};
   std::vector<CollCost> out = {{"ring", ring(op, bytes, n, k)}};
   if (op == Collective::allreduce) out.push_back({"tree", tree(bytes, n, k)});

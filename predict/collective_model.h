@@ -19,11 +19,12 @@ struct GroupPlacement {
 // r, r + stride, ... share a node as long as stride x (index) stays within the node.
 GroupPlacement place_group(const SystemModel& sys, int ranks, int stride);
 
-// One link's alpha-beta figures: seconds per message and seconds per byte.
+// One link's alpha-beta figures: seconds per message and seconds per byte, the latter at the level's efficiency for a
+// collective of `bytes` (nccl-tests' size).
 struct Link {
   double alpha = 0, beta = 0;
 };
-Link link_of(const NetLevel& level);
+Link link_of(const NetLevel& level, double bytes);
 
 struct CollCost {
   std::string algorithm;  // ring, tree, rd, rhd, hierarchical, direct

@@ -107,7 +107,8 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   // Sequence parallelism keeps only the 1/t slice of each region's input, so the backward all-gathers it again for
   // the weight gradient (Korthikanti et al. 2022, Table 4: sequence parallelism saves the 22B layer 0.5 ms forward
   // but only 0.1 ms backward, though the backward moves twice the elementwise bytes it divides).
-  c.backward_tp = c.forward_tp + (l.sequence_parallel ? 2 * tp_allgather_seconds(l, sys) : 0);
+  const bool regather = l.sequence_parallel && l.sp_backward_regather;
+  c.backward_tp = c.forward_tp + (regather ? 2 * tp_allgather_seconds(l, sys) : 0);
   if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core;
   if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
   return c;

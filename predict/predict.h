@@ -28,6 +28,9 @@ struct Layout {
   // send/receive before computing on); false: they leave on a communication stream beside compute, as bench_train's
   // executor sends.
   bool blocking_p2p = false;
+  // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
+  // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
+  bool sp_backward_regather = true;
   int microbatches() const { return global_batch / (dp * micro_batch); }
 };
 
@@ -57,5 +60,12 @@ struct Prediction {
 // Predicts one training step of `l` on `sys`. `split_pp_comm` false skips the second pipeline simulation that
 // separates exposed pipeline communication from the bubble (used by the search, where only the total matters).
 Prediction predict_step(const Layout& l, const SystemModel& sys, bool split_pp_comm = true);
+
+// The step time at the fast and at the slow end of the system's efficiency spreads (shifted_system +1 and -1): the
+// range the component measurements behind the system span (predict/README.md).
+struct StepRange {
+  double low = 0, high = 0;
+};
+StepRange predict_step_range(const Layout& l, const SystemModel& sys);
 
 }  // namespace parbench::predict

@@ -198,6 +198,11 @@ Prediction predict_step(const Layout& l, const SystemModel& sys, bool split_pp_c
   return predict_with_costs(l, sys, all_stage_costs(l, sys), transfer_seconds(l, sys), split_pp_comm);
 }
 
+StepRange predict_step_range(const Layout& l, const SystemModel& sys) {
+  return {predict_step(l, shifted_system(sys, +1), false).time.step,
+          predict_step(l, shifted_system(sys, -1), false).time.step};
+}
+
 Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std::vector<PassCosts>& vs_costs,
                               double transfer, bool split_pp_comm) {
   const PipeSchedule sched = schedule_of(l);

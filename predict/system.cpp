@@ -1,6 +1,7 @@
 // Built-in systems and the JSON form of a system, with a schema check that names the bad field.
 #include "predict/system.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -13,34 +14,93 @@ namespace parbench::predict {
 
 std::string processing_name(Processing p) { return p == Processing::roofline ? "roofline" : "no_overlap"; }
 
-double Curve::at(double size) const {
-  for (const auto& [threshold, eff] : points)
-    if (size >= threshold) return eff;
-  return points.empty() ? 1.0 : points.back().second;
+namespace {
+
+// The point a size takes: the first whose threshold it reaches (largest first), else the smallest threshold's.
+std::size_t point_of(const Curve& c, double size) {
+  for (std::size_t i = 0; i < c.points.size(); ++i)
+    if (size >= c.points[i].first) return i;
+  return c.points.size() - 1;
+}
+
+}  // namespace
+
+double Curve::at(double size) const { return points.empty() ? 1.0 : points[point_of(*this, size)].second; }
+
+double Curve::spread_at(double size) const {
+  return points.empty() || spread.empty() ? 0.0 : spread[point_of(*this, size)];
+}
+
+Curve Curve::shifted(int sign) const {
+  Curve c = *this;
+  for (std::size_t i = 0; i < c.spread.size() && i < c.points.size(); ++i)
+    c.points[i].second = std::clamp(c.points[i].second + sign * c.spread[i], 1e-3, 1.0);
+  return c;
+}
+
+SystemModel shifted_system(const SystemModel& s, int sign) {
+  SystemModel out = s;
+  for (Curve* c : {&out.gpu.matrix_efficiency, &out.gpu.vector_efficiency, &out.gpu.hbm_efficiency}) *c = c->shifted(sign);
+  for (NetLevel& l : out.levels) l.efficiency = l.efficiency.shifted(sign);
+  return out;
 }
 
 namespace {
 
-// Calculon's published A100 curves (predict/README.md): matrix and vector efficiency by the op's GFLOP, HBM
-// efficiency by the bytes an op moves.
-Curve calculon_matrix() { return {{{128, 0.95}, {16, 0.9}, {1, 0.6}, {0, 0.1}}}; }
-Curve calculon_vector() { return {{{16, 0.95}, {1, 0.5}, {0, 0.5}}}; }
-Curve calculon_hbm() { return {{{100e6, 0.9}, {10e6, 0.75}, {1e6, 0.6}, {0, 0.3}}}; }
-
-SystemModel dgx_a100() {
-  GpuModel g{"A100-SXM4-80GB", 312, 19.5, 78, 2039, 80e9, calculon_matrix(), calculon_vector(), calculon_hbm()};
-  g.processing = Processing::no_overlap;  // as Calculon's file
-  return {"dgx-a100", g,
-          {{"nvlink3", 8, 300, 0.6, 1.0}, {"infiniband-hdr", 1 << 30, 25, 0.9, 2.0}},
-          "A100 80GB SXM data sheet; DGX A100: NVSwitch, 8 HDR NICs per node; Calculon's A100 efficiencies"};
+// Every number below is traced in predict/README.md ("Where the built-in numbers come from"): the source, what was
+// measured on what, and the values. A point's third number is its spread (+-), the range of the measurements.
+Curve curve(std::vector<std::pair<double, double>> points, std::vector<double> spread = {}) {
+  return {std::move(points), std::move(spread)};
 }
 
+// Calculon's published A100 file (a model input, not a measurement; no per-size measurement was found): vector
+// efficiency by GFLOP (not used by the cost model, which times elementwise work by bytes) and HBM efficiency by bytes.
+Curve calculon_vector() { return curve({{16, 0.95}, {1, 0.5}, {0, 0.5}}); }
+Curve calculon_hbm() { return curve({{100e6, 0.9}, {10e6, 0.75}, {1e6, 0.6}, {0, 0.3}}); }
+
+// A100 16-bit GEMM efficiency by GFLOP: medians per decade of cuBLAS fp16 M = N = K runs on an A100 (triton-lang/
+// triton#3551), spread half their interquartile range; at >= 100 GFLOP the middle of that run's best (0.795) and the
+// A100 SXM's maximum achievable matmul FLOPS (0.859, 0.869; stas00/ml-engineering).
+Curve a100_matrix() { return curve({{100, 0.83}, {10, 0.74}, {1, 0.49}, {0, 0.07}}, {0.04, 0.04, 0.12, 0.05}); }
+
+// H100 bf16 GEMM efficiency by GFLOP: medians per decade of XLA's measured sm_90 matmul table
+// (matmul_interpolator_data.h), spread half their interquartile range; >= 100 GFLOP with the H100 SXM's maximum
+// achievable matmul FLOPS (0.801, 0.803).
+Curve h100_matrix() { return curve({{100, 0.79}, {10, 0.63}, {1, 0.32}, {0, 0.04}}, {0.02, 0.04, 0.08, 0.02}); }
+
+constexpr double kMiB = 1048576;
+
+// DGX A100 NVLink 3 (300 GB/s per direction): nccl-tests all_reduce_perf busbw / 300 on 8 A100-SXM4-80GB (NCCL
+// 2.16.2; and 232.5 GB/s at 4 GB); below 32 MiB nothing was measured: the 32 MiB value, assumed.
+Curve a100_nvlink() {
+  return curve({{1024 * kMiB, 0.774}, {256 * kMiB, 0.75}, {64 * kMiB, 0.69}, {32 * kMiB, 0.568}, {0, 0.568}},
+               {0.002, 0.006, 0.011, 0, 0});
+}
+
+// DGX A100 HDR InfiniBand (8 x 25 GB/s per node): all_reduce_perf busbw over two nodes / 200 (NCCL 2.12.12; and
+// NVIDIA's 192 GB/s at large sizes); below 32 MiB (pipeline sends among them) the 32 MiB value, assumed.
+Curve a100_infiniband() {
+  return curve({{1024 * kMiB, 0.937}, {256 * kMiB, 0.866}, {64 * kMiB, 0.69}, {32 * kMiB, 0.484}, {0, 0.484}},
+               {0.023, 0.018, 0.033, 0, 0});
+}
+
+SystemModel dgx_a100() {
+  GpuModel g{"A100-SXM4-80GB", 312, 19.5, 78, 2039, 80e9, a100_matrix(), calculon_vector(), calculon_hbm()};
+  g.processing = Processing::no_overlap;  // as Calculon's file
+  return {"dgx-a100", g,
+          {{"nvlink3", 8, 300, a100_nvlink(), 1.0}, {"infiniband-hdr", 1 << 30, 25, a100_infiniband(), 2.0}},
+          "A100 80GB SXM data sheet; DGX A100: NVSwitch, 8 HDR NICs per node; measured GEMM and nccl-tests curves"};
+}
+
+// DGX H100: NVLink 4 at 0.83 of 450 GB/s (ring busbw ~370, sendrecv 364.9, p2p 376-380 GB/s) and NDR at 0.94 of 50
+// GB/s (46-48 GB/s per NIC), large messages only: flat, no per-size measurement found.
 SystemModel dgx_h100() {
-  GpuModel g{"H100-SXM5-80GB", 989, 67, 134, 3350, 80e9, calculon_matrix(), calculon_vector(), calculon_hbm()};
+  GpuModel g{"H100-SXM5-80GB", 989, 67, 134, 3350, 80e9, h100_matrix(), calculon_vector(), calculon_hbm()};
   g.processing = Processing::no_overlap;
   return {"dgx-h100", g,
-          {{"nvlink4", 8, 450, 0.6, 1.0}, {"infiniband-ndr", 1 << 30, 50, 0.9, 2.0}},
-          "H100 SXM data sheet; DGX H100: NVSwitch, 8 NDR NICs per node; efficiencies as Calculon's A100 file"};
+          {{"nvlink4", 8, 450, curve({{0, 0.83}}, {0.015}), 1.0},
+           {"infiniband-ndr", 1 << 30, 50, curve({{0, 0.94}}, {0.02}), 2.0}},
+          "H100 SXM data sheet; DGX H100: NVSwitch, 8 NDR NICs per node; measured GEMM and NCCL bandwidths"};
 }
 
 SystemModel h200() {
@@ -55,8 +115,8 @@ SystemModel h200() {
 
 // A 2-core VM running the cpu device; scripts/calibrate.sh measures the real figures and writes a file.
 SystemModel this_machine_default() {
-  GpuModel g{"cpu", 0.01, 0.01, 0.005, 10, 8e9, {{{0, 1.0}}}, {{{0, 1.0}}}, {{{0, 1.0}}}};
-  return {"this-machine", g, {{"shared-memory", 1 << 30, 1.0, 1.0, 20.0}},
+  GpuModel g{"cpu", 0.01, 0.01, 0.005, 10, 8e9, curve({{0, 1.0}}), curve({{0, 1.0}}), curve({{0, 1.0}})};
+  return {"this-machine", g, {{"shared-memory", 1 << 30, 1.0, curve({{0, 1.0}}), 20.0}},
           "uncalibrated default: run scripts/calibrate.sh to measure this machine"};
 }
 

@@ -10,10 +10,16 @@
 namespace parbench::predict {
 
 // Efficiency by size: the first point whose threshold the size reaches, scanning from the largest threshold;
-// below every threshold the smallest threshold's value. Points are (threshold, efficiency in (0, 1]).
+// below every threshold the smallest threshold's value. Points are (threshold, efficiency in (0, 1]). `spread`, when
+// not empty, holds one value per point: how far (absolute, +-) the measurements behind the point range around it,
+// which --simulate turns into a low/high range (predict/README.md).
 struct Curve {
   std::vector<std::pair<double, double>> points;  // sorted by threshold, descending
+  std::vector<double> spread;                      // empty, or one per point
   double at(double size) const;
+  double spread_at(double size) const;
+  // The curve with every efficiency moved by `sign` x its spread, kept within (0, 1].
+  Curve shifted(int sign) const;
 };
 
 // How an op's compute and memory times combine: `roofline` takes the slower (they overlap fully), `no_overlap` adds
@@ -42,7 +48,9 @@ struct NetLevel {
   std::string name;
   int size = 1;            // GPUs reachable at this level (the last level: any number)
   double gbps = 0;         // per GPU and direction, 1e9 B/s
-  double efficiency = 1;   // fraction of gbps a large transfer reaches
+  // Fraction of gbps a collective reaches, by its size in bytes as nccl-tests counts it (the per-rank buffer;
+  // all-gather: the output): nccl-tests' busbw over gbps. A flat efficiency is a one-point curve.
+  Curve efficiency{{{0, 1.0}}};
   double latency_us = 0;   // per message (alpha)
 };
 
@@ -54,6 +62,10 @@ struct SystemModel {
   double matrix_tflops(int dtype_bytes) const { return dtype_bytes <= 2 ? gpu.matrix_tflops_16 : gpu.matrix_tflops_32; }
   int node_size() const { return levels.empty() ? 1 : levels.front().size; }
 };
+
+// `s` with every efficiency curve (matrix, vector, HBM, network) moved by `sign` x its spread: sign +1 gives the
+// fast end of the range the sources span, -1 the slow end.
+SystemModel shifted_system(const SystemModel& s, int sign);
 
 // "dgx-a100", "dgx-h100", "h200", "this-machine" (built from scripts/calibrate.sh's output when it exists, else
 // a conservative default) or a JSON file path. Throws UsageError naming the value and the accepted forms.

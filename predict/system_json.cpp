@@ -1,5 +1,6 @@
 // A system as JSON: reading with a schema check (every field named in its error), and writing.
 #include <algorithm>
+#include <array>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -42,26 +43,56 @@ std::string text(const json& j, const std::string& key, const std::string& where
   return j.at(key).get<std::string>();
 }
 
+// A list of [threshold >= 0, efficiency in (0, 1]] or [threshold, efficiency, spread >= 0] points (all with a spread
+// or none), sorted by threshold, descending.
+Curve curve_of(const json& v, const std::string& where, const std::string& field) {
+  const std::string form =
+      "must be a non-empty list of [threshold >= 0, efficiency in (0, 1]] or [threshold, efficiency, spread >= 0] "
+      "points, all with a spread or none";
+  if (!v.is_array() || v.empty()) bad(where, field, form);
+  std::vector<std::array<double, 3>> pts;
+  const std::size_t width = v[0].is_array() ? v[0].size() : 0;
+  for (const json& p : v) {
+    if (!p.is_array() || (p.size() != 2 && p.size() != 3) || p.size() != width) bad(where, field, form);
+    for (const json& x : p)
+      if (!x.is_number()) bad(where, field, form + ", got " + p.dump());
+    const double t = p[0].get<double>(), e = p[1].get<double>(), sp = width == 3 ? p[2].get<double>() : 0;
+    if (t < 0 || !(e > 0 && e <= 1) || !(sp >= 0 && sp < 1)) bad(where, field, form + ", got " + p.dump());
+    pts.push_back({t, e, sp});
+  }
+  std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a[0] > b[0]; });
+  Curve c;
+  for (const auto& p : pts) {
+    c.points.push_back({p[0], p[1]});
+    if (width == 3) c.spread.push_back(p[2]);
+  }
+  return c;
+}
+
 Curve curve(const json& j, const std::string& key, const std::string& where, const std::string& at) {
   if (!j.contains(key)) bad(where, at + key, "is missing");
-  const json& v = j.at(key);
-  const std::string form = "must be a non-empty list of [threshold >= 0, efficiency in (0, 1]] pairs";
-  if (!v.is_array() || v.empty()) bad(where, at + key, form);
-  Curve c;
-  for (const json& p : v) {
-    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) bad(where, at + key, form);
-    const double t = p[0].get<double>(), e = p[1].get<double>();
-    if (t < 0 || !(e > 0 && e <= 1)) bad(where, at + key, form + ", got " + p.dump());
-    c.points.push_back({t, e});
-  }
-  std::sort(c.points.begin(), c.points.end(), [](auto& a, auto& b) { return a.first > b.first; });
-  return c;
+  return curve_of(j.at(key), where, at + key);
 }
 
 json curve_json(const Curve& c) {
   json a = json::array();
-  for (const auto& [t, e] : c.points) a.push_back({t, e});
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    json p = {c.points[i].first, c.points[i].second};
+    if (!c.spread.empty()) p.push_back(c.spread[i]);
+    a.push_back(p);
+  }
   return a;
+}
+
+// A network level's efficiency: a number (flat, the older form) or a curve by the collective's bytes.
+Curve link_efficiency(const json& l, const std::string& where, const std::string& at) {
+  if (l.contains("efficiency") && l.at("efficiency").is_array()) return curve(l, "efficiency", where, at);
+  return {{{0, number(l, "efficiency", where, at, 1e-6, 1)}}, {}};
+}
+
+json link_efficiency_json(const Curve& c) {
+  const bool flat = c.points.size() == 1 && c.points[0].first == 0 && c.spread.empty();
+  return flat ? json(c.points[0].second) : curve_json(c);
 }
 
 GpuModel gpu_from_json(const json& g, const std::string& where) {
@@ -106,7 +137,7 @@ SystemModel system_from_json(const json& j, const std::string& where) {
     const std::string at = "network[" + std::to_string(i) + "].";
     only_keys(l, {"name", "gpus", "gbps", "efficiency", "latency_us"}, where, at);
     NetLevel n{text(l, "name", where, at), int(number(l, "gpus", where, at, 1, 1 << 30)),
-               number(l, "gbps", where, at, 1e-9, 1e6), number(l, "efficiency", where, at, 1e-6, 1),
+               number(l, "gbps", where, at, 1e-9, 1e6), link_efficiency(l, where, at),
                number(l, "latency_us", where, at, 0, 1e7)};
     if (n.size % reach != 0 || n.size < reach)
       bad(where, at + "gpus", "= " + std::to_string(n.size) + " must be a multiple of the inner level's " +
@@ -121,7 +152,7 @@ json system_to_json(const SystemModel& s) {
   const GpuModel& g = s.gpu;
   json net = json::array();
   for (const NetLevel& l : s.levels)
-    net.push_back({{"name", l.name}, {"gpus", l.size}, {"gbps", l.gbps}, {"efficiency", l.efficiency},
+    net.push_back({{"name", l.name}, {"gpus", l.size}, {"gbps", l.gbps}, {"efficiency", link_efficiency_json(l.efficiency)},
                    {"latency_us", l.latency_us}});
   return {{"name", s.name},
           {"source", s.source},

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/.."
 declare -A kRuns=([fuzz_sizes]=100000 [fuzz_csv_rows]=8000 [fuzz_plot_csv]=120 [fuzz_trace]=6000
                   [fuzz_schedule_file]=300 [fuzz_system_file]=8000 [fuzz_calibrate_csv]=400
                   [fuzz_collective_cli]=1200 [fuzz_memcpy_cli]=10000 [fuzz_kernels_cli]=8000 [fuzz_train_cli]=2000
-                  [fuzz_plot_cli]=3000 [fuzz_harness_overhead_cli]=15000)
+                  [fuzz_plot_cli]=3000 [fuzz_harness_overhead_cli]=15000 [fuzz_store_protocol]=400000)
 kSeed=1
 
 ci=0

@@ -41,7 +41,8 @@ namespace {
 // the measured collective, as a misbehaving rank would (the others must time out); PARBENCH_TEST_CORRUPT_RANK=R
 // makes rank R spoil its first output element in every check round (the check must catch each);
 // PARBENCH_TEST_RANK_TIME_US=X replaces rank r's measured times by (r + 1) X microseconds (so -a's reduction
-// has known results).
+// has known results) and its -I iteration i's by (r + 1) X (1 + i mod 4); PARBENCH_TEST_LATE_RANK=R makes rank R
+// start each timed iteration 100 ms late (what -z 3 leaves out of the times).
 int hook_int(const char* name) {
   const char* v = std::getenv(name);
   return v && *v ? std::atoi(v) : -1;
@@ -93,7 +94,7 @@ class Bench {
     if (!stopped_ && ran_blocks > 0) stopped_ = SweepControl::agree(world, false).stop_signal;  // a late signal
     if (o_.memory && !stopped_) memory_report(world, out);
     if (out) report_.print_end();
-    if (rows_ && ran_blocks > 0) write_nccl_json();  // the final end_time
+    if (rows_) report_.json_finish(wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);  // the final end_time
     if (ran_blocks == 0)
       throw UsageError("none of the implementations asked for can run " + std::string(collective_name(coll_)) +
                        " here:" + refusals);
@@ -147,8 +148,9 @@ class Bench {
         }
         if (rows_) {
           ++rows_written_;
-          report_.add_json_row(row, std::string(algo.name()));
-          write_nccl_json();
+          if (!o_.json_file.empty())
+            report_.json_row(o_.json_file, row, std::string(algo.name()), ranks_, wrong_total_,
+                             bus_n_ ? bus_sum_ / bus_n_ : 0.0);
         }
       }
     if (out && skipped > 0) std::printf("# resume: %d sizes already in %s skipped\n", skipped, o_.common.csv.c_str());
@@ -237,9 +239,9 @@ class Bench {
   }
 
   void measure_row(Communicator& world, Communicator& comm, const Algorithm& algo, RowResult& row, ReduceOp op) {
-    row.timestamp = o_.timestamps ? time_of_day() : "";
     if (o_.inplace != "only") row.half[0] = measure(world, comm, algo, row, op, false);
     if (o_.inplace != "off") row.half[1] = measure(world, comm, algo, row, op, true);
+    row.timestamp = o_.timestamps ? time_of_day() : "";  // nccl-tests takes it as the row ends
   }
 
   HalfResult measure(Communicator& world, Communicator& comm, const Algorithm& algo, const RowResult& row,
@@ -256,16 +258,20 @@ class Bench {
     CollectiveBuffers b(comm, coll_, row.count, row.dtype, op, root, in_place, std::size_t(o_.unalign));
     b.fill(o_.seed);
     TimingConfig tc;
-    tc.iters = o_.iters, tc.warmup = o_.warmup, tc.agg = o_.agg, tc.blocking = o_.blocking;
-    tc.per_iter = o_.per_iter != 0, tc.per_iter_skip = o_.per_iter_skip;
+    tc.iters = o_.iters, tc.warmup = o_.warmup, tc.agg = o_.agg;
+    tc.blocking = o_.blocking == kIterAlone && o_.graph > 0 ? kBatched : o_.blocking;  // nccl-tests' -z 3 -G
+    tc.per_iter = o_.per_iter != 0;
     tc.skip = world.rank() == hook_int("PARBENCH_TEST_SKIP_RANK");
+    if (world.rank() == hook_int("PARBENCH_TEST_LATE_RANK")) tc.late_s = 0.1;
     tc.world = &world;
     Timing mine = time_collective(comm, algo, b.args(), tc);
     if (const int fake = hook_int("PARBENCH_TEST_RANK_TIME_US"); fake > 0) {
       const double s = (world.rank() + 1) * fake * 1e-6;
-      mine = Timing{s, s, s, s, s, 0};
+      mine.time = mine.cpu_time = s;
+      for (std::size_t i = 0; i < mine.iter_times.size(); ++i) mine.iter_times[i] = s * double(1 + i % 4);
     }
     h.t = reduce_over_ranks(world, mine, o_.average);
+    if (o_.per_iter) h.per_iter = gather_iteration_times(world, mine.iter_times, o_.iters, o_.per_iter_skip, ranks_);
     h.wrong = check(world, comm, algo, b, tc.skip);
     const double time = o_.cputime ? h.t.cpu_time : h.t.time;
     h.algbw = time > 0 ? double(row.bytes) / time / 1e9 : 0;
@@ -304,11 +310,6 @@ class Bench {
     std::fprintf(stderr, "error: rank %d: %s: %zu wrong element(s) in check round %d; the first at index %zu: "
                  "expected %.9g, got %.9g\n", world.rank(), current_measurement().c_str(), wrong, round + 1,
                  first.index, first.expected, first.got);
-  }
-
-  // -J: nccl-tests' JSON, rewritten atomically after every row so that it is complete and valid at any time.
-  void write_nccl_json() {
-    if (!o_.json_file.empty()) report_.write_json(o_.json_file, ranks_, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
   }
 
   void add_csv_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half) {
@@ -363,6 +364,22 @@ void check_run_options(const BenchOptions& o) {
                      "does not say which cycle measured it)");
 }
 
+// NCCL_TESTS_DEVICE=N: the first GPU is N (the other ranks follow it), on cuda unless --device cuda:N names one.
+Device apply_tests_device(Device d, const BenchOptions& o) {
+  const char* v = std::getenv("NCCL_TESTS_DEVICE");
+  if (!v || !*v) return d;
+  const std::string text(v);
+  if (text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' is not a GPU index; accepted: a number from 0, e.g. 2");
+  if (d.kind != DeviceKind::cuda || o.common.device.find(':') != std::string::npos) return d;
+  try {
+    return resolve_device("cuda:" + text, nullptr);
+  } catch (const UsageError& e) {
+    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' names no GPU here (" + e.what() +
+                     "); accepted: a GPU index from 0");
+  }
+}
+
 // The report of a sweep over `plan`'s sizes (nccl-tests prints the smallest and largest).
 NcclReport make_report(const std::string& name, const BenchOptions& o, const BenchPlan& plan, int argc, char** argv) {
   const auto [lo, hi] = std::minmax_element(plan.sizes.begin(), plan.sizes.end());
@@ -404,7 +421,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
     }
     try {
       std::string choice;
-      const Device device = resolve_device(o.common.device, &choice);
+      const Device device = apply_tests_device(resolve_device(o.common.device, &choice), o);
       BenchPlan plan = resolve_plan(c, o);
       fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
       check_run_options(o);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "collectives/bootstrap.h"
@@ -92,6 +93,12 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
     n.push_back("-G " + std::to_string(o.graph) + ": not applied: " +
                 (cuda ? std::string("our collectives run on the default stream, which CUDA cannot capture")
                       : "CUDA graphs need --device cuda") + "; timed without a graph");
+  if (const char* first = std::getenv("NCCL_TESTS_DEVICE"); first && *first)
+    n.push_back(std::string("NCCL_TESTS_DEVICE=") + first + ": " +
+                (!cuda ? "not applied on device " + device_name(d)
+                 : o.common.device.find(':') != std::string::npos
+                     ? "not applied: --device " + o.common.device + " names the first GPU"
+                     : std::string("the first GPU; each rank takes the next one on its node")));
   if (o.registration > 0)
     n.push_back("-R " + std::to_string(o.registration) + ": NCCL buffer registration is not applied here");
   if (o.parallel_init) n.push_back("-p 1: not applied: the bootstrap starts the ranks' communicators itself");
@@ -100,10 +107,10 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
   if (o.stream_null) n.push_back("-y 1: our collectives already run on the default stream");
   n.push_back("timeout: every operation has a deadline of " + std::to_string(int(p.timeout)) + " s (-T" +
               (o.timeout == 0 ? std::string(" 0 or not given: ours, not nccl-tests' none)") : std::string(")")));
-  if (o.blocking) n.push_back("-z " + std::to_string(o.blocking) + ": " +
-                              (o.blocking == 1   ? "a wait after each operation"
-                               : o.blocking == 2 ? "a wait and a barrier after each operation"
-                                                 : "each operation timed alone between barriers"));
+  if (o.blocking == 3)
+    n.push_back(o.graph > 0 ? std::string("-z 3 with -G: timed as -z 0 (one wait per timed batch), as nccl-tests does")
+                            : "-z 3: each iteration (its -m operations) timed alone after a barrier, the barrier "
+                              "not timed");
   if (o.cputime) n.push_back("-C 1: 'cputime' is the host's time to issue the operations (before the final wait)");
   return n;
 }

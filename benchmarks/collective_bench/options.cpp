@@ -3,6 +3,7 @@
 #include "app/cli.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "collectives/algorithm.h"
@@ -102,19 +103,20 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   int_option(app, "-m,--agg_iters", o.agg, "operations aggregated per iteration (one group)", 1, 1 << 20);
   int_option(app, "-N,--run_cycles", o.cycles, "times the whole sweep runs (0: until stopped)", 0, 1 << 30);
   int_option(app, "-a,--average", o.average, "time over ranks: 0 rank 0, 1 mean, 2 min, 3 max", 0, 3);
-  int_option(app, "-I,--per_iter_timing", o.per_iter, "1: time each iteration, add min/max/p99/cv columns", 0, 1);
+  int_option(app, "-I,--per_iter_timing", o.per_iter, "1: time each iteration, add i_min/i_max/i_p99/i_cv% columns", 0, 1);
   int_option(app, "-K,--per_iter_skip", o.per_iter_skip, "iterations left out of -I's statistics", 0, 1 << 30);
   int_option(app, "-p,--parallel_init", o.parallel_init, "1: start the ranks' communicators in parallel", 0, 1);
   int_option(app, "-c,--check", o.check, "data-check rounds after timing; 0 prints N/A", 0, 1 << 20);
   int_option(app, "-z,--blocking", o.blocking,
-             "0 one wait per timed batch, 1 wait after each op, 2 and a barrier, 3 time each op between barriers",
+             "0 one wait per timed batch, 1 a wait and a barrier after each op, 2 a wait after each op, 3 each "
+             "iteration timed alone after a barrier",
              0, 3);
   int_option(app, "-G,--cudagraph", o.graph, "CUDA graph launches of the captured iterations (cuda only)", 0,
              1 << 20);
   int_option(app, "-C,--report_cputime", o.cputime, "1: report the host's issue time instead of wall time", 0, 1);
   int_option(app, "-R,--local_register", o.registration, "NCCL buffer registration: 0 none, 1 local, 2 symmetric",
              0, 2);
-  int_option(app, "-S,--report_timestamps", o.timestamps, "1: start every row with its time of day", 0, 1);
+  int_option(app, "-S,--report_timestamps", o.timestamps, "1: end every row with its date and time", 0, 1);
   int_option(app, "-M,--memory_report", o.memory, "1: print each rank's memory after the sweep", 0, 1);
   int_option(app, "-u,--unalign", o.unalign, "offset every buffer by this many elements", 0, 4096);
   int_option(app, "-D,--device_implementation", o.device_api, "NCCL device-API variant (not available here)", 0,
@@ -153,29 +155,72 @@ int SplitRule::color(int rank) const {
   return 0;
 }
 
+namespace {
+
+// A split value: decimal, 0x hexadecimal or 0b binary; false for anything else (a sign, a suffix, overflow).
+bool parse_split_value(const std::string& v, std::uint64_t& out) {
+  int base = 10;
+  std::string digits = v;
+  if (v.size() > 2 && v[0] == '0' && (v[1] == 'x' || v[1] == 'X')) base = 16, digits = v.substr(2);
+  else if (v.size() > 2 && v[0] == '0' && (v[1] == 'b' || v[1] == 'B')) base = 2, digits = v.substr(2);
+  if (digits.empty() || !std::isxdigit(static_cast<unsigned char>(digits[0]))) return false;
+  try {
+    std::size_t used = 0;
+    out = std::stoull(digits, &used, base);
+    return used == digits.size();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// "AND 0x7", "AND:0x7", "&0x7", "& 7": the operator (a word or its symbol) and the value text.
+bool split_operator(const std::string& s, std::string& op, std::string& value) {
+  static const std::pair<const char*, const char*> symbols[] = {{"&", "AND"}, {"|", "OR"}, {"%", "MOD"}, {"/", "DIV"}};
+  for (const auto& [symbol, word] : symbols)
+    if (s.rfind(symbol, 0) == 0) {
+      op = word, value = s.substr(1);
+      break;
+    }
+  if (op.empty()) {
+    std::size_t letters = 0;
+    while (letters < s.size() && std::isalpha(static_cast<unsigned char>(s[letters]))) ++letters;
+    op = s.substr(0, letters), value = s.substr(letters);
+    std::transform(op.begin(), op.end(), op.begin(), ::toupper);
+  }
+  const std::size_t first = value.find_first_not_of(" :\t");
+  value = first == std::string::npos ? "" : value.substr(first);
+  return op == "AND" || op == "OR" || op == "MOD" || op == "DIV";
+}
+
+}  // namespace
+
 SplitRule parse_split_rule(const char* text) {
   SplitRule rule;
   if (!text || !*text) return rule;
   std::string s(text);
-  std::replace(s.begin(), s.end(), ':', ' ');
-  std::istringstream in(s);
+  s.erase(0, std::min(s.size(), s.find_first_not_of(" \t")));
+  s.erase(s.find_last_not_of(" \t") + 1);
   std::string value;
-  in >> rule.op >> value;
-  std::string rest;
-  in >> rest;
-  std::transform(rule.op.begin(), rule.op.end(), rule.op.begin(), ::toupper);
-  bool ok = (rule.op == "AND" || rule.op == "OR" || rule.op == "MOD" || rule.op == "DIV") && !value.empty() &&
-            rest.empty();
-  try {
-    std::size_t used = 0;
-    if (ok) rule.value = std::stoull(value, &used, 0), ok = used == value.size();
-  } catch (const std::exception&) {
-    ok = false;
-  }
+  bool ok = split_operator(s, rule.op, value) && parse_split_value(value, rule.value);
   if (ok && (rule.op == "MOD" || rule.op == "DIV") && rule.value == 0) ok = false;
   if (!ok)
     throw UsageError("NCCL_TESTS_SPLIT='" + std::string(text) +
-                     "' is not understood; accepted: 'AND|OR|MOD|DIV <number>', e.g. 'AND 0x7' or 'MOD 8'");
+                     "' is not understood; accepted: 'AND|OR|MOD|DIV <number>' or one of the symbols & | % / "
+                     "before the number, the number decimal, 0x hexadecimal or 0b binary (MOD and DIV above 0), e.g. 'AND 0x7', '%8' or "
+                     "'DIV 0b100'");
+  return rule;
+}
+
+SplitRule split_rule_from_environment() {
+  const char* split = std::getenv("NCCL_TESTS_SPLIT");
+  if (split && *split) return parse_split_rule(split);
+  const char* mask = std::getenv("NCCL_TESTS_SPLIT_MASK");
+  if (!mask || !*mask) return {};
+  SplitRule rule;
+  rule.op = "AND";
+  if (!parse_split_value(mask, rule.value))
+    throw UsageError("NCCL_TESTS_SPLIT_MASK='" + std::string(mask) + "' is not a mask; accepted: a number, decimal, "
+                     "0x hexadecimal or 0b binary, e.g. 0x7 (a rank's group is rank AND mask)");
   return rule;
 }
 
@@ -205,7 +250,7 @@ BenchPlan resolve_plan(Collective c, const BenchOptions& o) {
   p.ranks_per_process = !mpi && o.ranks > 0 ? o.ranks : tg;
   p.planned_ranks = (mpi ? launcher_world_size() : 1) * p.ranks_per_process;
   p.timeout = o.timeout > 0 ? o.timeout : kDefaultTimeout;
-  p.split = parse_split_rule(std::getenv("NCCL_TESTS_SPLIT"));
+  p.split = split_rule_from_environment();
   p.roots = resolve_roots(c, o.root, p.planned_ranks);
   if (o.per_iter_skip >= o.iters && o.per_iter)
     throw UsageError("-K " + std::to_string(o.per_iter_skip) + " skips every one of the " +

@@ -39,14 +39,17 @@ inline constexpr double kDefaultTimeout = 300;
 // Registers every option on `app`, with checks that name the accepted values (exit 2 at parse time).
 void add_bench_options(CLI::App& app, BenchOptions& o);
 
-// NCCL_TESTS_SPLIT: "AND 0x7", "OR 1", "MOD 8" or "DIV 4" (also "AND:0x7"); a rank's group (its color) is
-// `rank op value`. Empty = no split. Bad text throws UsageError naming it and the accepted form.
+// NCCL_TESTS_SPLIT: "AND 0x7", "OR 1", "MOD 8" or "DIV 4" (also "AND:0x7", or the symbols "&0x7", "|1", "%8",
+// "/4"), the value decimal, 0x hexadecimal or 0b binary; a rank's group (its color) is `rank op value`. Empty = no
+// split. Bad text throws UsageError naming it and the accepted form.
 struct SplitRule {
   std::string op;  // "" (none), AND, OR, MOD, DIV
   std::uint64_t value = 0;
   int color(int rank) const;
 };
 SplitRule parse_split_rule(const char* text);
+// NCCL_TESTS_SPLIT, else NCCL_TESTS_SPLIT_MASK (a mask m: "AND m"), else no split.
+SplitRule split_rule_from_environment();
 
 // What the options resolve to, checked (UsageError for bad values, naming them and the accepted form).
 struct BenchPlan {

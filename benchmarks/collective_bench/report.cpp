@@ -1,87 +1,67 @@
-// See report.h. Column widths are nccl-tests': size 12, count 12, type 8, redop 6, root 6, then per half time 7,
-// algbw 6, busbw 6, #wrong 6, each column after the first preceded by two blanks.
+// See report.h. The text side: column widths are nccl-tests' (size 12, count 12, type 8, redop 6, root 6, then
+// per half time 7, algbw 6, busbw 6, #wrong 6 and with -I four columns of 7), each column after the first
+// preceded by two blanks, -S's time of day last in 21 characters.
 #include "report.h"
-
-#include <unistd.h>
 
 #include <cstdio>
 #include <ctime>
-#include <fstream>
 
-#include "app/report.h"
 #include "core/sizes.h"
 
 namespace parbench {
 namespace {
 
-// nccl-tests' names for the types in the table and the JSON.
-const char* nccl_type_name(DType t) {
-  switch (t) {
-    case DType::f64: return "double";
-    case DType::f32: return "float";
-    case DType::f16: return "half";
-    case DType::bf16: return "bfloat16";
-    case DType::i32: return "int32";
-    case DType::i8: return "int8";
-    case DType::u8: return "uint8";
-  }
-  return "?";
-}
-
-// A non-negative number in `width` characters with as many decimals as fit (two at most), as nccl-tests does.
-std::string fit(double v, int width) {
-  char buf[64];
-  for (int decimals = 2; decimals >= 0; --decimals) {
-    std::snprintf(buf, sizeof buf, "%*.*f", width, decimals, v);
-    if (int(std::string(buf).size()) <= width) return buf;
-  }
-  std::snprintf(buf, sizeof buf, "%*.0e", width, v);
+std::string format(const char* fmt, auto... args) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, fmt, args...);
   return buf;
 }
 
-std::string wrong_text(std::int64_t w) { return w < 0 ? "N/A" : std::to_string(w); }
+// "true"/"false" as nccl-tests writes its booleans in the JSON.
+const char* bool_text(bool b) { return b ? "true" : "false"; }
 
-std::string iso_time(const char* format) {
+}  // namespace
+
+std::string float_str(double value, int width) {
+  int power = 0;  // digits of the integer part (0 below 1)
+  double bound = 1;
+  for (; value >= bound && power < 40; bound *= 10) ++power;
+  if (power < width - 2) return format("%*.2f", width, value);
+  if (power < width - 1) return format("%*.1f", width, value);
+  if (power < width + 1) return format("%*.0f", width, value);
+  if (width >= 7) return format("%*.1e", width, value);
+  return format("%*.0e", width, value);
+}
+
+std::string time_of_day() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
   localtime_r(&now, &tm);
   char buf[64];
-  std::strftime(buf, sizeof buf, format, &tm);
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
   return buf;
 }
-
-nlohmann::json half_json(const HalfResult& h, bool cputime) {
-  nlohmann::json j;
-  j[cputime ? "cpu_time" : "time"] = (cputime ? h.t.cpu_time : h.t.time) * 1e6;
-  j["alg_bw"] = h.algbw;
-  j["bus_bw"] = h.busbw;
-  j["nwrong"] = h.wrong < 0 ? nlohmann::json() : nlohmann::json(h.wrong);
-  return j;
-}
-
-}  // namespace
-
-std::string time_of_day() { return iso_time("%Y-%m-%dT%H:%M:%S"); }
 
 NcclReport::NcclReport(std::string program, const BenchOptions& o, std::uint64_t min_bytes, std::uint64_t max_bytes,
                        std::vector<std::string> argv)
     : program_(std::move(program)), o_(o), min_bytes_(min_bytes), max_bytes_(max_bytes), argv_(std::move(argv)),
-      start_time_(iso_time("%F %T")) {}
+      start_time_(time_of_day()) {}
 
 void NcclReport::print_header(const std::vector<RankInfo>& ranks, const std::vector<std::string>& notes) const {
   std::printf("# parbench %s (nccl-tests layout, JSON version 3) nccl-headers=none nccl-library=none\n",
               program_.c_str());
   std::printf("# Collective test starting: %s\n", program_.c_str());
-  char step[64];
-  if (o_.sizes.empty() && o_.stepfactor > 1) std::snprintf(step, sizeof step, "%llu(factor)",
-                                                             (unsigned long long)o_.stepfactor);
-  else if (o_.sizes.empty()) std::snprintf(step, sizeof step, "%llu(bytes)",
-                                            (unsigned long long)parse_size(o_.stepbytes));
-  else std::snprintf(step, sizeof step, "%s(list)", o_.sizes.c_str());
+  std::string step;
+  if (o_.sizes.empty() && o_.stepfactor > 1) step = format("%llu(factor)", (unsigned long long)o_.stepfactor);
+  else if (o_.sizes.empty()) step = format("%llu(bytes)", (unsigned long long)parse_size(o_.stepbytes));
+  else step = o_.sizes + "(list)";
   std::printf("# nThread %d nGpus %d minBytes %llu maxBytes %llu step: %s warmup iters: %d iters: %d agg iters: %d "
               "validation: %d graph: %d unalign: %d\n",
-              o_.nthreads, o_.ngpus, (unsigned long long)min_bytes_, (unsigned long long)max_bytes_, step, o_.warmup, o_.iters, o_.agg,
-              o_.check, o_.graph, o_.unalign);
+              o_.nthreads, o_.ngpus, (unsigned long long)min_bytes_, (unsigned long long)max_bytes_, step.c_str(),
+              o_.warmup, o_.iters, o_.agg, o_.check, o_.graph, o_.unalign);
+  if (o_.blocking == 1) std::printf("# Blocking Enabled: wait for completion and barrier after each collective \n");
+  if (o_.blocking > 1) std::printf("# Blocking Enabled: wait for completion after each collective (no barrier) \n");
+  if (o_.per_iter) std::printf("# Per-Iteration Report: CUDA event timing; i_* uses max over process rows \n");
   std::printf("#\n# Using devices\n");
   for (const RankInfo& r : ranks)
     std::printf("#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n", r.rank, r.group, r.pid,
@@ -93,65 +73,59 @@ void NcclReport::print_header(const std::vector<RankInfo>& ranks, const std::vec
 
 void NcclReport::print_table_header() const {
   const char* time = o_.cputime ? "cputime" : "time";
-  const std::string ts = o_.timestamps ? std::string(19, ' ') + "  " : "";
-  const std::string title = "#" + ts + std::string(51, ' ') + "           out-of-place" +
-                            std::string(o_.per_iter ? 23 + 32 : 23, ' ') + "in-place          ";
-  std::string names = "#", units = "#";
-  if (o_.timestamps) names += "          timestamp  ", units += std::string(21, ' ');
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%11s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
-  names += buf;
-  std::snprintf(buf, sizeof buf, "%11s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
-  units += buf;
+  const int ts_pad = o_.timestamps ? 19 : 0;
+  const char* ts_name = o_.timestamps ? "timestamp" : "";
+  const char* ts_unit = o_.timestamps ? "%Y-%m-%d %H:%M:%S" : "";
+  std::string lead = format("# %10s  %12s  %8s  %6s  %6s", "", "", "", "", "");
+  std::string names = format("# %10s  %12s  %8s  %6s  %6s", "size", "count", "type", "redop", "root");
+  std::string units = format("# %10s  %12s  %8s  %6s  %6s", "(B)", "(elements)", "", "", "");
+  if (o_.per_iter)
+    lead += "              out-of-place (+ per-iteration)                                in-place (+ per-iteration)";
+  else
+    lead += "           out-of-place                       in-place          ";
   for (int half = 0; half < 2; ++half) {
-    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6s", time, "algbw", "busbw", "#wrong");
-    names += buf;
-    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
-    units += buf;
-    if (o_.per_iter) {
-      std::snprintf(buf, sizeof buf, "  %7s  %7s  %7s  %6s", "min", "max", "p99", "cv");
-      names += buf;
-      std::snprintf(buf, sizeof buf, "  %7s  %7s  %7s  %6s", "(us)", "(us)", "(us)", "");
-      units += buf;
-    }
+    names += format("  %7s  %6s  %6s  %6s", time, "algbw", "busbw", "#wrong");
+    units += format("  %7s  %6s  %6s  %6s", "(us)", "(GB/s)", "(GB/s)", "");
+    if (!o_.per_iter) continue;
+    names += format("  %7s  %7s  %7s  %7s", "i_min", "i_max", "i_p99", "i_cv%");
+    units += format("  %7s  %7s  %7s  %7s", "(us)", "(us)", "(us)", "(%)");
   }
-  std::printf("#\n%s\n%s\n%s\n", title.c_str(), names.c_str(), units.c_str());
+  names += format(" %*s", ts_pad, ts_name);
+  units += format(" %*s", ts_pad, ts_unit);
+  std::printf("#\n%s\n%s\n%s\n", lead.c_str(), names.c_str(), units.c_str());
 }
 
 std::string NcclReport::half_columns(const HalfResult& h) const {
-  char buf[160];
-  if (!h.ran) {
-    std::snprintf(buf, sizeof buf, "  %7s  %6s  %6s  %6s", "-", "-", "-", "-");
-    std::string s = buf;
-    if (o_.per_iter) std::snprintf(buf, sizeof buf, "  %7s  %7s  %7s  %6s", "-", "-", "-", "-"), s += buf;
+  if (!h.ran) {  // --inplace only/off: the half keeps its fields, each "-"
+    std::string s = format("  %7s  %6s  %6s  %6s", "-", "-", "-", "-");
+    if (o_.per_iter) s += format("  %7s  %7s  %7s  %7s", "-", "-", "-", "-");
     return s;
   }
   const double t = (o_.cputime ? h.t.cpu_time : h.t.time) * 1e6;
-  std::snprintf(buf, sizeof buf, "  %s  %s  %s  %6s", fit(t, 7).c_str(), fit(h.algbw, 6).c_str(),
-                fit(h.busbw, 6).c_str(), wrong_text(h.wrong).c_str());
-  std::string s = buf;
+  std::string s = format("  %7s  %6s  %6s", float_str(t, 7).c_str(), float_str(h.algbw, 6).c_str(),
+                         float_str(h.busbw, 6).c_str());
+  s += h.wrong < 0 ? std::string("    N/A") : format("  %6g", double(h.wrong));  // nccl-tests' N/A is 7 wide
   if (o_.per_iter) {
-    std::snprintf(buf, sizeof buf, "  %s  %s  %s  %6.3f", fit(h.t.min * 1e6, 7).c_str(), fit(h.t.max * 1e6, 7).c_str(),
-                  fit(h.t.p99 * 1e6, 7).c_str(), h.t.cv);
-    s += buf;
+    const IterStats& st = h.per_iter.stats;
+    s += format("  %7s  %7s  %7s  %7s", float_str(st.min * 1e6, 7).c_str(), float_str(st.max * 1e6, 7).c_str(),
+                float_str(st.p99 * 1e6, 7).c_str(), float_str(st.cv_pct, 7).c_str());
   }
   return s;
 }
 
 void NcclReport::print_row(const RowResult& r) const {
-  std::string line = o_.timestamps ? r.timestamp + "  " : "";
-  char buf[128];
-  std::snprintf(buf, sizeof buf, "%12llu  %12llu  %8s  %6s  %6d", (unsigned long long)r.bytes,
-                (unsigned long long)r.count, nccl_type_name(r.dtype), r.redop.c_str(), r.root);
-  line += buf;
+  const std::string root = format("%6i", r.root);
+  std::string line = format("%12llu  %12llu  %8s  %6s  %6s", (unsigned long long)r.bytes,
+                            (unsigned long long)r.count, nccl_type_name(r.dtype), r.redop.c_str(), root.c_str());
   for (const HalfResult& h : r.half) line += half_columns(h);
+  if (o_.timestamps) line += format("%21s", r.timestamp.c_str());
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
 
 void NcclReport::print_block_footer(std::int64_t wrong, double avg_busbw) const {
-  std::printf("# Out of bounds values : %lld %s\n", (long long)wrong, wrong ? "FAILED" : "OK");
-  std::printf("# Avg bus bandwidth    : %g \n#\n", avg_busbw);
+  std::printf("# %-20s : %lld %s\n", "Out of bounds values", (long long)wrong, wrong ? "FAILED" : "OK");
+  std::printf("# %-20s : %g %s\n#\n", "Avg bus bandwidth", avg_busbw, "");
   std::fflush(stdout);
 }
 
@@ -160,51 +134,44 @@ void NcclReport::print_end() const {
   std::fflush(stdout);
 }
 
-void NcclReport::add_json_row(const RowResult& r, const std::string& impl) {
-  nlohmann::json j;
-  j["size"] = r.bytes;
-  j["count"] = r.count;
-  j["type"] = nccl_type_name(r.dtype);
-  j["redop"] = r.redop;
-  j["root"] = r.root;
-  j["out_of_place"] = r.half[0].ran ? half_json(r.half[0], o_.cputime) : nlohmann::json();
-  j["in_place"] = r.half[1].ran ? half_json(r.half[1], o_.cputime) : nlohmann::json();
-  j["actual_iterations"] = std::int64_t(o_.iters) * o_.agg;
-  j["experiment_name"] = impl;
-  results_.push_back(std::move(j));
-}
-
-void NcclReport::write_json(const std::string& path, const std::vector<RankInfo>& ranks, std::int64_t wrong,
-                            double avg_busbw) const {
-  nlohmann::json j;
+std::string NcclReport::json_head(const std::vector<RankInfo>& ranks) const {
+  nlohmann::ordered_json j;
   j["version"] = 3;
   j["start_time"] = start_time_;
   j["args"] = argv_;
-  nlohmann::json env = nlohmann::json::array();
-  for (const char* name : {"NCCL_TESTS_SPLIT", "PARBENCH_NCCL", "CUDA_VISIBLE_DEVICES"})
-    if (const char* v = std::getenv(name)) env.push_back(std::string(name) + "=" + v);
-  j["env"] = env;
-  j["nccl_version"] = nullptr;  // our implementations are not all NCCL; experiment_name says which ran
-  nlohmann::json cfg;
+  j["env"] = json_environment();
+  j["nccl_version"] = 0;  // no NCCL library version applies to every implementation; experiment_name says which
+  nlohmann::ordered_json cfg;
   cfg["nthreads"] = o_.nthreads, cfg["ngpus"] = o_.ngpus;
   cfg["minimum_bytes"] = min_bytes_, cfg["maximum_bytes"] = max_bytes_;
   if (o_.stepfactor > 1) cfg["step_factor"] = o_.stepfactor;
-  else cfg["step_bytes"] = parse_size(o_.stepbytes);
+  else cfg["step_bytes"] = o_.sizes.empty() ? parse_size(o_.stepbytes) : 0;
   cfg["warmup_iters"] = o_.warmup, cfg["iterations"] = o_.iters, cfg["aggregated_iterations"] = o_.agg;
-  cfg["validation"] = o_.check, cfg["graph"] = o_.graph, cfg["blocking_collectives"] = o_.blocking;
-  cfg["per_iter_timing"] = o_.per_iter, cfg["per_iter_skip"] = o_.per_iter_skip;
-  cfg["parallel_init"] = o_.parallel_init;
-  j["config"] = cfg;
-  nlohmann::json devices = nlohmann::json::array();
+  cfg["validation"] = o_.check, cfg["graph"] = o_.graph;
+  cfg["blocking_collectives"] = bool_text(o_.blocking != 0);
+  cfg["per_iter_timing"] = bool_text(o_.per_iter != 0);
+  cfg["parallel_init"] = bool_text(o_.parallel_init != 0);
+  nlohmann::ordered_json devices = nlohmann::ordered_json::array();
   for (const RankInfo& r : ranks)
     devices.push_back({{"rank", r.rank}, {"group", r.group}, {"pid", r.pid}, {"hostname", r.host},
                        {"device", r.device}, {"device_hex", r.bus}, {"device_info", r.name}});
-  j["devices"] = devices;
-  j["results"] = results_;
-  j["out_of_bounds"] = {{"count", wrong}, {"okay", wrong == 0}};
-  j["average_bus_bandwidth"] = {{"bandwidth", avg_busbw}, {"okay", true}};
-  j["end_time"] = iso_time("%F %T");
-  write_file_atomically(path, j.dump(2) + "\n");
+  cfg["devices"] = devices;
+  j["config"] = cfg;
+  std::string text = j.dump();
+  text.pop_back();  // the object's '}': the results list follows
+  return text + ",\"results\":[";
+}
+
+void NcclReport::json_row(const std::string& path, const RowResult& r, const std::string& impl,
+                          const std::vector<RankInfo>& ranks, std::int64_t wrong, double avg_busbw) {
+  if (!json_.is_open()) json_.open(path, json_head(ranks), json_tail(0, 0, ""));
+  const std::int64_t actual = std::int64_t(o_.iters) * o_.agg;
+  json_.append(result_json(r, impl, o_.cputime != 0, o_.per_iter != 0, actual).dump(),
+               json_tail(wrong, avg_busbw, ""));
+}
+
+void NcclReport::json_finish(std::int64_t wrong, double avg_busbw) {
+  if (json_.is_open()) json_.set_tail(json_tail(wrong, avg_busbw, time_of_day()));
 }
 
 }  // namespace parbench

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "collectives/fault_injection.h"
 #include "core/memory.h"
@@ -23,6 +24,12 @@ void wait_done(Communicator& comm) {
   device_synchronize(comm.device());
 }
 
+// A range too, so that a trace counts the barriers -z adds.
+void barrier(Communicator& comm) {
+  PB_RANGE("barrier", Category::communication);
+  comm.barrier();
+}
+
 }  // namespace
 
 Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs& args, const TimingConfig& c) {
@@ -36,76 +43,72 @@ Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs
   comm.barrier();
 
   PB_RANGE("timed batch", Category::communication, {.chunk = c.iters});
-  const bool per_op_wait = c.blocking >= 1, batched = !per_op_wait;
-  const bool record = c.per_iter;
-  std::vector<double> samples;
-  if (record) samples.reserve(std::size_t(c.iters));
-  double between_barriers = 0;  // -z 3: the operations' own times
+  const bool per_op_wait = c.blocking == kWaitAndBarrier || c.blocking == kWaitOnly;
+  const bool alone = c.blocking == kIterAlone, batched = !per_op_wait && !alone;
   Timing t;
+  if (c.per_iter) t.iter_times.reserve(std::size_t(c.iters));
+  double alone_total = 0;  // -z 3: the iterations' own times, barriers left out
   const auto t0 = Clock::now();
   if (batched) comm.begin_batch();
   for (int i = 0; i < c.iters; ++i) {
-    const auto ti = record ? Clock::now() : t0;
-    double iter_ops = 0;
+    if (c.late_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(c.late_s));
+    if (alone) barrier(comm);
+    const auto ti = c.per_iter || alone ? Clock::now() : t0;
     for (int j = 0; j < c.agg; ++j) {
-      if (c.blocking == 3) {
-        comm.barrier();
-        const auto tj = Clock::now();
-        issue();
-        wait_done(comm);
-        iter_ops += since(tj);
-        continue;
-      }
       issue();
       if (per_op_wait) wait_done(comm);
-      if (c.blocking == 2) comm.barrier();
+      if (c.blocking == kWaitAndBarrier) barrier(comm);
     }
-    if (record && batched) {  // -I: one wait per iteration
+    if (batched && c.per_iter) {  // -I: one wait per iteration
       wait_done(comm);
       comm.begin_batch();
     }
-    between_barriers += iter_ops;
-    if (record) samples.push_back((c.blocking == 3 ? iter_ops : since(ti)) / c.agg);
+    if (alone) wait_done(comm);
+    if (!c.per_iter && !alone) continue;
+    const double took = since(ti);
+    alone_total += took;
+    if (c.per_iter) t.iter_times.push_back(took / c.agg);
   }
   t.cpu_time = since(t0);
   if (batched) wait_done(comm);
   t.time = since(t0);
+  if (alone) t.time = t.cpu_time = alone_total;
   const double ops = double(c.iters) * c.agg;
-  if (c.blocking == 3) t.time = t.cpu_time = between_barriers;
   t.time /= ops;
   t.cpu_time /= ops;
-  if (record) {
-    samples.erase(samples.begin(), samples.begin() + std::min<std::size_t>(samples.size(), c.per_iter_skip));
-    iteration_stats(std::move(samples), t);
-  }
   return t;
 }
 
-void iteration_stats(std::vector<double> s, Timing& out) {
-  if (s.empty()) return;
+IterStats iteration_stats(std::vector<double> s) {
+  IterStats out;
+  if (s.empty()) return out;
   std::sort(s.begin(), s.end());
+  const std::size_t n = s.size();
+  // Nearest rank: the smallest sample with at least p% of the samples at or below it.
+  auto nearest_rank = [&](std::size_t p) { return s[std::min(n - 1, (n * p + 99) / 100 - 1)]; };
   out.min = s.front(), out.max = s.back();
-  // Nearest rank: the smallest sample with at least 99% of the samples at or below it.
-  const std::size_t rank = std::size_t(std::ceil(0.99 * double(s.size())));
-  out.p99 = s[std::max<std::size_t>(rank, 1) - 1];
-  double mean = 0, var = 0;
-  for (double x : s) mean += x;
-  mean /= double(s.size());
-  for (double x : s) var += (x - mean) * (x - mean);
-  var /= double(s.size());
-  out.cv = mean > 0 ? std::sqrt(var) / mean : 0;
+  out.p50 = s[n / 2];
+  out.p95 = nearest_rank(95);
+  out.p99 = nearest_rank(99);
+  double sum = 0, var = 0;
+  for (double x : s) sum += x;
+  out.avg = sum / double(n);
+  for (double x : s) var += (x - out.avg) * (x - out.avg);
+  out.stdev = std::sqrt(var / double(n));
+  out.cv_pct = out.avg > 0 ? out.stdev / out.avg * 100.0 : 0;
+  return out;
 }
 
 Timing reduce_over_ranks(Communicator& comm, const Timing& mine, int average) {
-  double v[6] = {mine.time, mine.cpu_time, mine.min, mine.max, mine.p99, mine.cv}, r[6] = {};
+  double v[2] = {mine.time, mine.cpu_time}, r[2] = {};
   if (average == 0) {
-    std::copy(v, v + 6, r);
-    comm.broadcast(v, r, 6, DType::f64, 0, &find_algorithm("naive"));
+    std::copy(v, v + 2, r);
+    comm.broadcast(v, r, 2, DType::f64, 0, &find_algorithm("naive"));
   } else {
     const ReduceOp op = average == 1 ? ReduceOp::avg : average == 2 ? ReduceOp::min : ReduceOp::max;
-    comm.allreduce(v, r, 6, DType::f64, op, &find_algorithm("naive"));
+    comm.allreduce(v, r, 2, DType::f64, op, &find_algorithm("naive"));
   }
-  return Timing{r[0], r[1], r[2], r[3], r[4], r[5]};
+  return Timing{r[0], r[1], mine.iter_times};
 }
 
 }  // namespace parbench

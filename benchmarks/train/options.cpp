@@ -66,16 +66,10 @@ std::vector<int> parse_gpu_list(const std::string& list) {
   std::vector<int> out;
   std::stringstream ss(list);
   for (std::string tok; std::getline(ss, tok, ',');) {
-    std::size_t used = 0;
-    int v = 0;
-    try {
-      v = std::stoi(tok, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != tok.size() || tok.empty() || v < 1)
+    const std::optional<int> v = parse_int_text(tok);
+    if (!v || *v < 1)
       throw UsageError("--gpus '" + list + "': '" + tok + "' is not a GPU count; accepted: N or N,M,... (N >= 1)");
-    out.push_back(v);
+    out.push_back(*v);
   }
   if (out.empty()) throw UsageError("--gpus is empty; accepted: N or N,M,... (N >= 1)");
   return out;
@@ -98,6 +92,10 @@ void validate(Options& o, const Device& dev) {
     throw UsageError("--tp, --pp, --dp, --microbatches and --virtual-stages apply to schemes " +
                      model_parallel_scheme_names() + ", not to '" + o.scheme + "'");
   t.schedule = ScheduleRef::parse(o.schedule);
+  t.partition = PartitionRequest::parse(o.partition);
+  if (t.partition.kind != PartitionRequest::Kind::uniform && !t.scheme->model_parallel)
+    throw UsageError("--partition " + o.partition + " applies to schemes " + model_parallel_scheme_names() +
+                     ", not to '" + o.scheme + "'");
   t.dp_scheme = &find_dp_scheme_kind(o.dp_scheme);
   t.impl = find_implementation(o.impl);
   if (o.steps < 1) throw UsageError("--steps " + std::to_string(o.steps) + " must be >= 1");
@@ -122,6 +120,9 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
   if (predicting && o.gpus.empty())
     throw UsageError("--simulate and --search need --gpus N or N,M,... (the GPU counts to predict)");
   if (o.simulate && o.search) throw UsageError("--simulate and --search are alternatives; give one");
+  if (predicting && o.partition != "uniform")
+    throw UsageError("--partition " + o.partition + " applies to a run here; the predictor spreads the layers "
+                     "equally over the virtual stages");
 }
 
 void prepare_prediction(Options& o) {
@@ -171,6 +172,10 @@ void add_options(CLI::App& app, Options& o) {
                  multi_chunk_schedule_names() + ": model chunks per pipeline rank")
       ->capture_default_str()
       ->check(in_range(1, 1024));
+  app.add_option("--partition", o.partition,
+                 "pp, hybrid: blocks per virtual stage: uniform (equal shares), balanced (even predicted stage "
+                 "times, embedding with the first and head with the last) or FILE (counts, one per virtual stage)")
+      ->capture_default_str();
   app.add_option("--dp-scheme", o.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
       ->capture_default_str();
   app.add_option("--impl", o.impl, "collective implementation (auto, mpi, nccl, ring, ...)")

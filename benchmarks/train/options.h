@@ -17,7 +17,7 @@ struct Options {
   std::string model = "gpt", dtype = "f32", optimizer = "adamw", attention = "flash";
   // --scheme, --schedule, --dp-scheme and --impl as given; validate() and prepare_prediction() resolve them to their
   // registry entries in `train`, which the rest of the program carries.
-  std::string scheme = "single", schedule = "1f1b", dp_scheme = "ddp", impl = "auto";
+  std::string scheme = "single", schedule = "1f1b", dp_scheme = "ddp", impl = "auto", partition = "uniform";
   int ranks = 0, steps = 5, warmup = 1;
   std::string max_memory;     // --max-memory BYTES (K/M/G)
   std::string profile_steps;  // "a:b": steps a..b-1 inside cudaProfilerStart/Stop
@@ -47,6 +47,10 @@ void validate_prediction_options(const Options& o, const CLI::App& app);
 
 // --simulate / --search: the model options into o.train (UsageError for a bad model).
 void prepare_prediction(Options& o);
+// --partition balanced: one microbatch's predicted forward + backward time of the embedding, a block and the head of
+// o.train's model on `dev`'s kind of processor (this machine's system for cpu and simt, an H100 for cuda).
+UnitCosts predicted_unit_costs(const Options& o, const Device& dev);
+
 // --gpus: "N" or "N,M,..." GPU counts (UsageError naming the bad token and the accepted form).
 std::vector<int> parse_gpu_list(const std::string& list);
 

@@ -107,6 +107,7 @@ Table csv_table(const Options& o, const Device& device, const RunResult& r, cons
   set(csv::train::launches_per_step, i64(s.launches));
   set(csv::train::device_mallocs_per_step, i64(s.device_mallocs));
   set(csv::train::overlap, s.overlap);
+  if (r.pipeline) set(csv::train::partition, partition_text(sh.stage_blocks));
   csv.add_row(std::move(row));
   return csv;
 }
@@ -126,6 +127,9 @@ void print_table(const Options& o, const RunResult& r, const Summary& s) {
                 r.ranks[s.heaviest].peak_bytes / 1048576.0, s.comm_max / 1048576.0, s.overlap, s.host_waits, r.loss,
                 r.max_diff ? Cell(*r.max_diff) : dash});
   text.write_text(std::cout);
+  if (r.pipeline)
+    std::cout << "partition: " << partition_text(sh.stage_blocks) << " blocks per virtual stage (--partition "
+              << t.partition.name() << ")\n";
 }
 
 void print_memory(const RunResult& r, const Summary& s) {

@@ -1,5 +1,6 @@
 // bench_train --simulate: the options of a real run turned into predictor layouts, one predicted step per
 // --gpus value, printed and written as rows of the training CSV (predicted = 1).
+#include <cstdio>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -8,7 +9,9 @@
 #include "benchmarks/train/train_run.h"
 #include "base/error.h"
 #include "core/csv_columns.h"
+#include "predict/costs.h"
 #include "predict/predict.h"
+#include "predict/system.h"
 
 namespace parbench::train_bench {
 
@@ -28,7 +31,24 @@ std::string predicted_scheme_name(const Layout& l) {
   return name;
 }
 
+// "low-high" in ms with one decimal, as the step_ms column prints.
+std::string range_text(const predict::StepRange& r) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.1f-%.1f", 1e3 * r.low, 1e3 * r.high);
+  return text;
+}
+
 }  // namespace
+
+UnitCosts predicted_unit_costs(const Options& o, const Device& dev) {
+  Layout l;
+  l.model = o.train.model;
+  l.micro_batch = std::max(1, o.train.micro_batch);
+  l.global_batch = l.micro_batch;
+  const predict::SystemModel sys = predict::load_system(dev.kind == DeviceKind::cuda ? "dgx-h100" : "this-machine");
+  auto time = [](const predict::PassCosts& c) { return c.f() + c.bi() + c.w(); };
+  return {time(predict::embedding_costs(l, sys)), time(predict::block_costs(l, sys)), time(predict::head_costs(l, sys))};
+}
 
 Layout layout_for(const Options& o, int gpus) {
   const TrainConfig& t = o.train;
@@ -61,7 +81,7 @@ Layout layout_for(const Options& o, int gpus) {
 }
 
 std::map<std::string, Cell> predicted_cells(const Layout& l, const Prediction& p,
-                                            const predict::SystemModel& sys) {
+                                            const predict::SystemModel& sys, const predict::StepRange* range) {
   const predict::TimeSplit& t = p.time;
   auto i64 = [](double v) { return Cell(std::int64_t(v)); };
   namespace col = csv::train;
@@ -86,33 +106,40 @@ std::map<std::string, Cell> predicted_cells(const Layout& l, const Prediction& p
       {col::virtual_stages, std::int64_t(l.virtual_stages)}};
   for (int k = 0; k < kMemCategories; ++k)
     c[memory_column(MemCategory(k))] = i64(double(p.memory[std::size_t(k)]));
+  if (range) c[col::step_ms_low] = 1e3 * range->low, c[col::step_ms_high] = 1e3 * range->high;
   return c;
 }
 
 int simulate(const Options& o) {
   const predict::SystemModel sys = predict::load_system(o.system);
-  std::vector<std::pair<Layout, Prediction>> rows;
+  struct Row {
+    Layout l;
+    Prediction p;
+    predict::StepRange range;
+  };
+  std::vector<Row> rows;
   for (int gpus : parse_gpu_list(o.gpus)) {  // every layout is checked before anything is printed or written
     const Layout l = layout_for(o, gpus);
-    rows.push_back({l, predict::predict_step(l, sys)});
+    rows.push_back({l, predict::predict_step(l, sys), predict::predict_step_range(l, sys)});
   }
   Table csv(train_csv_columns());
   Table text({{"gpus"}, {"dp.tp.pp"}, {"v"}, {"schedule"}, {"mbs"}, {"zero"}, {"recompute"}, {"step_ms", 1},
-              {"tokens/s", 0}, {"TFLOP/s/GPU", 1}, {"MFU", 3}, {"fwd", 1}, {"bwd", 1}, {"recomp", 1}, {"opt", 1},
+              {"range_ms"}, {"tokens/s", 0}, {"TFLOP/s/GPU", 1}, {"MFU", 3}, {"fwd", 1}, {"bwd", 1}, {"recomp", 1}, {"opt", 1},
               {"bubble", 1}, {"tp", 1}, {"pp", 1}, {"dp", 1}, {"peak_GiB", 2}, {"fits"}});
-  for (const auto& [l, p] : rows) {
-    csv.add_row(row_by_name(csv.columns(), predicted_cells(l, p, sys)));
+  for (const auto& [l, p, range] : rows) {
+    csv.add_row(row_by_name(csv.columns(), predicted_cells(l, p, sys, &range)));
     const predict::TimeSplit& t = p.time;
     text.add_row({std::int64_t(l.gpus),
                   std::to_string(l.dp) + "." + std::to_string(l.tp) + "." + std::to_string(l.pp),
                   std::int64_t(l.virtual_stages), l.pp > 1 ? std::string(l.schedule.name()) : std::string("-"),
                   std::int64_t(l.micro_batch), std::int64_t(l.zero_stage), predict::recompute_name(l.recompute),
-                  1e3 * t.step, p.tokens_per_s, p.tflops_per_gpu, p.mfu, 1e3 * t.forward, 1e3 * t.backward,
+                  1e3 * t.step, range_text(range), p.tokens_per_s, p.tflops_per_gpu, p.mfu, 1e3 * t.forward, 1e3 * t.backward,
                   1e3 * t.recompute, 1e3 * t.optimizer, 1e3 * t.bubble, 1e3 * t.tp_comm, 1e3 * t.pp_comm,
                   1e3 * t.dp_comm, p.peak_bytes / (1024.0 * 1024 * 1024), std::string(p.fits ? "yes" : "NO")});
   }
   if (!o.common.quiet) {
-    std::cout << "# predicted on " << sys.name << " (" << sys.gpu.name << "); times in ms per step\n";
+    std::cout << "# predicted on " << sys.name << " (" << sys.gpu.name << "); times in ms per step; range_ms: the step "
+                 "at the fast and slow ends of the system's measured efficiency spreads\n";
     text.write_text(std::cout);
   }
   if (!o.common.csv.empty()) csv.write_csv(o.common.csv, /*append=*/true);

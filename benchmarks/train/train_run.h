@@ -65,7 +65,8 @@ int calibrate(const Options& o);  // --calibrate: the fit and its error per grou
 // it), and a predicted row's cells by CSV column.
 predict::Layout layout_for(const Options& o, int gpus);
 std::map<std::string, Cell> predicted_cells(const predict::Layout& l, const predict::Prediction& p,
-                                            const predict::SystemModel& sys);
+                                            const predict::SystemModel& sys,
+                                            const predict::StepRange* range = nullptr);
 
 // Trains on this rank; rank 0 fills `out`.
 void run_rank(const Options& o, Communicator& comm, RunResult& out);

@@ -43,6 +43,9 @@ struct Allocation {
   std::uint64_t serial = 0;
   std::string site;    // who allocated it
   bool freed = false;  // found among recently freed allocations
+  std::uint64_t heap_offset = 0;  // device memory: where it lies in the process's memory file (device_heap.h)
+  int export_slot = -1;           // its entry in the export table once cudaIpcGetMemHandle exported it
+  std::string ipc_from;           // a mapping cudaIpcOpenMemHandle made: the exporter's allocation; "" otherwise
 };
 // The allocation (live, else recently freed) that contains address p; nullopt for memory no allocation covers
 // (pageable host memory, or freed long ago).

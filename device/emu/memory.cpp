@@ -1,5 +1,6 @@
-// Memory of the emulated GPUs: cudaMalloc/cudaFree/cudaMallocHost with per-device capacity, the registry that
-// names the allocation behind any address, and strict mode (PARBENCH_EMU_STRICT=1), where device memory
+// Memory of the emulated GPUs: cudaMalloc/cudaFree/cudaMallocHost with per-device capacity (device memory mapped
+// from the process's memory file, device_heap.cpp), the registry that names the allocation behind any address (IPC
+// mappings included), and strict mode (PARBENCH_EMU_STRICT=1), where device memory
 // carries a memory protection key that only the emulator's threads may use, so a host thread that
 // dereferences device memory stops with the allocation named.
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <map>
 #include <mutex>
 
+#include "device/emu/device_heap.h"
 #include "device/emu/emu.h"
 #include "device/emu/internal_streams.h"
 #include "device/emu/settings.h"
@@ -113,33 +115,28 @@ bool strict_mode() {
   return on;
 }
 
-std::size_t page_round(std::size_t bytes) {
-  const std::size_t page = std::size_t(::sysconf(_SC_PAGESIZE));
-  return (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
-}
-
-void* raw_alloc(std::size_t bytes, bool device) {
-  if (device && strict_mode()) {
-    void* p = ::mmap(nullptr, page_round(bytes), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
-    std::memset(p, 0xff, bytes);  // before the key goes on, while this (host) thread may still write it
-    ::pkey_mprotect(p, page_round(bytes), PROT_READ | PROT_WRITE, g_pkey);
+void* raw_alloc(std::size_t bytes, bool device, std::uint64_t* offset) {
+  if (device) {
+    void* p = heap_alloc(bytes, offset);
+    if (!p) return nullptr;
+    // Fresh device memory is not zero on a GPU either: NaN bytes make a read of unwritten memory show. Written
+    // before the key goes on, while this (host) thread may still write it.
+    std::memset(p, 0xff, bytes);
+    if (strict_mode()) ::pkey_mprotect(p, heap_span(bytes), PROT_READ | PROT_WRITE, g_pkey);
     return p;
   }
   void* p = nullptr;
   // The exact size, so AddressSanitizer reports a kernel that runs past the end of a buffer.
   if (::posix_memalign(&p, 256, std::max<std::size_t>(bytes, 1)) != 0) return nullptr;
-  // Fresh device memory is not zero on a GPU either: NaN bytes make a read of unwritten memory show.
-  if (device) std::memset(p, 0xff, bytes);
   return p;
 }
 
-void raw_free(void* p, std::size_t bytes, bool device) {
-  if (device && strict_mode()) {
-    ::munmap(p, page_round(bytes));
-    return;
-  }
-  std::free(p);
+void raw_free(const Allocation& a) {
+  void* p = reinterpret_cast<void*>(a.base);
+  if (a.kind == MemKind::device)
+    unmap_device_range(p, a.size, a.ipc_from.empty(), a.heap_offset);
+  else
+    std::free(p);
 }
 
 // cudaFree and cudaFreeHost wait for the device's work, and with peer access for the peers' too.
@@ -168,14 +165,29 @@ cudaError_t allocate(void** out, std::size_t bytes, MemKind kind, std::string si
                       ": " + std::to_string(r.used[std::size_t(dev)]) + " of " +
                       std::to_string(settings().memory_bytes) + " bytes in use (PARBENCH_EMU_GPU_MEMORY)");
   }
-  void* p = raw_alloc(bytes, kind == MemKind::device);
+  std::uint64_t offset = 0;
+  void* p = raw_alloc(bytes, kind == MemKind::device, &offset);
   if (!p) return fail(cudaErrorMemoryAllocation, "the host has no memory for " + std::to_string(bytes) + " bytes");
   std::lock_guard<std::mutex> l(r.m);
-  Allocation a{reinterpret_cast<std::uintptr_t>(p), bytes, kind, dev, ++r.serial, std::move(site), false};
+  Allocation a{reinterpret_cast<std::uintptr_t>(p), bytes, kind, dev, ++r.serial, std::move(site), false, offset, -1,
+               ""};
   r.live[a.base] = a;
   if (dev >= 0) r.used[std::size_t(dev)] += bytes;
   *out = p;
   return cudaSuccess;
+}
+
+// Keeps a released allocation among the freed ones (its range stays reserved) and lets the oldest go. r.m held.
+void retire_locked(Registry& r, Allocation a, const std::string& how) {
+  a.freed = true;
+  a.site += how;
+  r.freed.push_front(a);
+  r.freed_bytes += a.size;
+  while (r.freed.size() > kFreedKept || r.freed_bytes > kFreedBytesKept) {
+    raw_free(r.freed.back());
+    r.freed_bytes -= r.freed.back().size;
+    r.freed.pop_back();
+  }
 }
 
 cudaError_t release(void* p, MemKind kind, const char* api, std::string site) {
@@ -195,20 +207,15 @@ cudaError_t release(void* p, MemKind kind, const char* api, std::string site) {
     }
     a = it->second;
   }
+  if (!a.ipc_from.empty())
+    return fail(cudaErrorInvalidValue, std::string(api) + " from " + site + " of " + describe(a) +
+                                           ": close it with cudaIpcCloseMemHandle");
   implicit_sync(a.device >= 0 ? a.device : current_device());
+  if (a.export_slot >= 0) unexport_slot(a.export_slot);
   std::lock_guard<std::mutex> l(r.m);
   r.live.erase(a.base);
   if (a.device >= 0) r.used[std::size_t(a.device)] -= a.size;
-  a.freed = true;
-  a.site += ", freed from " + site;
-  r.freed.push_front(a);
-  r.freed_bytes += a.size;
-  while (r.freed.size() > kFreedKept || r.freed_bytes > kFreedBytesKept) {
-    const Allocation& old = r.freed.back();
-    raw_free(reinterpret_cast<void*>(old.base), old.size, old.kind == MemKind::device);
-    r.freed_bytes -= old.size;
-    r.freed.pop_back();
-  }
+  retire_locked(r, a, ", freed from " + site);
   return cudaSuccess;
 }
 
@@ -222,6 +229,7 @@ std::optional<Allocation> find_allocation(const void* p) {
 
 std::string describe(const Allocation& a) {
   std::string where = a.kind == MemKind::device ? "cudaMalloc on GPU " + std::to_string(a.device) : "cudaMallocHost";
+  if (!a.ipc_from.empty()) where = "cudaIpcOpenMemHandle on GPU " + std::to_string(a.device) + " of " + a.ipc_from;
   return std::string(a.freed ? "freed " : "") + "allocation #" + std::to_string(a.serial) + " of " +
          std::to_string(a.size) + " bytes (" + where + " from " + a.site + ")";
 }
@@ -238,6 +246,37 @@ std::string device_access_problem(int device, const void* p, std::size_t bytes) 
     return "memory of GPU " + std::to_string(a->device) + " (" + describe(*a) + "), and peer access from GPU " +
            std::to_string(device) + " is not enabled (cudaDeviceEnablePeerAccess)";
   return "";
+}
+
+void set_export_slot(std::uintptr_t base, int slot) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> l(r.m);
+  if (auto it = r.live.find(base); it != r.live.end()) it->second.export_slot = slot;
+}
+
+void add_ipc_mapping(void* p, std::size_t bytes, int device, const std::string& from, const std::string& site) {
+  if (strict_mode()) ::pkey_mprotect(p, heap_span(bytes), PROT_READ | PROT_WRITE, g_pkey);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> l(r.m);
+  Allocation a{reinterpret_cast<std::uintptr_t>(p), bytes, MemKind::device, device, ++r.serial, site, false, 0, -1,
+               from};
+  r.live[a.base] = a;
+}
+
+void remove_ipc_mapping(void* p, const std::string& site) {
+  Registry& r = registry();
+  Allocation a;
+  {
+    std::lock_guard<std::mutex> l(r.m);
+    auto it = r.live.find(reinterpret_cast<std::uintptr_t>(p));
+    if (it == r.live.end()) return;
+    a = it->second;
+  }
+  implicit_sync(a.device);
+  reserve_device_range(p, a.size);
+  std::lock_guard<std::mutex> l(r.m);
+  r.live.erase(a.base);
+  retire_locked(r, a, ", closed from " + site);
 }
 
 void allow_device_access_on_this_thread() {

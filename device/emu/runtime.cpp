@@ -134,6 +134,8 @@ const char* base_message(cudaError_t e) {
     case cudaErrorPeerAccessAlreadyEnabled: return "peer access is already enabled";
     case cudaErrorPeerAccessNotEnabled: return "peer access has not been enabled";
     case cudaErrorNotSupported: return "operation not supported";
+    case cudaErrorDeviceUninitialized: return "invalid device context";
+    case cudaErrorMapBufferObjectFailed: return "mapping of buffer object failed";
     default: return "unknown error";
   }
 }
@@ -283,6 +285,8 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
+    case cudaErrorDeviceUninitialized: return "cudaErrorDeviceUninitialized";
+    case cudaErrorMapBufferObjectFailed: return "cudaErrorMapBufferObjectFailed";
     default: return "cudaErrorUnknown";
   }
 }
@@ -331,7 +335,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
   p->maxThreadsDim[0] = 1024, p->maxThreadsDim[1] = 1024, p->maxThreadsDim[2] = 64;
   p->maxGridSize[0] = 2147483647, p->maxGridSize[1] = 65535, p->maxGridSize[2] = 65535;
   p->maxThreadsPerMultiProcessor = 2048;
-  p->multiProcessorCount = 4;
+  p->maxBlocksPerMultiProcessor = 8;
+  p->multiProcessorCount = 4;  // with the two above, simt's co-residency limit (device/simt/launch_spec.h)
   p->major = 9, p->minor = 0;
   p->unifiedAddressing = 1;
   p->pciBusID = phys + 1;

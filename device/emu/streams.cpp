@@ -17,6 +17,11 @@
 #include "device/emu/internal_streams.h"
 #include "device/emu/settings.h"
 
+namespace parbench::simt::detail {
+// device/simt/launch_spec.h, whose header chain clashes with the CUDA toolkit's names here.
+void set_interleave_fuzz(bool on, unsigned long long seed, unsigned max_us);
+}  // namespace parbench::simt::detail
+
 namespace parbench::gpu_emu {
 
 namespace {
@@ -51,6 +56,9 @@ Delay delay_from_env() {
     bad_setting("PARBENCH_EMU_DELAY", v, accepted);
   }
   d.on = true;
+  // Blocks of co-resident kernels start after random pauses too, so kernels on different GPUs that touch each
+  // other's memory meet in a different order under each seed.
+  simt::detail::set_interleave_fuzz(true, d.seed, d.max_us);
   return d;
 }
 

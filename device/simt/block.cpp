@@ -3,7 +3,6 @@
 // schedule gives, round after round, and reports a deadlock when a round finds none runnable.
 #include "device/simt/block.h"
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +15,7 @@
 #include "device/simt/fiber.h"
 #include "device/simt/simt_device.h"
 #include "device/simt/simt_wmma.h"
+#include "device/simt/warp_math.h"
 
 namespace parbench::simt::detail {
 
@@ -83,6 +83,8 @@ struct Block {
   const void* sched_bottom = nullptr;
   std::size_t sched_size = 0;
   std::exception_ptr error;
+  bool yielded = false;  // the fiber that just returned to the scheduler did so from yield_fiber
+  int idle_rounds = 0;   // consecutive rounds in which every thread that ran only yielded
 };
 thread_local Block* t_block = nullptr;
 
@@ -185,34 +187,6 @@ void mma(Block& b, Fiber* lanes, unsigned participants) {
     }
   for (int i = 0; i < 32; ++i)
     for (int e = 0; e < ec; ++e) l[i]->d[e] = c[i * ec + e];
-}
-
-// The lane a shuffle's lane i reads from with CUDA's rules for width and argument, or -1 where the source lies
-// outside lane i's segment (lane i then keeps its own value).
-long shuffle_source(WarpOp op, unsigned i, unsigned width, unsigned arg) {
-  const unsigned pos = i & (width - 1), seg = i - pos;
-  switch (op) {
-    case WarpOp::shfl_idx: return long(seg + (arg & (width - 1)));
-    case WarpOp::shfl_up: return pos >= arg ? long(i) - long(arg) : -1;
-    case WarpOp::shfl_down: return std::uint64_t(pos) + arg < width ? long(i) + long(arg) : -1;
-    case WarpOp::shfl_xor: return (i ^ (arg & 31u)) < seg + width ? long(i ^ (arg & 31u)) : -1;
-    default: return -1;
-  }
-}
-
-// One step of a __reduce_*_sync: the running result r combined with the next lane's value v.
-std::uint32_t reduce_step(WarpOp op, std::uint32_t r, std::uint32_t v) {
-  switch (op) {
-    case WarpOp::reduce_add: return r + v;
-    case WarpOp::reduce_min_s: return std::int32_t(v) < std::int32_t(r) ? v : r;
-    case WarpOp::reduce_max_s: return std::int32_t(v) > std::int32_t(r) ? v : r;
-    case WarpOp::reduce_min_u: return v < r ? v : r;
-    case WarpOp::reduce_max_u: return v > r ? v : r;
-    case WarpOp::reduce_and: return r & v;
-    case WarpOp::reduce_or: return r | v;
-    case WarpOp::reduce_xor: return r ^ v;
-    default: return r;
-  }
 }
 
 // Computes every participant's result with CUDA's source-lane rules. A source lane outside the
@@ -347,6 +321,27 @@ std::uint64_t splitmix(std::uint64_t& s) {
   return z ^ (z >> 31);
 }
 
+// Resumes every runnable thread once, in `wk.order`. A round in which every thread only yielded (all spin on flags)
+// gives the OS thread away, and at the first such round asks the launch for another thread (co-residency).
+void run_round(Block& b, Worker& wk) {
+  bool ran = false, progressed = false;
+  for (int i : wk.order) {
+    Fiber& f = wk.fibers[std::size_t(i)];
+    if (f.state != State::ready) continue;
+    b.yielded = false;
+    resume(b, f);
+    ran = true;
+    progressed |= !b.yielded;
+  }
+  if (!ran) deadlock(b);
+  if (progressed) {
+    b.idle_rounds = 0;
+    return;
+  }
+  if (b.idle_rounds == 0 && b.launch->on_spin) b.launch->on_spin(b.launch->spin_ctx);
+  pause_spinning_block(b.idle_rounds++);
+}
+
 }  // namespace
 
 int block_barrier(BarrierKind kind, int pred, const char* file, int line) {
@@ -392,6 +387,14 @@ std::uint64_t warp_collective(const WarpArgs& a, const char* file, int line) {
   b.warps[w].waiting |= 1u << lane;
   if (!try_complete(b, w, lane)) suspend(b, f);
   return f.warp_result;
+}
+
+bool yield_fiber() {
+  Block* b = t_block;
+  if (!b || !b->current) return false;
+  b->yielded = true;
+  suspend(*b, *b->current);  // stays ready: the scheduler resumes it in the next round
+  return true;
 }
 
 unsigned live_lanes_of_warp() {
@@ -458,16 +461,12 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
   blockDim = s.block;
   gridDim = s.grid;
   dynamic_shared_memory = smem;
+  fuzz_block_start(launch, block_linear);
   t_block = &b;
   while (b.live > 0) {
     if (launch.schedule.kind == ScheduleKind::random)
       for (int i = n - 1; i > 0; --i) std::swap(wk.order[std::size_t(i)], wk.order[splitmix(rng) % std::uint64_t(i + 1)]);
-    bool ran = false;
-    for (int i : wk.order) {
-      Fiber& f = wk.fibers[std::size_t(i)];
-      if (f.state == State::ready) resume(b, f), ran = true;
-    }
-    if (!ran) deadlock(b);
+    run_round(b, wk);
   }
   t_block = nullptr;
   dynamic_shared_memory = nullptr;
@@ -475,10 +474,3 @@ void run_block(const LaunchState& launch, std::uint64_t block_linear) {
 }
 
 }  // namespace parbench::simt::detail
-
-namespace parbench::simt {
-long long clock64() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace parbench::simt

@@ -18,6 +18,7 @@
 #include "base/error.h"
 #include "device/simt/block.h"
 #include "device/simt/fiber.h"
+#include "device/simt/pool.h"
 #include "device/simt/simt_runtime.h"
 
 namespace parbench::simt {
@@ -41,107 +42,6 @@ std::atomic<void (*)()> g_block_thread_hook{nullptr};
 }
 namespace {
 
-// One block-running job: the launching thread and up to max_helpers pool threads take block
-// numbers from `next` until none are left.
-struct Job {
-  const detail::LaunchState* launch = nullptr;
-  std::uint64_t total = 0;
-  std::uint64_t mul = 1, add = 0;  // block order: (mul * i + add) mod total, a permutation
-  int max_helpers = 0;
-  std::atomic<std::uint64_t> next{0}, finished{0};
-  std::atomic<int> helpers{0};
-  std::atomic<bool> failed{false};
-  std::mutex m;
-  std::condition_variable done;
-  std::exception_ptr error;
-
-  std::uint64_t block(std::uint64_t i) const {
-    return std::uint64_t((static_cast<unsigned __int128>(mul) * i + add) % total);
-  }
-  void work() {
-    for (;;) {
-      const std::uint64_t i = next.fetch_add(1);
-      if (i >= total) return;
-      if (!failed.load()) {
-        try {
-          detail::run_block(*launch, block(i));
-        } catch (...) {
-          std::lock_guard<std::mutex> l(m);
-          if (!error) error = std::current_exception();
-          failed = true;
-        }
-      }
-      if (finished.fetch_add(1) + 1 == total) {
-        std::lock_guard<std::mutex> l(m);
-        done.notify_all();
-      }
-    }
-  }
-};
-
-class Pool {
- public:
-  ~Pool() {
-    {
-      std::lock_guard<std::mutex> l(m_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    for (auto& t : threads_) t.join();
-  }
-  void run(const std::shared_ptr<Job>& job) {
-    {
-      std::lock_guard<std::mutex> l(m_);
-      while (int(threads_.size()) < job->max_helpers) threads_.emplace_back([this] { loop(); });
-      jobs_.push_back(job);
-    }
-    cv_.notify_all();
-    job->work();
-    {
-      std::unique_lock<std::mutex> l(job->m);
-      job->done.wait(l, [&] { return job->finished.load() == job->total; });
-    }
-    {
-      std::lock_guard<std::mutex> l(m_);
-      jobs_.erase(std::remove(jobs_.begin(), jobs_.end(), job), jobs_.end());
-    }
-    // The error moves out of the job: a helper may drop the job's last reference after this thread caught the
-    // exception, and the exception object must not die there (its count lives in the uninstrumented libstdc++, so
-    // TSan would see a helper free what this thread read).
-    std::exception_ptr error;
-    {
-      std::lock_guard<std::mutex> l(job->m);
-      error = std::move(job->error);
-    }
-    if (error) std::rethrow_exception(error);
-  }
-
- private:
-  void loop() {
-    detail::install_guard_handler();
-    std::unique_lock<std::mutex> l(m_);
-    for (;;) {
-      cv_.wait(l, [&] { return stop_ || !jobs_.empty(); });
-      if (stop_) return;
-      std::shared_ptr<Job> job = jobs_.front();
-      if (job->next.load() >= job->total || job->helpers.fetch_add(1) >= job->max_helpers) {
-        if (!jobs_.empty() && jobs_.front() == job) jobs_.pop_front();  // it has all the help it may take
-        continue;
-      }
-      l.unlock();
-      if (auto hook = detail::g_block_thread_hook.load()) hook();
-      job->work();
-      l.lock();
-    }
-  }
-
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Job>> jobs_;
-  std::vector<std::thread> threads_;
-  bool stop_ = false;
-};
-
 // The one process-wide simt context.
 struct Runtime {
   std::mutex m;
@@ -149,7 +49,8 @@ struct Runtime {
   std::size_t stack = kDefaultStack;
   int threads = 1;
   std::unordered_map<const void*, int> max_shared;  // cudaFuncSetAttribute per kernel
-  Pool pool;
+  detail::Pool pool;      // helpers of every launch
+  detail::Pool resident;  // more threads for co-resident launches whose blocks spin
 
   Runtime() {
     if (auto s = schedule_from_env()) schedule = *s;
@@ -295,6 +196,15 @@ void validate_launch(const LaunchSpec& spec) {
 
 void set_block_thread_hook(void (*hook)()) { g_block_thread_hook = hook; }
 
+namespace {
+// LaunchState::on_spin of a co-resident launch: a block spins; while blocks remain unstarted, one more thread.
+void request_help(void* p) {
+  auto* job = static_cast<Job*>(p);
+  if (job->next.load() >= job->total || job->extra.fetch_add(1) >= int(job->total) - 1) return;
+  runtime().resident.help(job->shared_from_this());
+}
+}  // namespace
+
 void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
   Runtime& r = runtime();
   Schedule sched;
@@ -306,8 +216,9 @@ void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
   }
   validate_launch(spec);
   install_guard_handler();
-  const LaunchState state{&spec, body, ctx, sched, stack};
   auto job = std::make_shared<Job>();
+  LaunchState state{&spec, body, ctx, sched, stack, co_resident(spec), nullptr, nullptr};
+  if (state.resident) state.on_spin = &request_help, state.spin_ctx = job.get();
   job->launch = &state;
   job->total = std::uint64_t(spec.grid.x) * spec.grid.y * spec.grid.z;
   // Blocks start in schedule order too: forward, reverse, or a seeded permutation.
@@ -319,7 +230,7 @@ void launch(const LaunchSpec& spec, void (*body)(void*), void* ctx) {
     job->add = (x >> 17) % job->total;
   }
   job->max_helpers = int(std::min<std::uint64_t>(std::uint64_t(threads), job->total)) - 1;
-  if (job->max_helpers <= 0) {
+  if (job->max_helpers <= 0 && !state.resident) {
     for (std::uint64_t i = 0; i < job->total; ++i) run_block(state, job->block(i));
     return;
   }

@@ -4,7 +4,6 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
-#include <thread>
 #include <type_traits>
 
 #include "device/simt/simt_types.h"
@@ -204,10 +203,31 @@ inline H atomic_add_16(H* p, H v) {
 }
 inline __half atomicAdd(__half* p, __half v) { return atomic_add_16(p, v); }
 inline __nv_bfloat16 atomicAdd(__nv_bfloat16* p, __nv_bfloat16 v) { return atomic_add_16(p, v); }
-template <class T, class V>
-inline T atomicAdd_block(T* p, V v) { return atomicAdd(p, T(v)); }
-template <class T, class V>
-inline T atomicAdd_system(T* p, V v) { return atomicAdd(p, T(v)); }
+// Block- and system-scope forms: every simt atomic is a sequentially consistent host atomic, so they are the same
+// operation; system scope reaches a peer GPU's memory mapped into this process (peer access, CUDA IPC) and a
+// peer process's view of memory shared through CUDA IPC.
+#define PB_SIMT_SCOPED(name)                                                             \
+  template <class T, class V>                                                            \
+  inline T name##_block(T* p, V v) { return name(p, T(v)); }                              \
+  template <class T, class V>                                                            \
+  inline T name##_system(T* p, V v) { return name(p, T(v)); }
+PB_SIMT_SCOPED(atomicAdd)
+PB_SIMT_SCOPED(atomicSub)
+PB_SIMT_SCOPED(atomicAnd)
+PB_SIMT_SCOPED(atomicOr)
+PB_SIMT_SCOPED(atomicXor)
+PB_SIMT_SCOPED(atomicExch)
+PB_SIMT_SCOPED(atomicMax)
+PB_SIMT_SCOPED(atomicMin)
+#undef PB_SIMT_SCOPED
+template <class T, class V, class W>
+inline T atomicCAS_block(T* p, V expected, W desired) { return atomicCAS(p, T(expected), T(desired)); }
+template <class T, class V, class W>
+inline T atomicCAS_system(T* p, V expected, W desired) { return atomicCAS(p, T(expected), T(desired)); }
+inline unsigned atomicInc_system(unsigned* p, unsigned limit) { return atomicInc(p, limit); }
+inline unsigned atomicDec_system(unsigned* p, unsigned limit) { return atomicDec(p, limit); }
+inline unsigned atomicInc_block(unsigned* p, unsigned limit) { return atomicInc(p, limit); }
+inline unsigned atomicDec_block(unsigned* p, unsigned limit) { return atomicDec(p, limit); }
 
 // ---- memory-system hints: plain loads and stores on the host
 template <class T> inline T __ldg(const T* p) { return *p; }
@@ -221,9 +241,19 @@ template <class T> inline void __stwt(T* p, T v) { *p = v; }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline void __threadfence_system() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+namespace detail {
+// What a spin loop calls while it waits for another thread to set a flag (block.cpp). In a kernel the calling
+// thread's fiber yields, so the block's other threads run (one of them may be the one it waits for); when a whole
+// round of the block's threads only yielded, the OS thread pauses too, so a peer GPU's kernel or another block on
+// the same core runs. Under the interleaving fuzz (set_interleave_fuzz) it sometimes sleeps a random while.
+void spin_pause();
+}  // namespace detail
+// Nanoseconds of real (steady) time, so a deadline a kernel computes from it expires; it also lets the block's
+// other threads run (a spin loop that checks a deadline makes progress without __nanosleep).
 long long clock64();
 inline long long clock() { return clock64(); }
-// A spin loop's pause: gives the OS thread to others (a peer GPU's kernel may be what it waits for).
-inline void __nanosleep(unsigned) { std::this_thread::yield(); }
+// A spin loop's pause: yields to the block's other threads, then to other work on the core. The argument is not
+// honoured as a duration (a pause is short on the emulator too).
+inline void __nanosleep(unsigned) { detail::spin_pause(); }
 
 }  // namespace parbench::simt

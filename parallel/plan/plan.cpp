@@ -1,22 +1,22 @@
 // Stage partition, per-stage parameter counts and the ZeRO closed forms.
 #include "parallel/plan/plan.h"
 
+#include "parallel/plan/partition.h"
+
 namespace parbench {
 
 UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages) {
-  const int per = c.layers / virtual_stages;
-  if (c.kind == ModelKind::mlp) return {virtual_stage * per, (virtual_stage + 1) * per};
-  const int units = c.layers + 2;  // embedding, blocks, head
-  return {virtual_stage == 0 ? 0 : 1 + virtual_stage * per,
-          virtual_stage == virtual_stages - 1 ? units : 1 + (virtual_stage + 1) * per};
+  return partition_units(c, virtual_stage, std::vector<int>(std::size_t(virtual_stages), c.layers / virtual_stages));
 }
 
-std::vector<std::int64_t> stage_numel(const ModelConfig& c, int pp, int chunks) {
+std::vector<std::int64_t> stage_numel(const ModelConfig& c, int pp, int chunks, const std::vector<int>& blocks) {
   const ParamLayout layout = make_layout(c);
+  const std::vector<int> shares = blocks.empty() ? std::vector<int>(std::size_t(pp * chunks), c.layers / (pp * chunks))
+                                                 : blocks;
   std::vector<std::int64_t> numel(std::size_t(pp), 0);
   for (int stage = 0; stage < pp; ++stage)
     for (int chunk = 0; chunk < chunks; ++chunk) {
-      const UnitRange r = virtual_stage_units(c, chunk * pp + stage, pp * chunks);
+      const UnitRange r = partition_units(c, chunk * pp + stage, shares);
       for (int u = r.first; u < r.last; ++u) numel[std::size_t(stage)] += layout.units[std::size_t(u)].numel;
     }
   return numel;

@@ -13,11 +13,13 @@ namespace parbench {
 enum class OptimizerKind { adamw, sgd };
 
 // Units of virtual stage k of n: an equal share of the layers; the embedding with the first, the head with the last.
+// (Other shares: parallel/plan/partition.h.)
 UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages);
 
 // Elements (layout numel, padding included) each of `pp` pipeline ranks holds when every rank runs `chunks` model
-// chunks: virtual stage k runs on rank k % pp. `c` is one tensor-parallel rank's model (its tp set).
-std::vector<std::int64_t> stage_numel(const ModelConfig& c, int pp, int chunks);
+// chunks: virtual stage k runs on rank k % pp. `c` is one tensor-parallel rank's model (its tp set). `blocks`: the
+// blocks of each virtual stage (partition.h); empty: equal shares.
+std::vector<std::int64_t> stage_numel(const ModelConfig& c, int pp, int chunks, const std::vector<int>& blocks = {});
 
 // Bytes of optimizer state per parameter: AdamW 8 (m, v) or SGD 0, plus 4 for the fp32 master when `dtype` is bf16.
 std::int64_t optimizer_state_bytes_per_param(OptimizerKind optimizer, DType dtype);

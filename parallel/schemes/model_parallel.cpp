@@ -12,6 +12,7 @@
 // head with the last; virtual stage k runs on pipeline rank k % pp as its chunk k / pp.
 #include <algorithm>
 #include <map>
+#include <optional>
 
 #include "base/error.h"
 #include "models/data.h"
@@ -75,10 +76,12 @@ ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
                      " microbatches is not --global-batch " +
                      std::to_string(cfg.global_batch));
   const int vstages = sh.pp * sh.virtual_stages;
-  if (cfg.model.layers % vstages != 0)
+  if (cfg.partition.kind == PartitionRequest::Kind::uniform && cfg.model.layers % vstages != 0)
     throw UsageError("--layers " + std::to_string(cfg.model.layers) + " is not divisible by --pp " +
                      std::to_string(sh.pp) + " x --virtual-stages " + std::to_string(sh.virtual_stages) +
-                     "; every virtual stage holds the same number of layers");
+                     "; every virtual stage holds the same number of layers (--partition uniform; balanced or a "
+                     "FILE of counts spread them unequally)");
+  sh.stage_blocks = partition_blocks(cfg.partition, cfg.model, vstages);
   if (!sh.schedule.empty())  // the schedule's own rules: m >= p for 1f1b, m a multiple of p for interleaved, ...
     validate_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
   p.zero_stage = cfg.dp_scheme->zero_stage;
@@ -116,17 +119,20 @@ class ModelParallel : public Scheme {
     model_ = Model::create(plan_.model, ctx.alloc, &tp_);
     if (!sh.schedule.empty()) schedule_ = make_schedule(sh.schedule, sh.pp, sh.microbatches, sh.virtual_stages);
     else schedule_ = make_schedule("gpipe", 1, sh.microbatches, 1);
-    // NCCL between the stages when every stage can issue its exchanges in an order NCCL matches (the same on all
-    // ranks: the schedule and the group's NCCL are); else the host transports, matched by tag.
+    // NCCL between the stages when every stage can issue its exchanges in an order NCCL matches, as the schedule
+    // places them or moved to where a replay has its messages (the same on all ranks: the schedule and the group's
+    // NCCL are); else the host transports, matched by tag.
     // Its own stream: the data-parallel collectives on the communication stream belong to another communicator,
     // and one stream would make each group wait for the other's peers.
-    if (!ctx.comm.device().on_host() && pp_comm_.nccl_comm() && stream_order_problem(schedule_).empty()) {
+    std::optional<PipeSchedule> ordered;
+    if (!ctx.comm.device().on_host() && pp_comm_.nccl_comm()) ordered = stream_ordered_schedule(schedule_);
+    if (ordered) {
+      schedule_ = std::move(*ordered);
       pipe_stream_.emplace(ctx.comm.device(), /*create=*/true);
       stream_path_.emplace(*pipe_stream_);
     }
-    const int vstages = sh.pp * sh.virtual_stages;
     for (int c = 0; c < sh.virtual_stages; ++c)
-      chunk_units_.push_back(virtual_stage_units(cfg.model, c * sh.pp + grid_.pp_rank, vstages));
+      chunk_units_.push_back(partition_units(cfg.model, c * sh.pp + grid_.pp_rank, sh.stage_blocks));
     // This rank's units, packed in one buffer (a stage holds only its own layers), replicated or ZeRO-sharded
     // over the data-parallel group.
     for (const UnitRange& r : chunk_units_)
@@ -154,7 +160,10 @@ class ModelParallel : public Scheme {
     stage.losses = &losses_;
     stage.stream_path = stream_path_ ? &*stream_path_ : nullptr;
     losses_.clear();
-    pp_comm_.barrier();
+    // The stages start together: on the host transports by a barrier; on the stream path each stage's actions are
+    // timed from an event on its stream, and the step began after the world's barrier (a host barrier here would be
+    // a host wait inside the step, an NCCL one under mpirun).
+    if (!stream_path_) pp_comm_.barrier();
     PipelineStepResult r = run_pipeline_stage(stage);
     peak_in_flight_ = r.peak_in_flight;
     timing_.reset();

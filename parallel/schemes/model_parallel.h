@@ -1,5 +1,5 @@
 // The model-parallel family's plan: the dp x tp x pp grid and each rank's place in it (which units each virtual
-// pipeline stage holds is parallel/plan/plan.h's virtual_stage_units). Used by the scheme and by the tests.
+// pipeline stage holds is the shape's stage_blocks, parallel/plan/partition.h). Used by the scheme and by the tests.
 #pragma once
 #include "models/model.h"
 #include "parallel/train.h"

@@ -38,7 +38,7 @@ std::uint64_t closed_form_state_bytes(const TrainConfig& cfg, const SchemeKind& 
     need = zero_closed_form(cfg, make_layout(cfg.model).parameters, ranks, kind.zero_stage);
   } else {
     const ModelParallelPlan plan = plan_model_parallel(cfg, ranks);  // refuses the scheme's own bad options
-    const std::vector<std::int64_t> numel = stage_numel(plan.model, plan.shape.pp, plan.shape.virtual_stages);
+    const std::vector<std::int64_t> numel = stage_numel(plan.model, plan.shape.pp, plan.shape.virtual_stages, plan.shape.stage_blocks);
     need = zero_closed_form(cfg, *std::max_element(numel.begin(), numel.end()), plan.shape.dp, plan.zero_stage);
   }
   std::uint64_t total = 0;

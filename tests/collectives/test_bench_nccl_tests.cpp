@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -113,7 +116,7 @@ TEST(NcclTestsDropIn, OneImplementationIsNcclTestsLayout) {
                                   "maxBytes 128 step: 2(factor) warmup iters: 1 iters: 1 agg iters: 1 validation: 1 "
                                   "graph: 0 unalign: 0\n#\n# Using devices\n#  Rank  0 Group  0 Pid"));
   EXPECT_THAT(r.output, HasSubstr("#       size         count      type   redop    root     time   algbw   busbw  "
-                                  "#wrong     time   algbw   busbw  #wrong\n"));
+                                  "#wrong     time   algbw   busbw  #wrong \n"));
   EXPECT_THAT(r.output, HasSubstr("\n# Out of bounds values : 0 OK\n# Avg bus bandwidth    : "));
   EXPECT_THAT(r.output, HasSubstr("\n#\n# Collective test concluded: bench_allreduce\n"));
   EXPECT_THAT(r.output, Not(HasSubstr("# impl:")));  // one block: no block title
@@ -157,14 +160,29 @@ TEST(NcclTestsDropIn, AggIterationsAndBlockingCountOperationsAndWaits) {
   auto ev = rank0_events(trace);
   EXPECT_EQ(ev["allreduce/ring"], (2 + 4) * 3 + 1);  // warm-up and timed iterations of 3, one check round
   EXPECT_EQ(ev["wait"], 2);                          // -z 0: one after the warm-up, one per timed batch
+  EXPECT_EQ(ev["barrier"], 0);
+  // nccl-tests' -z: 1 a wait and a barrier after each operation, 2 the wait alone, 3 per iteration a barrier (not
+  // timed) then its operations and one wait; 3 under -G is 0.
+  struct Blocking {
+    std::string args;
+    int waits, barriers;
+  } modes[] = {{"-m 2 -z 1", 1 + 4 * 2, 4 * 2}, {"-m 2 -z 2", 1 + 4 * 2, 0}, {"-m 2 -z 3", 1 + 4, 4},
+               {"-m 2 -z 3 -I 1", 1 + 4, 4}, {"-m 2 -z 3 -G 1", 2, 0}, {"-I 1", 1 + 4 + 1, 0}};
+  for (const Blocking& m : modes) {
+    r = run(base + " " + m.args);
+    ASSERT_EQ(r.status, 0) << r.output;
+    ev = rank0_events(trace);
+    const int ops_per_iter = m.args.find("-m 2") != std::string::npos ? 2 : 1;
+    EXPECT_EQ(ev["allreduce/ring"], (2 + 4) * ops_per_iter + 1) << m.args;
+    EXPECT_EQ(ev["wait"], m.waits) << m.args;  // -I: one per iteration (and the batch's, empty)
+    EXPECT_EQ(ev["barrier"], m.barriers) << m.args;
+  }
   r = run(base + " -m 2 -z 1");
-  ASSERT_EQ(r.status, 0) << r.output;
-  ev = rank0_events(trace);
-  EXPECT_EQ(ev["allreduce/ring"], (2 + 4) * 2 + 1);
-  EXPECT_EQ(ev["wait"], 1 + 4 * 2);  // a wait after each timed operation
-  r = run(base + " -I 1");
-  ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_EQ(rank0_events(trace)["wait"], 1 + 4 + 1);  // -I: one per iteration (and the batch's, empty)
+  EXPECT_THAT(r.output, Not(HasSubstr("Blocking Enabled")));  // -q
+  r = run(bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K -n 1 -z 1");
+  EXPECT_THAT(r.output, HasSubstr("\n# Blocking Enabled: wait for completion and barrier after each collective \n"));
+  r = run(bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K -n 1 -z 2");
+  EXPECT_THAT(r.output, HasSubstr("\n# Blocking Enabled: wait for completion after each collective (no barrier) \n"));
   std::filesystem::remove(trace);
 }
 
@@ -217,7 +235,8 @@ TEST(NcclTestsDropIn, CputimeColumnAndJsonVersion3) {
   EXPECT_EQ(j["config"]["iterations"], 2);
   EXPECT_EQ(j["config"]["step_factor"], 2);
   EXPECT_EQ(j["config"]["minimum_bytes"], 1024);
-  EXPECT_EQ(j["devices"].size(), 4u);
+  EXPECT_EQ(j["config"]["devices"].size(), 4u);
+  EXPECT_FALSE(j.contains("devices"));
   ASSERT_EQ(j["results"].size(), 3u);
   const auto csv_all = csv_rows(csv);
   for (std::size_t i = 0; i < 3; ++i) {
@@ -226,12 +245,13 @@ TEST(NcclTestsDropIn, CputimeColumnAndJsonVersion3) {
     EXPECT_FALSE(res["out_of_place"].contains("time"));
     EXPECT_EQ(res["size"], std::stoll(csv_all[2 * i][9]));
     EXPECT_NEAR(res["out_of_place"]["bus_bw"].get<double>(), std::stod(csv_all[2 * i][13]), 1e-6);
-    EXPECT_EQ(res["out_of_place"]["nwrong"], 0);
+    EXPECT_TRUE(res["out_of_place"]["nwrong"].is_number_float());
+    EXPECT_EQ(res["out_of_place"]["nwrong"].get<double>(), 0.0);
     EXPECT_EQ(res["redop"], "sum");
     EXPECT_EQ(res["experiment_name"], "ring");
   }
   EXPECT_EQ(j["out_of_bounds"]["count"], 0);
-  EXPECT_TRUE(j["out_of_bounds"]["okay"].get<bool>());
+  EXPECT_EQ(j["out_of_bounds"]["okay"], "true");
   std::filesystem::remove(json);
   std::filesystem::remove(csv);
 }
@@ -246,17 +266,18 @@ TEST(NcclTestsDropIn, EveryOptionIsAccepted) {
   EXPECT_THAT(r.output, HasSubstr("-G 2: not applied: CUDA graphs need --device cuda"));
   EXPECT_THAT(r.output, HasSubstr("-R 1: NCCL buffer registration is not applied here"));
   EXPECT_THAT(r.output, HasSubstr("#  Rank  2 memory: buffers"));  // -M
-  EXPECT_THAT(r.output, HasSubstr("     min      max      p99      cv"));  // -I
-  // Rows: -N 2 cycles x 7 types x 3 roots x 2 sizes, per implementation; -S starts each with a time of day.
+  EXPECT_THAT(r.output, HasSubstr("   i_min    i_max    i_p99    i_cv%"));  // -I
+  // Rows: -N 2 cycles x 7 types x 3 roots x 2 sizes, per implementation; -S ends each with a date and a time.
   const auto rows = nccl_rows(r.output);
   ASSERT_EQ(rows.size(), 2u * 2 * 7 * 3 * 2);
   for (const auto& row : rows) {
-    ASSERT_EQ(row.size(), 1u + 13 + 8);
-    EXPECT_EQ(row[0].size(), 19u) << row[0];  // YYYY-MM-DDTHH:MM:SS
-    EXPECT_EQ(row[9], "0");                   // out-of-place #wrong (after the 4 -I columns it is field 9)
+    ASSERT_EQ(row.size(), 13u + 8 + 2);
+    EXPECT_EQ(row[row.size() - 2].size(), 10u) << row[row.size() - 2];  // YYYY-MM-DD
+    EXPECT_EQ(row[row.size() - 1].size(), 8u) << row[row.size() - 1];   // HH:MM:SS
+    EXPECT_EQ(row[8], "0");  // out-of-place #wrong
   }
   std::map<std::string, int> roots;
-  for (const auto& row : rows) ++roots[row[5]];
+  for (const auto& row : rows) ++roots[row[4]];
   EXPECT_EQ(roots, (std::map<std::string, int>{{"0", 56}, {"1", 56}, {"2", 56}}));
 }
 
@@ -267,6 +288,19 @@ TEST(NcclTestsDropIn, UnalignedBuffersCheckClean) {
     EXPECT_EQ(count_lines_with(r.output, "# Out of bounds values : 0 OK"), 1) << c << "\n" << r.output;
     EXPECT_THAT(r.output, HasSubstr("unalign: 1\n")) << c;
   }
+}
+
+TEST(NcclTestsDropIn, SplitMaskAndSymbolFormsRunGroups) {
+  for (const char* env : {"NCCL_TESTS_SPLIT_MASK=0b1 ", "NCCL_TESTS_SPLIT='&0x1' ", "NCCL_TESTS_SPLIT='%2' "}) {
+    Result r = run(std::string(env) + bench("allreduce") + " --device cpu -t 4 --impl ring -b 1K -e 1K -n 1");
+    ASSERT_EQ(r.status, 0) << env << r.output;
+    EXPECT_THAT(r.output, HasSubstr("#  Rank  3 Group  1")) << env;
+    EXPECT_THAT(r.output, HasSubstr("#  Rank  2 Group  0")) << env;
+    EXPECT_THAT(r.output, HasSubstr("groups of 2 at world rank 0")) << env;
+  }
+  Result r = run("NCCL_TESTS_DEVICE=1 " + bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K -n 1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("# NCCL_TESTS_DEVICE=1: not applied on device cpu"));
 }
 
 TEST(NcclTestsDropIn, SplitRunsGroups) {
@@ -298,6 +332,9 @@ TEST(NcclTestsDropIn, BadValuesExitTwoWithoutOutputFile) {
       {"NCCL_TESTS_SPLIT='XOR 3' ", "", "NCCL_TESTS_SPLIT='XOR 3' is not understood; accepted: 'AND|OR|MOD|DIV"},
       {"NCCL_TESTS_SPLIT='MOD 0' ", "", "accepted: 'AND|OR|MOD|DIV <number>'"},
       {"", "-T -2", "-2 is not accepted: expected a number >= 0"},
+      {"NCCL_TESTS_SPLIT='AND 0b12' ", "", "NCCL_TESTS_SPLIT='AND 0b12' is not understood"},
+      {"NCCL_TESTS_SPLIT_MASK=0xZ ", "", "NCCL_TESTS_SPLIT_MASK='0xZ' is not a mask; accepted: a number"},
+      {"NCCL_TESTS_DEVICE=one ", "", "NCCL_TESTS_DEVICE='one' is not a GPU index; accepted: a number from 0"},
   };
   for (const auto& c : cases) {
     const std::string prog = c.args.find("-r ") != std::string::npos ? "reduce" : "allreduce";
@@ -306,6 +343,229 @@ TEST(NcclTestsDropIn, BadValuesExitTwoWithoutOutputFile) {
     EXPECT_THAT(r.output, HasSubstr(c.message)) << c.args;
     EXPECT_FALSE(std::filesystem::exists(json)) << c.args;
   }
+}
+
+// Golden outputs: a deterministic run (the rank-time hook fixes every time, so every number follows) in each
+// output form, masked where a run differs (pid, host, times of day, paths, environment) and compared with
+// tests/collectives/golden/ whole; PB_UPDATE_GOLDEN=1 rewrites them. A change that moves a column, a number's form
+// or a JSON key or type fails here.
+const std::string kGoldenRun = "PARBENCH_TEST_RANK_TIME_US=100 " + bench("allreduce") +
+                               " --device cpu -t 2 --impl ring -b 8 -e 8K -f 32 -n 4 -w 1";
+
+std::string masked_text(std::string s) {
+  s = std::regex_replace(s, std::regex("Pid +[0-9]+ on +[^ ]+ "), "Pid PID on HOST ");
+  return std::regex_replace(s, std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"),
+                            "YYYY-MM-DD hh:mm:ss");
+}
+
+nlohmann::ordered_json masked_json(nlohmann::ordered_json j) {
+  j["start_time"] = "START", j["end_time"] = "END", j["args"] = "ARGS", j["env"] = nlohmann::ordered_json::array();
+  for (auto& d : j["config"]["devices"]) d["pid"] = 0, d["hostname"] = "HOST";
+  return j;
+}
+
+void expect_golden(const std::string& name, const std::string& text) {
+  const std::filesystem::path path = std::filesystem::path(PB_GOLDEN_DIR) / name;
+  if (std::getenv("PB_UPDATE_GOLDEN")) {
+    std::ofstream(path) << text;
+    return;
+  }
+  std::ifstream in(path);
+  std::stringstream want;
+  want << in.rdbuf();
+  ASSERT_TRUE(in.good() || in.eof()) << "missing " << path;
+  EXPECT_EQ(text, want.str()) << name << " differs from " << path;
+}
+
+// The end column of each blank-separated field of a line.
+std::vector<std::size_t> field_ends(const std::string& line) {
+  std::vector<std::size_t> ends;
+  for (std::size_t i = 0; i < line.size(); ++i)
+    if (line[i] != ' ' && (i + 1 == line.size() || line[i + 1] == ' ')) ends.push_back(i + 1);
+  return ends;
+}
+
+// Every row's fields end where the column names end (nccl-tests right-aligns both), the time of day aside (its
+// title sits one column left of it in nccl-tests too).
+void expect_rows_under_names(const std::string& output, bool timestamps) {
+  std::istringstream in(output);
+  std::string line, names;
+  std::vector<std::string> rows;
+  while (std::getline(in, line)) {
+    if (line.rfind("#       size", 0) == 0) names = line;
+    else if (!line.empty() && line[0] != '#' && !names.empty()) rows.push_back(line);
+  }
+  ASSERT_FALSE(rows.empty()) << output;
+  auto want = field_ends(names);
+  want.erase(want.begin());  // the '#'
+  if (timestamps) want.pop_back();
+  for (const std::string& row : rows) {
+    auto got = field_ends(row);
+    if (timestamps) got.resize(got.size() - 2);  // the date and the time
+    EXPECT_EQ(got, want) << row << "\n" << names;
+  }
+}
+
+TEST(NcclTestsGolden, TableForms) {
+  struct Form {
+    const char *file, *args;
+    bool timestamps;
+  } forms[] = {{"table_plain.txt", "", false},
+               {"table_per_iter_timestamps.txt", " -I 1 -K 1 -S 1", true},
+               {"table_cputime.txt", " -C 1", false}};
+  for (const Form& f : forms) {
+    Result r = run(kGoldenRun + f.args);
+    ASSERT_EQ(r.status, 0) << r.output;
+    expect_golden(f.file, masked_text(r.output));
+    expect_rows_under_names(r.output, f.timestamps);
+  }
+  Result r = run(kGoldenRun + " -c 0");  // nccl-tests' N/A is one column narrower than #wrong: checked whole
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_golden("table_unchecked.txt", masked_text(r.output));
+}
+
+TEST(NcclTestsGolden, JsonForms) {
+  const auto json = temp("golden.json");
+  for (const auto& [file, args] : {std::pair{"json_plain.json", ""}, std::pair{"json_per_iter.json", " -I 1 -K 1"}}) {
+    Result r = run(kGoldenRun + args + " -q -J " + json.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::ifstream in(json);
+    expect_golden(file, masked_json(nlohmann::ordered_json::parse(in)).dump(1) + "\n");
+  }
+  std::filesystem::remove(json);
+}
+
+// Reads -J's file the way a script of nccl-tests' users does: every key it relies on, with its type. `procs`
+// processes of `ranks` ranks in all; -I runs give per-iteration objects of `iters` times.
+void expect_nccl_json(const std::filesystem::path& path, int ranks, int procs, int iters, int skipped) {
+  std::ifstream in(path);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_TRUE(j["version"].is_number_integer());
+  EXPECT_TRUE(j["nccl_version"].is_number_integer());
+  EXPECT_TRUE(j["start_time"].is_string() && j["end_time"].is_string());
+  EXPECT_TRUE(j["args"].is_array() && j["env"].is_array());
+  EXPECT_FALSE(j.contains("devices"));  // inside config, as nccl-tests writes it
+  const auto& cfg = j["config"];
+  for (const char* k : {"nthreads", "ngpus", "minimum_bytes", "maximum_bytes", "warmup_iters", "iterations",
+                        "aggregated_iterations", "validation", "graph"})
+    EXPECT_TRUE(cfg[k].is_number_integer()) << k;
+  for (const char* k : {"blocking_collectives", "per_iter_timing", "parallel_init"})
+    EXPECT_TRUE(cfg[k] == "true" || cfg[k] == "false") << k << " " << cfg[k];
+  EXPECT_EQ(cfg["per_iter_timing"], iters > 0 ? "true" : "false");
+  ASSERT_EQ(cfg["devices"].size(), std::size_t(ranks));
+  std::set<int> pids;
+  for (int r = 0; r < ranks; ++r) {
+    const auto& d = cfg["devices"][r];
+    EXPECT_EQ(d["rank"], r);
+    for (const char* k : {"group", "pid", "device"}) EXPECT_TRUE(d[k].is_number_integer()) << k;
+    for (const char* k : {"hostname", "device_hex", "device_info"}) EXPECT_TRUE(d[k].is_string()) << k;
+    pids.insert(d["pid"].get<int>());
+  }
+  EXPECT_EQ(pids.size(), std::size_t(procs));
+  ASSERT_FALSE(j["results"].empty());
+  for (const auto& res : j["results"]) {
+    EXPECT_TRUE(res["size"].is_number_integer() && res["count"].is_number_integer());
+    EXPECT_TRUE(res["type"].is_string() && res["redop"].is_string() && res["experiment_name"].is_string());
+    ASSERT_TRUE(res["root"].is_string());
+    EXPECT_EQ(res["root"].get<std::string>().size(), 6u);  // "%6i"
+    EXPECT_TRUE(res["actual_iterations"].is_number_integer());
+    for (const char* half : {"out_of_place", "in_place"}) {
+      const auto& h = res[half];
+      for (const char* k : {"time", "alg_bw", "bus_bw", "nwrong"}) EXPECT_TRUE(h[k].is_number_float()) << k;
+      const std::string per = std::string(half) + "_per_iter";
+      ASSERT_EQ(res.contains(per), iters > 0) << per;
+      if (iters == 0) continue;
+      const auto& p = res[per];
+      EXPECT_EQ(p["skipped_iterations"], skipped);
+      for (const char* k : {"min_us", "max_us", "avg_us", "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct"})
+        EXPECT_TRUE(p[k].is_number_float()) << k;
+      ASSERT_EQ(p["times_us"].size(), std::size_t(iters));
+      ASSERT_EQ(p.contains("per_process_max_times_us"), procs > 1);
+      if (procs == 1) continue;
+      const auto& pp = p["per_process_max_times_us"];
+      ASSERT_EQ(pp.size(), std::size_t(procs));
+      for (int i = 0; i < iters; ++i) {  // the reported time is the slowest process's
+        double most = 0;
+        for (const auto& row : pp) most = std::max(most, row.at(i).get<double>());
+        EXPECT_EQ(p["times_us"][i].get<double>(), most);
+      }
+    }
+  }
+  EXPECT_TRUE(j["out_of_bounds"]["count"].is_number_integer());
+  EXPECT_EQ(j["out_of_bounds"]["okay"], "true");
+  EXPECT_TRUE(j["average_bus_bandwidth"]["bandwidth"].is_number_float());
+  EXPECT_EQ(j["average_bus_bandwidth"]["okay"], "unchecked");
+}
+
+TEST(NcclTestsDropIn, PerIterationJsonOneProcess) {
+  const auto json = temp("iter.json");
+  Result r = run(bench("allreduce") + " --device cpu -t 2 -g 2 --impl ring -b 1K -e 4K -f 4 -n 6 -K 2 -I 1 -J " +
+                 json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 4, 1, 6, 2);
+  r = run(bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K -n 3 -J " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 2, 1, 0, 0);
+  std::filesystem::remove(json);
+}
+
+// -z 3 times each iteration after its barrier: a rank that starts every iteration 100 ms late makes the others
+// wait in the barrier (left out), where without -z 3 they wait inside the timed operation. (Half the delay as the
+// bound, so that a loaded machine's slower operations stay on their side of it.)
+TEST(NcclTestsDropIn, BlockingThreeLeavesTheBarrierOutOfTheTimes) {
+  const auto json = temp("late.json");
+  for (const char* z : {"0", "3"}) {
+    Result r = run("PARBENCH_TEST_LATE_RANK=1 " + bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 1K "
+                   "-n 3 -I 1 -z " + z + " -J " + json.string());
+    ASSERT_EQ(r.status, 0) << r.output;
+    std::ifstream in(json);
+    const nlohmann::json j = nlohmann::json::parse(in);
+    for (const char* half : {"out_of_place_per_iter", "in_place_per_iter"}) {
+      const auto& p = j["results"][0][half];
+      if (z[0] == '0') {
+        EXPECT_GT(p["min_us"].get<double>(), 50000) << half;
+      } else {
+        EXPECT_LT(p["p50_us"].get<double>(), 50000) << half;
+      }
+    }
+    if (z[0] == '3') {
+      EXPECT_LT(j["results"][0]["out_of_place"]["time"].get<double>(), 50000);
+    }
+  }
+  std::filesystem::remove(json);
+}
+
+// -S puts the date and the time after the in-place columns: out-of-place busbw is field -8 there and -6 without.
+TEST(NcclTestsDropIn, TimestampsEndTheRow) {
+  const auto csv = temp("ts.csv");
+  Result r = run(bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 4K -f 2 -n 2 -S 1 --csv " +
+                 csv.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto rows = nccl_rows(r.output);
+  const auto csv_all = csv_rows(csv);
+  ASSERT_EQ(rows.size(), 3u);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& row = rows[i];
+    ASSERT_EQ(row.size(), 15u);
+    EXPECT_TRUE(std::regex_match(row[13], std::regex("[0-9]{4}-[0-9]{2}-[0-9]{2}"))) << row[13];
+    EXPECT_TRUE(std::regex_match(row[14], std::regex("[0-9]{2}:[0-9]{2}:[0-9]{2}"))) << row[14];
+    expect_printed(row[row.size() - 8], csv_all[2 * i][13], "out-of-place busbw, field -8 with -S");
+  }
+  std::filesystem::remove(csv);
+}
+
+// An endless sweep (-N 0) killed with SIGKILL leaves -J's file parseable, with the rows written so far.
+TEST(NcclTestsDropIn, KilledEndlessRunLeavesParseableJson) {
+  const auto json = temp("killed.json");
+  Result r = run("timeout -s KILL 3 " + bench("allreduce") + " --device cpu -t 2 --impl ring -b 1K -e 64K -f 2 "
+                 "-n 2 -N 0 -I 1 -q -J " + json.string());
+  EXPECT_NE(r.status, 0);
+  std::ifstream in(json);
+  const nlohmann::json j = nlohmann::json::parse(in);
+  EXPECT_GE(j["results"].size(), 1u);  // (hundreds on an idle machine)
+  EXPECT_FALSE(j.contains("end_time"));  // the run did not finish
+  EXPECT_EQ(j["config"]["devices"].size(), 2u);
+  std::filesystem::remove(json);
 }
 
 #ifdef PB_MPIEXEC
@@ -359,6 +619,21 @@ TEST(NcclTestsDropInMpi, BlockingAndNonBlockingLibraryForms) {
     EXPECT_EQ(r.status, 0) << c << "\n" << r.output;
     EXPECT_EQ(count_lines_with(r.output, "# Out of bounds values : 0 OK"), 2) << c;
   }
+}
+
+// Under mpirun: config.devices has every rank of every process, and -I's objects one list per process (each the
+// maximum over its threads and GPUs).
+TEST(NcclTestsDropInMpi, PerIterationJsonPerProcess) {
+  const auto json = temp("mpi_iter.json");
+  Result r = run(mpirun(2) + bench("allreduce") + " --device cpu -t 2 -g 2 --impl ring -b 1K -e 4K -f 4 -n 5 -I 1 "
+                 "-J " + json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 8, 2, 5, 0);
+  r = run(mpirun(2) + bench("allreduce") + " --device cpu --impl ring -b 1K -e 1K -n 3 -I 1 -K 1 -J " +
+          json.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  expect_nccl_json(json, 2, 2, 3, 1);
+  std::filesystem::remove(json);
 }
 
 // (mpi-nb's watchdog timeout: BenchCliMpi.MisbehavingRankTimesOutAndAborts.)

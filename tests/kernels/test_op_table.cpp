@@ -45,7 +45,8 @@ std::vector<Param> all_params() {
       if (e.kind == OpKind::fixed_dtype && d != DType::f32) continue;
       std::vector<ops::MatmulAlgo> algos{ops::MatmulAlgo::automatic};
       if (e.kind == OpKind::matmul_versions)
-        algos = {ops::MatmulAlgo::naive, ops::MatmulAlgo::tiled, ops::MatmulAlgo::regtile, ops::MatmulAlgo::wmma};
+        algos = {ops::MatmulAlgo::naive, ops::MatmulAlgo::tiled, ops::MatmulAlgo::regtile, ops::MatmulAlgo::wmma,
+                 ops::MatmulAlgo::mma};
       for (auto algo : algos)
         for (const char* sched : {"forward", "reverse", "random"}) out.push_back({&e, d, algo, sched});
     }

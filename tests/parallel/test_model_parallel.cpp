@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "base/error.h"
+#include "parallel/plan/partition.h"
 #include "parallel/schemes/model_parallel.h"
 #include "train_test_util.h"
 
@@ -112,6 +113,34 @@ TEST(ModelParallel, VirtualStagesSplitLayersEvenly) {
   c.kind = ModelKind::mlp;
   EXPECT_EQ(virtual_stage_units(c, 3, 4).first, 3);
   EXPECT_EQ(virtual_stage_units(c, 3, 4).last, 4);
+}
+
+TEST(ModelParallel, BalancedPartitionsEvenOutTheLargestStage) {
+  // Start: one block each, times 1.5 1 1 3.5 (embedding 0.5 on the first, head 2.5 on the last); the four other
+  // blocks go one by one to the least loaded stage: 1, 2, 0, then 1 again (ties to the earlier stage).
+  EXPECT_EQ(balanced_blocks(8, 4, {0.5, 1, 2.5}, true), (std::vector<int>{2, 3, 2, 1}));
+  EXPECT_EQ(balanced_blocks(8, 4, {0.5, 1, 2.5}, false), (std::vector<int>{2, 2, 2, 2}));  // an MLP has no ends
+  EXPECT_EQ(balanced_blocks(4, 2, {0, 1, 0}, true), (std::vector<int>{2, 2}));
+  EXPECT_EQ(balanced_blocks(4, 2, {0, 1, 10}, true), (std::vector<int>{3, 1}));  // every stage keeps a block
+  EXPECT_THROW(balanced_blocks(3, 4, {}, true), UsageError);
+}
+
+TEST(ModelParallel, PartitionUnitsFollowTheBlockCounts) {
+  ModelConfig c;
+  c.layers = 6;
+  // gpt units: 0 embedding, 1..6 blocks, 7 head; blocks 1, 3, 2.
+  const std::vector<int> blocks{1, 3, 2};
+  EXPECT_EQ(partition_units(c, 0, blocks).first, 0);
+  EXPECT_EQ(partition_units(c, 0, blocks).last, 2);
+  EXPECT_EQ(partition_units(c, 1, blocks).first, 2);
+  EXPECT_EQ(partition_units(c, 1, blocks).last, 5);
+  EXPECT_EQ(partition_units(c, 2, blocks).first, 5);
+  EXPECT_EQ(partition_units(c, 2, blocks).last, 8);
+  c.kind = ModelKind::mlp;
+  EXPECT_EQ(partition_units(c, 1, blocks).first, 1);
+  EXPECT_EQ(partition_units(c, 1, blocks).last, 4);
+  EXPECT_EQ(partition_text(blocks), "1+3+2");
+  EXPECT_EQ(stage_numel(c, 3, 1, blocks)[1], 3 * stage_numel(c, 6, 1)[0]);  // three equal MLP layers
 }
 
 TEST(ModelParallel, EveryScheduleMatchesSingleRank) {

@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include "base/error.h"
 #include "parallel/pipeline_stream_order.h"
+#include "parallel/schedule/simulate.h"
 
 namespace parbench {
 
@@ -28,9 +30,62 @@ TEST(PipelineStreamOrder, RegisteredSingleChunkSchedulesQualify) {
             << name << " at " << stages << " stages, " << micro << " microbatches";
 }
 
-TEST(PipelineStreamOrder, InterleavedNeedsTheHostTransports) {
-  // Its exchanges, each one NCCL group in action order, would deadlock (a later issue order could avoid it).
+TEST(PipelineStreamOrder, InterleavedRunsWithItsExchangesAtReplayTimes) {
+  // Its exchanges, each one NCCL group in action order, would deadlock; moved to their replay times they complete.
   EXPECT_NE(stream_order_problem(make_schedule("interleaved", 2, 4, 2)), "");
+  for (int stages : {2, 3, 4})
+    for (int chunks : {2, 3})
+      for (int micro : {stages, 2 * stages, 3 * stages}) {
+        const PipeSchedule s = make_schedule("interleaved", stages, micro, chunks);
+        const std::optional<PipeSchedule> ordered = stream_ordered_schedule(s);
+        ASSERT_TRUE(ordered) << stages << " stages, " << chunks << " chunks, " << micro << " microbatches";
+        EXPECT_EQ(stream_order_problem(*ordered), "");
+        EXPECT_EQ(check_schedule(*ordered), std::vector<std::string>{});
+        for (int st = 0; st < stages; ++st) {  // the same compute order, and every message still sent and received
+          std::vector<PipeAction> before, after;
+          std::size_t comm_before = 0, comm_after = 0;
+          for (const PipeAction& a : s.actions[std::size_t(st)]) is_compute(a.op) ? before.push_back(a) : void(++comm_before);
+          for (const PipeAction& a : ordered->actions[std::size_t(st)])
+            is_compute(a.op) ? after.push_back(a) : void(++comm_after);
+          EXPECT_EQ(before, after);
+          EXPECT_EQ(comm_before, comm_after);
+        }
+      }
+}
+
+TEST(PipelineStreamOrder, SchedulesThatQualifyAsTheyAreRunUnchanged) {
+  const PipeSchedule s = make_schedule("1f1b", 4, 8);
+  const std::optional<PipeSchedule> ordered = stream_ordered_schedule(s);
+  ASSERT_TRUE(ordered);
+  EXPECT_EQ(ordered->actions, s.actions);
+}
+
+TEST(PipelineStreamOrder, ReplayTimesPlaceEachMessageBetweenItsProducerAndConsumer) {
+  using enum PipeOp;
+  // Stage 0 sends both activations after its second forward, and stage 1 receives the second between its
+  // forwards. In the replay (F = 1, B = 2) both are sent as F1 ends, at t = 2, when stage 1's F0 starts: both
+  // receives move before stage 1's F0. The gradients already sit at their times.
+  const PipeSchedule s = two_stages(
+      {act(forward, 0), act(forward, 1), act(send_activation, 0, 1), act(send_activation, 1, 1),
+       act(recv_gradient, 0, 1), act(backward, 0), act(recv_gradient, 1, 1), act(backward, 1)},
+      {act(recv_activation, 0, 0), act(forward, 0), act(recv_activation, 1, 0), act(forward, 1), act(backward, 0),
+       act(send_gradient, 0, 0), act(backward, 1), act(send_gradient, 1, 0)},
+      2);
+  const PipeSchedule r = exchanges_at_replay_times(s);
+  EXPECT_EQ(r.actions[0], s.actions[0]);
+  EXPECT_EQ(r.actions[1], (std::vector<PipeAction>{act(recv_activation, 0, 0), act(recv_activation, 1, 0),
+                                                   act(forward, 0), act(forward, 1), act(backward, 0),
+                                                   act(send_gradient, 0, 0), act(backward, 1),
+                                                   act(send_gradient, 1, 0)}));
+  EXPECT_EQ(stream_order_problem(r), "");
+}
+
+TEST(PipelineStreamOrder, MessagesInACycleAreRefused) {
+  using enum PipeOp;
+  // Each stage receives, before its only forward, what the other sends after its own.
+  const PipeSchedule s = two_stages({act(recv_gradient, 0, 1), act(forward, 0), act(send_activation, 0, 1)},
+                                    {act(recv_activation, 0, 0), act(forward, 0), act(send_gradient, 0, 0)});
+  EXPECT_THROW(exchanges_at_replay_times(s), Error);
 }
 
 TEST(PipelineStreamOrder, MatchingGroupsInOneExchangeQualify) {

@@ -1,0 +1,119 @@
+// Published rows predicted with and without the modelling choices their table shaped (predict/validate.h).
+// Every file that includes fccp must agree on CSV_IO_NO_THREAD (the reader's layout depends on it): see calibrate.cpp.
+#define CSV_IO_NO_THREAD
+#include "predict/validate.h"
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include <libfccp/csv.h>
+
+#include "base/error.h"
+#include "base/text.h"
+#include "predict/costs.h"
+
+namespace parbench::predict {
+
+namespace {
+
+struct RawRow {
+  std::string table, row, system, recompute, measure, shaped_by;
+  int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
+      sp = 0;
+  double published = 0;
+};
+
+std::set<std::string> parse_choices(const std::string& text, const std::string& where) {
+  std::set<std::string> out;
+  std::istringstream in(text);
+  for (std::string c; in >> c;) {
+    if (c == "-") continue;
+    if (!kModellingChoices.count(c))
+      throw UsageError(where + ": modelling choice '" + c + "' is unknown; accepted: " +
+                       join(std::vector<std::string>(kModellingChoices.begin(), kModellingChoices.end())) +
+                       " (space-separated) or -");
+    out.insert(c);
+  }
+  return out;
+}
+
+PublishedRow to_row(const RawRow& r, const std::string& where) {
+  if (r.measure != "step_s" && r.measure != "layer_forward_ms" && r.measure != "layer_backward_ms")
+    throw UsageError(where + ": measure '" + r.measure + "' is unknown; accepted: step_s, layer_forward_ms, "
+                     "layer_backward_ms");
+  if (!(r.published > 0)) throw UsageError(where + ": published must be > 0");
+  PublishedRow p{r.table, r.row, r.system, r.measure, {}, r.published, parse_choices(r.shaped_by, where)};
+  Layout& l = p.layout;
+  l.model.kind = ModelKind::gpt;
+  l.model.hidden = r.hidden, l.model.heads = r.heads, l.model.layers = r.layers, l.model.seq = r.seq;
+  l.model.vocab = r.vocab, l.model.dtype = DType::bf16;  // bf16 stands for fp16: the same speed
+  l.model.flash_attention = false;  // the published runs materialised the attention scores
+  l.gpus = r.gpus, l.tp = r.tp, l.pp = r.pp, l.dp = r.gpus / std::max(1, r.tp * r.pp), l.virtual_stages = r.v;
+  l.schedule = ScheduleRef::parse(r.v > 1 ? "interleaved" : "1f1b");
+  l.global_batch = r.batch, l.micro_batch = r.mbs, l.sequence_parallel = r.sp != 0;
+  try {
+    l.recompute = parse_recompute(r.recompute);
+    validate_layout(l);
+  } catch (const UsageError& e) {
+    throw UsageError(where + ": " + e.what());
+  }
+  l.blocking_p2p = true, l.sp_backward_regather = true;
+  return p;
+}
+
+}  // namespace
+
+std::vector<PublishedRow> read_published(const std::string& path) {
+  if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
+  std::vector<PublishedRow> out;
+  try {
+    io::CSVReader<19, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    in.read_header(io::ignore_no_column, "table", "row", "system", "hidden", "heads", "layers", "seq", "vocab", "tp",
+                   "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "measure", "published",
+                   "shaped_by");
+    RawRow r;
+    while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
+                       r.batch, r.mbs, r.sp, r.recompute, r.measure, r.published, r.shaped_by))
+      out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
+  } catch (const io::error::base& e) {
+    throw UsageError(path + ": " + e.what());
+  }
+  if (out.empty()) throw UsageError(path + " has no rows");
+  return out;
+}
+
+namespace {
+
+double predict_on(const PublishedRow& r, const Layout& l, const SystemModel& sys) {
+  if (r.measure == "step_s") return predict_step(l, sys).time.step;
+  const PassCosts c = block_costs(l, sys);
+  if (r.measure == "layer_forward_ms") return 1e3 * (c.forward + c.forward_tp);
+  return 1e3 * (c.backward_input + c.backward_weight + c.backward_tp + c.recompute + c.recompute_tp);
+}
+
+}  // namespace
+
+double predict_published(const PublishedRow& r, const std::set<std::string>& undo) {
+  SystemModel sys = load_system(r.system);
+  Layout l = r.layout;
+  if (undo.count("processing_no_overlap")) sys.gpu.processing = Processing::roofline;
+  if (undo.count("sp_backward_regather")) l.sp_backward_regather = false;
+  if (undo.count("blocking_p2p")) l.blocking_p2p = false;
+  return predict_on(r, l, sys);
+}
+
+RowResult evaluate(const PublishedRow& r) {
+  const SystemModel sys = load_system(r.system);
+  RowResult out;
+  out.predicted = predict_on(r, r.layout, sys);
+  // The fast end of every source makes the lowest time, the slow end the highest.
+  out.low = predict_on(r, r.layout, shifted_system(sys, +1));
+  out.high = predict_on(r, r.layout, shifted_system(sys, -1));
+  out.error = (out.predicted - r.published) / r.published;
+  out.held_out = predict_published(r, r.shaped_by);
+  out.held_out_error = (out.held_out - r.published) / r.published;
+  return out;
+}
+
+}  // namespace parbench::predict

@@ -1,0 +1,41 @@
+// Published measurements held in the repository (predict/published/*.csv) predicted row by row: per row the
+// prediction, its low/high range from the system's spreads and the error; per table the mean error, and the error
+// with the modelling choices taken while looking at that table undone (leave one table out).
+#pragma once
+#include <set>
+#include <string>
+#include <vector>
+
+#include "predict/predict.h"
+
+namespace parbench::predict {
+
+// Modelling choices that were made while looking at a published table, so that they can be undone for it.
+//   processing_no_overlap: an op's compute and memory times add (else the system's processing is roofline);
+//   sp_backward_regather: Layout::sp_backward_regather; blocking_p2p: Layout::blocking_p2p.
+inline const std::set<std::string> kModellingChoices = {"processing_no_overlap", "sp_backward_regather",
+                                                         "blocking_p2p"};
+
+struct PublishedRow {
+  std::string table, row, system, measure;  // measure: step_s, layer_forward_ms or layer_backward_ms
+  Layout layout;                           // with every modelling choice applied
+  double published = 0;
+  std::set<std::string> shaped_by;         // the choices made while looking at this row's table
+};
+
+// Reads a published-table CSV (columns: table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,
+// micro_batch,sp,recompute,measure,published,shaped_by). UsageError naming the file, line and bad value.
+std::vector<PublishedRow> read_published(const std::string& path);
+
+struct RowResult {
+  double predicted = 0, low = 0, high = 0;  // in the row's unit; low/high: the systems shifted by their spread
+  double error = 0;                          // (predicted - published) / published
+  double held_out = 0;                       // predicted with the table's own choices undone
+  double held_out_error = 0;
+};
+
+// The row predicted on its system; `undo` lists the modelling choices to leave out.
+double predict_published(const PublishedRow& r, const std::set<std::string>& undo);
+RowResult evaluate(const PublishedRow& r);
+
+}  // namespace parbench::predict
