@@ -22,6 +22,15 @@ void add_common_options(CLI::App& app, CommonOptions& o) {
   app.add_flag("--quiet,-q", o.quiet, "print no table, only errors");
 }
 
+void add_bootstrap_option(CLI::App& app, const std::function<void(const std::string&)>& choose) {
+  app.add_option_function<std::string>("--bootstrap", choose,
+                                       "how the ranks meet: auto (mpirun's variables: mpi; torchrun's or srun's: "
+                                       "tcp; else threads), mpi, tcp (rank 0's TCP store at MASTER_ADDR:MASTER_PORT) "
+                                       "or threads (--ranks N in this process)")
+      ->check(CLI::IsMember({"auto", "mpi", "tcp", "threads"}))
+      ->default_str("auto");
+}
+
 namespace {
 // The whole message in one insertion (one write of unbuffered stderr), so that the lines of several mpirun
 // processes do not interleave mid-line. Through std::cerr, so a program can silence it (the collective benches

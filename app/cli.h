@@ -13,6 +13,10 @@ namespace parbench {
 // --device, --csv, --json, --trace, --quiet.
 void add_common_options(CLI::App& app, CommonOptions& options);
 
+// --bootstrap auto|mpi|tcp|threads for the programs that start ranks: `choose` gets the value once parsed (the
+// program passes select_bootstrap of collectives/bootstrap.h; app does not link the collectives).
+void add_bootstrap_option(CLI::App& app, const std::function<void(const std::string&)>& choose);
+
 // Parses the command line and runs `body`. Exit codes: what body returns; 0 for --help; 2 for usage errors
 // (CLI11 parse errors, UsageError) with "error: ..." on stderr; 1 for runtime failures (Error and any other
 // exception). Never lets an exception escape.

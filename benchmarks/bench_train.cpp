@@ -56,16 +56,18 @@ int run(Options& o, const CLI::App& app) {
   std::string why;
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
+  if (launched_as_processes() && launcher_world_rank() == 0 && !o.common.quiet)
+    std::cerr << "launch: " << launch_description() << "\n";
   validate(o, dev);
   if (o.train.partition.kind == PartitionRequest::Kind::balanced) o.train.partition.costs = predicted_unit_costs(o, dev);
   fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
   // Rank 0's process writes the row; an existing CSV with another header is refused now, not after training.
   std::optional<CsvRowFile> csv;
-  if (!o.common.csv.empty() && !(launched_by_mpirun() && launcher_world_rank() != 0))
+  if (!o.common.csv.empty() && launcher_world_rank() == 0)
     csv.emplace("--csv", o.common.csv, csv_header(), CsvRowFile::Mode::append);
   // A row needs the whole run: a signal abandons it (nothing half-measured is written) and says what ran.
-  const bool writer = !(launched_by_mpirun() && launcher_world_rank() != 0);
+  const bool writer = launcher_world_rank() == 0;
   install_stop_handlers(writer ? "bench_train: stopped by SIGNAL during " + o.model + " training under scheme " +
                                      std::string(o.train.scheme->name) + " (" + std::to_string(o.steps) +
                                      " timed steps); abandoned, no row written (a row needs the whole run)"
@@ -75,7 +77,7 @@ int run(Options& o, const CLI::App& app) {
   RunResult result;
   int process_rank = 0;
   run_ranks({o.ranks, dev, o.timeout}, [&](Communicator& comm) {
-    if (launched_by_mpirun()) process_rank = comm.rank();
+    if (launched_as_processes()) process_rank = comm.rank();
     validate_on_ranks(o.train, comm);
     run_rank(o, comm, result);
   });

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/bootstrap.h"
 #include "collectives/communicator.h"
 
 #ifdef PARBENCH_HAVE_MPI
@@ -77,9 +78,13 @@ class MpiLibrary final : public Algorithm {
   explicit MpiLibrary(bool blocking) : blocking_(blocking) {}
   std::string_view name() const override { return blocking_ ? "mpi" : "mpi-nb"; }
   std::string unsupported(Collective, const Communicator& comm) const override {
-    if (mpi_comm_of(comm.transport()) == MPI_COMM_NULL)
+    if (mpi_comm_of(comm.transport()) == MPI_COMM_NULL) {
+      if (const Launch& l = current_launch(); l.bootstrap == BootstrapKind::tcp)
+        return "needs MPI: launched with the tcp bootstrap (" + l.launcher + "); run under mpirun for MPI's "
+               "collectives, or use the hand-written implementations";
       return "the MPI library's collectives need one process per rank (run under mpirun with -t 1 -g 1); "
              "with --ranks N or -t/-g (threads) use the hand-written implementations";
+    }
     return {};
   }
 
@@ -256,6 +261,9 @@ class NoMpi final : public Algorithm {
   explicit NoMpi(std::string_view name) : name_(name) {}
   std::string_view name() const override { return name_; }
   std::string unsupported(Collective, const Communicator&) const override {
+    if (const Launch& l = current_launch(); l.bootstrap == BootstrapKind::tcp)
+      return "needs MPI: launched with the tcp bootstrap (" + l.launcher + "), and this build has no MPI "
+             "(configure with PARBENCH_MPI=ON and OpenMPI installed)";
     return "this build has no MPI (configure with PARBENCH_MPI=ON and OpenMPI installed)";
   }
   void run(Communicator&, const CollArgs&) const override { throw Error("this build has no MPI"); }

@@ -1,5 +1,5 @@
 // Bootstrap of the ranks: threads (one ThreadsWorld) or mpirun (MPI world, node-local split), and NCCL on cuda
-// when every rank has a GPU of its own.
+// when every rank has a GPU of its own; the tcp bootstrap is in bootstrap_tcp.cpp.
 #include "collectives/bootstrap.h"
 
 #include <algorithm>
@@ -8,11 +8,13 @@
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "collectives/bootstrap_tcp.h"
 #include "collectives/fault_injection.h"
 #include "collectives/measurement.h"
 #include "base/error.h"
@@ -32,17 +34,6 @@
 
 namespace parbench {
 
-namespace {
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
-std::string handwritten_list() { return join(handwritten_algorithm_names()); }
-
-
-// PARBENCH_NCCL=off: the MPI transport and MPI's own collectives on GPUs even where NCCL could run. Why NCCL is
-// off, or "".
 std::string nccl_turned_off() {
   const char* v = std::getenv("PARBENCH_NCCL");
   if (!v || !*v || std::string(v) == "on") return {};
@@ -60,8 +51,19 @@ int gpu_count() {
 #endif
 }
 
+namespace {
+
+std::string handwritten_list() { return join(handwritten_algorithm_names()); }
+
+// The launch chosen by --bootstrap, read from the environment on first use.
+std::mutex g_launch_mu;
+BootstrapKind g_requested = BootstrapKind::automatic;
+std::optional<Launch> g_launch;
+
 // The GPU of node-local rank `local_rank`: round robin from the one --device names.
 int rank_gpu(const Device& base, int local_rank, int gpus) { return (base.index + local_rank) % gpus; }
+
+}  // namespace
 
 Device rank_device(const Device& base, int local_rank, int gpus) {
   Device d = base;
@@ -73,6 +75,8 @@ Device rank_device(const Device& base, int local_rank, int gpus) {
   }
   return d;
 }
+
+namespace {
 
 // Threads on cuda: let this rank's GPU read the other ranks' GPUs (the one-shot algorithms and peer copies), and
 // only theirs: a GPU has a limited number of peer mappings (8 without NVSwitch), and every enabled peer makes
@@ -340,27 +344,58 @@ std::string nccl_gpu_refusal(int ranks_per_node, int gpus) {
          "), which can share a GPU";
 }
 
+void select_bootstrap(const std::string& name) {
+  const BootstrapKind k = parse_bootstrap(name);
+  std::lock_guard lock(g_launch_mu);
+  g_requested = k;
+  g_launch.reset();
+}
+
+const Launch& current_launch() {
+  std::lock_guard lock(g_launch_mu);
+  if (!g_launch) g_launch = detect_launch(g_requested, [](const char* name) { return std::getenv(name); });
+  return *g_launch;
+}
+
+bool launched_as_processes() { return current_launch().bootstrap != BootstrapKind::threads; }
+
+std::string launch_description() {
+  const Launch& l = current_launch();
+  if (l.bootstrap == BootstrapKind::threads) return "threads";
+  return l.launcher + ", " + bootstrap_name(l.bootstrap) + " bootstrap";
+}
+
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE");
 }
 
 int launcher_world_size() {
-  return env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 1));
+  try {
+    return current_launch().world_size;
+  } catch (const UsageError&) {
+    return 1;
+  }
 }
 
 int launcher_world_rank() {
-  return env_int("OMPI_COMM_WORLD_RANK", env_int("PMIX_RANK", env_int("PMI_RANK", 0)));
+  try {
+    return current_launch().world_rank;
+  } catch (const UsageError&) {
+    return 0;
+  }
 }
 
 void run_ranks(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
-  if (launched_by_mpirun()) {
+  const Launch& l = current_launch();
+  if (l.bootstrap == BootstrapKind::mpi) {
 #ifdef PARBENCH_HAVE_MPI
     return run_mpi(o, body);
 #else
-    throw UsageError("started by mpirun, but this build has no MPI; rebuild with PARBENCH_MPI=ON, or run "
-                     "without mpirun and pass --ranks N");
+    throw UsageError("launched for the mpi bootstrap (" + l.launcher + "), but this build has no MPI; rebuild "
+                     "with PARBENCH_MPI=ON, launch with torchrun or srun (the tcp bootstrap), or pass --ranks N");
 #endif
   }
+  if (l.bootstrap == BootstrapKind::tcp) return run_tcp(o, l, body);
   run_threads(o, body);
 }
 

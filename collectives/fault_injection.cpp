@@ -66,8 +66,9 @@ FaultPlan parse_fault_plan(const std::string& text) {
   }
   if (!has_rank || !has_kind)
     throw UsageError("PARBENCH_FAULT='" + text + "' needs rank and kind; use " + kForm);
-  if (p.kind == FaultPlan::Kind::kill && !launched_by_mpirun())
-    throw UsageError("PARBENCH_FAULT='" + text + "': kind kill needs mpirun (it would kill every rank of threads mode)");
+  if (p.kind == FaultPlan::Kind::kill && !launched_as_processes())
+    throw UsageError("PARBENCH_FAULT='" + text + "': kind kill needs a process per rank (mpirun, torchrun, srun); "
+                     "it would kill every rank of threads mode");
   return p;
 }
 
@@ -85,15 +86,15 @@ void fault_point_slow(Communicator& world) {
       t_points++ != p.after)
     return;
   const std::string what = "rank " + std::to_string(p.rank) + " after " + std::to_string(p.after) + " operations";
-  const bool mpi = launched_by_mpirun();
+  const bool processes = launched_as_processes();
   switch (p.kind) {
     case FaultPlan::Kind::exit:
-      if (mpi) std::exit(0);
+      if (processes) std::exit(0);
       throw RankLeftEarly{};
     case FaultPlan::Kind::throw_error:
       throw Error("injected fault (PARBENCH_FAULT kind throw): " + what);
     case FaultPlan::Kind::stall:
-      if (mpi) {
+      if (processes) {
         raise(SIGSTOP);
         return;  // continued: go on late
       }

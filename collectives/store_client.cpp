@@ -136,6 +136,16 @@ std::int64_t StoreClient::add(const std::string& key, std::int64_t delta) {
   return *v;
 }
 
+std::string StoreClient::local_address() const {
+  sockaddr_storage a{};
+  socklen_t len = sizeof a;
+  char host[NI_MAXHOST] = "";
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len) != 0 ||
+      getnameinfo(reinterpret_cast<sockaddr*>(&a), len, host, sizeof host, nullptr, 0, NI_NUMERICHOST) != 0)
+    fail(std::string("cannot read this end's address: ") + std::strerror(errno));
+  return host;
+}
+
 void StoreClient::barrier() {
   const std::string key = "parbench/barrier/" + std::to_string(barriers_++);
   if (add(key, 1) == world_size_) set(key + "/done", "");

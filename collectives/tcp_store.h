@@ -43,6 +43,8 @@ class StoreClient {
   std::string get(const std::string& key);  // waits until some rank has set `key`
   std::int64_t add(const std::string& key, std::int64_t delta);
   void barrier();  // every rank calls its barriers in the same order; returns once all ranks reached this one
+  // The numeric address of this end of the connection: where the store's host reaches this rank.
+  std::string local_address() const;
 
  private:
   store::Reply call(const store::Request& request, const std::string& what);

@@ -253,7 +253,7 @@ class Bench {
     const std::string what = describe_call(coll_, algo.name(), row.bytes, row.count, row.dtype, comm.size()) +
                              (in_place ? ", in place" : ", out of place");
     MeasurementScope measuring(what, coll_, algo.name());
-    if (launched_by_mpirun() || world.rank() == 0)
+    if (launched_as_processes() || world.rank() == 0)
       set_signal_context("rank " + std::to_string(world.rank()) + " measures " + what);
     CollectiveBuffers b(comm, coll_, row.count, row.dtype, op, root, in_place, std::size_t(o_.unalign));
     b.fill(o_.seed);
@@ -391,10 +391,10 @@ NcclReport make_report(const std::string& name, const BenchOptions& o, const Ben
 void launch_ranks(const BenchOptions& o, const BenchPlan& plan, Device device,
                   const std::function<void(Communicator&)>& body) {
   LaunchOptions lo;
-  lo.ranks = launched_by_mpirun() ? o.ranks : plan.ranks_per_process;
+  lo.ranks = launched_as_processes() ? o.ranks : plan.ranks_per_process;
   lo.device = device;
   lo.timeout_s = plan.timeout;
-  if (launched_by_mpirun() && plan.ranks_per_process > 1)
+  if (launched_as_processes() && plan.ranks_per_process > 1)
     run_ranks(lo, [&](Communicator& process) { run_ranks_per_process(process, plan.ranks_per_process, body); });
   else
     run_ranks(lo, body);
@@ -412,7 +412,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
   BenchOptions o;
 
   // Under mpirun only rank 0 reports usage errors; the others exit 2 quietly.
-  const bool quiet_rank = launched_by_mpirun() && launcher_world_rank() != 0;
+  const bool quiet_rank = launcher_world_rank() != 0;
   std::streambuf* saved = quiet_rank ? std::cerr.rdbuf(nullptr) : nullptr;
   return run_program(text, [&](CLI::App& app) { add_bench_options(app, o); }, argc, argv, [&](const CLI::App&) -> int {
     if (saved) {

@@ -80,7 +80,7 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
   std::vector<std::string> n;
   const bool cuda = d.kind == DeviceKind::cuda;
   n.push_back("parbench: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(nodes) + " node(s) (" +
-              (launched_by_mpirun() ? "mpirun" : "threads") + "), device " + device_name(d) + ", transport " +
+              launch_description() + "), device " + device_name(d) + ", transport " +
               std::string(world.transport().name()) + "; time is " + average_name(o.average) + " (-a " +
               std::to_string(o.average) + "), per operation");
   if (!p.split.op.empty())

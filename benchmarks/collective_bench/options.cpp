@@ -135,6 +135,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
       ->capture_default_str();
   app.add_option("--ranks", o.ranks, "ranks as threads of this process (same as -t N; without mpirun)")
       ->check(CLI::Range(0, 1024));
+  add_bootstrap_option(app, select_bootstrap);
   app.add_option("--inplace", o.inplace, "both (default), only (in-place only) or off (out-of-place only)")
       ->check(CLI::IsMember({"both", "only", "off"}));
   app.add_option("--seed", o.seed, "seed of the data-check inputs")->capture_default_str();
@@ -243,7 +244,7 @@ BenchPlan resolve_plan(Collective c, const BenchOptions& o) {
   for (const auto& i : p.impls)
     if (i != "auto") find_algorithm(i);  // UsageError for unknown names
   const int tg = o.nthreads * o.ngpus;
-  const bool mpi = launched_by_mpirun();  // there --ranks is the world size, which the bootstrap checks
+  const bool mpi = launched_as_processes();  // there --ranks is the world size, which the bootstrap checks
   if (!mpi && o.ranks > 0 && tg > 1 && o.ranks != tg)
     throw UsageError("--ranks " + std::to_string(o.ranks) + " disagrees with -t " + std::to_string(o.nthreads) +
                      " x -g " + std::to_string(o.ngpus) + "; give one of them");

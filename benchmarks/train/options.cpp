@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/text.h"
 #include "collectives/algorithm.h"
+#include "collectives/bootstrap.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/scheme_kinds.h"
 
@@ -156,6 +157,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str();
   app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)")
       ->check(in_range(0, 1024));
+  add_bootstrap_option(app, select_bootstrap);
   app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str()
       ->check(integer_in(0, 1024));
   app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str()

@@ -167,7 +167,7 @@ TEST(BenchKernelsCli, BatchCounterAndPerCallRates) {
 TEST(BenchCliMpi, AllreduceUnderMpirun) {
   Result r = run(mpirun(2) + bench("allreduce") + " --device cpu --impl mpi,ring,rhd --sizes 1K,64K -n 2 -o all");
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("2 rank(s) on 1 node(s) (mpirun)"));
+  EXPECT_THAT(r.output, HasSubstr("2 rank(s) on 1 node(s) (mpirun, mpi bootstrap)"));
   EXPECT_THAT(r.output, HasSubstr("# impl: mpi"));
   EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 0 OK"));
   // Rank 0 prints the table alone.

@@ -573,7 +573,7 @@ TEST(NcclTestsDropInMpi, ScriptsCommandLineRuns) {
   Result r = run(mpirun(2) + bench("allreduce") + " --device cpu -b 1 -e 1M -f 2 -g 1 -c 0 -n 2 -t 1 -z 0 "
                  "-G 0 -a 3 -C 0 -T 10 -p 0 -N 1 -R 0 -m 1");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("2 rank(s) on 1 node(s) (mpirun)"));
+  EXPECT_THAT(r.output, HasSubstr("2 rank(s) on 1 node(s) (mpirun, mpi bootstrap)"));
   EXPECT_EQ(nccl_rows(r.output).size(), 21u);  // 1 B .. 1 MiB (sizes below one element report 0 elements)
   EXPECT_EQ(count_lines_with(r.output, "#  Rank "), 2);
 }

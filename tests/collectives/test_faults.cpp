@@ -89,7 +89,7 @@ TEST(FaultPlan, ParsesStrictly) {
              {"rank:1,after:-3,kind:exit", "after '-3' is not a number >= 0"},
              {"rank:1,kind:explode", "kind 'explode' is not one of exit, throw, stall, kill, flip"},
              {"rank:1,kind:exit,when:5", "'when:5' is not rank:R, after:N or kind:K"},
-             {"rank:1,kind:kill", "kind kill needs mpirun"}};
+             {"rank:1,kind:kill", "kind kill needs a process per rank (mpirun, torchrun, srun)"}};
   for (const Bad& b : bad) {
     try {
       parbench::parse_fault_plan(b.text);

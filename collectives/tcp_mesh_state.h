@@ -1,0 +1,103 @@
+// The TCP mesh's internals, shared by its engine (tcp_mesh.cpp) and its connection setup (tcp_mesh_connect.cpp).
+#pragma once
+#include <fcntl.h>
+#include <poll.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "collectives/shm_ring.h"
+#include "collectives/tcp_mesh.h"
+
+namespace parbench {
+
+// Every message starts with this header (host byte order: the ranks of one job run one architecture). The magic
+// catches a stream that lost its framing; the length bound a corrupted one.
+struct FrameHeader {
+  std::uint64_t context;
+  std::uint32_t tag;
+  std::uint32_t magic;
+  std::uint64_t bytes;
+};
+inline constexpr std::uint32_t kFrameMagic = 0x50424d31;  // "PBM1"
+inline constexpr std::uint64_t kMaxFrameBytes = std::uint64_t(1) << 40;
+
+// A send, a posted receive, or an early arrival (a message read before its receive was posted).
+struct Msg {
+  TcpMesh::Op op;
+  TcpMesh::Batch* batch = nullptr;  // null once finished, taken back, or for an early arrival
+  std::size_t done = 0;             // payload bytes moved
+  FrameHeader header{};             // sends: what goes first
+  std::size_t header_done = 0;
+  std::vector<char> own;            // an early arrival's bytes; a taken-back message's remaining buffer
+  bool complete = false;            // an early arrival has all its bytes
+  std::shared_ptr<Msg> waiter;      // an early arrival: the receive posted while it was still arriving
+  Msg* early = nullptr;             // a receive: the early arrival it waits on
+};
+
+class TcpMesh::Batch {
+ public:
+  int left = 0;           // ops not finished
+  std::string error;      // the first failure
+  std::vector<std::shared_ptr<Msg>> msgs;
+};
+
+struct Peer {
+  int fd = -1;  // the connection; with rings, only their doorbells and the peer's end
+  ShmRing in_ring, out_ring;  // a peer of this node: the messages' bytes, both ways
+  bool shm() const { return bool(in_ring); }
+  bool open = true;
+  std::string closed_why;
+  std::deque<std::shared_ptr<Msg>> sends;  // written in order
+  FrameHeader in_header{};
+  std::size_t header_done = 0;
+  std::shared_ptr<Msg> in;  // the message arriving now
+};
+
+struct TcpMesh::State {
+  using Key = std::tuple<std::uint64_t, int, int>;  // context, tag, peer
+  int rank = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Peer> peers;  // by mesh rank; this rank's own entry unused
+  std::map<Key, std::deque<std::shared_ptr<Msg>>> posted, early;
+  int shm_peers = 0;
+  int pollers = 0;         // callers in poll_rings
+  bool activity = false;   // a caller posted or polled since the I/O thread last looked
+  bool long_sleep = false;  // the I/O thread sleeps until a doorbell or a socket wakes it
+  std::uint64_t moved = 0;  // bytes read and written so far
+  int wake[2] = {-1, -1};
+  bool stop = false;
+  std::thread io;
+
+  void finish(const std::shared_ptr<Msg>& m, const std::string& error = {});
+  void queue_send(const std::shared_ptr<Msg>& m);
+  void send_to_self(const std::shared_ptr<Msg>& m);
+  void post_recv(const std::shared_ptr<Msg>& m);
+  std::string size_mismatch(const Msg& recv, std::size_t arrived) const;
+  void on_header(int from, const FrameHeader& h);
+  void complete_in(int from);
+  ssize_t read_some(Peer& p, char* dst, std::size_t n);
+  ssize_t write_some(Peer& p, const iovec* pieces, int n);
+  void pump_recv(int from);
+  void pump_send(int to);
+  void close_peer(int who, const std::string& how);
+  void cancel(TcpMesh::Batch& batch);
+  void wake_io();
+  void poll_rings(std::unique_lock<std::mutex>& lock, TcpMesh::Deadline deadline, const std::function<bool()>& over);
+  bool prepare_to_sleep();
+  void poll_list(std::vector<pollfd>& fds, std::vector<int>& who) const;
+  void after_poll(const std::vector<pollfd>& fds, const std::vector<int>& who, int ready);
+  void run_io();
+};
+
+}  // namespace parbench

@@ -1,0 +1,137 @@
+// The tcp transport: the ranks of a job started without MPI (torchrun, srun) exchange their messages over the TCP
+// mesh (through shared-memory rings between the processes of one node). A sub-group's messages carry a context of their own, so one connection per pair of processes serves every
+// split. Device (cuda) memory is staged through pinned host buffers, as the MPI transport stages it.
+#include "collectives/transport_tcp.h"
+
+#include <algorithm>
+
+#include "core/memory.h"
+
+namespace parbench {
+namespace {
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+// A split's context, the same on every member and (but for a 2^-64 chance) unlike any other group's: the parent's,
+// the split's sequence number and the color, mixed. The world's is 0.
+std::uint64_t child_context(std::uint64_t parent, std::uint64_t seq, int color) {
+  const std::uint64_t c = mix(mix(mix(parent) ^ (seq + 1)) ^ (std::uint64_t(std::uint32_t(color)) + 1));
+  return c == parent || c == 0 ? c ^ 0x5a5a5a5a5a5a5a5aull : c;
+}
+
+class TcpTransport final : public Transport {
+ public:
+  TcpTransport(std::shared_ptr<TcpMesh> mesh, std::vector<int> world_of, int rank, std::uint64_t context,
+               Device device)
+      : mesh_(std::move(mesh)), world_of_(std::move(world_of)), rank_(rank), context_(context), device_(device),
+        group_staging_(device) {}
+  ~TcpTransport() override { abandon_sends(); }
+
+  // "shm" when every peer is on this node (shared-memory rings), "tcp" when none is, "shm+tcp" for a mix.
+  std::string_view name() const override {
+    const int shm = mesh_->shm_peers();
+    return shm == 0 ? "tcp" : shm == mesh_->size() - 1 ? "shm" : "shm+tcp";
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return int(world_of_.size()); }
+
+  std::unique_ptr<Transport> split(int color, int, const std::vector<int>& members, int new_rank) override {
+    std::vector<int> world;
+    for (int m : members) world.push_back(world_of_[std::size_t(m)]);
+    return std::make_unique<TcpTransport>(mesh_, std::move(world), new_rank, child_context(context_, splits_++, color),
+                                          device_);
+  }
+
+  void group(std::span<const P2POp> ops, Deadline deadline) override {
+    // Every staged op gets its own 256-byte aligned part of one staging buffer.
+    std::vector<std::size_t> offset(ops.size());
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (staged(ops[i])) offset[i] = total, total += (ops[i].bytes + 255) / 256 * 256;
+    char* host = total ? group_staging_.get(total) : nullptr;
+    std::vector<TcpMesh::Op> mesh_ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      char* buf = static_cast<char*>(ops[i].buf);
+      if (staged(ops[i])) {
+        buf = host + offset[i];
+        if (ops[i].kind == P2POp::send) device_memcpy(Device{}, buf, device_, ops[i].buf, ops[i].bytes);
+      }
+      mesh_ops.push_back(mesh_op(ops[i], buf));
+    }
+    auto batch = mesh_->post(mesh_ops);
+    mesh_->wait(*batch, deadline, "rank " + std::to_string(rank_));
+    for (std::size_t i = 0; i < ops.size(); ++i)
+      if (ops[i].kind == P2POp::recv && staged(ops[i]))
+        device_memcpy(device_, ops[i].buf, Device{}, host + offset[i], ops[i].bytes);
+  }
+
+  void post_sends(std::span<const P2POp> ops) override {
+    std::vector<TcpMesh::Op> mesh_ops;
+    for (const P2POp& op : ops) {
+      if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
+      char* buf = static_cast<char*>(op.buf);
+      if (staged(op)) {  // the host copy lives until finish_sends
+        if (sends_staged_ == send_staging_.size()) send_staging_.emplace_back(device_);
+        buf = send_staging_[sends_staged_++].get(op.bytes);
+        device_memcpy(Device{}, buf, device_, op.buf, op.bytes);
+      }
+      mesh_ops.push_back(mesh_op(op, buf));
+    }
+    posted_.push_back(mesh_->post(mesh_ops));
+  }
+
+  void finish_sends(Deadline deadline) override {
+    auto posted = std::move(posted_);
+    posted_.clear();
+    try {
+      for (auto& b : posted) mesh_->wait(*b, deadline, "rank " + std::to_string(rank_) + " (posted sends)");
+    } catch (...) {
+      for (auto& b : posted) mesh_->cancel(*b);
+      sends_staged_ = 0;
+      throw;
+    }
+    sends_staged_ = 0;
+  }
+
+  void abandon_sends() override {
+    for (auto& b : posted_) mesh_->cancel(*b);
+    posted_.clear();
+    sends_staged_ = 0;
+  }
+
+ private:
+  bool staged(const P2POp& op) const { return !op.device(device_).on_host(); }
+
+  TcpMesh::Op mesh_op(const P2POp& op, char* buf) const {
+    if (op.peer < 0 || op.peer >= size())
+      throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
+    return {op.kind == P2POp::send, buf, op.bytes, world_of_[std::size_t(op.peer)], op.peer, context_, op.tag};
+  }
+
+  std::shared_ptr<TcpMesh> mesh_;
+  std::vector<int> world_of_;  // group rank -> mesh (world) rank
+  int rank_;
+  std::uint64_t context_;
+  Device device_;
+  std::uint64_t splits_ = 0;
+  std::vector<std::shared_ptr<TcpMesh::Batch>> posted_;  // post_sends not yet finished
+  std::vector<HostStaging> send_staging_;               // their staged copies: the first sends_staged_ in use
+  std::size_t sends_staged_ = 0;
+  HostStaging group_staging_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_tcp_transport(std::shared_ptr<TcpMesh> mesh, Device device) {
+  std::vector<int> world(std::size_t(mesh->size()));
+  for (int r = 0; r < mesh->size(); ++r) world[std::size_t(r)] = r;
+  const int rank = mesh->rank();
+  return std::make_unique<TcpTransport>(std::move(mesh), std::move(world), rank, 0, device);
+}
+
+}  // namespace parbench

@@ -1,0 +1,13 @@
+// The tcp transport's factory: point-to-point between the processes of a job started without MPI, over a TCP mesh.
+#pragma once
+#include <memory>
+
+#include "collectives/tcp_mesh.h"
+#include "collectives/transport.h"
+
+namespace parbench {
+
+// The world's transport over `mesh` (every rank of it); its splits share the mesh's connections.
+std::unique_ptr<Transport> make_tcp_transport(std::shared_ptr<TcpMesh> mesh, Device device);
+
+}  // namespace parbench
