@@ -11,6 +11,7 @@
 #include "collectives/fault_injection.h"
 #include "collectives/measurement.h"
 #include "collectives/reduce.h"
+#include "collectives/symmetric_memory.h"
 #include "core/current_stream.h"
 #include "core/memory.h"
 #include "core/stream.h"
@@ -52,11 +53,13 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   splits_ = o.splits_;
   for (int i = 0; i < 4; ++i) scratch_[i] = std::exchange(o.scratch_[i], Scratch{});
   host_staging_ = std::move(o.host_staging_);
+  symmetric_ = std::move(o.symmetric_);
   o.nccl_comm_ = nullptr;
   return *this;
 }
 
 void Communicator::release() {
+  symmetric_.reset();  // waits for the kernels that use it
   for (auto& s : scratch_) {
     if (s.ptr) device_free(device_, s.ptr);
     s = Scratch{};
@@ -69,6 +72,7 @@ void Communicator::release() {
 
 void Communicator::end_batch() {
   batching_ = false;
+  if (symmetric_) symmetric_->wait(*this);  // the device-side collectives' kernels, and their faults
   if (!nccl_comm_) return;
   const Deadline deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
@@ -212,10 +216,14 @@ void Communicator::call(const CollArgs& a, const Algorithm* impl) {
 
 void Communicator::wait_stream(void* stream) {
   if (device_.on_host()) return;
-  if (!nccl_comm_) return synchronize_stream(device_, stream);
-  const Deadline deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
-  nccl_stream_wait(nccl_comm_, stream, deadline, "rank " + std::to_string(rank()) + " waited for its stream's work");
+  if (!nccl_comm_) {
+    synchronize_stream(device_, stream);
+  } else {
+    const Deadline deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
+    nccl_stream_wait(nccl_comm_, stream, deadline, "rank " + std::to_string(rank()) + " waited for its stream's work");
+  }
+  if (symmetric_) symmetric_->check(*this);  // a device-side collective that gave up waiting for a peer
 }
 
 void Communicator::run_staged(const CollArgs& in, const Algorithm& algo) {
@@ -355,6 +363,11 @@ void Communicator::divide(void* buf, std::size_t count, DType t) {
 void Communicator::copy(void* dst, const void* src, std::size_t bytes) {
   if (dst == src || bytes == 0) return;
   device_memcpy(device_, dst, device_, src, bytes);
+}
+
+SymmetricMemory& Communicator::symmetric_memory() {
+  if (!symmetric_) symmetric_ = std::make_unique<SymmetricMemory>(device_);
+  return *symmetric_;
 }
 
 void* Communicator::scratch(int slot, std::size_t bytes) {

@@ -17,6 +17,8 @@
 
 namespace parbench {
 
+class SymmetricMemory;
+
 class Communicator {
  public:
   Communicator(std::unique_ptr<Transport> transport, Device device, double timeout_s);
@@ -120,6 +122,11 @@ class Communicator {
   // A pinned host buffer of at least `bytes`, kept between calls, for implementations that stage GPU data through
   // host memory (MPI's collectives); a larger request replaces it.
   char* host_staging(std::size_t bytes) { return host_staging_.get(bytes); }
+  // The symmetric memory of the device-side collectives (symmetric_memory.h), made empty on first use; its
+  // buffers are made collectively by the first call that needs them and freed with the communicator.
+  SymmetricMemory& symmetric_memory();
+  // "rank R: <the call or the measurement> did not finish within the timeout of T s: <why>".
+  std::string timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const;
   // When the collective running now must have finished: the timeout from the call's first wait, read from the
   // clock only then (a clock read per call costs a tenth of a small library call; library calls under the
   // watchdog never ask).
@@ -135,7 +142,6 @@ class Communicator {
   // Host buffers on a GPU communicator go through device scratch; then run(a, algo).
   void run_staged(const CollArgs& in, const Algorithm& algo);
   void call(const CollArgs& a, const Algorithm* impl);  // `impl`, or this communicator's when null
-  std::string timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const;
   void flip_one_received_byte(std::span<const P2POp> ops);
   std::unique_ptr<Transport> transport_;
   Device device_;
@@ -162,6 +168,7 @@ class Communicator {
     std::size_t bytes = 0;
   } scratch_[4];
   HostStaging host_staging_{Device{}};
+  std::unique_ptr<SymmetricMemory> symmetric_;
   std::uint64_t splits_ = 0;
 };
 

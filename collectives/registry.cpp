@@ -9,19 +9,23 @@
 namespace parbench {
 
 // name, its --impl text, library call or hand-written, and its place in the "auto" policy (1 first; 0: only when
-// named: mpi-nb, the non-blocking form of mpi, and oneshot, which needs every rank's buffer addressable). Auto
+// named: mpi-nb, the non-blocking form of mpi, oneshot, which needs every rank's buffer addressable, and the
+// device-side collectives over symmetric memory, which need a GPU per rank on one node). Auto
 // prefers the vendor's library, then MPI's, then the bandwidth-optimal ring, then the latency-optimal recursive
 // algorithms, then tree and naive.
-#define PB_ALGORITHMS(X)          \
-  X(nccl, "nccl", true, 1)        \
-  X(mpi, "mpi", true, 2)          \
-  X(mpi_nb, "mpi-nb", true, 0)    \
-  X(naive, "naive", false, 7)     \
-  X(tree, "tree", false, 6)       \
-  X(ring, "ring", false, 3)       \
-  X(rd, "rd", false, 5)           \
-  X(rhd, "rhd", false, 4)         \
-  X(oneshot, "oneshot", false, 0)
+#define PB_ALGORITHMS(X)                   \
+  X(nccl, "nccl", true, 1)                 \
+  X(mpi, "mpi", true, 2)                   \
+  X(mpi_nb, "mpi-nb", true, 0)             \
+  X(naive, "naive", false, 7)              \
+  X(tree, "tree", false, 6)                \
+  X(ring, "ring", false, 3)                \
+  X(rd, "rd", false, 5)                    \
+  X(rhd, "rhd", false, 4)                  \
+  X(oneshot, "oneshot", false, 0)          \
+  X(oneshot_dev, "oneshot-dev", false, 0)  \
+  X(twoshot_dev, "twoshot-dev", false, 0)  \
+  X(ring_dev, "ring-dev", false, 0)
 
 #define PB_DECLARE(name, text, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
 PB_ALGORITHMS(PB_DECLARE)

@@ -182,13 +182,18 @@ TEST(Communicator, SetImplementationRunsItAndPassesToSplits) {
   });
 }
 
-// The auto policy lists every registered implementation but oneshot (which needs shared addresses) and mpi-nb (the
-// non-blocking form of mpi), which run only when named; libraries first, then ring.
+// The auto policy lists every registered implementation but oneshot (which needs shared addresses), mpi-nb (the
+// non-blocking form of mpi) and the device-side collectives (a GPU per rank on one node), which run only when named;
+// libraries first, then ring.
 TEST(Registry, AutoOrderCoversTheRegistry) {
   const std::vector<std::string> order = auto_order();
-  EXPECT_EQ(order.size() + 2, algorithm_names().size());
-  for (const std::string& name : algorithm_names())
-    EXPECT_EQ(std::count(order.begin(), order.end(), name), name == "oneshot" || name == "mpi-nb" ? 0 : 1) << name;
+  const std::vector<std::string> named_only = {"oneshot", "mpi-nb", "oneshot-dev", "twoshot-dev",
+                                                "ring-dev"};
+  EXPECT_EQ(order.size() + named_only.size(), algorithm_names().size());
+  for (const std::string& name : algorithm_names()) {
+    const bool only_named = std::count(named_only.begin(), named_only.end(), name) > 0;
+    EXPECT_EQ(std::count(order.begin(), order.end(), name), only_named ? 0 : 1) << name;
+  }
   ASSERT_GE(order.size(), 3u);
   EXPECT_EQ(order[0], "nccl");
   EXPECT_EQ(order[1], "mpi");

@@ -1,0 +1,51 @@
+// What the device-side collectives' kernels get from the symmetric-memory layer (plain data, read by host code and
+// kernels alike), and their launchers: each collective is one kernel on the caller's stream.
+#pragma once
+
+namespace parbench {
+
+// Limits of the layer: the ranks of one node (an 8-GPU NVLink domain) and the blocks whose flags it keeps.
+constexpr int kSymmMaxRanks = 8;
+constexpr int kSymmMaxBlocks = 32;
+
+// Written by a kernel block that gave up waiting for a peer (one record per block, in host memory the GPU writes):
+// `missing` last, so a host that reads it non-zero sees the rest.
+struct SymmFault {
+  unsigned base;     // the operation's flag base (SymmPeers::base)
+  unsigned phase;    // the flag value it waited for: base + phase
+  unsigned missing;  // the rank that did not arrive, plus one; 0: none
+  unsigned pad;
+};
+
+// One operation's view of the symmetric memory. Flags count up forever: operation k's phases write base + 1,
+// base + 2, ... (bases grow by the phases each operation uses), so buffers and flags are reused without clearing,
+// and a flag past the value waited for also means arrived.
+struct SymmPeers {
+  void* const* buffers;      // device table: rank q's buffer
+  unsigned* const* signals;  // device table: rank q's flags, [block][sender]: written by the senders, read by q
+  SymmFault* faults;         // this rank's records, one per block
+  int rank, ranks;
+  unsigned base;
+  unsigned long long timeout_ns;  // how long a block waits for a peer before it records a fault and exits
+  int skip_ready_wait;            // test only (PARBENCH_TEST_SYMM_SKIP_WAIT): a planted race, never set otherwise
+};
+
+// Flag phases per operation of each kernel (the host advances the base by this much).
+constexpr unsigned kOneshotPhases = 2;
+constexpr unsigned kTwoshotPhases = 3;
+inline unsigned ring_phases(int ranks) { return 2 * unsigned(ranks); }  // at most: input, n - 1 + n - 2 steps, done
+
+}  // namespace parbench
+
+#ifdef PARBENCH_HAVE_CUDA
+namespace parbench::cuda_kernels {
+// dtype and op: parbench::DType and parbench::ReduceOp as integers. `recv` may be `send` (in place).
+void symm_oneshot_allreduce(const SymmPeers& p, const void* send, void* recv, unsigned long long count, int dtype,
+                            int op, void* stream);
+void symm_twoshot_allreduce(const SymmPeers& p, const void* send, void* recv, unsigned long long count, int dtype,
+                            int op, void* stream);
+// `coll`: parbench::Collective allreduce, reduce_scatter or allgather; `count` per rank, as CollArgs::count.
+void symm_ring(const SymmPeers& p, int coll, const void* send, void* recv, unsigned long long count, int dtype,
+               int op, void* stream);
+}  // namespace parbench::cuda_kernels
+#endif

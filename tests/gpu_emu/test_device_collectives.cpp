@@ -1,0 +1,243 @@
+// The device-side collectives (oneshot-dev, twoshot-dev, ring-dev; here their allreduce) on emulated GPUs, ranks as
+// threads: a timed batch queues one launch per operation and never waits on the host, the symmetric memory grows
+// and keeps operations on different streams in order, a stalled peer ends with a timeout naming it, and what
+// cannot run is refused in words.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectives/bootstrap.h"
+#include "collectives/communicator.h"
+#include "core/host_counts.h"
+#include "core/memory.h"
+#include "device/emu/gpu_emu.h"
+
+namespace parbench {
+namespace {
+
+using gpu_emu::Count;
+
+class DeviceCollectives : public ::testing::TestWithParam<std::string> {};
+
+LaunchOptions on_gpus(int ranks) {
+  LaunchOptions o;
+  o.ranks = ranks;
+  o.device = Device{DeviceKind::cuda, 0};
+  o.timeout_s = 60;
+  return o;
+}
+
+// Pinned host memory for the copies (pageable memory may lie just past a device allocation, which the emulator
+// then takes it for), made once per rank: freeing pinned memory waits for every peer GPU's work, which may be a
+// peer's collective waiting for this rank's next call (as on a GPU).
+struct Pinned {
+  static constexpr Device kGpu{DeviceKind::cuda, 0};
+  explicit Pinned(std::size_t count) : p(static_cast<float*>(pinned_host_malloc(kGpu, count * sizeof(float)))) {}
+  ~Pinned() { pinned_host_free(kGpu, p); }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  float* p;
+};
+
+// Rank r's input, (r + 1) * (i % 7 + 1) (whose sum over the ranks is exact in floats), copied into `d` on `stream`:
+// a synchronous copy from pageable memory may still be landing when a kernel on a non-blocking stream starts.
+void fill_input(Pinned& stage, void* d, int rank, std::size_t count, cudaStream_t stream) {
+  for (std::size_t i = 0; i < count; ++i) stage.p[i] = float((rank + 1) * int(i % 7 + 1));
+  ASSERT_EQ(cudaMemcpyAsync(d, stage.p, count * sizeof(float), cudaMemcpyHostToDevice, stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+}
+
+// The wrong elements in device memory `d` after `times` in-place sums over `ranks` of fill_input()'s values.
+std::size_t wrong_sum(Pinned& stage, const Device& gpu, const void* d, std::size_t count, int ranks, int times = 1) {
+  device_memcpy(Device{}, stage.p, gpu, d, count * sizeof(float));
+  float scale = float(ranks * (ranks + 1) / 2);
+  for (int t = 1; t < times; ++t) scale *= float(ranks);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) wrong += stage.p[i] != scale * float(i % 7 + 1);
+  return wrong;
+}
+
+cudaStream_t new_stream() {
+  cudaStream_t s = nullptr;
+  EXPECT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  return s;
+}
+
+CollArgs allreduce_args(const void* send, void* recv, std::size_t count, void* stream) {
+  CollArgs a;
+  a.coll = Collective::allreduce, a.send = send, a.recv = recv, a.count = count, a.stream = stream;
+  return a;
+}
+
+TEST_P(DeviceCollectives, TimedBatchLaunchesOncePerOperationAndNeverWaits) {
+  const Algorithm& algo = find_algorithm(GetParam());
+  constexpr std::size_t kCount = 1001;  // not a multiple of the ranks
+  constexpr int kOps = 10;
+  std::mutex mu;
+  std::vector<std::string> failures;
+  run_ranks(on_gpus(3), [&](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t s = new_stream();
+    Pinned stage(kCount);
+    void* send = device_malloc(comm.device(), kCount * sizeof(float));
+    void* recv = device_malloc(comm.device(), kCount * sizeof(float));
+    fill_input(stage, send, comm.rank(), kCount, s);
+    const CollArgs a = allreduce_args(send, recv, kCount, s);
+    comm.run(a, algo);  // makes the symmetric memory, waits
+    const HostCounts ours = host_counts();
+    const gpu_emu::ApiCounts emu = gpu_emu::thread_counts();
+    comm.begin_batch();
+    for (int i = 0; i < kOps; ++i) comm.run(a, algo);
+    const HostCounts ours_after = host_counts();
+    const gpu_emu::ApiCounts emu_after = gpu_emu::thread_counts();
+    comm.end_batch();
+    const std::size_t wrong = wrong_sum(stage, comm.device(), recv, kCount, comm.size());
+    std::lock_guard lock(mu);
+    const std::string who = "rank " + std::to_string(comm.rank()) + ": ";
+    if ((ours_after - ours).host_waits != 0) failures.push_back(who + "host waits counted by parbench");
+    for (Count c : {Count::host_wait, Count::stream_sync, Count::device_sync, Count::copy, Count::malloc})
+      if (emu_after[c] != emu[c])
+        failures.push_back(who + "the emulator counted " + std::to_string(emu_after[c] - emu[c]) + " of API count " +
+                           std::to_string(int(c)));
+    if (emu_after[Count::launch] - emu[Count::launch] != kOps)
+      failures.push_back(who + std::to_string(emu_after[Count::launch] - emu[Count::launch]) + " launches for " +
+                         std::to_string(kOps) + " operations");
+    if (wrong) failures.push_back(who + std::to_string(wrong) + " wrong elements");
+    device_free(comm.device(), send);
+    device_free(comm.device(), recv);
+    EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// Sizes that grow the buffers twice, in place, on two streams in turn: each result exact.
+TEST_P(DeviceCollectives, GrowsAcrossSizes) {
+  const Algorithm& algo = find_algorithm(GetParam());
+  std::mutex mu;
+  std::vector<std::string> failures;
+  run_ranks(on_gpus(2), [&](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t streams[2] = {new_stream(), new_stream()};
+    Pinned stage(300007);
+    int turn = 0;
+    for (std::size_t count : {5u, 100001u, 3u, 300007u, 17u}) {
+      cudaStream_t stream = streams[turn++ % 2];
+      void* buf = device_malloc(comm.device(), count * sizeof(float));
+      fill_input(stage, buf, comm.rank(), count, stream);
+      comm.run(allreduce_args(buf, buf, count, stream), algo);
+      const std::size_t wrong = wrong_sum(stage, comm.device(), buf, count, comm.size());
+      device_free(comm.device(), buf);
+      std::lock_guard lock(mu);
+      if (wrong) failures.push_back("count " + std::to_string(count) + ": " + std::to_string(wrong) + " wrong");
+    }
+    for (cudaStream_t s : streams) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// In place, in a batch (no host waits between), on two streams in turn: an operation must not start while the
+// previous one, on the other stream, still uses the buffers (or its input, the previous result).
+TEST_P(DeviceCollectives, BatchOnTwoStreamsStaysInOrder) {
+  const Algorithm& algo = find_algorithm(GetParam());
+  constexpr std::size_t kCount = 40000;
+  constexpr int kOps = 6;
+  std::mutex mu;
+  std::vector<std::string> failures;
+  run_ranks(on_gpus(2), [&](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t streams[2] = {new_stream(), new_stream()};
+    Pinned stage(kCount);
+    void* buf = device_malloc(comm.device(), kCount * sizeof(float));
+    comm.run(allreduce_args(buf, buf, kCount, streams[1]), algo);  // makes the buffers
+    fill_input(stage, buf, comm.rank(), kCount, streams[0]);
+    comm.begin_batch();
+    for (int i = 0; i < kOps; ++i) comm.run(allreduce_args(buf, buf, kCount, streams[i % 2]), algo);
+    comm.end_batch();
+    const std::size_t wrong = wrong_sum(stage, comm.device(), buf, kCount, comm.size(), kOps);
+    device_free(comm.device(), buf);
+    for (cudaStream_t s : streams) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+    std::lock_guard lock(mu);
+    if (wrong) failures.push_back("rank " + std::to_string(comm.rank()) + ": " + std::to_string(wrong) + " wrong");
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// Rank 1 made the symmetric memory with rank 0, then never comes to the second call: rank 0's kernel gives up after
+// the timeout and the host names the call and rank 1.
+TEST_P(DeviceCollectives, StalledPeerEndsInATimeoutNamingIt) {
+  const Algorithm& algo = find_algorithm(GetParam());
+  std::string message;
+  run_ranks(on_gpus(2), [&](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t s = new_stream();
+    void* buf = device_malloc(comm.device(), 64 * sizeof(float));
+    comm.run(allreduce_args(buf, buf, 64, s), algo);
+    if (comm.rank() == 0) {
+      comm.set_timeout(0.5);  // only now: the first call may be slow in a sanitizer build
+      try {
+        comm.run(allreduce_args(buf, buf, 64, s), algo);
+      } catch (const CollectiveTimeoutError& e) {
+        message = e.what();
+      }
+    }
+    device_free(comm.device(), buf);
+    EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  });
+  EXPECT_NE(message.find("rank 0: allreduce/" + GetParam() + " of 256 bytes"), std::string::npos) << message;
+  EXPECT_NE(message.find("within the timeout of 0.5 s"), std::string::npos) << message;
+  EXPECT_NE(message.find("rank 1 did not arrive"), std::string::npos) << message;
+}
+
+TEST_P(DeviceCollectives, MessageBeyondTheLimitIsRefusedOnEveryRank) {
+  const Algorithm& algo = find_algorithm(GetParam());
+  std::mutex mu;
+  std::vector<std::string> messages;
+  run_ranks(on_gpus(2), [&](Communicator& comm) {
+    void* buf = device_malloc(comm.device(), 64);
+    try {
+      comm.run(allreduce_args(buf, buf, (std::size_t(1) << 30) / 4 + 1, nullptr), algo);
+    } catch (const UsageError& e) {
+      std::lock_guard lock(mu);
+      messages.push_back(e.what());
+    }
+    device_free(comm.device(), buf);
+  });
+  ASSERT_EQ(messages.size(), 2u);
+  for (const auto& m : messages) EXPECT_NE(m.find("exceeds the symmetric memory's limit"), std::string::npos) << m;
+}
+
+TEST_P(DeviceCollectives, RefusesWhatItCannotRun) {
+  const Algorithm& algo = find_algorithm(GetParam());
+  std::mutex mu;
+  std::vector<std::string> reasons;
+  LaunchOptions cpu;
+  cpu.ranks = 2;
+  run_ranks(cpu, [&](Communicator& comm) {
+    std::lock_guard lock(mu);
+    reasons.push_back(algo.unsupported(Collective::allreduce, comm));
+  });
+  // PARBENCH_EMU_GPUS=4 (ctest): five rank threads put two on one GPU.
+  run_ranks(on_gpus(5), [&](Communicator& comm) {
+    std::lock_guard lock(mu);
+    if (comm.rank() == 0) {
+      reasons.push_back(algo.unsupported(Collective::allreduce, comm));
+      reasons.push_back(algo.unsupported(Collective::broadcast, comm));
+    }
+  });
+  ASSERT_EQ(reasons.size(), 4u);
+  EXPECT_NE(reasons[0].find("run on GPUs (--device cuda)"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[2].find("5 ranks share 4 GPU(s)"), std::string::npos) << reasons[2];
+  EXPECT_EQ(reasons[3].rfind(GetParam() + " implements allreduce", 0), 0u) << reasons[3];
+  run_ranks(on_gpus(4), [&](Communicator& comm) { EXPECT_EQ(algo.unsupported(Collective::allreduce, comm), ""); });
+}
+
+INSTANTIATE_TEST_SUITE_P(Impl, DeviceCollectives, ::testing::Values("oneshot-dev", "twoshot-dev", "ring-dev"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return i.param.substr(0, i.param.find('-'));
+                         });
+
+}  // namespace
+}  // namespace parbench
