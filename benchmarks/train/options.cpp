@@ -135,6 +135,34 @@ void prepare_prediction(Options& o) {
   o.train.schedule = ScheduleRef::parse(o.schedule);
 }
 
+namespace {
+
+// The model-parallel layout: degrees, pipeline schedule, microbatches, chunks and partition.
+void add_model_parallel_options(CLI::App& app, Options& o) {
+  app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str()
+      ->check(integer_in(0, 1024));
+  app.add_option("--schedule", o.schedule, "pipeline schedule:" + schedule_help())
+      ->capture_default_str();
+  app.add_option("--microbatches", o.train.microbatches,
+                 "pipeline microbatches per step (0: global batch / (dp x micro-batch), or pp)")
+      ->capture_default_str()
+      ->check(in_range(0, 1 << 20));
+  app.add_option("--virtual-stages", o.train.virtual_stages,
+                 multi_chunk_schedule_names() + ": model chunks per pipeline rank")
+      ->capture_default_str()
+      ->check(in_range(1, 1024));
+  app.add_option("--partition", o.partition,
+                 "pp, hybrid: blocks per virtual stage: uniform (equal shares), balanced (even predicted stage "
+                 "times, embedding with the first and head with the last) or FILE (counts, one per virtual stage)")
+      ->capture_default_str();
+}
+
+}  // namespace
+
 void add_options(CLI::App& app, Options& o) {
   add_common_options(app, o.common);
   auto& m = o.train.model;
@@ -158,26 +186,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--ranks", o.ranks, "ranks as threads (without mpirun)")
       ->check(in_range(0, 1024));
   add_bootstrap_option(app, select_bootstrap);
-  app.add_option("--tp", o.train.tp, "tensor-parallel degree (tp, sp, hybrid; 0: derived)")->capture_default_str()
-      ->check(integer_in(0, 1024));
-  app.add_option("--pp", o.train.pp, "pipeline stages (pp, mp, hybrid; 0: derived)")->capture_default_str()
-      ->check(integer_in(0, 1024));
-  app.add_option("--dp", o.train.dp, "data-parallel degree (hybrid; 0: ranks / (tp x pp))")->capture_default_str()
-      ->check(integer_in(0, 1024));
-  app.add_option("--schedule", o.schedule, "pipeline schedule:" + schedule_help())
-      ->capture_default_str();
-  app.add_option("--microbatches", o.train.microbatches,
-                 "pipeline microbatches per step (0: global batch / (dp x micro-batch), or pp)")
-      ->capture_default_str()
-      ->check(in_range(0, 1 << 20));
-  app.add_option("--virtual-stages", o.train.virtual_stages,
-                 multi_chunk_schedule_names() + ": model chunks per pipeline rank")
-      ->capture_default_str()
-      ->check(in_range(1, 1024));
-  app.add_option("--partition", o.partition,
-                 "pp, hybrid: blocks per virtual stage: uniform (equal shares), balanced (even predicted stage "
-                 "times, embedding with the first and head with the last) or FILE (counts, one per virtual stage)")
-      ->capture_default_str();
+  add_model_parallel_options(app, o);
   app.add_option("--dp-scheme", o.dp_scheme, "hybrid: ddp, zero1, zero2 or zero3 across data-parallel groups")
       ->capture_default_str();
   app.add_option("--impl", o.impl, "collective implementation (auto, mpi, nccl, ring, ...)")
