@@ -33,7 +33,9 @@ class SimtMatmulMma : public ::testing::TestWithParam<std::string> {
 
   Tensor make(TrackedAllocator& a, DType d, Shape s) { return Tensor(a, d, std::move(s), MemCategory::activations); }
   // The same values on both devices: small integers when `ints` (exact in bf16, sums exact in fp32), else
-  // uniform in [-1, 1].
+  // uniform in [-1, 1] and, in f32, rounded to bf16 values: version 5 feeds the tensor cores bf16 operands, so
+  // the rounding of arbitrary f32 inputs would be an error of the inputs, unbounded relative to a result that
+  // cancels (a 1x1x1 product plus its bias), not of the kernel.
   std::pair<Tensor, Tensor> in(DType d, Shape s, bool ints) {
     Tensor c = make(cpu_alloc, d, s), g = make(simt_alloc, d, s);
     if (ints) {
@@ -41,6 +43,11 @@ class SimtMatmulMma : public ::testing::TestWithParam<std::string> {
       for (std::int64_t i = 0; i < c.numel(); ++i) store_from_double(c.data(), d, std::size_t(i), double(u(rng)));
     } else {
       test::fill_uniform(c, rng, -1, 1);
+      if (d == DType::f32)
+        for (std::int64_t i = 0; i < c.numel(); ++i) {
+          const float v = float(load_as_double(c.data(), d, std::size_t(i)));
+          store_from_double(c.data(), d, std::size_t(i), double(bf16_to_float(float_to_bf16(v))));
+        }
     }
     test::copy_into(g, c);
     return {std::move(c), std::move(g)};
