@@ -84,7 +84,9 @@ void* map_device_file(int fd, std::uint64_t offset, std::size_t bytes) {
     return nullptr;
   }
   // The exact size, so AddressSanitizer reports a kernel that runs past the end of a buffer; past the page the
-  // guard faults in any build.
+  // guard faults in any build. The range may have been another mapping's (a thread's or fiber's stack, unmapped
+  // with its frames' poison still in the shadow): cleared first.
+  PB_EMU_UNPOISON(r, bytes);
   PB_EMU_POISON(static_cast<char*>(r) + bytes, span - bytes);
   return r;
 }
