@@ -18,6 +18,14 @@ std::vector<char*> GroupStaging::stage(std::span<const P2POp> ops) {
   return bufs;
 }
 
+char* PostedSendStaging::stage(const P2POp& op) {
+  if (op.device(device_).on_host()) return static_cast<char*>(op.buf);
+  if (used_ == copies_.size()) copies_.emplace_back(device_);
+  char* copy = copies_[used_++].get(op.bytes);
+  device_memcpy(Device{}, copy, device_, op.buf, op.bytes);
+  return copy;
+}
+
 void GroupStaging::unstage(std::span<const P2POp> ops, const std::vector<char*>& bufs) {
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].kind == P2POp::recv && staged(ops[i])) device_memcpy(device_, ops[i].buf, Device{}, bufs[i], ops[i].bytes);

@@ -1,6 +1,6 @@
-// Device memory that a host transport (MPI without CUDA support, the tcp mesh) cannot touch goes through one pinned
-// host buffer per group: each such op gets its own 256-byte aligned part, sends copied in before the group and
-// receives copied out after it.
+// Device memory that a host transport (MPI without CUDA support, the tcp mesh) cannot touch goes through pinned host
+// buffers: a group's through one, each such op in its own 256-byte aligned part, sends copied in before the group and
+// receives copied out after it; posted sends each through a copy of its own, held until they are finished.
 #pragma once
 #include <span>
 #include <vector>
@@ -23,6 +23,19 @@ class GroupStaging {
  private:
   Device device_;
   HostStaging host_;
+};
+
+class PostedSendStaging {
+ public:
+  explicit PostedSendStaging(Device device) : device_(device) {}
+  // The buffer send `op` moves through: its own, or (device memory) a host copy of its data, kept until release().
+  char* stage(const P2POp& op);
+  void release() { used_ = 0; }  // the posted sends are finished or abandoned: the copies may be reused
+
+ private:
+  Device device_;
+  std::vector<HostStaging> copies_;  // the first used_ hold posted sends' data
+  std::size_t used_ = 0;
 };
 
 }  // namespace parbench

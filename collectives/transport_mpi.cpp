@@ -20,7 +20,8 @@ constexpr std::size_t kMaxMessage = std::size_t(1) << 30;
 
 class MpiTransport final : public Transport {
  public:
-  MpiTransport(MPI_Comm comm, Device device) : comm_(comm), device_(device), group_staging_(device) {
+  MpiTransport(MPI_Comm comm, Device device)
+      : comm_(comm), device_(device), group_staging_(device), send_staging_(device) {
     MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
@@ -44,12 +45,7 @@ class MpiTransport final : public Transport {
   void post_sends(std::span<const P2POp> ops) override {
     for (const P2POp& op : ops) {
       if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
-      char* buf = static_cast<char*>(op.buf);
-      if (staged(op)) {  // the host copy lives until finish_sends
-        if (sends_staged_ == send_staging_.size()) send_staging_.emplace_back(device_);
-        buf = send_staging_[sends_staged_++].get(op.bytes);
-        device_memcpy(Device{}, buf, device_, op.buf, op.bytes);
-      }
+      char* buf = send_staging_.stage(op);  // a host copy lives until finish_sends
       start(op, buf, posted_);
     }
   }
@@ -59,7 +55,7 @@ class MpiTransport final : public Transport {
     reqs.swap(posted_);
     mpi_wait_all(reqs.data(), int(reqs.size()), deadline,
                  "rank " + std::to_string(rank_) + " waited for its posted sends to be received");
-    sends_staged_ = 0;
+    send_staging_.release();
   }
 
   void abandon_sends() override {
@@ -68,7 +64,7 @@ class MpiTransport final : public Transport {
       MPI_Request_free(&r);
     }
     posted_.clear();
-    sends_staged_ = 0;
+    send_staging_.release();
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
@@ -84,9 +80,6 @@ class MpiTransport final : public Transport {
   }
 
  private:
-  // Device memory goes through host buffers, op by op (barrier and split pass host memory on any device).
-  bool staged(const P2POp& op) const { return group_staging_.staged(op); }
-
   // Which peers the requests still open wait for, worded as the threads transport words it.
   TimeoutError late_peers(std::vector<MPI_Request>& reqs, const std::vector<std::size_t>& op_of,
                           std::span<const P2POp> ops) const {
@@ -126,9 +119,8 @@ class MpiTransport final : public Transport {
   Device device_;
   int rank_ = 0, size_ = 1;
   std::vector<MPI_Request> posted_;       // post_sends not yet finished
-  std::vector<HostStaging> send_staging_;  // their staged copies (device memory): the first sends_staged_ in use
-  std::size_t sends_staged_ = 0;
   GroupStaging group_staging_;
+  PostedSendStaging send_staging_;  // posted sends' host copies (device memory), until finish_sends
 };
 
 }  // namespace

@@ -30,7 +30,8 @@ class TcpTransport final : public Transport {
   TcpTransport(std::shared_ptr<TcpMesh> mesh, std::vector<int> world_of, int rank, std::uint64_t context,
                Device device)
       : mesh_(std::move(mesh)), world_of_(std::move(world_of)), rank_(rank), context_(context), device_(device),
-        group_staging_(device) {}
+        group_staging_(device),
+        send_staging_(device) {}
   ~TcpTransport() override { abandon_sends(); }
 
   // "shm" when every peer is on this node (shared-memory rings), "tcp" when none is, "shm+tcp" for a mix.
@@ -61,12 +62,7 @@ class TcpTransport final : public Transport {
     std::vector<TcpMesh::Op> mesh_ops;
     for (const P2POp& op : ops) {
       if (op.kind != P2POp::send) throw Error("post_sends: a receive among the sends");
-      char* buf = static_cast<char*>(op.buf);
-      if (staged(op)) {  // the host copy lives until finish_sends
-        if (sends_staged_ == send_staging_.size()) send_staging_.emplace_back(device_);
-        buf = send_staging_[sends_staged_++].get(op.bytes);
-        device_memcpy(Device{}, buf, device_, op.buf, op.bytes);
-      }
+      char* buf = send_staging_.stage(op);  // a host copy lives until finish_sends
       mesh_ops.push_back(mesh_op(op, buf));
     }
     posted_.push_back(mesh_->post(mesh_ops));
@@ -79,21 +75,19 @@ class TcpTransport final : public Transport {
       for (auto& b : posted) mesh_->wait(*b, deadline, "rank " + std::to_string(rank_) + " (posted sends)");
     } catch (...) {
       for (auto& b : posted) mesh_->cancel(*b);
-      sends_staged_ = 0;
+      send_staging_.release();
       throw;
     }
-    sends_staged_ = 0;
+    send_staging_.release();
   }
 
   void abandon_sends() override {
     for (auto& b : posted_) mesh_->cancel(*b);
     posted_.clear();
-    sends_staged_ = 0;
+    send_staging_.release();
   }
 
  private:
-  bool staged(const P2POp& op) const { return group_staging_.staged(op); }
-
   TcpMesh::Op mesh_op(const P2POp& op, char* buf) const {
     if (op.peer < 0 || op.peer >= size())
       throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
@@ -107,9 +101,8 @@ class TcpTransport final : public Transport {
   Device device_;
   std::uint64_t splits_ = 0;
   std::vector<std::shared_ptr<TcpMesh::Batch>> posted_;  // post_sends not yet finished
-  std::vector<HostStaging> send_staging_;               // their staged copies: the first sends_staged_ in use
-  std::size_t sends_staged_ = 0;
   GroupStaging group_staging_;
+  PostedSendStaging send_staging_;  // posted sends' host copies (device memory), until finish_sends
 };
 
 }  // namespace
