@@ -25,7 +25,11 @@ namespace parbench {
   X(oneshot, "oneshot", false, 0)          \
   X(oneshot_dev, "oneshot-dev", false, 0)  \
   X(twoshot_dev, "twoshot-dev", false, 0)  \
-  X(ring_dev, "ring-dev", false, 0)
+  X(ring_dev, "ring-dev", false, 0)        \
+  X(naive_dev, "naive-dev", false, 0)      \
+  X(tree_dev, "tree-dev", false, 0)        \
+  X(rd_dev, "rd-dev", false, 0)            \
+  X(rhd_dev, "rhd-dev", false, 0)
 
 #define PB_DECLARE(name, text, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
 PB_ALGORITHMS(PB_DECLARE)

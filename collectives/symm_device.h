@@ -44,11 +44,25 @@ __device__ void symm_copy(S* dst, const S* src, SymmRange r) {
   for (unsigned long long i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];
 }
 
-// out[i] (and out2[i] when not null) = the reduction of every rank's buffer at i, combined in rank order with the
-// rules of the other implementations (reduce_elem.inc: stored after each step, avg divided at the end), so every
-// rank gets bit-identical results.
+// One rank's bit in the flag masks of symm_exchange (none for -1).
+__device__ inline unsigned symm_bit(int rank) { return rank < 0 ? 0u : 1u << rank; }
+
+// a OP b stored in the dtype, as every step of the reductions.
 template <class E, int OP>
-__device__ void symm_reduce(const SymmPeers& p, SymmRange r, typename E::S* out, typename E::S* out2, int avg) {
+__device__ typename E::S symm_combine(typename E::S a, typename E::S b) {
+  return E::store(combine_values<OP>(E::load(a), E::load(b)));
+}
+template <class E>
+__device__ typename E::S symm_average(typename E::S a, int ranks) {
+  return E::store(E::load(a) / typename E::C(ranks));
+}
+
+// out[i - out_from] (and out2[i] when not null) = the reduction of every rank's buffer at i, combined in rank order
+// with the rules of the other implementations (reduce_elem.inc: stored after each step, avg divided at the end), so
+// every rank gets bit-identical results.
+template <class E, int OP>
+__device__ void symm_reduce(const SymmPeers& p, SymmRange r, typename E::S* out, typename E::S* out2, int avg,
+                            unsigned long long out_from = 0) {
   using S = typename E::S;
   const S* in[kSymmMaxRanks];
   for (int q = 0; q < p.ranks; ++q) in[q] = static_cast<const S*>(p.buffers[q]);
@@ -56,7 +70,7 @@ __device__ void symm_reduce(const SymmPeers& p, SymmRange r, typename E::S* out,
     S acc = in[0][i];
     for (int q = 1; q < p.ranks; ++q) acc = E::store(combine_values<OP>(E::load(acc), E::load(in[q][i])));
     if (avg) acc = E::store(E::load(acc) / typename E::C(p.ranks));
-    out[i] = acc;
+    out[i - out_from] = acc;
     if (out2) out2[i] = acc;
   }
 }

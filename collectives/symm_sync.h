@@ -90,6 +90,23 @@ __device__ inline bool symm_barrier(const SymmPeers& p, unsigned phase, unsigned
   return failed == 0;
 }
 
+// The general form, for trees and butterflies: this block's flag set to base + phase on every rank in the bit mask
+// `to`, then every rank in the mask `from` waited for (in rank order, so the first missing one is named).
+__device__ inline bool symm_exchange(const SymmPeers& p, unsigned to, unsigned from, unsigned phase,
+                                     unsigned long long deadline, bool wait = true) {
+  __shared__ int failed;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int q = 0; q < p.ranks; ++q)
+      if (to >> q & 1u) symm_signal(p, q, phase);
+    failed = 0;
+    for (int q = 0; q < p.ranks && wait && !failed; ++q)
+      if ((from >> q & 1u) && !symm_wait(p, q, phase, deadline)) failed = 1;
+  }
+  __syncthreads();
+  return failed == 0;
+}
+
 __device__ inline bool symm_step(const SymmPeers& p, int to, int from, unsigned phase, unsigned long long deadline,
                                  bool wait = true) {
   __shared__ int failed;

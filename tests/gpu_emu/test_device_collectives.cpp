@@ -1,16 +1,19 @@
-// The device-side collectives (oneshot-dev, twoshot-dev, ring-dev; here their allreduce) on emulated GPUs, ranks as
-// threads: a timed batch queues one launch per operation and never waits on the host, the symmetric memory grows
-// and keeps operations on different streams in order, a stalled peer ends with a timeout naming it, and what
+// The device-side collectives (oneshot-dev, twoshot-dev, ring-dev, naive-dev, tree-dev, rd-dev, rhd-dev) on emulated
+// GPUs, ranks as threads: a timed batch queues one launch per operation and never waits on the host (their allreduce,
+// and every other collective each serves, out of place and in place, with the data check), the symmetric memory
+// grows and keeps operations on different streams in order, a stalled peer ends with a timeout naming it, and what
 // cannot run is refused in words.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "collectives/bootstrap.h"
 #include "collectives/communicator.h"
+#include "collectives/datacheck.h"
 #include "core/host_counts.h"
 #include "core/memory.h"
 #include "device/emu/gpu_emu.h"
@@ -209,6 +212,27 @@ TEST_P(DeviceCollectives, MessageBeyondTheLimitIsRefusedOnEveryRank) {
   for (const auto& m : messages) EXPECT_NE(m.find("exceeds the symmetric memory's limit"), std::string::npos) << m;
 }
 
+// The collectives each device-side implementation serves (all others refused naming it).
+const std::vector<std::pair<std::string, std::vector<Collective>>>& served() {
+  using enum Collective;
+  static const std::vector<std::pair<std::string, std::vector<Collective>>> table = {
+      {"oneshot-dev", {allreduce}},
+      {"twoshot-dev", {allreduce}},
+      {"ring-dev", {allreduce, reduce_scatter, allgather}},
+      {"naive-dev", {broadcast, reduce, allreduce, gather, allgather, scatter, reduce_scatter, alltoall, sendrecv}},
+      {"tree-dev", {broadcast, reduce, allreduce}},
+      {"rd-dev", {allreduce, allgather}},
+      {"rhd-dev", {allreduce, reduce_scatter, allgather}},
+  };
+  return table;
+}
+
+bool serves(const std::string& impl, Collective c) {
+  for (const auto& [name, colls] : served())
+    if (name == impl) return std::find(colls.begin(), colls.end(), c) != colls.end();
+  return false;
+}
+
 TEST_P(DeviceCollectives, RefusesWhatItCannotRun) {
   const Algorithm& algo = find_algorithm(GetParam());
   std::mutex mu;
@@ -222,21 +246,109 @@ TEST_P(DeviceCollectives, RefusesWhatItCannotRun) {
   // PARBENCH_EMU_GPUS=4 (ctest): five rank threads put two on one GPU.
   run_ranks(on_gpus(5), [&](Communicator& comm) {
     std::lock_guard lock(mu);
-    if (comm.rank() == 0) {
-      reasons.push_back(algo.unsupported(Collective::allreduce, comm));
-      reasons.push_back(algo.unsupported(Collective::broadcast, comm));
-    }
+    if (comm.rank() == 0) reasons.push_back(algo.unsupported(Collective::allreduce, comm));
   });
-  ASSERT_EQ(reasons.size(), 4u);
+  ASSERT_EQ(reasons.size(), 3u);
   EXPECT_NE(reasons[0].find("run on GPUs (--device cuda)"), std::string::npos) << reasons[0];
   EXPECT_NE(reasons[2].find("5 ranks share 4 GPU(s)"), std::string::npos) << reasons[2];
-  EXPECT_EQ(reasons[3].rfind(GetParam() + " implements allreduce", 0), 0u) << reasons[3];
-  run_ranks(on_gpus(4), [&](Communicator& comm) { EXPECT_EQ(algo.unsupported(Collective::allreduce, comm), ""); });
+  // On four GPUs: exactly the collectives of the table run, the others are refused naming the implementation.
+  run_ranks(on_gpus(4), [&](Communicator& comm) {
+    if (comm.rank() != 0) return;
+    for (Collective c : all_collectives()) {
+      const std::string why = algo.unsupported(c, comm);
+      if (serves(GetParam(), c))
+        EXPECT_EQ(why, "") << collective_name(c);
+      else
+        EXPECT_EQ(why.rfind(GetParam() + " implements ", 0), 0u) << collective_name(c) << ": " << why;
+    }
+  });
 }
 
-INSTANTIATE_TEST_SUITE_P(Impl, DeviceCollectives, ::testing::Values("oneshot-dev", "twoshot-dev", "ring-dev"),
+INSTANTIATE_TEST_SUITE_P(Impl, DeviceCollectives,
+                         ::testing::Values("oneshot-dev", "twoshot-dev", "ring-dev", "naive-dev", "tree-dev", "rd-dev",
+                                           "rhd-dev"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                            return i.param.substr(0, i.param.find('-'));
+                         });
+
+// Every other collective of every device-side implementation (their allreduce is the suite above): a timed batch
+// out of place queues one launch per operation, no copy and no host wait, and its result is right; then once in
+// place. Three ranks (the butterflies fold one rank in), root 1, a count that is no multiple of the ranks.
+struct ImplCollective {
+  std::string impl;
+  Collective coll;
+};
+
+class DeviceCollectiveKinds : public ::testing::TestWithParam<ImplCollective> {};
+
+// The emulator's counts of this thread that must not change in a timed batch, in words.
+std::vector<std::string> unexpected_counts(const gpu_emu::ApiCounts& before, const gpu_emu::ApiCounts& after,
+                                           int ops) {
+  std::vector<std::string> out;
+  for (Count c : {Count::host_wait, Count::stream_sync, Count::device_sync, Count::copy, Count::malloc})
+    if (after[c] != before[c])
+      out.push_back("the emulator counted " + std::to_string(after[c] - before[c]) + " of API count " +
+                    std::to_string(int(c)));
+  if (after[Count::launch] - before[Count::launch] != ops)
+    out.push_back(std::to_string(after[Count::launch] - before[Count::launch]) + " launches for " +
+                  std::to_string(ops) + " operations");
+  return out;
+}
+
+TEST_P(DeviceCollectiveKinds, TimedBatchOfEachCollective) {
+  const Algorithm& algo = find_algorithm(GetParam().impl);
+  const Collective coll = GetParam().coll;
+  constexpr std::size_t kCount = 301;
+  constexpr int kOps = 6;
+  constexpr std::uint64_t kSeed = 11;
+  std::mutex mu;
+  std::vector<std::string> failures;
+  run_ranks(on_gpus(3), [&](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t s = new_stream();
+    std::vector<std::string> mine;
+    for (bool in_place : {false, true}) {
+      CollectiveBuffers b(comm, coll, kCount, DType::f32, ReduceOp::sum, 1, in_place);
+      b.fill(kSeed);
+      // fill()'s copies from pageable memory land on the legacy stream, which `s` does not wait for.
+      EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+      CollArgs a = b.args();
+      a.stream = s;
+      comm.run(a, algo);  // makes the symmetric memory, waits
+      const int ops = in_place ? 0 : kOps;  // in place, a reduction's second call would reduce its own result
+      const HostCounts ours = host_counts();
+      const gpu_emu::ApiCounts emu = gpu_emu::thread_counts();
+      comm.begin_batch();
+      for (int i = 0; i < ops; ++i) comm.run(a, algo);
+      const HostCounts ours_after = host_counts();
+      for (const std::string& f : unexpected_counts(emu, gpu_emu::thread_counts(), ops)) mine.push_back(f);
+      comm.end_batch();
+      if ((ours_after - ours).host_waits != 0) mine.push_back("host waits counted by parbench");
+      CollectiveBuffers::FirstWrong first;
+      if (const std::size_t wrong = b.wrong(kSeed, &first))
+        mine.push_back(std::to_string(wrong) + " wrong elements" + (in_place ? " in place" : "") + ", the first at " +
+                       std::to_string(first.index) + ": " + std::to_string(first.got) + " for " +
+                       std::to_string(first.expected));
+    }
+    EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+    std::lock_guard lock(mu);
+    for (const std::string& f : mine) failures.push_back("rank " + std::to_string(comm.rank()) + ": " + f);
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+std::vector<ImplCollective> every_other_collective() {
+  std::vector<ImplCollective> out;
+  for (const auto& [impl, colls] : served())
+    for (Collective c : colls)
+      if (c != Collective::allreduce) out.push_back({impl, c});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Each, DeviceCollectiveKinds, ::testing::ValuesIn(every_other_collective()),
+                         [](const ::testing::TestParamInfo<ImplCollective>& i) {
+                           return i.param.impl.substr(0, i.param.impl.find('-')) + "_" +
+                                  std::string(collective_name(i.param.coll));
                          });
 
 }  // namespace
