@@ -8,6 +8,7 @@
 
 namespace parbench::PB_KERNEL_NS {
 
+// dst[i] = src[i] (and dst2[i] when not null) over this kernel block's part of blocks [from, to) of `count`.
 template <class S>
 __device__ void rd_copy_blocks(S* dst, S* dst2, const S* src, SymmRange part, unsigned long long count, int from,
                                int to) {
@@ -16,7 +17,7 @@ __device__ void rd_copy_blocks(S* dst, S* dst2, const S* src, SymmRange part, un
     for (unsigned long long i = at + part.begin + threadIdx.x; i < at + part.end; i += blockDim.x) {
       const S x = src[i];
       dst[i] = x;
-      dst2[i] = x;
+      if (dst2) dst2[i] = x;
     }
   }
 }
@@ -88,8 +89,8 @@ __device__ void rd_allgather(const SymmPeers& p, const S* in, S* out, unsigned l
   if (f.folded) {
     if (!symm_exchange(p, symm_bit(r - 1), 0, kFoldPhase, deadline)) return;
     if (!symm_exchange(p, 0, symm_bit(r - 1), result, deadline, first.next())) return;
-    rd_copy_blocks(out, out, buffer(r - 1), part, count, 0, r);
-    rd_copy_blocks(out, out, buffer(r - 1), part, count, r + 1, n);
+    rd_copy_blocks<S>(out, nullptr, buffer(r - 1), part, count, 0, r);
+    rd_copy_blocks<S>(out, nullptr, buffer(r - 1), part, count, r + 1, n);
     symm_exchange(p, symm_bit(r - 1), 0, done, deadline);
     return;
   }
