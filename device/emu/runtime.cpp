@@ -136,6 +136,14 @@ const char* base_message(cudaError_t e) {
     case cudaErrorNotSupported: return "operation not supported";
     case cudaErrorDeviceUninitialized: return "invalid device context";
     case cudaErrorMapBufferObjectFailed: return "mapping of buffer object failed";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureMerge: return "operation would result in a merge of separate capture sequences";
+    case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread: return "attempt to terminate a thread-local capture sequence from another thread";
     default: return "unknown error";
   }
 }
@@ -232,7 +240,21 @@ struct EventState {
   int device = 0;
   unsigned flags = 0;
   OpPtr marker;  // the latest cudaEventRecord's operation
+  unsigned long long capture = 0;  // the capture its latest record was recorded in (0: a real record)
 };
+
+// The capture event `ev` was last recorded in, while that capture goes on; 0 otherwise.
+unsigned long long live_capture(const EventState* ev) { return capture_live(ev->capture) ? ev->capture : 0; }
+
+// cudaEventQuery/cudaEventSynchronize of an event recorded in a capture going on: CUDA's error, the capture
+// invalidated.
+cudaError_t captured_event(EventState* ev, const char* api) {
+  const unsigned long long id = live_capture(ev);
+  if (id == 0) return cudaSuccess;
+  invalidate_capture(id, std::string(api) + " of an event recorded in the capture");
+  return fail(cudaErrorCapturedEvent, std::string(api) + " of an event last recorded in a stream that captures: it "
+                                                         "has not happened (the capture is now invalidated)");
+}
 std::mutex g_events_m;
 std::vector<std::unique_ptr<EventState>>& events() {  // never freed: destroyed handles stay recognisable
   static auto* v = new std::vector<std::unique_ptr<EventState>>;
@@ -246,6 +268,33 @@ EventState* resolve_event(cudaEvent_t e) {
   return nullptr;
 }
 
+// cudaStreamWaitEvent when the stream captures (`mine`) or the event was recorded in a capture going on (`its`).
+// Inside one capture the wait is the capture's own order (one stream); an event recorded outside a capture is
+// waited for at each launch when flagged cudaEventWaitExternal, and refused otherwise, as CUDA does; a second
+// stream joining a capture through its event is not emulated.
+cudaError_t wait_event_in_capture(StreamState* st, EventState* ev, unsigned flags, unsigned long long mine,
+                                  unsigned long long its) {
+  if (mine != 0 && its == mine) return cudaSuccess;
+  if (mine != 0 && its != 0) {
+    invalidate_capture(mine, "cudaStreamWaitEvent on an event of another capture");
+    return fail(cudaErrorStreamCaptureMerge, "cudaStreamWaitEvent: the event was recorded in another capture");
+  }
+  if (mine != 0) {
+    if (!(flags & cudaEventWaitExternal)) {
+      invalidate_capture(mine, "cudaStreamWaitEvent on an event recorded outside the capture");
+      return fail(cudaErrorStreamCaptureIsolation, "cudaStreamWaitEvent of a capturing stream on an event recorded "
+                                                   "outside the capture (cudaEventWaitExternal makes it an external wait)");
+    }
+    record_if_capturing(st, "wait for an external event", [ev](StreamState* t) {
+      if (ev->magic == kEventMagic && ev->marker) enqueue(t, "wait for an event", nullptr, {ev->marker});
+    });
+    return cudaSuccess;
+  }
+  invalidate_capture(its, "another stream waited for one of its events");
+  return fail(cudaErrorStreamCaptureUnsupported,
+              "cudaStreamWaitEvent: the event was recorded in a capture going on, which would join this stream to "
+              "it; the emulated GPU captures one stream per capture (the capture is now invalidated)");
+}
 
 }  // namespace
 
@@ -287,6 +336,14 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorDeviceUninitialized: return "cudaErrorDeviceUninitialized";
     case cudaErrorMapBufferObjectFailed: return "cudaErrorMapBufferObjectFailed";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureMerge: return "cudaErrorStreamCaptureMerge";
+    case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     default: return "cudaErrorUnknown";
   }
 }
@@ -344,6 +401,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
 }
 cudaError_t cudaDeviceSynchronize() {
   count(Count::device_sync);
+  if (cudaError_t e = capture_forbids("cudaDeviceSynchronize", PB_EMU_SITE()); e != cudaSuccess) return e;
   const int d = current_device();
   wait_ops(device_tail(d), "cudaDeviceSynchronize");
   return sticky(d);
@@ -396,20 +454,27 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   count(Count::stream_sync);
   StreamState* st = work_stream(s, "cudaStreamSynchronize", PB_EMU_SITE());
   if (!st) return bad_stream("cudaStreamSynchronize");
+  if (cudaError_t e = refuse_on_capturing(st, "cudaStreamSynchronize"); e != cudaSuccess) return e;
+  if (st->legacy)
+    if (cudaError_t e = capture_forbids("cudaStreamSynchronize of the legacy stream", PB_EMU_SITE()); e != cudaSuccess)
+      return e;
   wait_ops({stream_tail(st)}, "cudaStreamSynchronize");
   return sticky(st->device);
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) {
   StreamState* st = resolve_stream(s);
   if (!st) return bad_stream("cudaStreamQuery");
+  if (cudaError_t e = refuse_on_capturing(st, "cudaStreamQuery"); e != cudaSuccess) return e;
   if (cudaError_t e = sticky(st->device); e != cudaSuccess) return e;
   return op_done(stream_tail(st)) ? cudaSuccess : cudaErrorNotReady;
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
+cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int flags) {
   StreamState* st = work_stream(s, "cudaStreamWaitEvent", PB_EMU_SITE());
   EventState* ev = resolve_event(e);
   if (!st) return bad_stream("cudaStreamWaitEvent");
   if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: not a live event");
+  const unsigned long long mine = capture_id(st), its = live_capture(ev);
+  if (mine != 0 || its != 0) return wait_event_in_capture(st, ev, flags, mine, its);
   if (ev->marker) enqueue(st, "wait for an event", nullptr, {ev->marker});
   return cudaSuccess;
 }
@@ -441,18 +506,29 @@ cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
   if (ev->device != st->device)
     return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord of an event of GPU " + std::to_string(ev->device) +
                                                     " on a stream of GPU " + std::to_string(st->device));
+  if (const unsigned long long id = capture_id(st); id != 0) {
+    // A node that records the event anew at every launch of the graph.
+    if (record_if_capturing(st, "event record", [ev](StreamState* t) {
+          if (ev->magic == kEventMagic) ev->marker = enqueue(t, "event record", nullptr);
+        }))
+      ev->capture = id;
+    return cudaSuccess;
+  }
+  ev->capture = 0;
   ev->marker = enqueue(st, "event record", nullptr);
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t e) {
   EventState* ev = resolve_event(e);
   if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: not a live event");
+  if (cudaError_t c = captured_event(ev, "cudaEventQuery"); c != cudaSuccess) return c;
   return op_done(ev->marker) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t e) {
   count(Count::event_sync);
   EventState* ev = resolve_event(e);
   if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: not a live event");
+  if (cudaError_t c = captured_event(ev, "cudaEventSynchronize"); c != cudaSuccess) return c;
   wait_ops({ev->marker}, "cudaEventSynchronize");
   return sticky(ev->device);
 }
