@@ -40,9 +40,10 @@ class Algorithm {
   // Empty when a CUDA graph can capture `c` (nccl-tests' -G): every step is queued on CollArgs::stream, with no
   // host wait, host step or allocation once a first call of the same size has run. Otherwise why not, in words.
   virtual std::string capture_refusal(Collective) const {
-    return std::string(name()) + " is host-driven: the host waits for its GPU copies and reduce kernels and moves "
-                                 "data between them (transport messages), and a CUDA graph captures only work "
-                                 "queued on a stream; nccl and the device-side implementations (*-dev) capture";
+    return std::string(name()) + " is host-driven: the host orders its steps (it waits for its GPU copies and "
+                                 "kernels, and exchanges messages or flags with the other ranks between them), and "
+                                 "a CUDA graph holds only work queued on a stream; nccl and the device-side "
+                                 "implementations (*-dev) can be captured";
   }
 };
 

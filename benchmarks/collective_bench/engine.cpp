@@ -66,11 +66,7 @@ class Bench {
   // Runs on every rank; returns the program's exit status (meaningful on rank 0).
   int run(Communicator& world) {
     device_ = world.device();  // this rank's GPU: --device cuda:N names rank 0's, the others follow
-    // -G: as nccl-tests, a non-blocking stream per rank, made the thread's current stream so that the buffers'
-    // fills and reads (device_memcpy) are ordered with the graphs' work there.
-    if (graph_mode()) graph_stream_.emplace(device_, true);
-    std::optional<CurrentStream> on_graph_stream;
-    if (graph_stream_) on_graph_stream.emplace(graph_stream_->native());
+    if (graph_mode()) graph_.emplace(device_);
     const bool out = world.rank() == 0 && !o_.common.quiet;
     const int color = p_.split.color(world.rank());
     std::optional<Communicator> group;  // NCCL_TESTS_SPLIT: this rank's group runs the test
@@ -133,7 +129,7 @@ class Bench {
   // The buffers' call, on the graph's stream under -G.
   CollArgs call_args(CollectiveBuffers& b) const {
     CollArgs a = b.args();
-    if (graph_stream_) a.stream = graph_stream_->native();
+    if (graph_) a.stream = graph_->stream.native();
     return a;
   }
 
@@ -336,7 +332,7 @@ class Bench {
     if (!graph_mode()) return comm.run(b.args(), algo);
     comm.begin_batch();
     {
-      StreamGraph graph(graph_stream_->native());
+      StreamGraph graph(graph_->stream.native());
       comm.run(call_args(b), algo);
       graph.end();
       graph.launch();
@@ -385,7 +381,14 @@ class Bench {
   StreamingTable* rows_;
   SweepControl control_;
   std::vector<RankInfo> ranks_;
-  std::optional<Stream> graph_stream_;  // -G on GPUs: where every measured and checked call runs
+  // -G on GPUs: as nccl-tests, a non-blocking stream per rank where every measured and checked call runs, made the
+  // thread's current stream so that the buffers' fills and reads (device_memcpy) are ordered with the graphs there.
+  struct GraphStream {
+    explicit GraphStream(const Device& d) : stream(d, true), current(stream.native()) {}
+    Stream stream;
+    CurrentStream current;
+  };
+  std::optional<GraphStream> graph_;
   int stopped_ = 0;         // the signal that stopped the sweep
   std::string stopped_at_;  // the row it stopped before
   int rows_written_ = 0;    // sizes measured and written by this run
