@@ -29,6 +29,8 @@
   X(attention_backward, OpKind::per_dtype)             \
   X(flash_attention_forward, OpKind::per_dtype)        \
   X(flash_attention_backward, OpKind::per_dtype)       \
+  X(flash_attention_fwd_hs64_128, OpKind::per_dtype)   \
+  X(flash_attention_bwd_hs64_128, OpKind::per_dtype)   \
   X(crossentropy_forward_backward, OpKind::per_dtype)  \
   X(adamw_update, OpKind::per_dtype)                   \
   X(sgd_update, OpKind::per_dtype)                     \
