@@ -86,7 +86,7 @@ if(NOT PARBENCH_MPI STREQUAL "OFF")
   parbench_require(MPI "${PARBENCH_HAVE_MPI}" "MPI (OpenMPI)")
 endif()
 
-# The CUDA runtime and cuBLAS every target links: NVIDIA's, or the emulated GPU's (device/emu/).
+# The CUDA runtime and cuBLAS (with cuBLASLt) every target links: NVIDIA's, or the emulated GPU's (device/emu/).
 if(PARBENCH_CUDA_EMULATED)
   add_library(parbench_cudart INTERFACE)
   target_include_directories(parbench_cudart INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
@@ -97,7 +97,7 @@ elseif(PARBENCH_HAVE_CUDA)
   add_library(parbench_cudart INTERFACE)
   target_link_libraries(parbench_cudart INTERFACE CUDA::cudart)
   add_library(parbench_cublas INTERFACE)
-  target_link_libraries(parbench_cublas INTERFACE CUDA::cublas)
+  target_link_libraries(parbench_cublas INTERFACE CUDA::cublas CUDA::cublasLt)
 endif()
 
 # --- NCCL: no CMake package; nccl.h and libnccl beside the CUDA toolkit. The emulated GPU build links the

@@ -227,6 +227,7 @@ key_kernels() {
       if (op !~ /^matmul/) next
       if (!(op in seen)) { seen[op] = 1; order[++n] = op; best[op] = -1 }
       if (p[2] == "cublas") { cublas[op] = $c["flops_per_s"] / 1e12; next }
+      if (p[2] == "cublaslt") next  # a baseline too, not one of ours
       if ($c["pct_cublas"] != "" && $c["pct_cublas"] + 0 > best[op]) { best[op] = $c["pct_cublas"] + 0; who[op] = p[2] } }
     END { line = "fastest vs cuBLAS:"
       for (i = 1; i <= n; i++) { op = order[i]; short = op; sub(/^matmul_forward_/, "", short)
