@@ -7,7 +7,7 @@ nothing in the build depends on it.
   scripts/sdpa_compare.py --csv bench_kernels.csv [--csv ...] [--label NAME=B,T,NH,HS ...] [--out FILE.csv]
   scripts/sdpa_compare.py --bench-kernels build/bin/bench_kernels [--bench-shape gpt2-124M ...]
 
-Our times: bench_kernels rows (its --csv) named OP/cuda/bf16/SHAPE for OP in --ops (default flash_attention_forward
+Our times: bench_kernels rows (its --csv) named OP/cuda:N/bf16/SHAPE for OP in --ops (default flash_attention_forward
 and flash_attention_backward). A row's SHAPE label gives B, T, NH and HS: a named bench_kernels shape (gpt2-124M,
 gpt2-1.5B, ...), a label carrying them (B2_T4096_NH16_HS128 or B2_T4096_C2048_NH16, any separators), or --label.
 Shapes compared: B 8, T 1024, NH 12, hs 64 (gpt2-124M) and B 2, T 4096, NH 16, hs 128, plus --extra-shape ones;
@@ -70,7 +70,8 @@ def read_ours(paths, ops, labels):
             raise InputError(f"--csv '{path}' lacks the name, real_time and time_unit columns of bench_kernels' CSV")
         for row in rows:
             parts = row["name"].split("/")
-            if len(parts) < 4 or parts[0] not in ops or parts[1] != "cuda" or parts[2] != "bf16":
+            on_cuda = parts[1:2] and (parts[1] == "cuda" or parts[1].startswith("cuda:"))
+            if len(parts) < 4 or parts[0] not in ops or not on_cuda or parts[2] != "bf16":
                 continue
             if row.get("error_occurred", "0") not in ("", "0", "false") or not row["real_time"]:
                 continue

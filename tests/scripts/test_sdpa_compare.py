@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 # Tests of scripts/sdpa_compare.py without PyTorch or a GPU: bad arguments and inputs exit 2 naming the bad value
 # before anything else, a machine without PyTorch exits 3 saying so, and bench_kernels' CSV rows are read at the
-# right shapes and units (named shapes, labels carrying the dims, --label), skipping other dtypes, devices, ops and
-# rows with errors.
+# right shapes and units (named shapes, labels carrying the dims, --label; devices cuda and cuda:N), skipping other
+# dtypes, devices, ops and rows with errors.
 import importlib.util
 import os
 import subprocess
@@ -15,17 +15,17 @@ spec = importlib.util.spec_from_file_location("sdpa_compare", SCRIPT)
 sdpa = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sdpa)
 
-HEADER = "name,iterations,real_time,cpu_time,time_unit,batch,flops_per_s,bytes_per_s,pct_cublas,pct_roofline," \
-         "error_occurred,error_message\n"
+HEADER = "name,iterations,real_time,cpu_time,time_unit,batch,flops_per_s,bytes_per_s,pct_cublas,pct_cublaslt," \
+         "pct_roofline,error_occurred,error_message\n"
 ROWS = [
-    "flash_attention_forward/cuda/bf16/gpt2-124M,10,250.5,250.5,us,4,1,1,,,0,",
-    "flash_attention_backward/cuda/bf16/B2_T4096_NH16_HS128,10,1.5,1.5,ms,4,1,1,,,0,",
-    "flash_attention_forward/cuda/bf16/B2-T4096-C2048-NH16,10,900,900,us,4,1,1,,,0,",
-    "flash_attention_forward/cuda/bf16/mine,10,7,7,us,4,1,1,,,0,",
-    "flash_attention_forward/cuda/f32/gpt2-124M,10,999,999,us,4,1,1,,,0,",
-    "flash_attention_forward/simt/bf16/small,10,999,999,us,4,1,1,,,0,",
-    "layernorm_forward/cuda/bf16/gpt2-124M,10,999,999,us,4,1,1,,,0,",
-    "flash_attention_backward/cuda/bf16/gpt2-124M,10,0,0,us,4,1,1,,,1,wrong result",
+    "flash_attention_forward/cuda:0/bf16/gpt2-124M,10,250.5,250.5,us,4,1,1,,,,0,",
+    "flash_attention_backward/cuda/bf16/B2_T4096_NH16_HS128,10,1.5,1.5,ms,4,1,1,,,,0,",
+    "flash_attention_forward/cuda:1/bf16/B2-T4096-C2048-NH16,10,900,900,us,4,1,1,,,,0,",
+    "flash_attention_forward/cuda/bf16/mine,10,7,7,us,4,1,1,,,,0,",
+    "flash_attention_forward/cuda:0/f32/gpt2-124M,10,999,999,us,4,1,1,,,,0,",
+    "flash_attention_forward/simt:0/bf16/small,10,999,999,us,4,1,1,,,,0,",
+    "layernorm_forward/cuda/bf16/gpt2-124M,10,999,999,us,4,1,1,,,,0,",
+    "flash_attention_backward/cuda/bf16/gpt2-124M,10,0,0,us,4,1,1,,,,1,wrong result",
 ]
 OPS = ["flash_attention_forward", "flash_attention_backward"]
 
