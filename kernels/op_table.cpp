@@ -14,6 +14,7 @@
   X(matmul_forward_qkv, OpKind::matmul_versions)       \
   X(matmul_forward_fc, OpKind::matmul_versions)        \
   X(matmul_forward_fcproj, OpKind::matmul_versions)    \
+  X(matmul_forward_fc_gelu, OpKind::matmul_versions)   \
   X(encoder_forward, OpKind::per_dtype)                \
   X(encoder_backward, OpKind::per_dtype)               \
   X(matmul_backward_fc, OpKind::per_dtype)             \
