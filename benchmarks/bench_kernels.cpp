@@ -62,7 +62,7 @@ struct Bench {
   std::unique_ptr<TrackedAllocator> dev_alloc, host_alloc;
   double peak_tflops_override = 0, peak_gbps_override = 0;
   Peak peak{0, 0, 0};
-  std::map<std::string, double> cublas_seconds;
+  std::map<std::string, double> cublas_seconds, cublaslt_seconds;
   std::mt19937_64 rng{12345};
   int failed = 0;  // benchmarks that reported an error (a wrong result or a failure): the exit status says so
   bool cuda() const { return dev.kind == DeviceKind::cuda; }
@@ -77,15 +77,15 @@ OpCase make_case(Bench& b, DType dtype, ops::MatmulAlgo algo) {
                 b.rng, algo);
 }
 
-// One benchmark: a table entry at a dtype and shape, with its matmul version and the key of the cuBLAS time it is
-// compared with (matmul forwards only).
+// One benchmark: a table entry at a dtype and shape, with its matmul version and the key of the cuBLAS and cuBLASLt
+// times it is compared with (matmul forwards only).
 struct Spec {
   const optable::OpEntry* entry;
   DType dtype;
   GptShape shape;
   ops::MatmulAlgo algo = ops::MatmulAlgo::automatic;
   std::string cublas_key{};
-  bool is_cublas = false;
+  bool is_cublas = false, is_cublaslt = false;
 };
 
 // The check, once before the timing: at the full shape on host devices and at B=1, T<=128 on cuda (a host
@@ -158,16 +158,18 @@ void time_benchmark(benchmark::State& state, Bench& b, const Spec& sp) {
     double bound_s = std::max(w.flops / (peak_tflops * 1e12), w.bytes / (peak_gbps * 1e9));
     state.counters[csv::kernels::counter_roofline] = 100.0 * bound_s / per_iter;
   }
-  // Google Benchmark's CSV output needs the same counters in every run: on cuda each one gets %cuBLAS, NaN
-  // where no cuBLAS baseline applies (the non-matmul ops).
-  double vs_cublas = std::nan("");
-  if (!sp.cublas_key.empty()) {
-    if (sp.is_cublas)
-      b.cublas_seconds[sp.cublas_key] = per_iter, vs_cublas = 100;
-    else if (auto it = b.cublas_seconds.find(sp.cublas_key); it != b.cublas_seconds.end() && per_iter > 0)
-      vs_cublas = 100.0 * it->second / per_iter;
+  // Google Benchmark's CSV output needs the same counters in every run: on cuda each one gets %cuBLAS and
+  // %cuBLASLt, NaN where no such baseline applies (the non-matmul ops).
+  auto vs = [&](std::map<std::string, double>& seconds, bool is_baseline) {
+    if (sp.cublas_key.empty()) return std::nan("");
+    if (is_baseline) seconds[sp.cublas_key] = per_iter;
+    auto it = seconds.find(sp.cublas_key);
+    return it != seconds.end() && per_iter > 0 ? 100.0 * it->second / per_iter : std::nan("");
+  };
+  if (b.cuda()) {
+    state.counters[csv::kernels::counter_cublas] = vs(b.cublas_seconds, sp.is_cublas);
+    state.counters[csv::kernels::counter_cublaslt] = vs(b.cublaslt_seconds, sp.is_cublaslt);
   }
-  if (b.cuda()) state.counters[csv::kernels::counter_cublas] = vs_cublas;
 }
 
 void run_benchmark(benchmark::State& state, Bench& b, const Spec& sp) {
@@ -231,7 +233,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
     bm->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(min_time);
   };
   // A matmul forward once per version (the cpu runs the reference whatever the version: one entry is enough
-  // there), after cuBLAS on cuda.
+  // there), after cuBLAS and cuBLASLt on cuda.
   auto add_matmul_versions = [&](const optable::OpEntry& e, DType dt, const GptShape& shape, const std::string& tail) {
     std::string key = e.name + tail;
     if (b.cuda())
@@ -241,6 +243,13 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
                                       .algo = ops::MatmulAlgo::cublas,
                                       .cublas_key = key,
                                       .is_cublas = true});
+    if (b.cuda())
+      add(e.name + "/cublaslt" + tail, {.entry = &e,
+                                        .dtype = dt,
+                                        .shape = shape,
+                                        .algo = ops::MatmulAlgo::cublaslt,
+                                        .cublas_key = key,
+                                        .is_cublaslt = true});
     bool cpu = b.dev.kind == DeviceKind::cpu;
     for (int v = 1; v <= (cpu ? 1 : 5); ++v) {
       auto algo = cpu ? ops::MatmulAlgo::automatic : ops::MatmulAlgo(v);

@@ -14,6 +14,7 @@ std::uint64_t workload_bytes(const optable::OpShape& s, std::uint64_t e, std::ui
   };
   return std::max<std::uint64_t>({
       matmul(1, 3), matmul(1, 4), matmul(4, 1),
+      matmul(1, 4) + e * BT * 4 * C,                  // matmul_forward_fc_gelu: the fc's and its pre-activation
       e * (6 * BT * C + 8 * C * C + 4 * C),           // matmul_backward_fc: inp, w, dout, dinp, dw, db
       4 * BT + e * (V * C + T * C + BT * C),          // encoder forward and backward: tokens, wte, wpe, out
       e * (12 * BT * C + 8 * C),                      // bias_gelu_backward (the largest gelu): inp, dout, dinp

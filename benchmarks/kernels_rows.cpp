@@ -49,6 +49,7 @@ void KernelRowsReporter::ReportRuns(const std::vector<Run>& runs) {
                    std::holds_alternative<double>(batch) ? Cell{std::int64_t(std::get<double>(batch))} : Cell{},
                    counter(r.counters, csv::kernels::counter_flops), counter(r.counters, csv::kernels::counter_bytes),
                    counter(r.counters, csv::kernels::counter_cublas),
+                   counter(r.counters, csv::kernels::counter_cublaslt),
                    counter(r.counters, csv::kernels::counter_roofline), std::int64_t(r.error_occurred),
                    r.error_message});
   }

@@ -30,6 +30,7 @@ endfunction()
 # --- CUDA: nvcc from PATH or /usr/local/cuda; or the emulated GPU, which needs only the toolkit's headers.
 set(PARBENCH_HAVE_CUDA OFF)
 set(PARBENCH_CUDA_EMULATED OFF)
+set(PARBENCH_CUDA_HAS_SM90 OFF)
 if(PARBENCH_CUDA STREQUAL "EMULATED")
   find_path(CUDA_RUNTIME_INCLUDE_DIR cuda_runtime_api.h HINTS ENV CUDA_HOME PATH_SUFFIXES include
             PATHS /usr/local/cuda/include)
@@ -65,6 +66,12 @@ elseif(NOT PARBENCH_CUDA STREQUAL "OFF")
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(PARBENCH_HAVE_CUDA ON)
+    # Whether the device code holds sm_90 SASS, which the static SASS check reads (tests/kernels).
+    foreach(_pb_arch IN LISTS CMAKE_CUDA_ARCHITECTURES)
+      if(_pb_arch MATCHES "^90a?(-real)?$")
+        set(PARBENCH_CUDA_HAS_SM90 ON)
+      endif()
+    endforeach()
   endif()
   parbench_require(CUDA "${PARBENCH_HAVE_CUDA}" "a CUDA toolkit (nvcc)")
 endif()
@@ -79,7 +86,7 @@ if(NOT PARBENCH_MPI STREQUAL "OFF")
   parbench_require(MPI "${PARBENCH_HAVE_MPI}" "MPI (OpenMPI)")
 endif()
 
-# The CUDA runtime and cuBLAS every target links: NVIDIA's, or the emulated GPU's (device/emu/).
+# The CUDA runtime and cuBLAS (with cuBLASLt) every target links: NVIDIA's, or the emulated GPU's (device/emu/).
 if(PARBENCH_CUDA_EMULATED)
   add_library(parbench_cudart INTERFACE)
   target_include_directories(parbench_cudart INTERFACE ${CUDAToolkit_INCLUDE_DIRS})
@@ -90,7 +97,7 @@ elseif(PARBENCH_HAVE_CUDA)
   add_library(parbench_cudart INTERFACE)
   target_link_libraries(parbench_cudart INTERFACE CUDA::cudart)
   add_library(parbench_cublas INTERFACE)
-  target_link_libraries(parbench_cublas INTERFACE CUDA::cublas)
+  target_link_libraries(parbench_cublas INTERFACE CUDA::cublas CUDA::cublasLt)
 endif()
 
 # --- NCCL: no CMake package; nccl.h and libnccl beside the CUDA toolkit. The emulated GPU build links the

@@ -5,6 +5,7 @@
 #include "collectives/communicator.h"
 
 #ifdef PARBENCH_HAVE_NCCL
+#include "base/error.h"
 #include "collectives/nccl_util.h"
 
 namespace parbench {
@@ -14,6 +15,7 @@ class NcclLibrary final : public Algorithm {
  public:
   std::string_view name() const override { return "nccl"; }
   bool queues_on_callers_stream() const override { return true; }
+  std::string capture_refusal(Collective) const override { return {}; }  // NCCL's calls are stream-ordered
   std::string unsupported(Collective, const Communicator& comm) const override {
     if (comm.device().kind != DeviceKind::cuda)
       return "NCCL runs on GPUs only (--device cuda); device " + device_name(comm.device()) +
@@ -52,7 +54,8 @@ class NcclLibrary final : public Algorithm {
         if ((a.coll == Collective::alltoall || a.coll == Collective::sendrecv) && send == a.recv) {
           std::size_t total = a.coll == Collective::alltoall ? bytes * std::size_t(n) : bytes;
           void* copy = c.scratch(0, total);
-          c.copy(copy, send, total);
+          // On the stream, before the sends: ordered with the caller's work there, and capturable.
+          if (total) CUDA_CHECK(cudaMemcpyAsync(copy, send, total, cudaMemcpyDeviceToDevice, stream));
           send = copy;
         }
         NCCL_CHECK(ncclGroupStart());

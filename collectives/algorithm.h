@@ -37,6 +37,14 @@ class Algorithm {
   virtual void run(Communicator& comm, const CollArgs& a) const = 0;
   // True for a library collective queued on CollArgs::stream (NCCL); the others wait for that stream first.
   virtual bool queues_on_callers_stream() const { return false; }
+  // Empty when a CUDA graph can capture `c` (nccl-tests' -G): every step is queued on CollArgs::stream, with no
+  // host wait, host step or allocation once a first call of the same size has run. Otherwise why not, in words.
+  virtual std::string capture_refusal(Collective) const {
+    return std::string(name()) + " is host-driven: the host orders its steps (it waits for its GPU copies and "
+                                 "kernels, and exchanges messages or flags with the other ranks between them), and "
+                                 "a CUDA graph holds only work queued on a stream; nccl and the device-side "
+                                 "implementations (*-dev) can be captured";
+  }
 };
 
 // The implementation registered under `name`; throws UsageError naming the accepted names.

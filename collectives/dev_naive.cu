@@ -71,6 +71,7 @@ __device__ void naive_read(const SymmPeers& p, Collective c, int root, typename 
 template <class E, int OP>
 __global__ void symm_naive_kernel(SymmPeers p, const void* send, void* recv, unsigned long long count, int flags) {
   using S = typename E::S;
+  symm_op_begin(p);
   const Collective c = Collective(flags & 15);
   const int root = (flags >> 4) & 15, avg = flags >> 8;
   const unsigned long long deadline = symm_now_ns() + p.timeout_ns;

@@ -8,6 +8,7 @@ namespace parbench::PB_KERNEL_NS {
 template <class E, int OP>
 __global__ void symm_oneshot_kernel(SymmPeers p, const void* send, void* recv, unsigned long long n, int avg) {
   using S = typename E::S;
+  symm_op_begin(p);
   const unsigned long long deadline = symm_now_ns() + p.timeout_ns;
   const SymmRange r = symm_part(0, n, gridDim.x, blockIdx.x);
   symm_copy(static_cast<S*>(p.buffers[p.rank]), static_cast<const S*>(send), r);

@@ -110,6 +110,7 @@ __device__ void rd_allgather(const SymmPeers& p, const S* in, S* out, unsigned l
 template <class E, int OP>
 __global__ void symm_rd_kernel(SymmPeers p, const void* send, void* recv, unsigned long long count, int flags) {
   using S = typename E::S;
+  symm_op_begin(p);
   const unsigned long long deadline = symm_now_ns() + p.timeout_ns;
   const S* in = static_cast<const S*>(send);
   if (flags & 1)

@@ -82,6 +82,7 @@ __device__ bool rhd_double(const SymmPeers& p, const SymmFold& f, const RhdBlock
 template <class E, int OP>
 __global__ void symm_rhd_kernel(SymmPeers p, const void* send, void* recv, unsigned long long count, int flags) {
   using S = typename E::S;
+  symm_op_begin(p);
   const int r = p.rank, n = p.ranks, avg = flags >> 1;
   const bool scatter = flags & 1;
   const unsigned long long deadline = symm_now_ns() + p.timeout_ns;

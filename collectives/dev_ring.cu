@@ -47,6 +47,7 @@ __device__ void ring_add(const SymmPeers& p, SymmRange c, const RingView<typenam
 template <class E, int OP>
 __global__ void symm_ring_kernel(SymmPeers p, const void* send, void* recv, unsigned long long total, int flags) {
   using S = typename E::S;
+  symm_op_begin(p);
   const int mode = flags & 3, avg = flags >> 2, n = p.ranks, r = p.rank;
   const int left = (r + n - 1) % n, right = (r + 1) % n;
   const unsigned long long deadline = symm_now_ns() + p.timeout_ns;

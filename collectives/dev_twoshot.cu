@@ -10,6 +10,7 @@ namespace parbench::PB_KERNEL_NS {
 template <class E, int OP>
 __global__ void symm_twoshot_kernel(SymmPeers p, const void* send, void* recv, unsigned long long n, int avg) {
   using S = typename E::S;
+  symm_op_begin(p);
   const unsigned long long deadline = symm_now_ns() + p.timeout_ns;
   S* mine = static_cast<S*>(p.buffers[p.rank]);
   S* out = static_cast<S*>(recv);

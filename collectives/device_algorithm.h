@@ -13,6 +13,9 @@ class DeviceAlgorithm : public Algorithm {
  public:
   // Queued on CollArgs::stream: the harness does not wait for the stream first, and in a timed batch nor after.
   bool queues_on_callers_stream() const override { return true; }
+  // One kernel on CollArgs::stream per operation, whose flag values come from device memory (symm_op_begin), so a
+  // graph's replays run fresh operations.
+  std::string capture_refusal(Collective) const override { return {}; }
   // The collectives it implements (implements()), where symmetric memory can be made (symmetric_memory_refusal).
   std::string unsupported(Collective c, const Communicator& comm) const override;
   // Makes or grows the symmetric buffers when the message needs it (collective, outside a timed loop's steady

@@ -19,13 +19,17 @@ struct SymmFault {
 
 // One operation's view of the symmetric memory. Flags count up forever: operation k's phases write base + 1,
 // base + 2, ... (bases grow by the phases each operation uses), so buffers and flags are reused without clearing,
-// and a flag past the value waited for also means arrived.
+// and a flag past the value waited for also means arrived. Every kernel starts with symm_op_begin, which takes the
+// base from this rank's counters in device memory (`epochs`) and advances them itself: a kernel launched again with
+// the same arguments, as a CUDA graph's replay is, still takes the next operation's flag values.
 struct SymmPeers {
   void* const* buffers;      // device table: rank q's buffer
   unsigned* const* signals;  // device table: rank q's flags, [block][sender]: written by the senders, read by q
   SymmFault* faults;         // this rank's records, one per block
+  unsigned* epochs;          // this rank's flag bases, one per block slot (kSymmMaxBlocks), equal between operations
+  unsigned phases;           // flag values one operation uses: what symm_op_begin advances the bases by
   int rank, ranks;
-  unsigned base;
+  unsigned base;  // the host's count at issue; symm_op_begin replaces it with the operation's base
   unsigned long long timeout_ns;  // how long a block waits for a peer before it records a fault and exits
   int skip_ready_wait;            // test only (PARBENCH_TEST_SYMM_SKIP_WAIT): a planted race, never set otherwise
 };

@@ -38,6 +38,25 @@ __device__ inline unsigned long long symm_now_ns() {
 #endif
 }
 
+// Every thread of the block, first in a device-side collective's kernel: the operation's flag base into p.base.
+// It is the later of the host's count at issue and this rank's counter for the block slot (the counter runs ahead
+// when a CUDA graph replays captured launches, whose arguments stay those of the capture; the host's count runs
+// ahead of a kernel that does not call this). Thread 0 sets the counters to base + p.phases: its own slot, and for
+// block 0 the slots this launch has no block for, so every slot stays equal whatever the next launch's block count.
+// Only this rank's kernels touch the counters, one after the other in stream order, so plain accesses do.
+__device__ inline void symm_op_begin(SymmPeers& p) {
+  __shared__ unsigned block_base;
+  if (threadIdx.x == 0) {
+    const unsigned counted = p.epochs[blockIdx.x];
+    block_base = int(counted - p.base) > 0 ? counted : p.base;  // serial-number order: the counts may wrap
+    p.epochs[blockIdx.x] = block_base + p.phases;
+    if (blockIdx.x == 0)
+      for (unsigned b = gridDim.x; b < unsigned(kSymmMaxBlocks); ++b) p.epochs[b] = block_base + p.phases;
+  }
+  __syncthreads();
+  p.base = block_base;
+}
+
 // Waits until *flag has reached `value` (serial-number order, so the count may wrap); false once `deadline`
 // (symm_now_ns) has passed first.
 __device__ inline bool symm_wait_flag(const unsigned* flag, unsigned value, unsigned long long deadline) {

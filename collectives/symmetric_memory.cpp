@@ -41,8 +41,10 @@ struct SymmetricMemory::PeerRecord {
 #endif
 
 namespace {
-constexpr std::size_t kFlagBytes = 4096;  // kSymmMaxBlocks x kSymmMaxRanks flags, ahead of the buffer
-static_assert(kSymmMaxBlocks * kSymmMaxRanks * sizeof(unsigned) <= kFlagBytes);
+constexpr std::size_t kFlagBytes = 4096;  // kSymmMaxBlocks x kSymmMaxRanks flags, then the epochs, ahead of the buffer
+constexpr std::size_t kEpochOffset = 2048;  // SymmPeers::epochs: kSymmMaxBlocks counters
+static_assert(kSymmMaxBlocks * kSymmMaxRanks * sizeof(unsigned) <= kEpochOffset);
+static_assert(kEpochOffset + kSymmMaxBlocks * sizeof(unsigned) <= kFlagBytes);
 
 #ifdef PARBENCH_HAVE_CUDA
 using PeerRecord = SymmetricMemory::PeerRecord;
@@ -213,6 +215,8 @@ void SymmetricMemory::make(Communicator& comm, std::size_t bytes, void* stream) 
   auto* s = static_cast<cudaStream_t>(stream);
   CUDA_CHECK(cudaMalloc(&mine_, kFlagBytes + bytes));
   CUDA_CHECK(cudaMemsetAsync(mine_, 0, kFlagBytes, s));  // before any peer learns the address
+  base_ = 0;  // with the epochs just cleared (every rank makes its buffers at the same operation)
+  recent_ = {};
   CUDA_CHECK(cudaStreamSynchronize(s));
   const std::vector<PeerRecord> all = exchange(comm, own_record(mine_, device_.index, same_process));
   std::vector<void*> bases(static_cast<std::size_t>(ranks_));
@@ -276,6 +280,8 @@ SymmPeers SymmetricMemory::begin_op(const Communicator& comm, const CollArgs& a,
   p.buffers = static_cast<void* const*>(table_);
   p.signals = reinterpret_cast<unsigned* const*>(static_cast<void**>(table_) + ranks_);
   p.faults = faults_;
+  p.epochs = reinterpret_cast<unsigned*>(static_cast<char*>(mine_) + kEpochOffset);
+  p.phases = phases;
   p.rank = rank_, p.ranks = ranks_;
   p.base = base_;
   p.timeout_ns = static_cast<unsigned long long>(std::min(comm.timeout_s(), 1e6) * 1e9);  // no overflow past now

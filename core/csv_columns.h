@@ -66,16 +66,18 @@ inline constexpr char batch[] = "batch";
 inline constexpr char flops_per_s[] = "flops_per_s";
 inline constexpr char bytes_per_s[] = "bytes_per_s";
 inline constexpr char pct_cublas[] = "pct_cublas";
+inline constexpr char pct_cublaslt[] = "pct_cublaslt";
 inline constexpr char pct_roofline[] = "pct_roofline";
 inline constexpr char error_occurred[] = "error_occurred";
 inline constexpr char error_message[] = "error_message";
 inline constexpr HeaderColumn header[] = {
     {name}, {iterations}, {real_time, 4}, {cpu_time, 4}, {time_unit}, {batch}, {flops_per_s, 1}, {bytes_per_s, 1},
-    {pct_cublas, 2}, {pct_roofline, 2}, {error_occurred}, {error_message}};
+    {pct_cublas, 2}, {pct_cublaslt, 2}, {pct_roofline, 2}, {error_occurred}, {error_message}};
 // The counters (Google Benchmark's names; batch is a counter too).
 inline constexpr char counter_flops[] = "FLOP/s";
 inline constexpr char counter_bytes[] = "bytes/s";
 inline constexpr char counter_cublas[] = "%cuBLAS";
+inline constexpr char counter_cublaslt[] = "%cuBLASLt";
 inline constexpr char counter_roofline[] = "%roofline";
 }  // namespace kernels
 

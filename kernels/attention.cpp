@@ -1,6 +1,7 @@
 // Causal multi-head attention, the host half of attention.cu and flash_attention.cu: the references of the plain
 // version (probabilities saved) and of the flash-style interface (only the log-sum-exp saved), computed the same
 // straightforward way (one file, as they share their row helpers), and the ops' checks and dispatch.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -288,6 +289,42 @@ Work flash_attention_backward_workload(OpCase& c, const OpShape& s) {
     ops::flash_attention_backward(dinp[i], scratch[i], dout[i], inp[i], out[i], lse[i], s.NH, st);
   };
   return Work{call, {dinp}, 3.5 * attn_flops(s), 12.0 * s.B * s.T * s.C * elem_bytes(t)};
+}
+
+// The flash pair at the head sizes of the tensor-core kernels: the shape's C split into heads of 64 channels, and
+// again into heads of 128 (at least one head each), both run by one call and both checked.
+namespace {
+struct WideHeads {
+  OpShape s64, s128;
+};
+WideHeads wide_heads(const OpShape& s) {
+  OpShape a = s, b = s;
+  a.NH = std::max(1, s.C / 64);
+  a.C = 64 * a.NH;
+  b.NH = std::max(1, s.C / 128);
+  b.C = 128 * b.NH;
+  return {a, b};
+}
+}  // namespace
+
+Work flash_attention_fwd_hs64_128_workload(OpCase& c, const OpShape& s) {
+  const WideHeads w = wide_heads(s);
+  Work a = flash_attention_forward_workload(c, w.s64), b = flash_attention_forward_workload(c, w.s128);
+  auto call = [fa = a.call, fb = b.call](int i, const Stream& st) {
+    fa(i, st);
+    fb(i, st);
+  };
+  return Work{call, {a.checked[0], a.checked[1], b.checked[0], b.checked[1]}, a.flops + b.flops, a.bytes + b.bytes};
+}
+
+Work flash_attention_bwd_hs64_128_workload(OpCase& c, const OpShape& s) {
+  const WideHeads w = wide_heads(s);
+  Work a = flash_attention_backward_workload(c, w.s64), b = flash_attention_backward_workload(c, w.s128);
+  auto call = [fa = a.call, fb = b.call](int i, const Stream& st) {
+    fa(i, st);
+    fb(i, st);
+  };
+  return Work{call, {a.checked[0], b.checked[0]}, a.flops + b.flops, a.bytes + b.bytes};
 }
 
 }  // namespace parbench::optable

@@ -2,9 +2,15 @@
 // online softmax (running max and sum), only the log-sum-exp saved. The backward recomputes the
 // probabilities from lse and runs two passes without atomics: one over key tiles (dk, dv) and one over
 // query tiles (dq). One thread owns one query (or key) row; rows are padded by one float in shared memory.
+// bf16 at head sizes 64 and 128 takes the tensor-core kernels instead (flash_mma_fwd.h, flash_mma_bwd.h); these
+// scalar ones are the fallback for f32 and the other head sizes.
 #include <cmath>
+#include <initializer_list>
+#include <type_traits>
 
 #include "device/kernel_common.h"
+#include "kernels/flash_mma_bwd.h"
+#include "kernels/flash_mma_fwd.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -198,6 +204,15 @@ template <class K>
 void allow_smem(K kernel, std::size_t bytes) {
   if (bytes > 48 * 1024) CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
+// Whether the tensor-core kernels take this call: bf16, head size 64 or 128, and 16-byte aligned bases (cp.async
+// moves 16-byte chunks of rows; C, a multiple of the head size, keeps every row aligned).
+template <class T>
+bool use_mma(int hs, std::initializer_list<const void*> bases) {
+  if (!std::is_same_v<T, ::parbench::bf16> || !flash_mma_head_size(hs)) return false;
+  for (const void* p : bases)
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+  return true;
+}
 }  // namespace
 
 template <class T>
@@ -205,6 +220,13 @@ void flash_attention_forward(T* out, float* lse, const T* inp, int B, int T_, in
   check_heads(C, NH);
   if (B == 0 || T_ == 0) return;
   int hs = C / NH;
+  if constexpr (std::is_same_v<T, ::parbench::bf16>) {
+    if (use_mma<T>(hs, {out, inp})) {
+      if (hs == 64) launch_flash_mma_forward<64>(dev(out), lse, dev(inp), B, T_, C, NH, stream);
+      else launch_flash_mma_forward<128>(dev(out), lse, dev(inp), B, T_, C, NH, stream);
+      return;
+    }
+  }
   std::size_t smem = 4 * kFB * (hs + 1) * sizeof(float);
   allow_smem(flash_forward_kernel<DevT<T>>, smem);
   PB_LAUNCH(flash_forward_kernel<DevT<T>>, dim3(ceil_div(T_, kFB), B * NH), kFB, smem, stream)
@@ -222,6 +244,13 @@ void flash_attention_backward(T* dinp, float* scratch, const T* dout, const T* i
   PB_LAUNCH(flash_delta_kernel<DevT<T>>, grid_for(std::int64_t(B) * NH * T_, 256), 256, 0, stream)
   (scratch, dev(dout), dev(out), B, T_, C, NH);
   PB_CHECK_LAUNCH();
+  if constexpr (std::is_same_v<T, ::parbench::bf16>) {
+    if (use_mma<T>(hs, {dinp, dout, inp})) {
+      if (hs == 64) launch_flash_mma_backward<64>(dev(dinp), scratch, dev(dout), dev(inp), lse, B, T_, C, NH, stream);
+      else launch_flash_mma_backward<128>(dev(dinp), scratch, dev(dout), dev(inp), lse, B, T_, C, NH, stream);
+      return;
+    }
+  }
   dim3 grid(ceil_div(T_, kFB), B * NH);
   std::size_t smem_kv = (6 * kFB * (hs + 1) + 2 * kFB) * sizeof(float);
   allow_smem(flash_backward_dkdv_kernel<DevT<T>>, smem_kv);

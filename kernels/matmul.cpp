@@ -26,6 +26,10 @@ namespace parbench::cuda_kernels {
 // The vendor baseline (matmul_cublas.cpp): cuBLAS GEMM at fp32 compute (bf16 inputs for bf16), then add_bias.
 template <class T>
 void matmul_forward_cublas(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, void* stream);
+// The fused one (matmul_cublaslt.cpp): one cublasLtMatmul whose epilogue adds the bias, then GELU if asked.
+template <class T>
+void matmul_forward_cublaslt(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, bool gelu,
+                             void* stream);
 }  // namespace parbench::cuda_kernels
 #endif
 
@@ -81,6 +85,7 @@ std::string_view matmul_algo_name(MatmulAlgo a) {
     case MatmulAlgo::wmma: return "v4_wmma_bf16";
     case MatmulAlgo::mma: return "v5_mma_cp_async";
     case MatmulAlgo::cublas: return "cublas";
+    case MatmulAlgo::cublaslt: return "cublaslt";
   }
   return "?";
 }
@@ -100,6 +105,13 @@ static std::array<int, 3> check_matmul(const Op& op, DType d, const Tensor& inp,
   return {BT, C, OC};
 }
 
+static bool is_vendor(MatmulAlgo a) { return a == MatmulAlgo::cublas || a == MatmulAlgo::cublaslt; }
+static void check_vendor_algo(const Op& op, MatmulAlgo algo, const Stream& s) {
+  if (is_vendor(algo) && s.device().kind != DeviceKind::cuda)
+    op.fail("the " + std::string(matmul_algo_name(algo)) + " algorithm needs the cuda device, not " +
+            device_name(s.device()));
+}
+
 void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
                     MatmulAlgo algo) {
   Op op{"matmul_forward", s};
@@ -107,21 +119,48 @@ void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
   const auto dims = check_matmul(op, d, inp, weight, out, "out");
   const int BT = dims[0], C = dims[1], OC = dims[2];
   op.optional(bias, "bias", d, OC);
-  if (algo == MatmulAlgo::cublas && s.device().kind != DeviceKind::cuda)
-    op.fail("the cublas algorithm needs the cuda device, not " + device_name(s.device()));
+  check_vendor_algo(op, algo, s);
   with_storage(d, [&]<class T>() {
 #if defined(PARBENCH_HAVE_CUDA)
-    if constexpr (!std::is_same_v<T, double>)
+    if constexpr (!std::is_same_v<T, double>) {
       if (algo == MatmulAlgo::cublas) {
         count_launch();
         return cuda_kernels::matmul_forward_cublas(out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), ptr_or_null<T>(bias),
                                                    BT, C, OC, s.native());
       }
+      if (algo == MatmulAlgo::cublaslt) {
+        count_launch();
+        return cuda_kernels::matmul_forward_cublaslt(out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(),
+                                                     ptr_or_null<T>(bias), BT, C, OC, false, s.native());
+      }
+    }
 #endif
-    int version = algo == MatmulAlgo::cublas ? 0 : int(algo);
+    int version = is_vendor(algo) ? 0 : int(algo);
     PB_RUN(op, T, matmul_forward, out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), ptr_or_null<T>(bias), BT, C, OC,
            version);
   });
+}
+
+void matmul_bias_gelu_forward(Tensor& out, Tensor& pre, const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                              const Stream& s, MatmulAlgo algo) {
+  if (algo != MatmulAlgo::cublaslt) {
+    matmul_forward(pre, inp, weight, &bias, s, algo);
+    return gelu_forward(out, pre, s);
+  }
+  Op op{"matmul_bias_gelu_forward", s};
+  DType d = op.storage(out, "out");
+  const auto dims = check_matmul(op, d, inp, weight, out, "out");
+  op.optional(&bias, "bias", d, dims[2]);
+  check_vendor_algo(op, algo, s);
+#if defined(PARBENCH_HAVE_CUDA)
+  with_storage(d, [&]<class T>() {
+    if constexpr (!std::is_same_v<T, double>) {
+      count_launch();
+      cuda_kernels::matmul_forward_cublaslt(out.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), bias.ptr<T>(), dims[0],
+                                            dims[1], dims[2], true, s.native());
+    }
+  });
+#endif
 }
 
 void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,
@@ -165,6 +204,26 @@ static Work matmul_forward_workload(OpCase& c, const OpShape& s, int in_mult, in
 Work matmul_forward_qkv_workload(OpCase& c, const OpShape& s) { return matmul_forward_workload(c, s, 1, 3); }
 Work matmul_forward_fc_workload(OpCase& c, const OpShape& s) { return matmul_forward_workload(c, s, 1, 4); }
 Work matmul_forward_fcproj_workload(OpCase& c, const OpShape& s) { return matmul_forward_workload(c, s, 4, 1); }
+
+// The model's fc with its GELU, (BT, C) -> (BT, 4C): cuBLASLt fuses both into its epilogue; the other versions
+// run the matmul (bias in its epilogue) and gelu_forward.
+Work matmul_forward_fc_gelu_workload(OpCase& c, const OpShape& s) {
+  int BT = s.B * s.T, C = s.C, OC = 4 * s.C;
+  DType t = c.dtype();
+  ops::MatmulAlgo algo = c.algo();
+  Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2), bias = c.in(t, {OC});
+  Arg pre = c.out(t, {BT, OC}), out = c.out(t, {BT, OC});
+  Work wk{[=](int i, const Stream& st) mutable {
+            bool cpu = st.device().kind == DeviceKind::cpu;
+            ops::matmul_bias_gelu_forward(out[i], pre[i], inp[i], w[i], bias[i], st,
+                                          cpu ? ops::MatmulAlgo::automatic : algo);
+          },
+          {out},
+          2.0 * BT * C * OC + 8.0 * BT * OC,  // GELU's tanh form: about 8 FLOPs an element
+          (double(BT) * C + double(OC) * C + double(BT) * OC + OC) * elem_bytes(t)};
+  if ((algo == ops::MatmulAlgo::wmma || algo == ops::MatmulAlgo::mma) && t == DType::f32) wk.tol = 2e-2;
+  return wk;
+}
 
 Work matmul_backward_fc_workload(OpCase& c, const OpShape& s) {
   int BT = s.B * s.T, C = s.C, OC = 4 * s.C;

@@ -14,6 +14,7 @@
   X(matmul_forward_qkv, OpKind::matmul_versions)       \
   X(matmul_forward_fc, OpKind::matmul_versions)        \
   X(matmul_forward_fcproj, OpKind::matmul_versions)    \
+  X(matmul_forward_fc_gelu, OpKind::matmul_versions)   \
   X(encoder_forward, OpKind::per_dtype)                \
   X(encoder_backward, OpKind::per_dtype)               \
   X(matmul_backward_fc, OpKind::per_dtype)             \
@@ -29,6 +30,8 @@
   X(attention_backward, OpKind::per_dtype)             \
   X(flash_attention_forward, OpKind::per_dtype)        \
   X(flash_attention_backward, OpKind::per_dtype)       \
+  X(flash_attention_fwd_hs64_128, OpKind::per_dtype)   \
+  X(flash_attention_bwd_hs64_128, OpKind::per_dtype)   \
   X(crossentropy_forward_backward, OpKind::per_dtype)  \
   X(adamw_update, OpKind::per_dtype)                   \
   X(sgd_update, OpKind::per_dtype)                     \

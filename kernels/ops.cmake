@@ -5,6 +5,7 @@
 file(GLOB PB_OP_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
 file(GLOB PB_OP_HOST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
 list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublas.cpp)  # cuda only, below
+list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublaslt.cpp)
 list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/op_params.cpp)      # its own library, below
 
 # What ops take that needs no kernels (workload shapes, AdamW settings), apart: command-line checks and training
@@ -20,6 +21,6 @@ parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})
 target_link_libraries(parbench_kernels PUBLIC parbench_ops_simt)
 
 if(PARBENCH_HAVE_CUDA)
-  target_sources(parbench_kernels PRIVATE matmul_cublas.cpp)
+  target_sources(parbench_kernels PRIVATE matmul_cublas.cpp matmul_cublaslt.cpp)
   target_link_libraries(parbench_kernels PUBLIC parbench_ops_cuda parbench_cublas)
 endif()

@@ -29,13 +29,19 @@ void encoder_forward_shard(Tensor& out, const Tensor& inp, const Tensor& wte, co
 void encoder_backward_shard(Tensor& dwte, Tensor* dwpe, const Tensor& dout, const Tensor& inp,
                             std::int64_t vocab_begin, const Stream& s);
 
-// Matmul algorithms: the numbered kernel versions and the vendor baseline (cuda only).
-enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, mma = 5, cublas = 6 };
+// Matmul algorithms: the numbered kernel versions and the vendor baselines (cuda only): cuBLAS (GEMM, then our
+// bias kernel) and cuBLASLt (one call, the bias, and GELU where asked, in its epilogue).
+enum class MatmulAlgo { automatic = 0, naive = 1, tiled = 2, regtile = 3, wmma = 4, mma = 5, cublas = 6, cublaslt = 7 };
 std::string_view matmul_algo_name(MatmulAlgo a);
 // out (...,OC) = inp (...,C) weight (OC,C)^T + bias (OC); bias may be null. The cpu runs the reference
 // whatever the algorithm.
 void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const Tensor* bias, const Stream& s,
                     MatmulAlgo algo = MatmulAlgo::automatic);
+// out (...,OC) = gelu(inp (...,C) weight (OC,C)^T + bias (OC)), the model's fc + GELU: cuBLASLt in one call
+// (CUBLASLT_EPILOGUE_GELU_BIAS), every other algorithm as matmul_forward into `pre` (same shape as out, its
+// contents afterwards unspecified) and gelu_forward from it.
+void matmul_bias_gelu_forward(Tensor& out, Tensor& pre, const Tensor& inp, const Tensor& weight, const Tensor& bias,
+                              const Stream& s, MatmulAlgo algo = MatmulAlgo::automatic);
 // dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them. `algo` mma runs dinp and
 // dweight on the version-5 kernel (bf16 operands); any other on the shared-memory tiled one.
 void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The one command for a machine with a GPU: builds for the GPU it finds, runs the tests that use it, bench_kernels
-# against cuBLAS, every collective at 1, 2, 4 and 8 rank threads, and bench_train for every runnable scheme with
+# against cuBLAS (and scripts/sdpa_compare.py against PyTorch's attention where torch is installed), every
+# collective at 1, 2, 4 and 8 rank threads, and bench_train for every runnable scheme with
 # --check, each step time-boxed and none stopping the run; writes each program's raw output and summary.md (step,
 # exit status, wall seconds, key numbers) to docs/gpu_runs/<UTC date>-<gpu>/ and prints the summary last.
 #
@@ -226,6 +227,7 @@ key_kernels() {
       if (op !~ /^matmul/) next
       if (!(op in seen)) { seen[op] = 1; order[++n] = op; best[op] = -1 }
       if (p[2] == "cublas") { cublas[op] = $c["flops_per_s"] / 1e12; next }
+      if (p[2] == "cublaslt") next  # a baseline too, not one of ours
       if ($c["pct_cublas"] != "" && $c["pct_cublas"] + 0 > best[op]) { best[op] = $c["pct_cublas"] + 0; who[op] = p[2] } }
     END { line = "fastest vs cuBLAS:"
       for (i = 1; i <= n; i++) { op = order[i]; short = op; sub(/^matmul_forward_/, "", short)
@@ -290,14 +292,26 @@ tests_phase() {
     -j "$(nproc)" --timeout 120 "${test_args[@]}"
 }
 
+# sdpa_compare.py's table: our attention's %SDPA per shape and op.
+key_sdpa() {
+  awk -F, 'NR > 1 { printf "%s B%s T%s NH%s hs%s %s%%SDPA; ", $5, $1, $2, $3, $4, $8 == "" ? "-" : $8 }' "$out/$1.csv"
+}
 kernels_phase() {
-  local shape=(--shape gpt2-124M --min-time 0.2) dt n=2
+  local shape=(--shape gpt2-124M --min-time 0.2) dt n=3
   [ "$tiny" = 0 ] || shape=(--shape tiny --min-time 0.005)
   for dt in f32 bf16; do
     run_step "bench_kernels_$dt" "$(step_limit $n 1)" key_kernels "$bin/bench_kernels" --device cuda --dtype "$dt" \
       "${shape[@]}" --csv "$out/bench_kernels_$dt.csv"
     n=$((n - 1))
   done
+  # PyTorch's SDPA beside our attention at the bf16 run's shapes (an optional reference: a real GPU with torch).
+  [ "$emulated" = 0 ] || return 0
+  if python3 -c 'import torch' 2>/dev/null; then
+    run_step sdpa_compare "$(step_limit 1)" key_sdpa python3 "$root/scripts/sdpa_compare.py" \
+      --csv "$out/bench_kernels_bf16.csv" --out "$out/sdpa_compare.csv"
+  else
+    record sdpa_compare skipped - "not run: PyTorch is not installed (scripts/sdpa_compare.py is optional)"
+  fi
 }
 
 rank_counts() {

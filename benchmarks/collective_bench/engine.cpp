@@ -22,7 +22,10 @@
 #include "app/program.h"
 #include "collectives/hybrid.h"
 #include "base/error.h"
+#include "core/current_stream.h"
+#include "core/graph.h"
 #include "core/memory.h"
+#include "core/stream.h"
 #include "app/interrupt.h"
 #include "app/output.h"
 #include "app/report.h"
@@ -63,6 +66,7 @@ class Bench {
   // Runs on every rank; returns the program's exit status (meaningful on rank 0).
   int run(Communicator& world) {
     device_ = world.device();  // this rank's GPU: --device cuda:N names rank 0's, the others follow
+    if (graph_mode()) graph_.emplace(device_);
     const bool out = world.rank() == 0 && !o_.common.quiet;
     const int color = p_.split.color(world.rank());
     std::optional<Communicator> group;  // NCCL_TESTS_SPLIT: this rank's group runs the test
@@ -82,7 +86,7 @@ class Bench {
     for (const std::string& name : p_.impls) {
       const Algorithm* named = find_implementation(name);  // null: auto
       const Algorithm& algo = named ? *named : choose_automatically(coll_, comm);
-      if (std::string why = algo.unsupported(coll_, comm); !why.empty()) {
+      if (std::string why = refusal(algo, comm); !why.empty()) {
         if (out) std::printf("#\n# %s: not run: %s\n", std::string(algo.name()).c_str(), why.c_str());
         refusals += "\n  " + std::string(algo.name()) + ": " + why;
         continue;
@@ -111,6 +115,24 @@ class Bench {
   }
 
  private:
+  // -G on GPUs: the timed operations and each check round are captured into a CUDA graph (timing.h).
+  bool graph_mode() const { return o_.graph > 0 && device_.kind == DeviceKind::cuda; }
+
+  // Why `algo` does not run here ("" when it does): the implementation's own reason, or why -G cannot capture it.
+  std::string refusal(const Algorithm& algo, const Communicator& comm) const {
+    std::string why = algo.unsupported(coll_, comm);
+    if (why.empty() && graph_mode())
+      if (std::string c = algo.capture_refusal(coll_); !c.empty()) why = "-G " + std::to_string(o_.graph) + ": " + c;
+    return why;
+  }
+
+  // The buffers' call, on the graph's stream under -G.
+  CollArgs call_args(CollectiveBuffers& b) const {
+    CollArgs a = b.args();
+    if (graph_) a.stream = graph_->stream.native();
+    return a;
+  }
+
   void block(Communicator& world, Communicator& comm, const Algorithm& algo, int nodes, bool out) {
     if (out) {
       if (p_.impls.size() > 1) std::printf("#\n# impl: %s\n", std::string(algo.name()).c_str());
@@ -264,7 +286,8 @@ class Bench {
     tc.skip = world.rank() == hook_int("PARBENCH_TEST_SKIP_RANK");
     if (world.rank() == hook_int("PARBENCH_TEST_LATE_RANK")) tc.late_s = 0.1;
     tc.world = &world;
-    Timing mine = time_collective(comm, algo, b.args(), tc);
+    tc.graph_launches = graph_mode() ? o_.graph : 0;
+    Timing mine = time_collective(comm, algo, call_args(b), tc);
     if (const int fake = hook_int("PARBENCH_TEST_RANK_TIME_US"); fake > 0) {
       const double s = (world.rank() + 1) * fake * 1e-6;
       mine.time = mine.cpu_time = s;
@@ -289,7 +312,7 @@ class Bench {
       b.fill(seed);
       fault_point(world);
       if (faults_on()) arm_flip_for_next_call(world.rank());
-      if (!skip) comm.run(b.args(), algo);
+      if (!skip) run_checked_call(comm, algo, b);
       if (faults_on()) disarm_flip();
       device_synchronize(device_);
       if (corrupt && b.args().count > 0)
@@ -302,6 +325,19 @@ class Bench {
     if (o_.check == 0) return -1;
     world.allreduce(&wrong_mine, &wrong_all, 1, DType::f64, ReduceOp::sum, &find_algorithm("naive"));
     return std::int64_t(wrong_all);
+  }
+
+  // A check round's call; under -G captured alone and launched once, as nccl-tests checks graphs.
+  void run_checked_call(Communicator& comm, const Algorithm& algo, CollectiveBuffers& b) {
+    if (!graph_mode()) return comm.run(b.args(), algo);
+    comm.begin_batch();
+    {
+      StreamGraph graph(graph_->stream.native());
+      comm.run(call_args(b), algo);
+      graph.end();
+      graph.launch();
+    }
+    comm.end_batch();
   }
 
   // Each rank names its own wrong elements (the table counts them over all ranks): the first says where.
@@ -345,6 +381,14 @@ class Bench {
   StreamingTable* rows_;
   SweepControl control_;
   std::vector<RankInfo> ranks_;
+  // -G on GPUs: as nccl-tests, a non-blocking stream per rank where every measured and checked call runs, made the
+  // thread's current stream so that the buffers' fills and reads (device_memcpy) are ordered with the graphs there.
+  struct GraphStream {
+    explicit GraphStream(const Device& d) : stream(d, true), current(stream.native()) {}
+    Stream stream;
+    CurrentStream current;
+  };
+  std::optional<GraphStream> graph_;
   int stopped_ = 0;         // the signal that stopped the sweep
   std::string stopped_at_;  // the row it stopped before
   int rows_written_ = 0;    // sizes measured and written by this run
@@ -354,11 +398,12 @@ class Bench {
 };
 
 // The options that only make sense together, and the output paths, checked before any work.
-void check_run_options(const BenchOptions& o) {
+void check_run_options(const BenchOptions& o, const Device& device) {
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
                       {"--trace", o.common.trace}});
   if (o.resume && o.common.csv.empty())
     throw UsageError("--resume needs --csv FILE: the sizes to skip are the rows of that file");
+  if (o.graph > 0 && device.kind == DeviceKind::cuda) check_graph_options(o);
   if (o.resume && o.cycles != 1)
     throw UsageError("--resume with -N " + std::to_string(o.cycles) + ": accepted with -N 1 only (a row's key "
                      "does not say which cycle measured it)");
@@ -424,7 +469,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       const Device device = apply_tests_device(resolve_device(o.common.device, &choice), o);
       BenchPlan plan = resolve_plan(c, o);
       fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
-      check_run_options(o);
+      check_run_options(o, device);
       if (!o.max_memory.empty()) plan.max_memory = parse_size_option("--max-memory", o.max_memory);
       std::optional<StreamingTable> rows;  // the writing process's result files, opened before any work
       if (!quiet_rank)

@@ -90,9 +90,12 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
   if (!cuda && (o.ngpus > 1 || o.nthreads > 1))
     n.push_back("-t/-g on device " + device_name(d) + ": each 'GPU' is a rank thread of this process");
   if (o.graph > 0)
-    n.push_back("-G " + std::to_string(o.graph) + ": not applied: " +
-                (cuda ? std::string("our collectives run on the default stream, which CUDA cannot capture")
-                      : "CUDA graphs need --device cuda") + "; timed without a graph");
+    n.push_back("-G " + std::to_string(o.graph) +
+                (cuda ? ": the -n x -m timed operations are captured into a CUDA graph on each rank's stream and the "
+                        "graph launched " + std::to_string(o.graph) + " times; time = total / (n x m x " +
+                        std::to_string(o.graph) + "); each check round is captured and launched once; host-driven "
+                        "implementations cannot be captured and are not run"
+                      : ": not applied: CUDA graphs need --device cuda; timed without a graph"));
   if (const char* first = std::getenv("NCCL_TESTS_DEVICE"); first && *first)
     n.push_back(std::string("NCCL_TESTS_DEVICE=") + first + ": " +
                 (!cuda ? "not applied on device " + device_name(d)

@@ -259,4 +259,17 @@ BenchPlan resolve_plan(Collective c, const BenchOptions& o) {
   return p;
 }
 
+// -G on GPUs: the options that ask for what a graph cannot hold.
+void check_graph_options(const BenchOptions& o) {
+  if (o.blocking == 1 || o.blocking == 2)
+    throw UsageError("-G " + std::to_string(o.graph) + " with -z " + std::to_string(o.blocking) +
+                     ": a wait after each operation cannot be captured in a CUDA graph; accepted with -z 0 or 3");
+  if (o.per_iter)
+    throw UsageError("-G " + std::to_string(o.graph) + " with -I 1: the graph runs every iteration in one launch, "
+                     "so there is no time per iteration; use one or the other");
+  if (o.stream_null)
+    throw UsageError("-G " + std::to_string(o.graph) + " with -y 1: the default stream cannot be captured in a "
+                     "CUDA graph; use one or the other");
+}
+
 }  // namespace parbench

@@ -65,5 +65,7 @@ struct BenchPlan {
   std::uint64_t max_memory = 0;  // --max-memory (0: the device's memory)
 };
 BenchPlan resolve_plan(Collective c, const BenchOptions& o);
+// -G on GPUs: UsageError for the options that ask for what a CUDA graph cannot hold (-z 1/2, -I 1, -y 1).
+void check_graph_options(const BenchOptions& o);
 
 }  // namespace parbench

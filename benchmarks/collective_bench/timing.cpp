@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "collectives/fault_injection.h"
+#include "core/graph.h"
 #include "core/memory.h"
 #include "profiles/range.h"
 
@@ -30,6 +31,32 @@ void barrier(Communicator& comm) {
   comm.barrier();
 }
 
+// -G, as nccl-tests times it: the warm-up runs (at least one call, since the first call of a size may allocate,
+// which a capture forbids), the n x m operations are captured into a graph instead of run, and after a barrier the
+// graph is launched N times back to back and waited for once. Time per operation: the total / (n x m x N); the
+// issuing time (-C) / (n x m), as nccl-tests divides it.
+template <class Issue>
+Timing time_graph(Communicator& comm, const CollArgs& args, const TimingConfig& c, Issue issue) {
+  comm.begin_batch();
+  for (long i = 0; i < std::max(1L, long(c.warmup) * c.agg); ++i) issue();
+  wait_done(comm);
+  comm.barrier();
+  PB_RANGE("timed batch", Category::communication, {.chunk = c.iters});
+  const double ops = double(c.iters) * c.agg;
+  comm.begin_batch();
+  StreamGraph graph(args.stream);
+  for (long i = 0; i < long(ops); ++i) issue();
+  graph.end();
+  barrier(comm);
+  Timing t;
+  const auto t0 = Clock::now();
+  for (int l = 0; l < c.graph_launches; ++l) graph.launch();
+  t.cpu_time = since(t0) / ops;
+  wait_done(comm);
+  t.time = since(t0) / (ops * c.graph_launches);
+  return t;
+}
+
 }  // namespace
 
 Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs& args, const TimingConfig& c) {
@@ -37,6 +64,7 @@ Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs
     if (c.world) fault_point(*c.world);
     if (!c.skip) comm.run(args, algo);
   };
+  if (c.graph_launches > 0) return time_graph(comm, args, c, issue);
   comm.begin_batch();
   for (long i = 0; i < long(c.warmup) * c.agg; ++i) issue();
   wait_done(comm);

@@ -23,6 +23,9 @@ struct TimingConfig {
   bool skip = false;        // test hook: this rank issues nothing (the others must time out)
   double late_s = 0;        // test hook: this rank sleeps this long before each timed iteration
   Communicator* world = nullptr;  // when given, each issued operation is a fault point (fault_injection.h)
+  // -G: the n x m timed operations captured into a CUDA graph on the call's stream and the graph launched this many
+  // times (0: no graph). Needs CollArgs::stream, an implementation whose capture_refusal is empty, -z 0 and no -I.
+  int graph_launches = 0;
 };
 
 // One rank's measurement. Times are per operation, in seconds.

@@ -96,6 +96,19 @@ OpPtr queue_copy(StreamState* s, const char* api, void* dst, std::size_t dpitch,
   });
 }
 
+// What a capture going on forbids: a synchronous copy from the capturing thread, an async one into the capture with
+// pageable host memory (a graph's copy node runs at every launch: staged once, or waited for by the host, it could
+// not).
+cudaError_t capture_problem(const char* api, const std::string& site, bool async, StreamState* s, bool pageable) {
+  if (!async) return capture_forbids(api, site);
+  const unsigned long long id = pageable ? capture_id(s) : 0;
+  if (id == 0) return cudaSuccess;
+  invalidate_capture(id, std::string(api) + " of pageable host memory");
+  return fail(cudaErrorStreamCaptureUnsupported, std::string(api) + " from " + site +
+                                                     " into a capturing stream with pageable host memory: a graph "
+                                                     "copies device or pinned memory only");
+}
+
 // cudaMemcpy[2D] (synchronous family) and cudaMemcpy[2D]Async, with CUDA's rules on when the call returns.
 cudaError_t copy(const char* api, const std::string& site, bool async, cudaStream_t stream, void* dst, std::size_t dpitch,
                  const void* src, std::size_t spitch, std::size_t width, std::size_t rows, cudaMemcpyKind kind) {
@@ -115,6 +128,7 @@ cudaError_t copy(const char* api, const std::string& site, bool async, cudaStrea
     return cudaSuccess;
   }
   const bool pageable_src = plan.src.side == Side::pageable, pageable_dst = plan.dst.side == Side::pageable;
+  if (cudaError_t e = capture_problem(api, site, async, s, pageable_src || pageable_dst); e != cudaSuccess) return e;
   if (pageable_src || pageable_dst) count(Count::pageable_copy);
   if (!async && pageable_src && to_dev) wait_ops({stream_tail(s)}, api);  // "a stream sync before the copy"
   OpPtr op = queue_copy(s, api, dst, dpitch, src, spitch, width, rows, pageable_src && to_dev);
@@ -132,6 +146,8 @@ cudaError_t fill(const char* api, const std::string& site, cudaStream_t stream, 
                  bool async) {
   count(Count::memset);
   if (bytes == 0) return cudaSuccess;
+  if (!async)
+    if (cudaError_t e = capture_forbids(api, site); e != cudaSuccess) return e;
   Operand o;
   if (std::string why = classify(p, bytes, o); !why.empty() || o.side == Side::pageable)
     return fail(cudaErrorInvalidValue, std::string(api) + " from " + site + ": the memory is " +

@@ -79,7 +79,8 @@ const char* count_name(Count c) {
   static const char* const names[] = {"cudaMalloc",  "cudaFree",    "cudaMallocHost", "cudaFreeHost",
                                       "device_sync", "stream_sync", "event_sync",     "host_wait",
                                       "launch",      "copy",        "pageable_copy",  "memset",
-                                      "library_call", "legacy_stream",  "ipc_open"};
+                                      "library_call", "legacy_stream",  "ipc_open",
+                                      "graph_launch"};
   static_assert(sizeof(names) / sizeof(names[0]) == std::size_t(Count::kCount));
   return names[std::size_t(c)];
 }

@@ -90,6 +90,29 @@ double wait_timeout_s();
 std::vector<OpPtr> device_tail(int device);
 OpPtr stream_tail(StreamState* s);
 
+// ---- stream capture (graphs.cpp): while a stream captures (cudaStreamBeginCapture), the work meant for it is
+// recorded in its graph instead of queued; each cudaGraphLaunch queues every recorded node on the launch stream.
+// How a recorded node queues its work on the launch stream, once per launch.
+using Reissue = std::function<void(StreamState* launch_stream)>;
+// Records a node made of `what` and `reissue` when `s` captures (true); false when it does not. Work for a capture
+// already invalidated is dropped (true) with cudaErrorStreamCaptureInvalidated as the thread's last error.
+bool record_if_capturing(StreamState* s, const std::string& what, Reissue reissue);
+// The id of the capture `s` takes part in (0: none), and whether capture `id` is still going on.
+unsigned long long capture_id(StreamState* s);
+bool capture_live(unsigned long long id);
+// Ends capture `id` as failed: cudaStreamEndCapture returns cudaErrorStreamCaptureInvalidated naming `why`.
+void invalidate_capture(unsigned long long id, const std::string& why);
+// For the calls CUDA forbids to a thread while a capture it must respect goes on (cudaMalloc, cudaFree, a
+// synchronous copy or fill, cudaDeviceSynchronize, ...): cudaErrorStreamCaptureUnsupported naming `api`, `site` and
+// the capture (which it invalidates, as CUDA does); cudaSuccess when none.
+cudaError_t capture_forbids(const char* api, const std::string& site);
+// `api` on stream `s` (a synchronisation or a query) while `s` captures: cudaErrorStreamCaptureUnsupported, the
+// capture invalidated; cudaSuccess otherwise.
+cudaError_t refuse_on_capturing(StreamState* s, const char* api);
+// Work queued on the legacy default stream of `device` while a blocking stream of it captures: CUDA's implicit
+// dependency would join the capture, so the capture is invalidated and cudaErrorStreamCaptureImplicit set.
+void legacy_work_during_capture(int device, const std::string& what);
+
 // ---- counters: see gpu_emu.h
 void count(Count c);
 // Writes `s` as a JSON string (quoted, with quotes and backslashes escaped and control characters as spaces).

@@ -24,6 +24,7 @@ enum class Count {
   library_call,  // cuBLAS and NCCL calls that queue device work
   legacy_stream,  // calls that queue work on, wait for or implicitly use a legacy default stream (stream 0)
   ipc_open,      // cudaIpcOpenMemHandle calls
+  graph_launch,  // cudaGraphLaunch calls
   kCount
 };
 const char* count_name(Count c);

@@ -26,6 +26,8 @@ struct Op {
   std::chrono::steady_clock::time_point finished;
 };
 
+struct Capture;  // graphs.cpp
+
 struct StreamState {
   std::uint32_t magic = 0;
   int device = 0;
@@ -36,6 +38,7 @@ struct StreamState {
   std::deque<OpPtr> queue;  // queued and not finished, in order
   OpPtr last;               // the latest op queued
   std::chrono::steady_clock::time_point last_finished;  // of the last op the worker finished
+  std::shared_ptr<Capture> capture;  // while the stream captures; guarded by graphs.cpp's mutex
 };
 
 StreamState* create_stream(int device, bool non_blocking);

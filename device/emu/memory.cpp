@@ -291,22 +291,27 @@ extern "C" {
 
 cudaError_t cudaMalloc(void** p, size_t bytes) {
   count(Count::malloc);
+  if (cudaError_t e = capture_forbids("cudaMalloc", PB_EMU_SITE()); e != cudaSuccess) return e;
   return allocate(p, bytes, MemKind::device, PB_EMU_SITE());
 }
 cudaError_t cudaFree(void* p) {
   count(Count::free);
+  if (cudaError_t e = capture_forbids("cudaFree", PB_EMU_SITE()); e != cudaSuccess) return e;
   return release(p, MemKind::device, "cudaFree", PB_EMU_SITE());
 }
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
   count(Count::host_malloc);
+  if (cudaError_t e = capture_forbids("cudaMallocHost", PB_EMU_SITE()); e != cudaSuccess) return e;
   return allocate(p, bytes, MemKind::pinned_host, PB_EMU_SITE());
 }
 cudaError_t cudaHostAlloc(void** p, size_t bytes, unsigned int) {
   count(Count::host_malloc);
+  if (cudaError_t e = capture_forbids("cudaHostAlloc", PB_EMU_SITE()); e != cudaSuccess) return e;
   return allocate(p, bytes, MemKind::pinned_host, PB_EMU_SITE());
 }
 cudaError_t cudaFreeHost(void* p) {
   count(Count::host_free);
+  if (cudaError_t e = capture_forbids("cudaFreeHost", PB_EMU_SITE()); e != cudaSuccess) return e;
   return release(p, MemKind::pinned_host, "cudaFreeHost", PB_EMU_SITE());
 }
 

@@ -193,29 +193,43 @@ struct Pending {
 thread_local int t_group_depth = 0;
 thread_local std::vector<Pending> t_group;
 
+std::string share_text(const std::vector<Call>& collectives, const std::vector<Call>& p2p) {
+  std::string what = "NCCL";
+  for (const Call& call : collectives) what += " " + call.describe();
+  if (!p2p.empty()) what += " group of " + std::to_string(p2p.size()) + " send/recv";
+  return what;
+}
+
+// Queues one communicator's share of a group on `s`: its collectives take the communicator's next sequence
+// numbers now, in issue order, so a graph launched N times runs N fresh rounds.
+void queue_share(StreamState* s, ncclComm* comm, const std::vector<Call>& calls, const std::vector<Call>& p2p) {
+  std::vector<std::pair<std::uint64_t, Call>> collectives;
+  for (const Call& c : calls) collectives.emplace_back(comm->next_round++, c);
+  // The operation holds the clique, not the ncclComm: it may run after an ncclCommDestroy.
+  enqueue(s, share_text(calls, p2p), [clique = comm->clique, me = comm->rank, collectives, p2p] {
+    for (const auto& [seq, call] : collectives) run_collective(*clique, me, seq, call);
+    if (!p2p.empty()) run_p2p(*clique, me, p2p);
+  });
+}
+
 // Queues everything collected: per communicator and stream, collectives in call order, then the point-to-point
-// operations together (a group's sends and receives progress at once, as NCCL's do).
+// operations together (a group's sends and receives progress at once, as NCCL's do). On a capturing stream the
+// share becomes a graph node that queues it at each launch (a graph must not outlive its communicator, as in NCCL).
 void launch(std::vector<Pending> ops) {
   std::vector<std::pair<ncclComm*, cudaStream_t>> order;
   for (const Pending& p : ops)
     if (std::find(order.begin(), order.end(), std::make_pair(p.comm, p.stream)) == order.end())
       order.emplace_back(p.comm, p.stream);
   for (auto [comm, stream] : order) {
-    std::vector<std::pair<std::uint64_t, Call>> collectives;
-    std::vector<Call> p2p;
+    std::vector<Call> collectives, p2p;
     for (const Pending& p : ops) {
       if (p.comm != comm || p.stream != stream) continue;
-      if (p.call.kind == Kind::send || p.call.kind == Kind::recv) p2p.push_back(p.call);
-      else collectives.emplace_back(comm->next_round++, p.call);
+      (p.call.kind == Kind::send || p.call.kind == Kind::recv ? p2p : collectives).push_back(p.call);
     }
-    std::string what = "NCCL";
-    for (auto& [seq, call] : collectives) what += " " + call.describe();
-    if (!p2p.empty()) what += " group of " + std::to_string(p2p.size()) + " send/recv";
-    // The operation holds the clique, not the ncclComm: it may run after an ncclCommDestroy.
-    enqueue(resolve_stream(stream), what, [clique = comm->clique, me = comm->rank, collectives, p2p] {
-      for (const auto& [seq, call] : collectives) run_collective(*clique, me, seq, call);
-      if (!p2p.empty()) run_p2p(*clique, me, p2p);
-    });
+    StreamState* s = resolve_stream(stream);
+    auto reissue = [comm, collectives, p2p](StreamState* t) { queue_share(t, comm, collectives, p2p); };
+    if (!record_if_capturing(s, share_text(collectives, p2p), reissue))
+      queue_share(s, comm, collectives, p2p);
   }
 }
 

@@ -1,5 +1,5 @@
 // The emulated CUDA runtime: settings, errors (per-thread last error, sticky faults), devices and peer access,
-// streams and events. Copies and fills live in copies.cpp, allocation in memory.cpp, the stream workers in
+// streams. Events live in events.cpp, copies and fills in copies.cpp, allocation in memory.cpp, the stream workers in
 // streams.cpp, kernel launches in launch.cpp.
 #include <cuda_profiler_api.h>
 #include <cxxabi.h>
@@ -136,6 +136,14 @@ const char* base_message(cudaError_t e) {
     case cudaErrorNotSupported: return "operation not supported";
     case cudaErrorDeviceUninitialized: return "invalid device context";
     case cudaErrorMapBufferObjectFailed: return "mapping of buffer object failed";
+    case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureMerge: return "operation would result in a merge of separate capture sequences";
+    case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
+    case cudaErrorStreamCaptureWrongThread: return "attempt to terminate a thread-local capture sequence from another thread";
     default: return "unknown error";
   }
 }
@@ -224,31 +232,6 @@ cudaError_t bad_stream(const char* api) {
 
 using namespace parbench::gpu_emu;
 
-namespace {
-
-constexpr std::uint32_t kEventMagic = 0x45564e54;  // "EVNT"
-struct EventState {
-  std::uint32_t magic = kEventMagic;
-  int device = 0;
-  unsigned flags = 0;
-  OpPtr marker;  // the latest cudaEventRecord's operation
-};
-std::mutex g_events_m;
-std::vector<std::unique_ptr<EventState>>& events() {  // never freed: destroyed handles stay recognisable
-  static auto* v = new std::vector<std::unique_ptr<EventState>>;
-  return *v;
-}
-EventState* resolve_event(cudaEvent_t e) {
-  auto* x = reinterpret_cast<EventState*>(e);
-  std::lock_guard<std::mutex> l(g_events_m);
-  for (const auto& ev : events())
-    if (ev.get() == x) return x->magic == kEventMagic ? x : nullptr;
-  return nullptr;
-}
-
-
-}  // namespace
-
 extern "C" {
 
 // ---- errors
@@ -287,6 +270,14 @@ const char* cudaGetErrorName(cudaError_t e) {
     case cudaErrorLaunchFailure: return "cudaErrorLaunchFailure";
     case cudaErrorDeviceUninitialized: return "cudaErrorDeviceUninitialized";
     case cudaErrorMapBufferObjectFailed: return "cudaErrorMapBufferObjectFailed";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureMerge: return "cudaErrorStreamCaptureMerge";
+    case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
+    case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
     default: return "cudaErrorUnknown";
   }
 }
@@ -344,6 +335,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* p, int d) {
 }
 cudaError_t cudaDeviceSynchronize() {
   count(Count::device_sync);
+  if (cudaError_t e = capture_forbids("cudaDeviceSynchronize", PB_EMU_SITE()); e != cudaSuccess) return e;
   const int d = current_device();
   wait_ops(device_tail(d), "cudaDeviceSynchronize");
   return sticky(d);
@@ -396,78 +388,19 @@ cudaError_t cudaStreamSynchronize(cudaStream_t s) {
   count(Count::stream_sync);
   StreamState* st = work_stream(s, "cudaStreamSynchronize", PB_EMU_SITE());
   if (!st) return bad_stream("cudaStreamSynchronize");
+  if (cudaError_t e = refuse_on_capturing(st, "cudaStreamSynchronize"); e != cudaSuccess) return e;
+  if (st->legacy)
+    if (cudaError_t e = capture_forbids("cudaStreamSynchronize of the legacy stream", PB_EMU_SITE()); e != cudaSuccess)
+      return e;
   wait_ops({stream_tail(st)}, "cudaStreamSynchronize");
   return sticky(st->device);
 }
 cudaError_t cudaStreamQuery(cudaStream_t s) {
   StreamState* st = resolve_stream(s);
   if (!st) return bad_stream("cudaStreamQuery");
+  if (cudaError_t e = refuse_on_capturing(st, "cudaStreamQuery"); e != cudaSuccess) return e;
   if (cudaError_t e = sticky(st->device); e != cudaSuccess) return e;
   return op_done(stream_tail(st)) ? cudaSuccess : cudaErrorNotReady;
-}
-cudaError_t cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned int) {
-  StreamState* st = work_stream(s, "cudaStreamWaitEvent", PB_EMU_SITE());
-  EventState* ev = resolve_event(e);
-  if (!st) return bad_stream("cudaStreamWaitEvent");
-  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaStreamWaitEvent: not a live event");
-  if (ev->marker) enqueue(st, "wait for an event", nullptr, {ev->marker});
-  return cudaSuccess;
-}
-
-// ---- events
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned int flags) {
-  if (!e) return fail(cudaErrorInvalidValue, "cudaEventCreateWithFlags with a null pointer");
-  auto ev = std::make_unique<EventState>();
-  ev->device = current_device();
-  ev->flags = flags;
-  *e = reinterpret_cast<cudaEvent_t>(ev.get());
-  std::lock_guard<std::mutex> l(g_events_m);
-  events().push_back(std::move(ev));
-  return cudaSuccess;
-}
-cudaError_t cudaEventCreate(cudaEvent_t* e) { return cudaEventCreateWithFlags(e, cudaEventDefault); }
-cudaError_t cudaEventDestroy(cudaEvent_t e) {
-  EventState* ev = resolve_event(e);
-  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventDestroy: not a live event");
-  ev->magic = 0;
-  ev->marker.reset();
-  return cudaSuccess;
-}
-cudaError_t cudaEventRecord(cudaEvent_t e, cudaStream_t s) {
-  EventState* ev = resolve_event(e);
-  StreamState* st = work_stream(s, "cudaEventRecord", PB_EMU_SITE());
-  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord: not a live event");
-  if (!st) return bad_stream("cudaEventRecord");
-  if (ev->device != st->device)
-    return fail(cudaErrorInvalidResourceHandle, "cudaEventRecord of an event of GPU " + std::to_string(ev->device) +
-                                                    " on a stream of GPU " + std::to_string(st->device));
-  ev->marker = enqueue(st, "event record", nullptr);
-  return cudaSuccess;
-}
-cudaError_t cudaEventQuery(cudaEvent_t e) {
-  EventState* ev = resolve_event(e);
-  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventQuery: not a live event");
-  return op_done(ev->marker) ? cudaSuccess : cudaErrorNotReady;
-}
-cudaError_t cudaEventSynchronize(cudaEvent_t e) {
-  count(Count::event_sync);
-  EventState* ev = resolve_event(e);
-  if (!ev) return fail(cudaErrorInvalidResourceHandle, "cudaEventSynchronize: not a live event");
-  wait_ops({ev->marker}, "cudaEventSynchronize");
-  return sticky(ev->device);
-}
-cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
-  EventState* a = resolve_event(start);
-  EventState* b = resolve_event(end);
-  if (!ms) return fail(cudaErrorInvalidValue, "cudaEventElapsedTime with a null pointer");
-  if (!a || !b) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime: not a live event");
-  if ((a->flags | b->flags) & cudaEventDisableTiming)
-    return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime on an event created with cudaEventDisableTiming");
-  if (a->device != b->device) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime of events on two GPUs");
-  if (!a->marker || !b->marker) return fail(cudaErrorInvalidResourceHandle, "cudaEventElapsedTime of an event never recorded");
-  if (!op_done(a->marker) || !op_done(b->marker)) return cudaErrorNotReady;
-  *ms = std::chrono::duration<float, std::milli>(finish_time(b->marker) - finish_time(a->marker)).count();
-  return cudaSuccess;
 }
 
 }  // extern "C"

@@ -234,6 +234,13 @@ int stream_device(const StreamState* s) { return s->device; }
 
 OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std::vector<OpPtr> extra) {
   Scheduler& g = scheduler();
+  if (s->legacy) legacy_work_during_capture(s->device, what);
+  // Captured: recorded for the graph's launches, and done as far as the caller's waits go (CUDA forbids those).
+  if (record_if_capturing(s, what, [what, work](StreamState* t) { enqueue(t, what, work); })) {
+    auto captured = std::make_shared<Op>();
+    captured->what = std::move(what), captured->done = true;
+    return captured;
+  }
   auto op = std::make_shared<Op>();
   op->what = std::move(what);
   op->work = std::move(work);

@@ -5,6 +5,8 @@
 //                                     on, no cudaFree and no device-wide synchronisation at all
 //   check_report REPORT batch         bench_kernels, bench_memcpy: every timed batch of n calls queued at least n
 //                                     launches, library calls or copies and waited on the host exactly once
+//   check_report REPORT graph N       bench_<coll> -G N: every timed batch captured its n calls, launched the
+//                                     graph N times and waited on the host exactly once
 // Prints what it counted; exits 1 naming each range that broke a rule, 2 on bad usage or an unreadable report.
 #include <cstdio>
 #include <fstream>
@@ -104,11 +106,37 @@ int check_batches(const std::vector<Region>& regions) {
   return failures ? 1 : 0;
 }
 
+// -G N: every timed batch captured its calls (each counted once, as a launch or a library call, at the capture),
+// launched the graph N times and waited on the host once.
+int check_graphs(const std::vector<Region>& regions, long long launches) {
+  int failures = 0, batches = 0;
+  for (const Region& r : regions) {
+    if (!starts_with(r.name, "timed batch")) continue;
+    ++batches;
+    const long long calls = field(r.name, "chunk").value_or(-1);
+    const long long captured = r["launch"] + r["library_call"];
+    if (r["graph_launch"] != launches || r["host_wait"] != 1 || captured < calls) {
+      std::cout << "FAIL: range '" << r.name << "' on thread " << r.thread << ": " << r["graph_launch"]
+                << " graph launches (" << launches << " expected), " << r["host_wait"] << " host waits (one expected), "
+                << captured << " captured launches and library calls (" << calls << " calls)\n";
+      ++failures;
+    }
+  }
+  if (batches == 0) {
+    std::cout << "FAIL: no timed batch\n";
+    return 1;
+  }
+  std::cout << batches << " timed batches, each a graph launched " << launches << " times and waited for once\n";
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string usage = "usage: check_report REPORT steady FIRST_STEP | check_report REPORT batch";
-  if (argc < 3 || (std::string(argv[2]) == "steady" ? argc != 4 : std::string(argv[2]) != "batch" || argc != 3)) {
+  const std::string usage =
+      "usage: check_report REPORT steady FIRST_STEP | check_report REPORT batch | check_report REPORT graph LAUNCHES";
+  const std::string mode = argc >= 3 ? argv[2] : "";
+  if (argc < 3 || (mode == "steady" || mode == "graph" ? argc != 4 : mode != "batch" || argc != 3)) {
     std::cerr << usage << "\n";
     return 2;
   }
@@ -122,6 +150,7 @@ int main(int argc, char** argv) {
     std::cerr << "check_report: cannot read the report " << argv[1] << ": " << e.what() << "\n";
     return 2;
   }
-  if (std::string(argv[2]) == "batch") return check_batches(regions);
+  if (mode == "batch") return check_batches(regions);
+  if (mode == "graph") return check_graphs(regions, std::stoll(argv[3]));
   return check_steady(regions, std::stoll(argv[3]));
 }

@@ -1,19 +1,22 @@
 // The device-side collectives (oneshot-dev, twoshot-dev, ring-dev, naive-dev, tree-dev, rd-dev, rhd-dev) on emulated
 // GPUs, ranks as threads: a timed batch queues one launch per operation and never waits on the host (their allreduce,
 // and every other collective each serves, out of place and in place, with the data check), the symmetric memory
-// grows and keeps operations on different streams in order, a stalled peer ends with a timeout naming it, and what
-// cannot run is refused in words.
+// grows and keeps operations on different streams in order, a CUDA graph's launches run fresh operations, a stalled
+// peer ends with a timeout naming it, and what cannot run is refused in words.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collectives/bootstrap.h"
 #include "collectives/communicator.h"
 #include "collectives/datacheck.h"
+#include "collectives/symmetric_memory.h"
 #include "core/host_counts.h"
 #include "core/memory.h"
 #include "device/emu/gpu_emu.h"
@@ -164,6 +167,57 @@ TEST_P(DeviceCollectives, BatchOnTwoStreamsStaysInOrder) {
     for (cudaStream_t s : streams) EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
     std::lock_guard lock(mu);
     if (wrong) failures.push_back("rank " + std::to_string(comm.rank()) + ": " + std::to_string(wrong) + " wrong");
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// Two allreduces captured into a CUDA graph, launched four times with new input before each: every launch's result
+// is exact. Rank 1 launches late each time, so a replay that reused the capture's flag values would let rank 0 read
+// rank 1's buffer before rank 1 wrote it (still the previous launch's input: a wrong sum).
+TEST_P(DeviceCollectives, GraphLaunchesTakeFreshFlagValues) {
+  const Algorithm& algo = find_algorithm(GetParam());
+  constexpr std::size_t kCount = 3000;
+  constexpr int kLaunches = 4;
+  std::mutex mu;
+  std::vector<std::string> failures;
+  run_ranks(on_gpus(2), [&](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t s = new_stream();
+    Pinned stage(kCount);
+    void* send = device_malloc(comm.device(), kCount * sizeof(float));
+    void* recv = device_malloc(comm.device(), kCount * sizeof(float));
+    const CollArgs a = allreduce_args(send, recv, kCount, s);
+    comm.run(a, algo);  // makes the symmetric memory: a capture forbids allocations
+    comm.begin_batch();
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    EXPECT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    comm.run(a, algo);
+    comm.run(a, algo);
+    EXPECT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    comm.end_batch();
+    EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    std::vector<std::string> mine;
+    for (int launch = 1; launch <= kLaunches; ++launch) {
+      for (std::size_t i = 0; i < kCount; ++i) stage.p[i] = float((comm.rank() + 1) * launch * int(i % 7 + 1));
+      EXPECT_EQ(cudaMemcpyAsync(send, stage.p, kCount * sizeof(float), cudaMemcpyHostToDevice, s), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      if (comm.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      EXPECT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+      EXPECT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+      device_memcpy(Device{}, stage.p, comm.device(), recv, kCount * sizeof(float));
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < kCount; ++i) wrong += stage.p[i] != float(3 * launch * int(i % 7 + 1));
+      if (wrong) mine.push_back("launch " + std::to_string(launch) + ": " + std::to_string(wrong) + " wrong");
+    }
+    comm.symmetric_memory().check(comm);  // no peer gave up waiting
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    device_free(comm.device(), send);
+    device_free(comm.device(), recv);
+    EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+    std::lock_guard lock(mu);
+    for (const auto& m : mine) failures.push_back("rank " + std::to_string(comm.rank()) + ": " + m);
   });
   for (const auto& f : failures) ADD_FAILURE() << f;
 }

@@ -1,11 +1,13 @@
 // The emulated GPU against CUDA's documented semantics: devices, capacity, stream ordering (legacy, blocking,
 // non-blocking), events, cudaFree's implicit synchronisation, checked memory kinds and kernel arguments, sticky
-// faults, cuBLAS, and the API counters. Gates (operations that wait for the test) make the ordering observable.
+// faults, cuBLAS and cuBLASLt, and the API counters. Gates (operations that wait for the test) make the ordering observable.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <future>
 #include <random>
@@ -305,6 +307,94 @@ TEST(GpuEmuCublas, GemmExMatchesColumnMajorReferenceForEveryOp) {
   cudaSetDevice(0);
   cublasDestroy(h);
   cudaStreamDestroy(s);
+}
+
+// cublasLtMatmul as parbench calls it: A (k x m) transposed, B (k x n), D = C in place, with the epilogues
+// DEFAULT, BIAS, GELU and GELU_BIAS against a float64 reference (bias before GELU, GELU's tanh form); and the
+// refusals: an epilogue not emulated, layouts that do not chain, a BIAS epilogue without its pointer.
+TEST(GpuEmuCublasLt, MatmulEpiloguesMatchTheReference) {
+  const int m = 6, n = 5, k = 4;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> A(std::size_t(k) * m), B(std::size_t(k) * n), bias(m);
+  for (auto* v : {&A, &B, &bias})
+    for (float& x : *v) x = u(rng);
+  float *dA, *dB, *dD, *dbias;
+  cudaMalloc(&dA, A.size() * 4), cudaMalloc(&dB, B.size() * 4), cudaMalloc(&dD, std::size_t(m) * n * 4);
+  cudaMalloc(&dbias, bias.size() * 4);
+  cudaMemcpy(dA, A.data(), A.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(dB, B.data(), B.size() * 4, cudaMemcpyHostToDevice);
+  cudaMemcpy(dbias, bias.data(), bias.size() * 4, cudaMemcpyHostToDevice);
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  cublasLtHandle_t h;
+  ASSERT_EQ(cublasLtCreate(&h), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatrixLayout_t la, lb, ld, bad;
+  cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, k, m, k);
+  cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, k, n, k);
+  cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, m);
+  cublasLtMatrixLayoutCreate(&bad, CUDA_R_32F, k + 1, n, k + 1);
+  const float alpha = 1.f, beta = 0.f;
+  auto run = [&](cublasLtEpilogue_t epi, bool with_bias, cublasLtMatrixLayout_t b_layout) {
+    cublasLtMatmulDesc_t d;
+    cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    const cublasOperation_t t = CUBLAS_OP_T;
+    EXPECT_EQ(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi),
+              CUBLAS_STATUS_SUCCESS);
+    if (with_bias) {
+      EXPECT_EQ(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &dbias, sizeof dbias),
+                CUBLAS_STATUS_SUCCESS);
+    }
+    cublasStatus_t st = cublasLtMatmul(h, d, &alpha, dA, la, dB, b_layout, &beta, dD, ld, dD, ld, nullptr, nullptr,
+                                       0, s);
+    cublasLtMatmulDescDestroy(d);
+    return st;
+  };
+  for (auto epi : {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_BIAS, CUBLASLT_EPILOGUE_GELU,
+                   CUBLASLT_EPILOGUE_GELU_BIAS}) {
+    const bool has_bias = epi == CUBLASLT_EPILOGUE_BIAS || epi == CUBLASLT_EPILOGUE_GELU_BIAS;
+    const bool has_gelu = epi == CUBLASLT_EPILOGUE_GELU || epi == CUBLASLT_EPILOGUE_GELU_BIAS;
+    std::vector<float> poison(std::size_t(m) * n, std::nanf("")), got(poison.size());
+    cudaMemcpy(dD, poison.data(), poison.size() * 4, cudaMemcpyHostToDevice);
+    ASSERT_EQ(run(epi, has_bias, lb), CUBLAS_STATUS_SUCCESS) << "epilogue " << int(epi);
+    cudaMemcpyAsync(got.data(), dD, got.size() * 4, cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < m; ++i) {
+        double v = has_bias ? bias[i] : 0.0;
+        for (int l = 0; l < k; ++l) v += double(A[i * k + l]) * double(B[j * k + l]);
+        if (has_gelu) v = 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+        EXPECT_NEAR(got[j * m + i], v, 1e-5) << "epilogue " << int(epi) << " at " << i << "," << j;
+      }
+  }
+  {  // the heuristic answers one algorithm for a matmul it runs, none for layouts that do not chain
+    cublasLtMatmulDesc_t d;
+    cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+    const cublasOperation_t t = CUBLAS_OP_T;
+    cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+    cublasLtMatmulPreference_t pref;
+    ASSERT_EQ(cublasLtMatmulPreferenceCreate(&pref), CUBLAS_STATUS_SUCCESS);
+    const std::uint64_t ws = 0;
+    EXPECT_EQ(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+              CUBLAS_STATUS_SUCCESS);
+    cublasLtMatmulHeuristicResult_t found{};
+    int count = -1;
+    EXPECT_EQ(cublasLtMatmulAlgoGetHeuristic(h, d, la, lb, ld, ld, pref, 1, &found, &count), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(count, 1);
+    EXPECT_EQ(found.state, CUBLAS_STATUS_SUCCESS);
+    EXPECT_NE(cublasLtMatmulAlgoGetHeuristic(h, d, la, bad, ld, ld, pref, 1, &found, &count), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(count, 0);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatmulDescDestroy(d);
+  }
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_RELU, false, lb), CUBLAS_STATUS_NOT_SUPPORTED) << "an epilogue not emulated";
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_DEFAULT, false, bad), CUBLAS_STATUS_INVALID_VALUE) << "B's k is not A's";
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_BIAS, false, lb), CUBLAS_STATUS_INVALID_VALUE) << "BIAS without its pointer";
+  for (auto* l : {la, lb, ld, bad}) cublasLtMatrixLayoutDestroy(l);
+  cublasLtDestroy(h);
+  cudaStreamDestroy(s);
+  cudaFree(dA), cudaFree(dB), cudaFree(dD), cudaFree(dbias);
 }
 
 TEST(GpuEmuCounters, CountsPerThreadAndPerRegion) {

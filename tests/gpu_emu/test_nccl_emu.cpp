@@ -288,4 +288,36 @@ TEST(NcclEmu, BadUseIsRefusedWithAReason) {
   ncclCommDestroy(comms[1]);
 }
 
+// ncclAllReduce on a capturing stream is recorded, not run; each launch of the graph runs a fresh collective on
+// the input of that moment.
+TEST(NcclEmu, CapturedAllReduceRunsAtEveryGraphLaunch) {
+  const int n = 2;
+  const std::size_t count = 257;
+  with_ranks(n, [&](int r, ncclComm_t comm, cudaStream_t s) {
+    float* send = to_device(std::vector<float>(count, 0.f));
+    float* recv = to_device(std::vector<float>(count, -1.f));
+    ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+    ASSERT_EQ(ncclAllReduce(send, recv, count, ncclFloat32, ncclSum, comm, s), ncclSuccess);
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+    EXPECT_EQ(to_host(recv, count, s)[0], -1.f) << "rank " << r << ": captured, not run";
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    for (int launch = 1; launch <= 3; ++launch) {
+      std::vector<float> in(count);
+      for (std::size_t i = 0; i < count; ++i) in[i] = float((r + 1) * launch * int(i % 5 + 1));
+      ASSERT_EQ(cudaMemcpy(send, in.data(), count * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+      const std::vector<float> out = to_host(recv, count, s);
+      std::size_t wrong = 0;
+      for (std::size_t i = 0; i < count; ++i) wrong += out[i] != float(3 * launch * int(i % 5 + 1));
+      EXPECT_EQ(wrong, 0u) << "rank " << r << ", launch " << launch;
+    }
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaFree(send);
+    cudaFree(recv);
+  });
+}
+
 }  // namespace
