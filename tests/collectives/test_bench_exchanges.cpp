@@ -143,6 +143,17 @@ TEST(BenchExchanges, HypercubeSizesBandwidthAndRefusal) {
                                   "(1, 2, 4, 8, ...), not 3"));
 }
 
+// The data check reads the split: one spoiled element of rank 1's output (its first, from rank 0) fails the run.
+TEST(BenchExchanges, SpoiledOutputsFailTheCheck) {
+  for (const std::string coll : {"alltoallv", "hypercube"}) {
+    Result r = run("PARBENCH_TEST_CORRUPT_RANK=1 " + bench(coll) + " --device cpu --ranks 4 --impl naive --sizes 1K "
+                   "-n 1");
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("rank 1: " + coll + "/naive of")) << r.output;
+    EXPECT_THAT(r.output, HasSubstr("# Out of bounds values : 2 FAILED")) << r.output;
+  }
+}
+
 #ifdef PB_MPIEXEC
 TEST(BenchExchangesMpi, BothUnderMpirun) {
   for (const std::string coll : {"alltoallv", "hypercube"}) {
