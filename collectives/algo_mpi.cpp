@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/alltoallv_split.h"
 #include "collectives/bootstrap.h"
 #include "collectives/communicator.h"
 
@@ -77,7 +78,7 @@ class MpiLibrary final : public Algorithm {
  public:
   explicit MpiLibrary(bool blocking) : blocking_(blocking) {}
   std::string_view name() const override { return blocking_ ? "mpi" : "mpi-nb"; }
-  std::string unsupported(Collective, const Communicator& comm) const override {
+  std::string unsupported(Collective c, const Communicator& comm) const override {
     if (mpi_comm_of(comm.transport()) == MPI_COMM_NULL) {
       if (const Launch& l = current_launch(); l.bootstrap == BootstrapKind::tcp)
         return "needs MPI: launched with the tcp bootstrap (" + l.launcher + "); run under mpirun for MPI's "
@@ -85,14 +86,14 @@ class MpiLibrary final : public Algorithm {
       return "the MPI library's collectives need one process per rank (run under mpirun with -t 1 -g 1); "
              "with --ranks N or -t/-g (threads) use the hand-written implementations";
     }
-    return {};
+    return ranks_refusal(c, comm.size());
   }
 
   void run(Communicator& c, const CollArgs& a) const override {
     const int ranks = c.size(), rank = c.rank();  // virtual calls: once per call
     if (a.count > std::size_t(INT32_MAX) / std::size_t(ranks))
       throw Error(std::string(name()) + ": " + std::to_string(a.count) + " elements per rank exceed MPI's int counts");
-    const BufferCounts bc = buffer_counts(a.coll, a.count, ranks, rank, a.root);
+    const BufferCounts bc = buffer_counts(a.coll, a.count, ranks, rank, a.root, a.dtype);
     const std::size_t es = dtype_size(a.dtype), sb = bc.send * es, rb = bc.recv * es;
     const WatchedCall watched{rank, ranks, a.coll, name(), a.count, std::max(sb, rb), a.dtype, c.timeout_s()};
     if (c.device().on_host()) return run_host(c, a, a.send, a.recv, watched);
@@ -130,10 +131,17 @@ class MpiLibrary final : public Algorithm {
       scratch.resize(bytes);
       finish_from = scratch.data();
     }
-    if ((a.coll == Collective::alltoall || a.coll == Collective::sendrecv) && send == recv) {
-      const std::size_t total = a.coll == Collective::alltoall ? bytes * std::size_t(watched.ranks) : bytes;
+    const bool exchanges =
+        a.coll == Collective::alltoall || a.coll == Collective::alltoallv || a.coll == Collective::sendrecv;
+    if (exchanges && send == recv) {  // what goes out kept apart from what comes in
+      const std::size_t total =
+          buffer_counts(a.coll, a.count, watched.ranks, watched.rank, a.root, a.dtype).send * dtype_size(a.dtype);
       scratch.assign(static_cast<const char*>(send), static_cast<const char*>(send) + total);
       send = scratch.data();
+    }
+    if (a.coll == Collective::hypercube) {  // the own block first, unless in place
+      void* own = byte_ptr(recv, a.count * std::size_t(watched.rank), a.dtype);
+      if (own != send) std::memmove(own, send, bytes);
     }
     if (a.coll == Collective::broadcast && watched.rank == a.root && recv != send) std::memmove(recv, send, bytes);
     {
@@ -154,6 +162,7 @@ class MpiLibrary final : public Algorithm {
   // The MPI call itself, blocking, or non-blocking and its wait.
   void call(MPI_Comm mc, int n, int r, const CollArgs& a, const void* send, void* recv) const {
     MPI_Request reqs[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    if (a.coll == Collective::hypercube) return call_hypercube(mc, n, r, a, recv);
     if (a.coll == Collective::sendrecv) {
       call_sendrecv(mc, n, r, a, send, recv, reqs);
       if (!blocking_) MPI_CHECK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
@@ -161,6 +170,8 @@ class MpiLibrary final : public Algorithm {
     }
     if (is_reduction(a.coll))
       call_reduction(mc, r, a, send, recv, reqs);
+    else if (a.coll == Collective::alltoallv)
+      call_alltoallv(mc, n, r, a, send, recv, reqs);
     else
       call_movement(mc, r, a, send, recv, reqs);
     if (!blocking_) MPI_CHECK(MPI_Wait(&reqs[0], MPI_STATUS_IGNORE));
@@ -240,6 +251,43 @@ class MpiLibrary final : public Algorithm {
     }
     MPI_CHECK(MPI_Irecv(recv, cnt, dt, (r - 1 + n) % n, 1, mc, &reqs[0]));
     MPI_CHECK(MPI_Isend(send, cnt, dt, (r + 1) % n, 1, mc, &reqs[1]));
+  }
+
+  // MPI_Alltoallv with the split's counts and displacements (kept until a non-blocking call's wait).
+  void call_alltoallv(MPI_Comm mc, int n, int r, const CollArgs& a, const void* send, void* recv,
+                      MPI_Request* req) const {
+    const AlltoallvSplit s = alltoallv_split(alltoallv_pattern(), r, n, a.count, a.dtype);
+    if (std::max(s.send_total, s.recv_total) > std::size_t(INT32_MAX))
+      throw Error(std::string(name()) + ": alltoallv's totals exceed MPI's int counts and displacements");
+    thread_local std::vector<int> counts[4];
+    const std::vector<std::size_t>* from[4] = {&s.send_counts, &s.send_displs, &s.recv_counts, &s.recv_displs};
+    for (int k = 0; k < 4; ++k) counts[k].assign(from[k]->begin(), from[k]->end());
+    const MPI_Datatype dt = mpi_type(a.dtype);
+    MPI_CHECK(blocking_ ? MPI_Alltoallv(send, counts[0].data(), counts[1].data(), dt, recv, counts[2].data(),
+                                        counts[3].data(), dt, mc)
+                        : MPI_Ialltoallv(send, counts[0].data(), counts[1].data(), dt, recv, counts[2].data(),
+                                         counts[3].data(), dt, mc, req));
+  }
+
+  // The hypercube's steps (the own block is in place already): MPI_Sendrecv with rank ^ mask, or a receive and a
+  // send posted together and waited for, each step needing the one before.
+  void call_hypercube(MPI_Comm mc, int n, int r, const CollArgs& a, void* recv) const {
+    if (a.count * std::size_t(n) > std::size_t(INT32_MAX))
+      throw Error(std::string(name()) + ": the hypercube's steps exceed MPI's int counts");
+    const MPI_Datatype dt = mpi_type(a.dtype);
+    auto block = [&](int b) { return byte_ptr(recv, a.count * std::size_t(b), a.dtype); };
+    for (int mask = 1; mask < n; mask <<= 1) {
+      const int have = r & ~(mask - 1), peer = r ^ mask, cnt = int(a.count) * mask;
+      if (blocking_) {
+        MPI_CHECK(MPI_Sendrecv(block(have), cnt, dt, peer, 1, block(have ^ mask), cnt, dt, peer, 1, mc,
+                               MPI_STATUS_IGNORE));
+        continue;
+      }
+      MPI_Request reqs[2];
+      MPI_CHECK(MPI_Irecv(block(have ^ mask), cnt, dt, peer, 1, mc, &reqs[0]));
+      MPI_CHECK(MPI_Isend(block(have), cnt, dt, peer, 1, mc, &reqs[1]));
+      MPI_CHECK(MPI_Waitall(2, reqs, MPI_STATUSES_IGNORE));
+    }
   }
 
   bool blocking_;

@@ -40,6 +40,10 @@ constexpr auto make_table() {
      block, own_block_offset, ring},
     {Collective::sendrecv,       "sendrecv",      "sendrecv",       false, false,  count,       count,
      left, same, direct},
+    {Collective::alltoallv,      "alltoallv",     "alltoallv",      false, false,  split_total, split_total,
+     split_peer, same, ring},
+    {Collective::hypercube,      "hypercube",     "hypercube",      false, false,  count,       all,
+     block, block_offset, hypercube},
   });
 }
 constexpr auto kTable = make_table();
@@ -88,20 +92,24 @@ int ring_passes(Collective c) {
   }
 }
 
+// The hypercube moves what one ring pass moves, in fewer, larger steps.
+int volume_passes(Collective c) { return collective_info(c).wire == Wire::hypercube ? 1 : ring_passes(c); }
+
 std::uint64_t wire_bytes(Collective c, std::uint64_t bytes, int n) {
-  const int passes = ring_passes(c);
+  const int passes = volume_passes(c);
   return passes ? ring_volume<std::uint64_t>(passes, bytes, n) : bytes;
 }
 
 double wire_fraction(Collective c, int n) {
-  const int passes = ring_passes(c);
+  const int passes = volume_passes(c);
   return passes ? ring_volume<double>(passes, 1.0, n) : 1.0;
 }
 
 double wire_steps(Collective c, int n) {
   if (n <= 1) return 0;
   if (const int passes = ring_passes(c)) return double(passes * (n - 1));
-  return collective_info(c).wire == Wire::tree ? std::ceil(std::log2(double(n))) : 1.0;
+  const Wire w = collective_info(c).wire;
+  return w == Wire::tree || w == Wire::hypercube ? std::ceil(std::log2(double(n))) : 1.0;
 }
 
 }  // namespace parbench

@@ -15,15 +15,17 @@ enum class BufferSize {
   count_at_root,  // count on the root, 0 elsewhere
   all,            // count x n on every rank
   all_at_root,    // count x n on the root, 0 elsewhere
+  split_total,    // this rank's total of the alltoallv split of count x n (alltoallv_split.h)
 };
 
 // Where receive element i of a rank comes from (the data check computes expected outputs from it), with
 // j = i % count and b = i / count.
 enum class Source {
-  reduced,  // every rank's input element, reduced with the call's op
-  root,     // the root's input
-  block,    // rank b's input
-  left,     // rank (rank - 1 + n) % n's input
+  reduced,     // every rank's input element, reduced with the call's op
+  root,        // the root's input
+  block,       // rank b's input
+  left,        // rank (rank - 1 + n) % n's input
+  split_peer,  // the alltoallv split's sender of element i, at its index for this rank (SourceIndex unused)
 };
 enum class SourceIndex {
   same,              // input element i
@@ -39,6 +41,7 @@ enum class Wire {
   ring,        // around a ring once, or n-1 messages of S/n: n-1 steps, S (n-1)/n
   tree,        // pipelined along a tree: ceil(log2 n) steps, S
   direct,      // one message: 1 step, S
+  hypercube,   // pairwise exchanges with rank ^ 1, ^ 2, ^ 4, ...: log2 n steps, S (n-1)/n
 };
 
 struct CollectiveInfo {
@@ -68,7 +71,7 @@ std::uint64_t wire_bytes(Collective c, std::uint64_t bytes, int n);
 double wire_fraction(Collective c, int n);
 // Message steps of the family (0 for one rank): what the alpha of an alpha-beta model multiplies.
 double wire_steps(Collective c, int n);
-// How many times a ring family goes around the ring (2, 1), 0 for the others.
+// How many times a ring family goes around the ring (2, 1), 0 for the others (the hypercube too).
 int ring_passes(Collective c);
 
 }  // namespace parbench

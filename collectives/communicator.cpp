@@ -236,7 +236,7 @@ void Communicator::run_staged(const CollArgs& in, const Algorithm& algo) {
     return run(a, algo);
   // Host memory on a GPU communicator (a step time, a loss, a gathered vector): through GPU copies, since the
   // algorithms combine and transports move device memory.
-  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
+  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
   const std::size_t es = dtype_size(a.dtype), send_bytes = bc.send * es, recv_bytes = bc.recv * es;
   void* send = scratch(2, std::max(send_bytes, recv_bytes));
   void* recv = a.send == a.recv ? send : scratch(3, recv_bytes);
@@ -282,7 +282,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
     std::int64_t bytes = 0;
     if (TraceRecorder::instance().mode() != 0) {
       name = std::string(collective_name(a.coll)) + "/" + std::string(algo.name());
-      const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
+      const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
       bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
     }
     Range range(name, Category::communication, RangeArgs{.bytes = bytes});
@@ -296,7 +296,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
 }
 
 std::string Communicator::timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const {
-  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root);
+  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
   const std::string call = describe_call(a.coll, impl, std::max(bc.send, bc.recv) * dtype_size(a.dtype), a.count,
                                          a.dtype, size());
   const std::string measuring = current_measurement();
@@ -350,6 +350,12 @@ void Communicator::alltoall(const void* s, void* r, std::size_t c, DType t, cons
 }
 void Communicator::sendrecv(const void* s, void* r, std::size_t c, DType t, const Algorithm* impl) {
   call(args(Collective::sendrecv, s, r, c, t, ReduceOp::sum, 0), impl);
+}
+void Communicator::alltoallv(const void* s, void* r, std::size_t c, DType t, const Algorithm* impl) {
+  call(args(Collective::alltoallv, s, r, c, t, ReduceOp::sum, 0), impl);
+}
+void Communicator::hypercube(const void* s, void* r, std::size_t c, DType t, const Algorithm* impl) {
+  call(args(Collective::hypercube, s, r, c, t, ReduceOp::sum, 0), impl);
 }
 
 void Communicator::combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op) {

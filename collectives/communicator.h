@@ -111,6 +111,11 @@ class Communicator {
   void scatter(const void* send, void* recv, std::size_t count, DType t, int root, const Algorithm* impl = nullptr);
   void alltoall(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
   void sendrecv(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
+  // Per-peer `count` on average, split among the peers by the process's alltoallv pattern (alltoallv_split.h):
+  // each rank sends its shares packed in rank order and receives its peers' likewise.
+  void alltoallv(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
+  // allgather by pairwise exchanges with rank ^ 1, ^ 2, ^ 4, ... (a power-of-two number of ranks).
+  void hypercube(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
 
   // Building blocks for algorithms, on this communicator's device.
   void combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op);

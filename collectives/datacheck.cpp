@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "collectives/alltoallv_split.h"
 #include "collectives/collective_table.h"
 #include "collectives/communicator.h"
 #include "core/memory.h"
@@ -149,6 +150,10 @@ Expected expected_value(Collective c, DType t, ReduceOp op, int n, int root, std
     case Source::root: break;
     case Source::block: from = int(blk); break;
     case Source::left: from = (rank - 1 + n) % n; break;
+    case Source::split_peer: {
+      const AlltoallvSource src = alltoallv_source(alltoallv_pattern(), rank, n, count, t, i);
+      return Expected{input_value(t, op, n, seed, src.rank, src.index)};
+    }
   }
   return Expected{input_value(t, op, n, seed, from, index)};
 }
@@ -172,13 +177,13 @@ CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size
     : comm_(comm), in_place_(in_place) {
   const int n = comm.size(), r = comm.rank();
   args_.coll = c, args_.count = count, args_.dtype = t, args_.op = op, args_.root = root;
-  const BufferCounts bc = buffer_counts(c, count, n, r, root);
+  const BufferCounts bc = buffer_counts(c, count, n, r, root, t);
   send_elems_ = bc.send, recv_elems_ = bc.recv;
   const std::size_t es = dtype_size(t);
   if (in_place) {
-    // One allocation as large as the root's biggest buffer, aliased as NCCL's in-place calls expect.
-    const BufferCounts full = buffer_counts(c, count, n, root, root);
-    const std::size_t elems = std::max(full.send, full.recv);
+    // One allocation as large as the root's or this rank's biggest buffer, aliased as NCCL's in-place calls expect.
+    const BufferCounts full = buffer_counts(c, count, n, root, root, t);
+    const std::size_t elems = std::max({full.send, full.recv, bc.send, bc.recv});
     recv_mem_ = device_malloc(comm.device(), (std::max<std::size_t>(1, elems) + unalign) * es);
     const std::size_t off = inplace_offset(c, count, r) + unalign;
     const bool send_inside = inplace_layout(c) == InPlace::send_inside_recv;

@@ -55,8 +55,8 @@ sed -i 's/^\( *\)X(gelu_forward, OpKind::per_dtype) *\\$/&\n\1X(dummyop_forward,
 
 # --- a collective (a copy of allreduce's row, last, served by naive): its Collective value, its table row, and a
 # case in the implementation that serves it; the others refuse it through unsupported()
-sed -i 's/alltoall, sendrecv };/alltoall, sendrecv, allreduce2 };/' "$tree/collectives/types.h"
-sed -i 's/^\( *\)left, same, direct},$/&\n\1{Collective::allreduce2, "allreduce2", "all_reduce2", false, true, count, count,\n\1 reduced, same, ring_twice},/' \
+sed -i 's/sendrecv, alltoallv, hypercube$/sendrecv, alltoallv, hypercube, allreduce2/' "$tree/collectives/types.h"
+sed -i 's/^\( *\)block, block_offset, hypercube},$/&\n\1{Collective::allreduce2, "allreduce2", "all_reduce2", false, true, count, count,\n\1 reduced, same, ring_twice},/' \
   "$tree/collectives/collective_table.cpp"
 sed -i 's/^\( *\)case Collective::allreduce:$/\1case Collective::allreduce2:\n&/' "$tree/collectives/algo_naive.cpp"
 sed -i 's/^\( *\){Collective::sendrecv, {{5, 5}, {5, 5}, 100, 0, 1.0, false, false}},$/&\n\1{Collective::allreduce2, {{5, 5}, {5, 5}, 100, 0, 1.5, false, true}},/' \

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <optional>
 
+#include "collectives/alltoallv_split.h"
 #include "collectives/bootstrap.h"
 #include "collectives/collective_table.h"
 #include "collectives/datacheck.h"
@@ -76,11 +77,14 @@ class Bench {
       if (root >= comm.size())
         throw UsageError("--root " + std::to_string(root) + " is outside the ranks 0.." +
                          std::to_string(comm.size() - 1) + " of a group");
+    const std::string split = alltoallv_split_note(comm);
     const int nodes = count_nodes(world);
     check_buffers_fit(world, comm, nodes);
     ranks_ = gather_rank_info(world, color, device_);
     const std::vector<RankInfo>& ranks = ranks_;
-    if (out) report_.print_header(ranks, run_notes(o_, p_, world, comm, nodes, device_));
+    std::vector<std::string> notes = run_notes(o_, p_, world, comm, nodes, device_);
+    if (!split.empty()) notes.push_back(split);
+    if (out) report_.print_header(ranks, notes);
     int ran_blocks = 0;
     std::string refusals;
     for (const std::string& name : p_.impls) {
@@ -179,6 +183,13 @@ class Bench {
     if (out) report_.print_block_footer(wrong, bus_n ? bus_sum / bus_n : 0.0);
   }
 
+  // alltoallv's split in words for the header, once its environment and the sizes passed its checks (UsageError).
+  std::string alltoallv_split_note(const Communicator& comm) const {
+    if (coll_ != Collective::alltoallv) return {};
+    check_alltoallv_run(alltoallv_pattern(), p_.sizes, comm.size());
+    return "alltoallv's split: " + alltoallv_pattern().describe();
+  }
+
   // --max-memory or the device's memory: the buffers of the largest row (send and receive, or the in-place
   // one, plus -u) must fit before any is allocated. On host devices the ranks of a node share the memory.
   void check_buffers_fit(Communicator& world, Communicator& comm, int nodes) const {
@@ -186,7 +197,7 @@ class Bench {
     for (const SweepPoint& pt : sweep_points()) {
       const std::size_t count = count_for_bytes(coll_, pt.size, pt.dtype, comm.size());
       const int root = std::max(pt.root, 0);
-      const BufferCounts bc = buffer_counts(coll_, count, comm.size(), root, root);
+      const BufferCounts bc = largest_buffer_counts(coll_, count, comm.size(), root, pt.dtype);
       const std::uint64_t elems = std::max<std::uint64_t>(1, bc.send) + std::max<std::uint64_t>(1, bc.recv) +
                                   2 * std::uint64_t(o_.unalign);
       most = std::max(most, elems * dtype_size(pt.dtype));
@@ -252,7 +263,7 @@ class Bench {
   RowResult plan_row(Communicator& comm, const SweepPoint& pt) const {
     RowResult row;
     row.count = count_for_bytes(coll_, pt.size, pt.dtype, comm.size());
-    const BufferCounts bc = buffer_counts(coll_, row.count, comm.size(), std::max(pt.root, 0), std::max(pt.root, 0));
+    const BufferCounts bc = largest_buffer_counts(coll_, row.count, comm.size(), std::max(pt.root, 0), pt.dtype);
     row.bytes = std::max(bc.send, bc.recv) * dtype_size(pt.dtype);
     row.dtype = pt.dtype;
     row.redop = is_reduction(coll_) ? std::string(reduce_op_name(pt.op)) : "none";
@@ -297,7 +308,7 @@ class Bench {
     if (o_.per_iter) h.per_iter = gather_iteration_times(world, mine.iter_times, o_.iters, o_.per_iter_skip, ranks_);
     h.wrong = check(world, comm, algo, b, tc.skip);
     const double time = o_.cputime ? h.t.cpu_time : h.t.time;
-    h.algbw = time > 0 ? double(row.bytes) / time / 1e9 : 0;
+    h.algbw = time > 0 ? double(row.bytes) / time / 1e9 * algbw_factor(coll_, comm.size()) : 0;
     h.busbw = h.algbw * busbw_factor(coll_, comm.size());
     return h;
   }
