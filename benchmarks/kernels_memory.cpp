@@ -23,6 +23,7 @@ std::uint64_t workload_bytes(const optable::OpShape& s, std::uint64_t e, std::ui
       e * 8 * BT * C + acc * 2 * B * NH * T * T,      // attention_backward: inp, out, dout, dinp, att, scratch
       e * 2 * BT * V + acc * BT + 4 * BT,             // crossentropy: logits, dlogits, losses, targets
       e * 2 * n + acc * 2 * n,                        // adamw_update: params, grads, m, v
+      (e * 2 + acc * 3) * (n + 3),                    // adamw_update_master: params, grads, master, m, v
       (e == 8 ? 3 * 8 : 4 + 2 + 4) * BT * C,          // convert_f32_bf16_roundtrip: f32, bf16, f32 (f64 on cpu)
   });
 }

@@ -7,11 +7,13 @@
 namespace parbench::kernels_bench {
 
 std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda) {
+  if (is_explicit_shape(name)) return {parse_explicit_shape(name)};
   std::vector<GptShape> out;
   for (const auto& s : gpt_shapes())
     if (name.empty() ? s.host_default != cuda : s.name == name) out.push_back(s);
   if (out.empty())
-    throw UsageError("--shape: unknown shape '" + name + "'; accepted: " + join(gpt_shapes(), ", ", &GptShape::name));
+    throw UsageError("--shape: unknown shape '" + name + "'; accepted: " + join(gpt_shapes(), ", ", &GptShape::name) +
+                     ", or dimensions B=<int>,T=<int>,C=<int>,NH=<int>,V=<int>");
   return out;
 }
 
@@ -19,8 +21,9 @@ void add_options(CLI::App& app, Options& o) {
   add_common_options(app, o.common);
   app.add_option("--dtype", o.dtypes, "storage dtypes to run: f32, bf16")->delimiter(',');
   app.add_option("--shape", o.filter_shapes,
-                 "run only this shape: tiny, small, gpt2-124M or gpt2-1.5B, on any device (default: tiny and small "
-                 "on cpu and simt, the gpt2 ones on cuda)");
+                 "run only this shape: tiny, small, gpt2-124M or gpt2-1.5B, or dimensions B=4,T=1000,C=768,NH=12,"
+                 "V=50257 (any values >= 1, NH dividing C), on any device (default: tiny and small on cpu and simt, "
+                 "the gpt2 ones on cuda)");
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s for the roofline (default: device table)")
       ->check(greater_than(0));
   app.add_option("--peak-gbps", o.peak_gbps, "peak memory GB/s for the roofline (default: device table)")

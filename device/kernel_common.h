@@ -87,16 +87,6 @@ __device__ inline float block_max(float v) {
   return warp_max(lane < nwarps ? partial[lane] : -INFINITY);
 }
 
-// out[c] (+)= sum over rows of in (N,C): one thread per column, coalesced across threads, deterministic.
-template <class T>
-__global__ void column_sum_kernel(T* out, const T* in, int N, int C, bool accumulate) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float s = accumulate ? to_f(out[c]) : 0.f;
-  for (int r = 0; r < N; ++r) s += to_f(in[std::int64_t(r) * C + c]);
-  out[c] = from_f<T>(s);
-}
-
 // Grid for a grid-stride loop over n elements: enough blocks to fill a GPU, never zero.
 inline unsigned grid_for(std::int64_t n, int block) {
   return unsigned(std::clamp<std::int64_t>((n + block - 1) / block, 1, 65536));

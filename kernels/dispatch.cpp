@@ -1,12 +1,56 @@
 // The op checks' messages and the builds' kernel availability.
 #include "kernels/dispatch.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <vector>
 
+#include "core/memory.h"
 #include "kernels/ops.h"
 
 namespace parbench::ops {
 namespace detail {
+
+namespace {
+
+// The calling thread's scratch buffers, one per (device, stream); a grown buffer keeps its smaller predecessors (at
+// most as large together), since work queued earlier may still read them, until the thread ends.
+struct ScratchBuffers {
+  struct Entry {
+    Device device;
+    void* stream;
+    std::size_t bytes = 0;
+    std::vector<void*> blocks;  // the last is the current one
+  };
+  std::vector<Entry> entries;
+  ~ScratchBuffers() {
+    for (Entry& e : entries)
+      for (void* p : e.blocks) device_free(e.device, p);
+  }
+  Entry& at(const Device& d, void* stream) {
+    for (Entry& e : entries)
+      if (e.device == d && e.stream == stream) return e;
+    return entries.emplace_back(Entry{d, stream});
+  }
+};
+
+}  // namespace
+
+OpScratch::OpScratch(const Stream& s, std::int64_t floats) {
+  const Device& d = s.device();
+  if (d.kind == DeviceKind::cpu || floats <= 0) return;
+  thread_local ScratchBuffers buffers;
+  auto& e = buffers.at(d, s.native());
+  const std::size_t need = std::size_t(floats) * sizeof(float);
+  if (e.bytes < need) {
+    const std::size_t bytes = std::max(need, 2 * e.bytes);
+    e.blocks.push_back(device_malloc(d, bytes));
+    e.bytes = bytes;
+    // The block may belong to another stream than the op's (the thread's current one): record the op's.
+    if (!d.on_host()) device_record_stream(d, e.blocks.back(), s.native());
+  }
+  data_ = static_cast<float*>(e.blocks.back());
+}
 
 void Op::fail(const std::string& what) const { throw Error(std::string(name) + ": " + what); }
 

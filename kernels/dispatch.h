@@ -89,6 +89,20 @@ T* ptr_or_null(const Tensor* t) {
   return t ? t->ptr<T>() : nullptr;
 }
 
+// fp32 scratch for an op's kernels (e.g. the partials of device/column_sums.h) on the op's device, for work queued on
+// its stream: one buffer per calling thread and stream, grown on demand and kept until the thread ends, so that a
+// training step neither allocates nor frees (a free without the caching pool waits for the whole device, which can
+// stall behind a collective waiting for another rank). Ops on one stream run in its order, so they share the
+// buffer safely. Null on cpu, whose reference needs none.
+class OpScratch {
+ public:
+  OpScratch(const Stream& s, std::int64_t floats);
+  float* data() const { return data_; }
+
+ private:
+  float* data_ = nullptr;
+};
+
 // Calls f.operator()<T>() with the storage type T of `d` (Op::storage() admitted f64 on cpu only).
 template <class F>
 void with_storage(DType d, F&& f) {

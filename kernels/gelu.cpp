@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "device/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -13,9 +14,11 @@ template <class T> void gelu_forward(T* out, const T* inp, std::int64_t n, void*
 template <class T> void gelu_backward(T* dinp, const T* inp, const T* dout, std::int64_t n, void* stream);
 // out (N,C) = gelu(inp + bias[c]).
 template <class T> void bias_gelu_forward(T* out, const T* inp, const T* bias, int N, int C, void* stream);
-// dinp = gelu'(inp + bias) * dout (overwrites); dbias (C, nullable) += column sums of dinp.
+// dinp = gelu'(inp + bias) * dout (overwrites); dbias (C, nullable) += column sums of dinp, which the kernels take
+// in two passes through `scratch`, column_partials_numel(N, C, 1) floats (the reference ignores it).
 template <class T>
-void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T* dout, int N, int C, void* stream);
+void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T* dout, float* scratch, int N, int C,
+                        void* stream);
 )
 
 namespace parbench::ref {
@@ -40,7 +43,7 @@ void bias_gelu_forward(T* out, const T* inp, const T* bias, int N, int C, void*)
 }
 
 template <class T>
-void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T* dout, int N, int C, void*) {
+void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T* dout, float*, int N, int C, void*) {
   std::vector<acc_t<T>> db(C, 0);
   for (int r = 0; r < N; ++r)
     for (int c = 0; c < C; ++c) {
@@ -90,8 +93,9 @@ void bias_gelu_backward(Tensor& dinp, Tensor* dbias, const Tensor& inp, const Te
   int N = int(inp.numel() / std::max(C, 1));
   op.like({{bias, "bias"}}, d, C);
   op.optional(dbias, "dbias", d, C);
+  OpScratch scratch(s, dbias ? column_partials_numel(N, C, 1) : 0);
   PB_DISPATCH(op, d, bias_gelu_backward, dinp.ptr<T>(), ptr_or_null<T>(dbias), inp.ptr<T>(), bias.ptr<T>(),
-              dout.ptr<T>(), N, C);
+              dout.ptr<T>(), scratch.data(), N, C);
 }
 
 }  // namespace parbench::ops

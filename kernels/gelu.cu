@@ -1,5 +1,5 @@
 // GELU (tanh form) and fused bias + GELU, forward and backward.
-#include "device/kernel_common.h"
+#include "device/column_sums.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -63,7 +63,8 @@ void bias_gelu_forward(T* out, const T* inp, const T* bias, int N, int C, void* 
 }
 
 template <class T>
-void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T* dout, int N, int C, void* stream) {
+void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T* dout, float* scratch, int N, int C,
+                        void* stream) {
   std::int64_t n = std::int64_t(N) * C;
   if (n == 0) return;
   PB_LAUNCH(bias_gelu_backward_kernel<DevT<T>>, grid_for(n, 256), 256, 0, stream)
@@ -71,8 +72,7 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T*
   PB_CHECK_LAUNCH();
   if (dbias) {
     // Summed from the stored dinp, so the bias gradient sees the same rounding as dinp.
-    PB_LAUNCH(column_sum_kernel<DevT<T>>, ceil_div(C, 128), 128, 0, stream)(dev(dbias), dev(dinp), N, C, true);
-    PB_CHECK_LAUNCH();
+    column_sum(dev(dbias), static_cast<const DevT<T>*>(dev(dinp)), N, C, true, scratch, stream);
   }
 }
 
@@ -80,7 +80,7 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T*
   template void gelu_forward<T>(T*, const T*, std::int64_t, void*);                                      \
   template void gelu_backward<T>(T*, const T*, const T*, std::int64_t, void*);                           \
   template void bias_gelu_forward<T>(T*, const T*, const T*, int, int, void*);                           \
-  template void bias_gelu_backward<T>(T*, T*, const T*, const T*, const T*, int, int, void*);
+  template void bias_gelu_backward<T>(T*, T*, const T*, const T*, const T*, float*, int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
 

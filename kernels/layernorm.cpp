@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "device/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -12,10 +13,11 @@ PB_OP_SIGNATURES(
 template <class T>
 void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, const T* weight, const T* bias, int N,
                        int C, void* stream);
-// dinp, dweight, dbias all accumulate (+=), as the residual stream and parameter gradients need.
+// dinp, dweight, dbias all accumulate (+=), as the residual stream and parameter gradients need; the kernels'
+// column sums use `scratch`, column_partials_numel(N, C, 2) floats (the reference ignores it).
 template <class T>
 void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
-                        const acc_t<T>* mean, const acc_t<T>* rstd, int N, int C, void* stream);
+                        const acc_t<T>* mean, const acc_t<T>* rstd, float* scratch, int N, int C, void* stream);
 )
 
 namespace parbench::ref {
@@ -43,7 +45,7 @@ void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, con
 
 template <class T>
 void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const acc_t<T>* mean,
-                        const acc_t<T>* rstd, int N, int C, void*) {
+                        const acc_t<T>* rstd, float*, int N, int C, void*) {
   using A = acc_t<T>;
   for (int r = 0; r < N; ++r) {
     const T* x = inp + std::int64_t(r) * C;
@@ -98,8 +100,9 @@ void layernorm_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tens
   op.numels({{dinp, "dinp"}, {dout, "dout"}}, inp.numel());
   op.numels({{weight, "weight"}, {dweight, "dweight"}, {dbias, "dbias"}}, C);
   op.numels({{mean, "mean"}, {rstd, "rstd"}}, N);
+  OpScratch scratch(s, column_partials_numel(N, C, 2));
   PB_DISPATCH(op, d, layernorm_backward, dinp.ptr<T>(), dweight.ptr<T>(), dbias.ptr<T>(), dout.ptr<T>(), inp.ptr<T>(),
-              weight.ptr<T>(), mean.ptr<Acc<T>>(), rstd.ptr<Acc<T>>(), N, C);
+              weight.ptr<T>(), mean.ptr<Acc<T>>(), rstd.ptr<Acc<T>>(), scratch.data(), N, C);
 }
 
 }  // namespace parbench::ops

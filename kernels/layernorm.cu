@@ -1,5 +1,6 @@
-// Layernorm over the last dimension: one warp per row; saves mean and rstd for the backward pass.
-#include "device/kernel_common.h"
+// Layernorm over the last dimension: one warp per row; saves mean and rstd for the backward pass. The backward's
+// dinp takes a warp per row, dweight and dbias two-pass column sums (device/column_sums.h).
+#include "device/column_sums.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -54,21 +55,22 @@ __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, const T* 
   }
 }
 
-// dweight, dbias += column sums: one thread per channel, so no atomics and a fixed order.
+// The parameter gradients' terms of row r, column c: dweight gets norm * dout, dbias dout (device/column_sums.h).
 template <class T>
-__global__ void layernorm_backward_params_kernel(T* dweight, T* dbias, const T* dout, const T* inp, const float* mean,
-                                                 const float* rstd, int N, int C) {
-  int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
-  float dw = 0.f, db = 0.f;
-  for (int r = 0; r < N; ++r) {
-    float d = to_f(dout[std::int64_t(r) * C + c]);
-    db += d;
-    dw += (to_f(inp[std::int64_t(r) * C + c]) - mean[r]) * rstd[r] * d;
+struct LayernormParamTerms {
+  static constexpr int sums = 2;
+  const T* dout;
+  const T* inp;
+  const float* mean;
+  const float* rstd;
+  int C;
+  __device__ void add(int r, int c, float* s) const {
+    std::int64_t i = std::int64_t(r) * C + c;
+    float d = to_f(dout[i]);
+    s[0] += (to_f(inp[i]) - mean[r]) * rstd[r] * d;
+    s[1] += d;
   }
-  dweight[c] = from_f<T>(to_f(dweight[c]) + dw);
-  dbias[c] = from_f<T>(to_f(dbias[c]) + db);
-}
+};
 
 template <class T>
 void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, int N, int C,
@@ -81,20 +83,19 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* 
 
 template <class T>
 void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const float* mean,
-                        const float* rstd, int N, int C, void* stream) {
+                        const float* rstd, float* scratch, int N, int C, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(layernorm_backward_dinp_kernel<DevT<T>>, ceil_div(N, kRowsPerBlock), 32 * kRowsPerBlock, 0, stream)
   (dev(dinp), dev(dout), dev(inp), dev(weight), mean, rstd, N, C);
   PB_CHECK_LAUNCH();
-  PB_LAUNCH(layernorm_backward_params_kernel<DevT<T>>, ceil_div(C, 128), 128, 0, stream)
-  (dev(dweight), dev(dbias), dev(dout), dev(inp), mean, rstd, N, C);
-  PB_CHECK_LAUNCH();
+  LayernormParamTerms<DevT<T>> terms{dev(dout), dev(inp), mean, rstd, C};
+  column_sums(dev(dweight), dev(dbias), terms, N, C, true, scratch, stream);
 }
 
 #define PB_INSTANTIATE(T)                                                                                      \
   template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, void*);      \
-  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const float*, const float*, int, \
-                                      int, void*);
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const float*, const float*,     \
+                                      float*, int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
 

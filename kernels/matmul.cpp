@@ -4,6 +4,7 @@
 #include <array>
 #include <type_traits>
 
+#include "device/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -15,10 +16,12 @@ template <class T>
 void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, int version,
                     void* stream);
 // dinp (BT,C), dweight (OC,C), dbias (OC): each may be null; `accumulate` adds to them instead of overwriting.
-// `version` 5 runs dinp and dweight on the version-5 kernel, any other on version 2; the reference ignores it.
+// `version` 5 runs dinp and dweight on the version-5 kernel, 0 on the default (5 for bf16 on cuda, else 2), any
+// other on version 2; the reference ignores it. The kernels' dbias column sums use `scratch`,
+// column_partials_numel(BT, OC, 1) floats (the reference ignores it).
 template <class T>
-void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
-                     bool accumulate, int version, void* stream);
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, float* scratch, int BT,
+                     int C, int OC, bool accumulate, int version, void* stream);
 )
 
 #if defined(PARBENCH_HAVE_CUDA)
@@ -47,8 +50,8 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT
 }
 
 template <class T>
-void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
-                     bool accumulate, int, void*) {
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, float*, int BT, int C,
+                     int OC, bool accumulate, int, void*) {
   using A = acc_t<T>;
   if (dinp)
     for (int m = 0; m < BT; ++m)
@@ -172,9 +175,10 @@ void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor&
   op.optional(dinp, "dinp", d, inp.numel());
   op.optional(dweight, "dweight", d, weight.numel());
   op.optional(dbias, "dbias", d, OC);
+  OpScratch scratch(s, dbias ? column_partials_numel(BT, OC, 1) : 0);
   PB_DISPATCH(op, d, matmul_backward, ptr_or_null<T>(dinp), ptr_or_null<T>(dweight), ptr_or_null<T>(dbias),
-              dout.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), BT, C, OC, accumulate,
-              algo == MatmulAlgo::mma ? int(algo) : 0);
+              dout.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), scratch.data(), BT, C, OC, accumulate,
+              algo == MatmulAlgo::mma ? 5 : algo == MatmulAlgo::automatic ? 0 : 2);
 }
 
 }  // namespace parbench::ops

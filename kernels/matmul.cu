@@ -1,8 +1,9 @@
 // Matmul with bias, out (BT,OC) = inp (BT,C) weight^T (OC,C) + bias (OC), in numbered versions so the
 // progression is measurable: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D tiles with 16-byte
 // loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate), 5 mma.sync with a cp.async pipeline (matmul_mma.h).
-// The backward runs on the version-2 kernel, which takes arbitrary strides, or on request on version 5 (its
-// operands read k-major through ldmatrix.trans), and a column-sum kernel for the bias.
+// The backward runs on the version-2 kernel, which takes arbitrary strides, or on version 5 (its operands read
+// k-major through ldmatrix.trans; the bf16 default on cuda), and a two-pass column sum for the bias.
+#include "device/column_sums.h"
 #include "device/kernel_common.h"
 #include "kernels/matmul_mma.h"
 
@@ -11,8 +12,14 @@ namespace parbench::PB_KERNEL_NS {
 // Matmul versions, numbered as in the benchmark: 1 naive, 2 shared-memory tiled, 3 register-blocked 2D
 // tiles with 16-byte loads, 4 tensor cores through WMMA (bf16 in, fp32 accumulate; fp32 storage is
 // rounded to bf16 on the way in), 5 mma.sync fed by ldmatrix from a 4-stage cp.async ring of swizzled tiles
-// (fp32 storage rounded as in 4). 0 picks the default (3 for fp32, 4 for bf16).
+// (fp32 storage rounded as in 4). 0 picks the default: 3 for fp32; for bf16 5 on cuda (forward and both backward
+// products) and 4 on simt, whose emulated tensor-core collectives make 5 the slower one on a CPU.
 inline constexpr int kMatmulVersions = 5;
+#if defined(__CUDACC__) || defined(PB_EMU_CUDA)
+inline constexpr int kDefaultBf16Version = 5;
+#else
+inline constexpr int kDefaultBf16Version = 4;
+#endif
 
 // ---- 1: one thread per output element, straight from global memory.
 template <class T>
@@ -190,7 +197,7 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT
            "matmul version " + std::to_string(version) + " does not exist; use 0 (default) or 1.." +
                std::to_string(kMatmulVersions));
   if (BT == 0 || OC == 0) return;
-  if (version == 0) version = sizeof(T) == 2 ? 4 : 3;
+  if (version == 0) version = sizeof(T) == 2 ? kDefaultBf16Version : 3;
   using D = DevT<T>;
   // 16-byte loads need 16-byte aligned rows.
   constexpr int E = Pack16<T>::n;
@@ -224,10 +231,11 @@ void matmul_forward(T* out, const T* inp, const T* weight, const T* bias, int BT
 }
 
 template <class T>
-void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
-                     bool accumulate, int version, void* stream) {
+void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, float* scratch, int BT,
+                     int C, int OC, bool accumulate, int version, void* stream) {
   using D = DevT<T>;
   dim3 block(kTile, kTile);
+  if (version == 0 && sizeof(T) == 2) version = kDefaultBf16Version;
   if (version == 5 && dinp && BT > 0 && C > 0) {
     // dinp (BT, C) = dout (BT, OC) weight (OC, C): A = dout k-contiguous, B(c, o) = weight[o, c] k-major.
     MmaOperand<D> a{dev(dout), OC, BT, mma_vec_ok(dout, OC, OC)}, b{dev(weight), C, C, mma_vec_ok(weight, C, C)};
@@ -248,10 +256,7 @@ void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
     (dev(dweight), dev(dout), dev(inp), static_cast<const D*>(nullptr), OC, C, BT, 1, OC, 1, C, accumulate);
     PB_CHECK_LAUNCH();
   }
-  if (dbias && OC > 0) {
-    PB_LAUNCH(column_sum_kernel<D>, ceil_div(OC, 128), 128, 0, stream)(dev(dbias), dev(dout), BT, OC, accumulate);
-    PB_CHECK_LAUNCH();
-  }
+  if (dbias && OC > 0) column_sum(dev(dbias), dev(dout), BT, OC, accumulate, scratch, stream);
 }
 
 template <class T>
@@ -264,7 +269,8 @@ void add_bias(T* out, const T* bias, int BT, int OC, void* stream) {
 
 #define PB_INSTANTIATE(T)                                                                                      \
   template void matmul_forward<T>(T*, const T*, const T*, const T*, int, int, int, int, void*);               \
-  template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, int, int, int, bool, int, void*); \
+  template void matmul_backward<T>(T*, T*, T*, const T*, const T*, const T*, float*, int, int, int, bool, int,   \
+                                   void*);                                                                    \
   template void add_bias<T>(T*, const T*, int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)

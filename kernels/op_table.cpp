@@ -34,6 +34,7 @@
   X(flash_attention_bwd_hs64_128, OpKind::per_dtype)   \
   X(crossentropy_forward_backward, OpKind::per_dtype)  \
   X(adamw_update, OpKind::per_dtype)                   \
+  X(adamw_update_master, OpKind::per_dtype)            \
   X(sgd_update, OpKind::per_dtype)                     \
   X(norm_squared, OpKind::per_dtype)                   \
   X(clip_by_norm, OpKind::per_dtype)                   \

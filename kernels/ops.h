@@ -102,6 +102,10 @@ void crossentropy_shard_finish(Tensor& losses, Tensor* dlogits, const Tensor& lo
 // m, v: f32 moments of params' shape; step counts from 1.
 void adamw_update(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamWConfig& cfg, int step,
                   const Stream& s);
+// AdamW on the fp32 master copy of the parameters, fused: reads grads (the params' dtype), updates master, m and v
+// (f32) and writes params = master rounded to their dtype, in one pass over all of them (one launch).
+void adamw_update_master(Tensor& params, const Tensor& grads, Tensor& master, Tensor& m, Tensor& v,
+                         const AdamWConfig& cfg, int step, const Stream& s);
 void sgd_update(Tensor& params, const Tensor& grads, float lr, float weight_decay, const Stream& s);
 // out (1 element, f32) = sum of squares of x, or += with accumulate (to sum over many tensors).
 void norm_squared(Tensor& out, const Tensor& x, bool accumulate, const Stream& s);

@@ -28,6 +28,8 @@ FlatOptimizer::FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& alloc, co
 
 void FlatOptimizer::step(Tensor& params, const Tensor& grads, int step_index, const Stream& s) {
   PB_RANGE("optimizer", Category::optimizer, {.bytes = std::int64_t(params.bytes())});
+  if (cfg_.optimizer == OptimizerKind::adamw && params.dtype() == DType::bf16 && grads.dtype() == DType::bf16)
+    return ops::adamw_update_master(params, grads, master_, m_, v_, cfg_.adamw, step_index + 1, s);  // one launch
   Tensor& target = params.dtype() == DType::bf16 ? master_ : params;
   Tensor g = grads;
   Tensor g32;

@@ -103,6 +103,13 @@ const std::vector<Case>& cases() {
       // bench_kernels.
       {"bench_kernels", "--bogus" + kRows, {"--bogus"}},
       {"bench_kernels", "--shape huge" + kRows, {"'huge'", "accepted: tiny, small, gpt2-124M, gpt2-1.5B"}},
+      {"bench_kernels", "--shape B=4,T=0,C=8,NH=2,V=5" + kRows, {"T=0 is not an integer >= 1", "B=<int>,T=<int>,C=<int>,NH=<int>,V=<int>"}},
+      {"bench_kernels", "--shape B=4,T=x,C=8,NH=2,V=5" + kRows, {"T=x is not an integer >= 1"}},
+      {"bench_kernels", "--shape B=4,T=8,C=10,NH=3,V=5" + kRows, {"NH=3 does not divide C=10", "B=<int>,T=<int>,C=<int>,NH=<int>,V=<int>"}},
+      {"bench_kernels", "--shape B=4,T=8,C=8,V=5" + kRows, {"NH is missing"}},
+      {"bench_kernels", "--shape B=4,X=8,C=8,NH=2,V=5" + kRows, {"'X=8' is not KEY=VALUE", "B=<int>,T=<int>,C=<int>,NH=<int>,V=<int>"}},
+      {"bench_kernels", "--shape B=2,B=3,T=8,C=8,NH=2,V=5" + kRows, {"B is given twice"}},
+      {"bench_kernels", "--shape B=65536,T=65536,C=8,NH=1,V=5" + kRows, {"B*T*4C = 137438953472 exceeds 2147483647"}},
       {"bench_kernels", "--device cpu --dtype f16" + kRows, {"--dtype f16", "f32 or bf16"}},
       {"bench_kernels", "--peak-tflops -1" + kRows, {"--peak-tflops: -1", "a number > 0"}},
       {"bench_kernels", "--min-time 0" + kRows, {"--min-time: 0", "a number > 0"}},

@@ -132,6 +132,29 @@ TEST(Rows, MemcpyAndKernelsWriteARowPerMeasurement) {
   fs::remove_all(d);
 }
 
+#ifdef PB_HAVE_BENCH_KERNELS
+// Explicit dimensions, odd on purpose: the kernels are checked against the reference at them before timing (a wrong
+// result is an error row and exit status 1), and the rows are named by the dimensions.
+TEST(Rows, KernelsRunAtExplicitDimensions) {
+  const fs::path d = fresh_dir("outputs_kernel_dims");
+  const Finished k = run(bin("bench_kernels") + " --device simt --shape T=37,B=3,C=40,NH=5,V=41 --dtype bf16 "
+                         "--min-time 0.01 --benchmark_filter='^(layernorm_backward|matmul_backward_fc|adamw)' --csv " +
+                         (d / "k.csv").string());
+  ASSERT_EQ(k.status, 0) << k.output;
+  const auto lines = lines_of(pbtest::read_file(d / "k.csv"));
+  ASSERT_EQ(lines.size(), 5u) << pbtest::read_file(d / "k.csv");  // header, layernorm, matmul, both adamw
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    EXPECT_THAT(lines[i], HasSubstr("/simt/bf16/B3_T37_C40_NH5_V41"));
+    std::vector<std::string> fields;
+    std::stringstream row(lines[i]);
+    for (std::string f; std::getline(row, f, ',');) fields.push_back(f);
+    ASSERT_GT(fields.size(), 10u) << lines[i];
+    EXPECT_EQ(fields[10], "0") << lines[i];  // error_occurred
+  }
+  fs::remove_all(d);
+}
+#endif
+
 TEST(Rows, BenchTrainRefusesACsvWithAnotherHeaderBeforeTraining) {
   const fs::path d = fresh_dir("outputs_train");
   const fs::path csv = d / "t.csv";

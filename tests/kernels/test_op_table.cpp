@@ -22,22 +22,28 @@ namespace {
 
 using optable::OpKind;
 
-// Odd sizes on purpose: T and C are not multiples of any tile, V is prime; heads of 8 channels.
+// Odd sizes on purpose: T and C are not multiples of any tile, V is prime; heads of 8 channels. The second has an
+// odd row count B*T = 65 over three row blocks of the two-pass column sums (device/column_sums.h), the last one
+// ragged (22, 22, 21 rows), and C = 36, a multiple of neither 32 nor 128, with heads of 12 channels.
 constexpr optable::OpShape kShape{2, 7, 24, 3, 37};
+constexpr optable::OpShape kOddShape{5, 13, 36, 3, 41};
 
 struct Param {
   const optable::OpEntry* entry;
   DType dtype;
   ops::MatmulAlgo algo;
   std::string schedule;  // of the simt device
+  bool odd = false;      // kOddShape instead of kShape
 };
 
 // Failures name the entry, not its bytes.
 void PrintTo(const Param& p, std::ostream* os) {
-  *os << p.entry->name << " " << dtype_name(p.dtype) << " " << ops::matmul_algo_name(p.algo) << " " << p.schedule;
+  *os << p.entry->name << " " << dtype_name(p.dtype) << " " << ops::matmul_algo_name(p.algo) << " " << p.schedule
+      << (p.odd ? " odd" : "");
 }
 
-// Every entry at each of its dtypes (f32 and bf16, or its fixed ones) and matmul versions, under each schedule.
+// Every entry at each of its dtypes (f32 and bf16, or its fixed ones) and matmul versions, under each schedule at
+// kShape, and under a random one at kOddShape.
 std::vector<Param> all_params() {
   std::vector<Param> out;
   for (const auto& e : optable::op_table())
@@ -47,8 +53,10 @@ std::vector<Param> all_params() {
       if (e.kind == OpKind::matmul_versions)
         algos = {ops::MatmulAlgo::naive, ops::MatmulAlgo::tiled, ops::MatmulAlgo::regtile, ops::MatmulAlgo::wmma,
                  ops::MatmulAlgo::mma};
-      for (auto algo : algos)
+      for (auto algo : algos) {
         for (const char* sched : {"forward", "reverse", "random"}) out.push_back({&e, d, algo, sched});
+        out.push_back({&e, d, algo, "random", true});
+      }
     }
   return out;
 }
@@ -84,7 +92,7 @@ TEST_P(OpTable, MatchesTheReferenceOnEveryDevice) {
   const Param& p = GetParam();
   std::vector<optable::Side> s = sides();
   optable::OpCase c(s, p.dtype, rng_, p.algo);
-  optable::Work w = p.entry->make(c, kShape);
+  optable::Work w = p.entry->make(c, p.odd ? kOddShape : kShape);
   ASSERT_FALSE(w.checked.empty()) << p.entry->name << " checks no output";
   for (int i = 0; i < c.sides(); ++i) {
     Stream st(s[std::size_t(i)].device);
@@ -97,9 +105,10 @@ TEST_P(OpTable, MatchesTheReferenceOnEveryDevice) {
       const int against = i == 1 ? 0 : 1;  // the reference against float64, the kernels against the reference
       const std::string where = i == 1 ? "cpu" : device_name(s[std::size_t(i)].device);
       double e = optable::rel_l2(w.checked[k][i], w.checked[k][against]);
-      std::printf("[table-err] %-30s %-4s %-16s %-7s %-4s output %zu: %.2e (bound %.0e)\n", p.entry->name.c_str(),
-                  std::string(dtype_name(p.dtype)).c_str(), std::string(ops::matmul_algo_name(p.algo)).c_str(),
-                  p.schedule.c_str(), where.c_str(), k, e, tol);
+      std::printf("[table-err] %-30s %-4s %-16s %-7s %-4s %-4s output %zu: %.2e (bound %.0e)\n",
+                  p.entry->name.c_str(), std::string(dtype_name(p.dtype)).c_str(),
+                  std::string(ops::matmul_algo_name(p.algo)).c_str(), p.schedule.c_str(), p.odd ? "odd" : "",
+                  where.c_str(), k, e, tol);
       EXPECT_LE(e, tol) << p.entry->name << " output " << k << " on " << where;
     }
 }
@@ -107,7 +116,7 @@ TEST_P(OpTable, MatchesTheReferenceOnEveryDevice) {
 INSTANTIATE_TEST_SUITE_P(Entries, OpTable, ::testing::ValuesIn(all_params()), [](const auto& info) {
   const Param& p = info.param;
   std::string algo = p.entry->kind == OpKind::matmul_versions ? std::string(ops::matmul_algo_name(p.algo)) + "_" : "";
-  return p.entry->name + "_" + std::string(dtype_name(p.dtype)) + "_" + algo + p.schedule;
+  return p.entry->name + "_" + std::string(dtype_name(p.dtype)) + "_" + algo + p.schedule + (p.odd ? "_odd" : "");
 });
 
 // The table's names are what bench_kernels registers and its CSV rows are named by: unique, and each entry makes

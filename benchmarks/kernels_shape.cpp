@@ -1,0 +1,66 @@
+// bench_kernels' --shape: a named shape or explicit dimensions, "B=4,T=1000,C=768,NH=12,V=50257".
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "base/error.h"
+#include "base/text.h"
+#include "benchmarks/kernels_options.h"
+
+namespace parbench::kernels_bench {
+
+namespace {
+
+constexpr std::string_view kDimsForm = "B=<int>,T=<int>,C=<int>,NH=<int>,V=<int> (each >= 1, NH dividing C)";
+
+[[noreturn]] void bad_dims(const std::string& text, const std::string& why) {
+  throw UsageError("--shape '" + text + "': " + why + "; accepted: a named shape or " + std::string(kDimsForm));
+}
+
+// The product of dims as a 64-bit count, refused above INT_MAX (the kernels count rows and elements in int).
+void check_fits(const std::string& text, std::int64_t n, const char* what) {
+  if (n > INT_MAX) bad_dims(text, std::string(what) + " = " + std::to_string(n) + " exceeds " + std::to_string(INT_MAX));
+}
+
+}  // namespace
+
+bool is_explicit_shape(const std::string& text) { return text.find('=') != std::string::npos; }
+
+GptShape parse_explicit_shape(const std::string& text) {
+  static constexpr std::array<std::string_view, 5> keys{"B", "T", "C", "NH", "V"};
+  std::array<int, 5> v{};
+  std::array<bool, 5> seen{};
+  std::string_view rest = text;
+  while (true) {
+    std::size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    std::size_t eq = item.find('=');
+    std::string key(item.substr(0, eq)), value(eq == std::string_view::npos ? "" : item.substr(eq + 1));
+    std::size_t k = 0;
+    while (k < keys.size() && keys[k] != key) ++k;
+    if (eq == std::string_view::npos || k == keys.size())
+      bad_dims(text, "'" + std::string(item) + "' is not KEY=VALUE with KEY one of B, T, C, NH, V");
+    if (seen[k]) bad_dims(text, key + " is given twice");
+    std::optional<int> n = parse_int_text(value);
+    if (!n || *n < 1) bad_dims(text, key + "=" + value + " is not an integer >= 1");
+    v[k] = *n;
+    seen[k] = true;
+    if (comma == std::string_view::npos) break;
+  }
+  for (std::size_t k = 0; k < keys.size(); ++k)
+    if (!seen[k]) bad_dims(text, std::string(keys[k]) + " is missing");
+  const auto [B, T, C, NH, V] = v;
+  if (C % NH != 0) bad_dims(text, "NH=" + std::to_string(NH) + " does not divide C=" + std::to_string(C));
+  check_fits(text, std::int64_t(B) * T * 4 * C, "B*T*4C");
+  check_fits(text, std::int64_t(B) * T * V, "B*T*V");
+  check_fits(text, std::int64_t(B) * NH * T * T, "B*NH*T*T");
+  check_fits(text, 12LL * C * C + 3, "12C^2");
+  std::string name = "B" + std::to_string(B) + "_T" + std::to_string(T) + "_C" + std::to_string(C) + "_NH" +
+                     std::to_string(NH) + "_V" + std::to_string(V);
+  return GptShape{name, true, {B, T, C, NH, V}};
+}
+
+}  // namespace parbench::kernels_bench
