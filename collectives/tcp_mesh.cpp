@@ -312,11 +312,6 @@ bool TcpMesh::State::drain_doorbells(int from) {
   }
 }
 
-void TcpMesh::State::pump_recv(int from) {
-  if (peers[std::size_t(from)].shm() && !drain_doorbells(from)) return;
-  pump_in(from);
-}
-
 // The bytes that peer `from` sent, through its ring or its socket, into the message arriving now.
 void TcpMesh::State::pump_in(int from) {
   Peer& p = peers[std::size_t(from)];

@@ -111,7 +111,9 @@ struct TcpMesh::State {
   ssize_t read_some(Peer& p, char* dst, std::size_t n);
   ssize_t write_some(Peer& p, const iovec* pieces, int n);
   bool drain_doorbells(int from);
-  void pump_recv(int from);  // doorbells (ring peers), then pump_in
+  void pump_recv(int from) {  // doorbells (ring peers), then pump_in
+    if (!peers[std::size_t(from)].shm() || drain_doorbells(from)) pump_in(from);
+  }
   void pump_in(int from);
   void pump_ring(int q) { pump_in(q), pump_send(q); }  // a ring peer's bytes both ways, no system call
   void pump_send(int to);
