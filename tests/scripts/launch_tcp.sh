@@ -3,7 +3,7 @@
 # (or SLURM_*) set by hand. Collectives with their data check, bench_train with --check, and bad launches that must
 # end within their timeout with the error named.
 # usage: launch_tcp.sh BIN_DIR CASE
-#   CASE: collectives | train | bad-input | bad-rendezvous | store-intruders | emu-nccl
+#   CASE: collectives | train | bad-input | bad-rendezvous | store-intruders | mpirun-shm | emu-nccl
 set -uo pipefail
 bin=$1
 case_name=$2
@@ -304,12 +304,33 @@ PY
     { fail "intruded: expected 3 dropped connections logged"; cat "$out/intruded.0"; }
 }
 
+# Under mpirun, PARBENCH_HOST_TRANSPORT=shm: the hand-written algorithms on the mesh's shared-memory rings, MPI's own
+# allreduce beside them in the same job, every data check clean; a value other than mpi or shm is a usage error.
+mpirun_shm() {
+  local mpirun=("${MPIRUN:-mpirun}" --oversubscribe --bind-to none)  # MPIRUN: ctest's (a session folder of its own)
+  [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
+  for n in 2 3; do
+    PARBENCH_HOST_TRANSPORT=shm timeout 120 "${mpirun[@]}" -np "$n" "$bin/bench_allreduce" -b 8 -e 256K -f 8 -n 2 \
+      -w 1 --device cpu -T 30 --impl mpi,ring,rd,rhd >"$out/mpirun-shm-$n" 2>&1
+    local rc=$?
+    [ "$rc" = 0 ] || { fail "mpirun-shm-$n exited $rc"; cat "$out/mpirun-shm-$n"; }
+    expect_in "mpirun-shm-$n" "$out/mpirun-shm-$n" "$n rank(s) on 1 node(s) (mpirun, mpi bootstrap), device cpu, transport shm"
+    [ "$(grep -c '^# Out of bounds values : 0 OK' "$out/mpirun-shm-$n")" = 4 ] ||
+      { fail "mpirun-shm-$n: not all four implementations checked clean"; cat "$out/mpirun-shm-$n"; }
+  done
+  PARBENCH_HOST_TRANSPORT=udp timeout 120 "${mpirun[@]}" -np 2 "$bin/bench_allreduce" -b 8 -e 8 --device cpu -T 30 \
+    >"$out/mpirun-udp" 2>&1
+  [ $? != 0 ] || fail "PARBENCH_HOST_TRANSPORT=udp did not fail"
+  expect_in mpirun-udp "$out/mpirun-udp" "PARBENCH_HOST_TRANSPORT='udp' is not 'mpi'"
+}
+
 case $case_name in
   collectives) collectives ;;
   train) train ;;
   bad-input) bad_input ;;
   bad-rendezvous) bad_rendezvous ;;
   store-intruders) store_intruders ;;
+  mpirun-shm) mpirun_shm ;;
   emu-nccl) emu_nccl ;;
   *) echo "unknown case $case_name" >&2; exit 2 ;;
 esac
