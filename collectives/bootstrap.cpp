@@ -237,6 +237,17 @@ std::string nccl_shared_gpu_refusal(MPI_Comm node, int local_rank, const Device&
 }
 #endif
 
+// By world rank: whether that rank is on this one's node (in its part of MPI's shared-memory split).
+std::vector<bool> same_node_ranks(MPI_Comm node, int rank, int size) {
+  int leader = rank;  // the world rank of the node's first rank
+  MPI_CHECK(MPI_Bcast(&leader, 1, MPI_INT, 0, node));
+  std::vector<int> leaders(static_cast<std::size_t>(size));
+  MPI_CHECK(MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  std::vector<bool> same;
+  for (int l : leaders) same.push_back(l == leader);
+  return same;
+}
+
 void init_mpi_once() {
   int initialized = 0;
   MPI_CHECK(MPI_Initialized(&initialized));
@@ -300,7 +311,8 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
       }
     }
 #endif
-    if (!transport) transport = make_mpi_transport(&world, d);
+    if (!transport)
+      transport = host_transport_under_mpi(&world, rank, size, same_node_ranks(node, rank, size), d, o.timeout_s);
     {
       Communicator comm(std::move(transport), d, o.timeout_s);
       comm.set_local(local_rank, local_size);

@@ -4,7 +4,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
+#include <sstream>
 #include <vector>
 
 #include "base/error.h"
@@ -15,6 +19,11 @@
 
 #ifdef PARBENCH_HAVE_NCCL
 #include "collectives/nccl_util.h"
+#endif
+#ifdef PARBENCH_HAVE_MPI
+#include <random>
+
+#include "collectives/transport_mpi.h"
 #endif
 
 namespace parbench {
@@ -157,7 +166,59 @@ void run_joined(const LaunchOptions& o, const Launch& l, StoreClient& store,
   }
 }
 
+#ifdef PARBENCH_HAVE_MPI
+// Rank 0's store for the mesh under mpirun: "token host port" to every rank over MPI ("" when it could not start,
+// so that nobody waits for it).
+std::string store_meeting_point(MPI_Comm world, int rank, int size, bool one_node,
+                                std::unique_ptr<StoreServer>& server) {
+  std::string info;
+  if (rank == 0) {
+    try {
+      std::random_device rd;
+      const std::string token = "mpirun-mesh-" + std::to_string(rd()) + "-" + std::to_string(rd());
+      server = std::make_unique<StoreServer>(0, token, size);
+      info = token + " " + (one_node ? std::string("127.0.0.1") : host_name()) + " " + std::to_string(server->port());
+    } catch (const Error& e) {
+      std::fprintf(stderr, "rank 0: %s\n", e.what());
+    }
+  }
+  char buf[512] = {};
+  std::snprintf(buf, sizeof buf, "%s", info.c_str());
+  MPI_CHECK(MPI_Bcast(buf, int(sizeof buf), MPI_CHAR, 0, world));
+  if (!*buf) throw Error("PARBENCH_HOST_TRANSPORT=shm: rank 0 could not start the store for the mesh");
+  return buf;
+}
+#endif
+
 }  // namespace
+
+#ifdef PARBENCH_HAVE_MPI
+std::unique_ptr<Transport> host_transport_under_mpi(const void* world_comm, int rank, int size,
+                                                    const std::vector<bool>& same_node, const Device& d,
+                                                    double timeout_s) {
+  const char* v = std::getenv("PARBENCH_HOST_TRANSPORT");
+  const std::string choice = v && *v ? v : "mpi";
+  if (choice == "mpi") return make_mpi_transport(world_comm, d);
+  if (choice != "shm")
+    throw UsageError("PARBENCH_HOST_TRANSPORT='" + choice + "' is not 'mpi' (MPI's point-to-point) or 'shm' (the "
+                     "tcp bootstrap's shared-memory rings and sockets)");
+  const MPI_Comm world = *static_cast<const MPI_Comm*>(world_comm);
+  const bool one_node = std::count(same_node.begin(), same_node.end(), true) == size;
+  std::unique_ptr<StoreServer> server;
+  std::istringstream meet(store_meeting_point(world, rank, size, one_node, server));
+  std::string token, host;
+  int port = 0;
+  meet >> token >> host >> port;
+  std::shared_ptr<TcpMesh> mesh;
+  {
+    StoreClient store(host, port, token, rank, size, timeout_s);
+    mesh = TcpMesh::connect(store, token, rank, size, same_node, timeout_s);
+    store.barrier();
+  }
+  MPI_CHECK(MPI_Barrier(world));  // every rank has its barrier's reply: rank 0's store may go
+  return make_tcp_transport(std::move(mesh), d, make_mpi_transport(world_comm, d));
+}
+#endif
 
 void run_tcp(const LaunchOptions& o, const Launch& l, const std::function<void(Communicator&)>& body) {
   if (o.ranks > 0 && o.ranks != l.world_size)

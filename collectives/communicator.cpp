@@ -2,6 +2,7 @@
 #include "collectives/communicator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -129,9 +130,15 @@ void Communicator::group(std::span<const P2POp> ops) {
     // A rank that skipped a collective must not have its next messages taken for the collective's: channels
     // (tags) keep user point-to-point, collective and barrier traffic apart.
     if (channel_ == 0) return transport_->group(ops, d);
-    std::vector<P2POp> tagged(ops.begin(), ops.end());
-    for (auto& op : tagged) op.tag = channel_;
-    transport_->group(tagged, d);
+    if (ops.size() <= 4) {  // a step's few messages: tagged on the stack (no allocation per message)
+      std::array<P2POp, 4> few;
+      for (std::size_t i = 0; i < ops.size(); ++i) few[i] = ops[i], few[i].tag = channel_;
+      transport_->group(std::span<const P2POp>(few.data(), ops.size()), d);
+    } else {
+      std::vector<P2POp> tagged(ops.begin(), ops.end());
+      for (auto& op : tagged) op.tag = channel_;
+      transport_->group(tagged, d);
+    }
   } catch (const TimeoutError& e) {
     if (in_call_) throw;  // run() names the collective
     // Point-to-point traffic of the caller (a pipeline's activations) or a barrier: what was being measured.

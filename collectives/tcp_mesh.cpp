@@ -19,6 +19,7 @@
 #include <tuple>
 #include <utility>
 
+#include "collectives/doorbell.h"
 #include "collectives/tcp_mesh_state.h"
 #include "collectives/transport.h"
 
@@ -52,6 +53,9 @@ TcpMesh::TcpMesh(int rank, int size, std::vector<int> fds, std::vector<std::pair
     shm_peers_ += s.peers[p].shm() ? 1 : 0;
   }
   s.shm_peers = shm_peers_;
+  // Every process of this node with a core of its own: a waiting caller watches its rings for a while before it
+  // yields (a yield on a loaded machine may hand the core away for a whole time slice); otherwise it yields soon.
+  s.watch_ns = shm_peers_ + 1 <= usable_cores() ? 20000 : 0;
   if (pipe2(s.wake, O_CLOEXEC | O_NONBLOCK) != 0) throw Error(std::string("pipe: ") + std::strerror(errno));
   s.io = std::thread([&s] { s.run_io(); });
 }
@@ -70,8 +74,9 @@ TcpMesh::~TcpMesh() {
   close(s.wake[1]);
 }
 
-std::shared_ptr<TcpMesh::Batch> TcpMesh::post(const std::vector<Op>& ops) {
+std::shared_ptr<TcpMesh::Batch> TcpMesh::post(std::span<const Op> ops) {
   auto batch = std::make_shared<Batch>();
+  batch->msgs.reserve(ops.size());
   State& s = *state_;
   std::lock_guard lock(s.mu);
   batch->left = int(ops.size());
@@ -131,24 +136,44 @@ void TcpMesh::cancel(Batch& batch) {
 // --- State: everything below runs with `mu` held (poll_rings lets go of it between its looks).
 
 // The waiting caller moves the rings' bytes itself, as an MPI caller polls, rather than sleeping until the I/O
-// thread has (a wakeup per message); meanwhile that thread asks no doorbell for them. Sockets stay its own.
+// thread has (a wakeup per message); meanwhile that thread asks no doorbell for them. Sockets stay its own (a ring
+// peer's end shows there, and that thread looks at the sockets every millisecond while a caller polls), so a look
+// makes no system call. Between looks the caller lets go of the lock and watches the rings' counters.
 void TcpMesh::State::poll_rings(std::unique_lock<std::mutex>& lock, Deadline deadline,
                                 const std::function<bool()>& over) {
   activity = true;
   if (pollers++ == 0)
     for (Peer& p : peers)
       if (p.shm()) p.in_ring.header().reader_sleeping.store(0), p.out_ring.header().writer_sleeping.store(0);
-  for (unsigned spins = 0; !over(); ++spins) {
-    if ((spins & 63) == 0 && Clock::now() >= deadline) break;
+  while (!over()) {
     for (int q = 0; q < int(peers.size()); ++q)
-      if (peers[std::size_t(q)].shm()) pump_recv(q), pump_send(q);
-    if (over()) break;
+      if (peers[std::size_t(q)].shm()) pump_ring(q);
+    if (over() || Clock::now() >= deadline) break;
+    RingWatch watch;
+    for (std::size_t q = 0; q < peers.size(); ++q) watch.add(q, peers[q]);
     lock.unlock();
-    sched_yield();  // ranks may outnumber cores: let the peer run
+    watch_rings(watch);
     lock.lock();
   }
   activity = true;
   if (--pollers == 0 && long_sleep) wake_io();  // asleep without doorbells: back to looking every millisecond
+}
+
+// Without the lock (the rings' counters are atomics; peers and rings stay put while the mesh lives): returns once a
+// watched ring has bytes for this rank (or room for its waiting sends), or after `watch_ns` of looking and one
+// yield of the core (ranks may outnumber cores: let the peer run). Plain loads, no pause instruction (see doorbell.h).
+void TcpMesh::State::watch_rings(const RingWatch& watch) const {
+  constexpr int kLooksPerClock = 64;
+  const Clock::time_point until = Clock::now() + std::chrono::nanoseconds(watch_ns);
+  do {
+    for (int look = 0; look < kLooksPerClock; ++look)
+      for (std::size_t q = 0; q < peers.size(); ++q) {
+        const Peer& p = peers[q];
+        if (!p.shm() || !watch.data(q)) continue;
+        if (p.in_ring.has_data() || (watch.room(q) && p.out_ring.has_room())) return;
+      }
+  } while (Clock::now() < until);
+  sched_yield();
 }
 
 void TcpMesh::State::finish(const std::shared_ptr<Msg>& m, const std::string& error) {
@@ -174,7 +199,7 @@ void TcpMesh::State::send_to_self(const std::shared_ptr<Msg>& m) {
   if (auto it = posted.find(key); it != posted.end() && !it->second.empty()) {
     std::shared_ptr<Msg> r = it->second.front();
     it->second.pop_front();
-    if (it->second.empty()) posted.erase(it);
+    drop_if_empty(posted, it);
     if (r->op.bytes != m->op.bytes) return finish(r, size_mismatch(*r, m->op.bytes)), finish(m);
     if (m->op.bytes) std::memcpy(r->op.buf, m->op.buf, m->op.bytes);
     return finish(r), finish(m);
@@ -193,7 +218,7 @@ void TcpMesh::State::post_recv(const std::shared_ptr<Msg>& m) {
   if (auto it = early.find(key); it != early.end() && !it->second.empty()) {
     std::shared_ptr<Msg> e = it->second.front();
     it->second.pop_front();
-    if (it->second.empty()) early.erase(it);
+    drop_if_empty(early, it);
     if (e->op.bytes != m->op.bytes) return finish(m, size_mismatch(*m, e->op.bytes));
     if (e->complete) {
       if (m->op.bytes) std::memcpy(m->op.buf, e->op.buf, m->op.bytes);
@@ -223,7 +248,7 @@ void TcpMesh::State::on_header(int from, const FrameHeader& h) {
   if (auto it = posted.find(key); it != posted.end() && !it->second.empty()) {
     m = it->second.front();
     it->second.pop_front();
-    if (it->second.empty()) posted.erase(it);
+    drop_if_empty(posted, it);
     if (m->op.bytes != h.bytes) {
       finish(m, size_mismatch(*m, h.bytes));
       m = nullptr, mismatched = true;
@@ -272,18 +297,24 @@ ssize_t TcpMesh::State::write_some(Peer& p, const iovec* pieces, int n) {
   return ssize_t(k);
 }
 
-void TcpMesh::State::pump_recv(int from) {
+// A ring peer's socket carries doorbells only, and its end is the peer's: drained here (by the I/O thread); false
+// once the peer's end was found (after what it wrote before it ended has been read).
+bool TcpMesh::State::drain_doorbells(int from) {
   Peer& p = peers[std::size_t(from)];
-  if (p.shm()) {  // the socket carries doorbells only; its end is the peer's
-    char bells[64];
-    for (;;) {
-      const ssize_t k = ::recv(p.fd, bells, sizeof bells, MSG_DONTWAIT);
-      if (k > 0) continue;
-      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) break;
-      if (p.in_ring.has_data()) break;  // read what the peer wrote before it ended first
-      return close_peer(from, k == 0 ? "closed" : std::strerror(errno));
-    }
+  char bells[64];
+  for (;;) {
+    const ssize_t k = ::recv(p.fd, bells, sizeof bells, MSG_DONTWAIT);
+    if (k > 0) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
+    if (p.in_ring.has_data()) return true;  // read what the peer wrote before it ended first
+    close_peer(from, k == 0 ? "closed" : std::strerror(errno));
+    return false;
   }
+}
+
+// The bytes that peer `from` sent, through its ring or its socket, into the message arriving now.
+void TcpMesh::State::pump_in(int from) {
+  Peer& p = peers[std::size_t(from)];
   while (p.open) {
     char* dst;
     std::size_t want;
@@ -379,7 +410,7 @@ void TcpMesh::State::cancel(Batch& batch) {
       m->op.buf = m->own.data();
     } else if (auto q = posted.find(Key{m->op.context, m->op.tag, m->op.peer}); q != posted.end()) {
       q->second.erase(std::remove(q->second.begin(), q->second.end(), m), q->second.end());
-      if (q->second.empty()) posted.erase(q);
+      drop_if_empty(posted, q);
     }
   }
   batch.left = 0;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,7 +46,7 @@ class TcpMesh {
   int shm_peers() const { return shm_peers_; }  // peers whose messages go through shared memory
 
   // Posts `ops` (sends queued in order per peer, receives matched in posting order) as one batch.
-  std::shared_ptr<Batch> post(const std::vector<Op>& ops);
+  std::shared_ptr<Batch> post(std::span<const Op> ops);
   // Waits for every op of the batch. On failure (a peer's connection closed, a message of another size than its
   // receive) Error; after `deadline` TimeoutError naming the late peers as `who` sees them. Either way the batch
   // is taken back: no op touches its buffers afterwards.

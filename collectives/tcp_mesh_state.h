@@ -17,6 +17,7 @@
 
 #include "collectives/shm_ring.h"
 #include "collectives/tcp_mesh.h"
+#include "collectives/transport.h"
 
 namespace parbench {
 
@@ -63,14 +64,29 @@ struct Peer {
   std::shared_ptr<Msg> in;  // the message arriving now
 };
 
+// Which rings a polling caller watches while it lets go of the lock: the open ring peers' incoming ones, and the
+// outgoing ones of those with sends waiting for room (bit masks for the first 64 peers; every one beyond).
+struct RingWatch {
+  std::uint64_t open = 0, sending = 0;
+  bool sending_beyond = false;
+  void add(std::size_t q, const Peer& p) {
+    if (!p.shm() || !p.open) return;
+    if (q < 64) open |= std::uint64_t(1) << q, sending |= std::uint64_t(!p.sends.empty()) << q;
+    else sending_beyond = sending_beyond || !p.sends.empty();
+  }
+  bool data(std::size_t q) const { return q >= 64 || (open >> q & 1); }
+  bool room(std::size_t q) const { return q >= 64 ? sending_beyond : (sending >> q & 1) != 0; }
+};
+
 struct TcpMesh::State {
   using Key = std::tuple<std::uint64_t, int, int>;  // context, tag, peer
   int rank = 0;
   std::mutex mu;
   std::condition_variable cv;
   std::vector<Peer> peers;  // by mesh rank; this rank's own entry unused
-  std::map<Key, std::deque<std::shared_ptr<Msg>>> posted, early;
+  std::map<Key, std::deque<std::shared_ptr<Msg>>> posted, early;  // an empty queue may stay (drop_if_empty)
   int shm_peers = 0;
+  long watch_ns = 0;       // how long a polling caller watches its rings before it yields (see watch_rings)
   int pollers = 0;         // callers in poll_rings
   bool activity = false;   // a caller posted or polled since the I/O thread last looked
   bool long_sleep = false;  // the I/O thread sleeps until a doorbell or a socket wakes it
@@ -79,6 +95,12 @@ struct TcpMesh::State {
   bool stop = false;
   std::thread io;
 
+  using Queues = std::map<Key, std::deque<std::shared_ptr<Msg>>>;
+  // An emptied queue goes unless it is one of the Communicator's channels (tags below kFirstMatchedTag, a few per
+  // group and peer): those stay, so that a message costs no allocation of a map node and a deque.
+  static void drop_if_empty(Queues& queues, Queues::iterator it) {
+    if (it->second.empty() && std::get<1>(it->first) >= kFirstMatchedTag) queues.erase(it);
+  }
   void finish(const std::shared_ptr<Msg>& m, const std::string& error = {});
   void queue_send(const std::shared_ptr<Msg>& m);
   void send_to_self(const std::shared_ptr<Msg>& m);
@@ -88,12 +110,18 @@ struct TcpMesh::State {
   void complete_in(int from);
   ssize_t read_some(Peer& p, char* dst, std::size_t n);
   ssize_t write_some(Peer& p, const iovec* pieces, int n);
-  void pump_recv(int from);
+  bool drain_doorbells(int from);
+  void pump_recv(int from) {  // doorbells (ring peers), then pump_in
+    if (!peers[std::size_t(from)].shm() || drain_doorbells(from)) pump_in(from);
+  }
+  void pump_in(int from);
+  void pump_ring(int q) { pump_in(q), pump_send(q); }  // a ring peer's bytes both ways, no system call
   void pump_send(int to);
   void close_peer(int who, const std::string& how);
   void cancel(TcpMesh::Batch& batch);
   void wake_io();
   void poll_rings(std::unique_lock<std::mutex>& lock, TcpMesh::Deadline deadline, const std::function<bool()>& over);
+  void watch_rings(const RingWatch& watch) const;
   bool prepare_to_sleep();
   void poll_list(std::vector<pollfd>& fds, std::vector<int>& who) const;
   void after_poll(const std::vector<pollfd>& fds, const std::vector<int>& who, int ready);

@@ -7,9 +7,12 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <typeinfo>
 #include <vector>
 
+#include "collectives/doorbell.h"
 #include "collectives/group_staging.h"
 #include "core/memory.h"
 
@@ -68,6 +71,15 @@ class MpiTransport final : public Transport {
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
+    if (device_.on_host() && few_small(ops)) {  // a step's few messages in host memory: requests on the stack
+      std::array<MPI_Request, kFewOps> reqs;
+      for (std::size_t i = 0; i < ops.size(); ++i) reqs[i] = start_one(ops[i], static_cast<char*>(ops[i].buf));
+      if (mpi_poll_until(reqs.data(), int(ops.size()), deadline, spin_ns_)) return;
+      std::vector<MPI_Request> late(reqs.begin(), reqs.begin() + std::ptrdiff_t(ops.size()));
+      std::vector<std::size_t> op_of(ops.size());
+      for (std::size_t i = 0; i < ops.size(); ++i) op_of[i] = i;
+      throw late_peers(late, op_of, ops);
+    }
     const std::vector<char*> bufs = group_staging_.stage(ops);
     std::vector<MPI_Request> reqs;
     std::vector<std::size_t> op_of;  // request -> its op, to name the late peers
@@ -75,11 +87,31 @@ class MpiTransport final : public Transport {
       start(ops[i], bufs[i], reqs);
       op_of.resize(reqs.size(), i);
     }
-    if (!mpi_test_until(reqs.data(), int(reqs.size()), deadline)) throw late_peers(reqs, op_of, ops);
+    if (!mpi_poll_until(reqs.data(), int(reqs.size()), deadline, spin_ns_)) throw late_peers(reqs, op_of, ops);
     group_staging_.unstage(ops, bufs);
   }
 
  private:
+  static constexpr std::size_t kFewOps = 8;
+  static bool few_small(std::span<const P2POp> ops) {
+    if (ops.size() > kFewOps) return false;
+    for (const P2POp& op : ops)
+      if (op.bytes > kMaxMessage) return false;
+    return true;
+  }
+
+  // One op's MPI_Isend or MPI_Irecv (at most kMaxMessage bytes).
+  MPI_Request start_one(const P2POp& op, char* buf) const {
+    if (op.peer < 0 || op.peer >= size_)
+      throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
+    MPI_Request req;
+    if (op.kind == P2POp::send)
+      MPI_CHECK(MPI_Isend(buf, int(op.bytes), MPI_BYTE, op.peer, op.tag, comm_, &req));
+    else
+      MPI_CHECK(MPI_Irecv(buf, int(op.bytes), MPI_BYTE, op.peer, op.tag, comm_, &req));
+    return req;
+  }
+
   // Which peers the requests still open wait for, worded as the threads transport words it.
   TimeoutError late_peers(std::vector<MPI_Request>& reqs, const std::vector<std::size_t>& op_of,
                           std::span<const P2POp> ops) const {
@@ -118,6 +150,7 @@ class MpiTransport final : public Transport {
   MPI_Comm comm_;
   Device device_;
   int rank_ = 0, size_ = 1;
+  long spin_ns_ = poll_spin_ns();
   std::vector<MPI_Request> posted_;       // post_sends not yet finished
   GroupStaging group_staging_;
   PostedSendStaging send_staging_;  // posted sends' host copies (device memory), until finish_sends
@@ -141,6 +174,33 @@ bool mpi_test_until(MPI_Request* reqs, int count, Deadline deadline) {
     if ((spins & 63) == 0 && Clock::now() > deadline) return false;
     sched_yield();  // ranks may outnumber cores (--oversubscribe): let the peer run
   }
+}
+
+// How long a group's wait polls MPI before it starts yielding the core between tests: 20 us when every process of
+// the node has a core (a yield on a loaded machine may hand the core away for a whole time slice, where MPI's own
+// calls poll on), none when mpirun's variables say the processes outnumber the cores or say nothing.
+long poll_spin_ns() {
+  for (const char* name : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}) {
+    const char* v = std::getenv(name);
+    if (!v || !*v) continue;
+    char* end = nullptr;
+    const long local = std::strtol(v, &end, 10);
+    return *end == 0 && local > 0 && local <= usable_cores() ? 20000 : 0;
+  }
+  return 0;
+}
+
+bool mpi_poll_until(MPI_Request* reqs, int count, Deadline deadline, long spin_ns) {
+  if (spin_ns > 0) {
+    const Clock::time_point until = Clock::now() + std::chrono::nanoseconds(spin_ns);
+    for (unsigned spins = 0;; ++spins) {
+      int flag = 0;
+      MPI_CHECK(MPI_Testall(count, reqs, &flag, MPI_STATUSES_IGNORE));
+      if (flag) return true;
+      if ((spins & 15) == 15 && Clock::now() >= until) break;
+    }
+  }
+  return mpi_test_until(reqs, count, deadline);
 }
 
 void mpi_wait_all(MPI_Request* reqs, int count, Deadline deadline, const std::string& what) {

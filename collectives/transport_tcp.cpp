@@ -4,6 +4,7 @@
 #include "collectives/transport_tcp.h"
 
 #include <algorithm>
+#include <array>
 
 #include "collectives/group_staging.h"
 #include "core/memory.h"
@@ -28,10 +29,9 @@ std::uint64_t child_context(std::uint64_t parent, std::uint64_t seq, int color) 
 class TcpTransport final : public Transport {
  public:
   TcpTransport(std::shared_ptr<TcpMesh> mesh, std::vector<int> world_of, int rank, std::uint64_t context,
-               Device device)
+               Device device, std::unique_ptr<Transport> companion)
       : mesh_(std::move(mesh)), world_of_(std::move(world_of)), rank_(rank), context_(context), device_(device),
-        group_staging_(device),
-        send_staging_(device) {}
+        companion_(std::move(companion)), group_staging_(device), send_staging_(device) {}
   ~TcpTransport() override { abandon_sends(); }
 
   // "shm" when every peer is on this node (shared-memory rings), "tcp" when none is, "shm+tcp" for a mix.
@@ -41,20 +41,27 @@ class TcpTransport final : public Transport {
   }
   int rank() const override { return rank_; }
   int size() const override { return int(world_of_.size()); }
+  const Transport* companion() const override { return companion_.get(); }
 
-  std::unique_ptr<Transport> split(int color, int, const std::vector<int>& members, int new_rank) override {
+  std::unique_ptr<Transport> split(int color, int key, const std::vector<int>& members, int new_rank) override {
     std::vector<int> world;
     for (int m : members) world.push_back(world_of_[std::size_t(m)]);
+    // Every rank splits the companion too, in the same order (the Communicator's split is collective).
+    std::unique_ptr<Transport> companion = companion_ ? companion_->split(color, key, members, new_rank) : nullptr;
     return std::make_unique<TcpTransport>(mesh_, std::move(world), new_rank, child_context(context_, splits_++, color),
-                                          device_);
+                                          device_, std::move(companion));
   }
 
   void group(std::span<const P2POp> ops, Deadline deadline) override {
+    if (device_.on_host() && ops.size() <= kFewOps) {  // the common step (a send and a receive): nothing staged
+      std::array<TcpMesh::Op, kFewOps> few;
+      for (std::size_t i = 0; i < ops.size(); ++i) few[i] = mesh_op(ops[i], static_cast<char*>(ops[i].buf));
+      return run(std::span<const TcpMesh::Op>(few.data(), ops.size()), deadline);
+    }
     const std::vector<char*> bufs = group_staging_.stage(ops);
     std::vector<TcpMesh::Op> mesh_ops;
     for (std::size_t i = 0; i < ops.size(); ++i) mesh_ops.push_back(mesh_op(ops[i], bufs[i]));
-    auto batch = mesh_->post(mesh_ops);
-    mesh_->wait(*batch, deadline, "rank " + std::to_string(rank_));
+    run(mesh_ops, deadline);
     group_staging_.unstage(ops, bufs);
   }
 
@@ -88,6 +95,13 @@ class TcpTransport final : public Transport {
   }
 
  private:
+  static constexpr std::size_t kFewOps = 8;
+
+  void run(std::span<const TcpMesh::Op> ops, Deadline deadline) {
+    auto batch = mesh_->post(ops);
+    mesh_->wait(*batch, deadline, "rank " + std::to_string(rank_));
+  }
+
   TcpMesh::Op mesh_op(const P2POp& op, char* buf) const {
     if (op.peer < 0 || op.peer >= size())
       throw Error("rank " + std::to_string(rank_) + ": peer " + std::to_string(op.peer) + " outside the group");
@@ -99,6 +113,7 @@ class TcpTransport final : public Transport {
   int rank_;
   std::uint64_t context_;
   Device device_;
+  std::unique_ptr<Transport> companion_;
   std::uint64_t splits_ = 0;
   std::vector<std::shared_ptr<TcpMesh::Batch>> posted_;  // post_sends not yet finished
   GroupStaging group_staging_;
@@ -107,11 +122,12 @@ class TcpTransport final : public Transport {
 
 }  // namespace
 
-std::unique_ptr<Transport> make_tcp_transport(std::shared_ptr<TcpMesh> mesh, Device device) {
+std::unique_ptr<Transport> make_tcp_transport(std::shared_ptr<TcpMesh> mesh, Device device,
+                                              std::unique_ptr<Transport> companion) {
   std::vector<int> world(std::size_t(mesh->size()));
   for (int r = 0; r < mesh->size(); ++r) world[std::size_t(r)] = r;
   const int rank = mesh->rank();
-  return std::make_unique<TcpTransport>(std::move(mesh), std::move(world), rank, 0, device);
+  return std::make_unique<TcpTransport>(std::move(mesh), std::move(world), rank, 0, device, std::move(companion));
 }
 
 }  // namespace parbench

@@ -7,7 +7,9 @@
 
 namespace parbench {
 
-// The world's transport over `mesh` (every rank of it); its splits share the mesh's connections.
-std::unique_ptr<Transport> make_tcp_transport(std::shared_ptr<TcpMesh> mesh, Device device);
+// The world's transport over `mesh` (every rank of it); its splits share the mesh's connections. `companion`
+// (under mpirun: the MPI transport over the same ranks, which MPI's own collectives need) is split alongside.
+std::unique_ptr<Transport> make_tcp_transport(std::shared_ptr<TcpMesh> mesh, Device device,
+                                              std::unique_ptr<Transport> companion = nullptr);
 
 }  // namespace parbench

@@ -2,7 +2,8 @@
 # Launches without MPI, as torchrun and srun start ranks: N processes with RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT
 # (or SLURM_*) set by hand. Collectives with their data check, bench_train with --check, and bad launches that must
 # end within their timeout with the error named.
-# usage: launch_tcp.sh BIN_DIR CASE     CASE: collectives | train | bad-input | bad-rendezvous | emu-nccl
+# usage: launch_tcp.sh BIN_DIR CASE
+#   CASE: collectives | train | bad-input | bad-rendezvous | store-intruders | mpirun-shm | emu-nccl
 set -uo pipefail
 bin=$1
 case_name=$2
@@ -239,11 +240,97 @@ bad_rendezvous() {
   expect_in stalled "$out/stalled.2" "rank 2 of 3 (torchrun, tcp bootstrap): rank 2: allreduce/ring of 8 bytes (2 x f32 per rank, 3 ranks), out of place did not finish within the timeout of 3 s: rank 2 waited for data from rank(s) 1"
 }
 
+# Strangers at a running job's store (MASTER_ADDR:MASTER_PORT), once rank 0 is measuring: a hello with another
+# job's token, random bytes whose length prefix is out of bounds, and a well-framed body of random bytes. Each is
+# refused or dropped and logged on rank 0's stderr, while the job runs on to a clean data check and exit 0.
+store_intruders() {
+  local port
+  port=$(free_port)
+  run_torchrun intruded 2 "$port" 2 "$bin/bench_allreduce" -b 8 -e 4M -f 4 -n 20 -w 1 --device cpu -T 60 \
+    --impl ring,rd
+  python3 - "$port" "$out/intruded.0" >"$out/intruders" 2>&1 <<'PY'
+import os, socket, struct, sys, time
+port, log, deadline = int(sys.argv[1]), sys.argv[2], time.time() + 60
+while "# impl: ring" not in open(log, errors="replace").read():  # measuring now
+    if time.time() > deadline:
+        sys.exit("rank 0 never started measuring")
+    time.sleep(0.01)
+def connect():
+    while True:
+        try:
+            return socket.create_connection(("127.0.0.1", port), timeout=20)
+        except OSError:
+            if time.time() > deadline:
+                sys.exit("nothing listened at the store's port")
+            time.sleep(0.01)
+def frame(body):
+    return struct.pack("<I", len(body)) + body
+def field(b):
+    return struct.pack("<I", len(b)) + b
+def until_closed(s):
+    got = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            return got
+        got += chunk
+s = connect()  # a rank of another job: the store answers why, then closes
+s.sendall(frame(bytes([1]) + field(b"another-job") + field(b"0 2")))
+reply = until_closed(s)
+if len(reply) < 5 or reply[4] != 1 or b"wrong job token" not in reply:
+    sys.exit("the wrong token got %r, expected a refusal naming it" % reply)
+s = connect()  # random bytes; the last of the 4-byte little-endian length is 0xff: over the 1 MiB bound
+s.sendall(os.urandom(3) + b"\xff" + os.urandom(60))
+if until_closed(s):
+    sys.exit("the store answered random bytes")
+s = connect()  # a frame of random bytes, its request type unknown (0xee)
+s.sendall(frame(b"\xee" + os.urandom(40)))
+if until_closed(s):
+    sys.exit("the store answered a frame of random bytes")
+print("three strangers dropped")
+PY
+  [ $? = 0 ] || { fail "store intruders: $(cat "$out/intruders")"; }
+  local alive=0
+  for r in 0 1; do kill -0 "${pids[$r]}" 2>/dev/null && alive=$((alive + 1)); done
+  [ "$alive" = 2 ] || fail "store intruders: the job ended before the strangers were done (make it longer)"
+  wait_ranks intruded 2 0
+  [ "$(grep -c '^# Out of bounds values : 0 OK' "$out/intruded.0")" = 2 ] ||
+    { fail "intruded: not both implementations checked clean"; cat "$out/intruded.0"; }
+  expect_in intruded "$out/intruded.0" "parbench store: dropped a connection from 127.0.0.1:"
+  expect_in intruded "$out/intruded.0" ": a wrong job token (a rank of another job?)"
+  expect_in intruded "$out/intruded.0" "(1 to 1048576 accepted)"
+  expect_in intruded "$out/intruded.0" ": unknown request type 238"
+  [ "$(grep -c 'parbench store: dropped a connection' "$out/intruded.0")" = 3 ] ||
+    { fail "intruded: expected 3 dropped connections logged"; cat "$out/intruded.0"; }
+}
+
+# Under mpirun, PARBENCH_HOST_TRANSPORT=shm: the hand-written algorithms on the mesh's shared-memory rings, MPI's own
+# allreduce beside them in the same job, every data check clean; a value other than mpi or shm is a usage error.
+mpirun_shm() {
+  local mpirun=("${MPIRUN:-mpirun}" --oversubscribe --bind-to none)  # MPIRUN: ctest's (a session folder of its own)
+  [ "$(id -u)" -ne 0 ] || mpirun+=(--allow-run-as-root)
+  for n in 2 3; do
+    PARBENCH_HOST_TRANSPORT=shm timeout 120 "${mpirun[@]}" -np "$n" "$bin/bench_allreduce" -b 8 -e 256K -f 8 -n 2 \
+      -w 1 --device cpu -T 30 --impl mpi,ring,rd,rhd >"$out/mpirun-shm-$n" 2>&1
+    local rc=$?
+    [ "$rc" = 0 ] || { fail "mpirun-shm-$n exited $rc"; cat "$out/mpirun-shm-$n"; }
+    expect_in "mpirun-shm-$n" "$out/mpirun-shm-$n" "$n rank(s) on 1 node(s) (mpirun, mpi bootstrap), device cpu, transport shm"
+    [ "$(grep -c '^# Out of bounds values : 0 OK' "$out/mpirun-shm-$n")" = 4 ] ||
+      { fail "mpirun-shm-$n: not all four implementations checked clean"; cat "$out/mpirun-shm-$n"; }
+  done
+  PARBENCH_HOST_TRANSPORT=udp timeout 120 "${mpirun[@]}" -np 2 "$bin/bench_allreduce" -b 8 -e 8 --device cpu -T 30 \
+    >"$out/mpirun-udp" 2>&1
+  [ $? != 0 ] || fail "PARBENCH_HOST_TRANSPORT=udp did not fail"
+  expect_in mpirun-udp "$out/mpirun-udp" "PARBENCH_HOST_TRANSPORT='udp' is not 'mpi'"
+}
+
 case $case_name in
   collectives) collectives ;;
   train) train ;;
   bad-input) bad_input ;;
   bad-rendezvous) bad_rendezvous ;;
+  store-intruders) store_intruders ;;
+  mpirun-shm) mpirun_shm ;;
   emu-nccl) emu_nccl ;;
   *) echo "unknown case $case_name" >&2; exit 2 ;;
 esac
