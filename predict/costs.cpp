@@ -140,6 +140,17 @@ PassCosts head_costs(const Layout& l, const SystemModel& sys) {
   return c;
 }
 
+UnitCosts unit_costs(const Layout& l, const SystemModel& sys) {
+  auto time = [](const PassCosts& c) { return c.f() + c.bi() + c.w(); };
+  return {time(embedding_costs(l, sys)), time(block_costs(l, sys)), time(head_costs(l, sys))};
+}
+
+double stage_block_count(const Layout& l, int stage) {
+  double blocks = 0;
+  for (int c = 0; c < l.virtual_stages; ++c) blocks += l.blocks_of(c * l.pp + stage);
+  return blocks;
+}
+
 std::vector<double> stage_parameter_counts(const Layout& l) {
   ModelConfig m = l.model;
   m.tp = l.tp;
@@ -147,7 +158,7 @@ std::vector<double> stage_parameter_counts(const Layout& l) {
   // The data-parallel schemes count Psi unpadded.
   if (l.tp == 1 && l.pp == 1) return {double(make_layout(m).parameters)};
   std::vector<double> n;
-  for (std::int64_t numel : stage_numel(m, l.pp, l.virtual_stages)) n.push_back(double(numel));
+  for (std::int64_t numel : stage_numel(m, l.pp, l.virtual_stages, l.stage_blocks)) n.push_back(double(numel));
   return n;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 #include <vector>
 
+#include "parallel/plan/partition.h"
 #include "predict/predict.h"
 
 namespace parbench::predict {
@@ -34,6 +35,9 @@ double activation_bytes(const Layout& l);
 PassCosts block_costs(const Layout& l, const SystemModel& sys);
 PassCosts embedding_costs(const Layout& l, const SystemModel& sys);
 PassCosts head_costs(const Layout& l, const SystemModel& sys);
+// One microbatch's forward and backward through the embedding, a block and the head: what a balanced pipeline
+// partition evens out (parallel/plan/partition.h).
+UnitCosts unit_costs(const Layout& l, const SystemModel& sys);
 
 // Every virtual stage's costs for `l` (ZeRO-3's exposed gathers included), and the predictor's second half: the
 // schedule played with given costs and stage-to-stage transfer time, then the data-parallel reduction, optimizer,
@@ -42,6 +46,8 @@ std::vector<PassCosts> all_stage_costs(const Layout& l, const SystemModel& sys);
 Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std::vector<PassCosts>& vs_costs,
                               double transfer, bool split_pp_comm = true);
 
+// Transformer blocks on pipeline stage `stage`, over all its chunks.
+double stage_block_count(const Layout& l, int stage);
 // Parameter elements held by each pipeline stage (its chunks' units of the tensor-parallel layout) before any
 // ZeRO sharding: what bench_train's --estimate-memory counts for that stage's ranks.
 std::vector<double> stage_parameter_counts(const Layout& l);

@@ -34,7 +34,7 @@ MemSplit stage_memory(const Layout& l, int stage, int in_flight, double psi) {
   const OptimizerKind optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
   MemSplit m = zero_closed_form(l.model.dtype, optimizer, std::int64_t(psi), l.dp, l.zero_stage);
   const int chunks = l.pp * l.virtual_stages;
-  const double blocks_per_chunk = double(l.model.layers) / chunks;
+  const double blocks_per_chunk = stage_block_count(l, stage) / l.virtual_stages;
   double acts = in_flight * blocks_per_chunk * block_activation_bytes(l);
   // Full recomputation rebuilds one block's whole activations at a time during the backward.
   if (l.recompute == Recompute::full) {

@@ -2,6 +2,7 @@
 // and memory per rank), and the function that predicts one step on a system.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/allocator.h"
 #include "models/config.h"
@@ -31,7 +32,11 @@ struct Layout {
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;
+  // Transformer blocks of each virtual stage (pp x virtual_stages counts summing to the layers, as bench_train's
+  // --partition gives them); empty: layers / (pp x virtual_stages) each.
+  std::vector<int> stage_blocks;
   int microbatches() const { return global_batch / (dp * micro_batch); }
+  double blocks_of(int virtual_stage) const;  // virtual stage's block count under stage_blocks
 };
 
 // Refuses a layout the real run would refuse (UsageError naming the value): tp x pp x dp != gpus, batch not

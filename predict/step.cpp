@@ -5,6 +5,7 @@
 
 #include "base/dtype.h"
 #include "base/error.h"
+#include "parallel/plan/partition.h"
 #include "parallel/plan/plan.h"
 #include "parallel/schedule/simulate.h"
 #include "predict/collective_model.h"
@@ -52,8 +53,8 @@ double transfer_seconds(const Layout& l, const SystemModel& sys) {
 // compute does not hide is spread over the chunk's blocks.
 void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
   if (l.zero_stage < 3 || l.dp <= 1) return;
-  const int blocks = std::max(1, l.model.layers / (l.pp * l.virtual_stages));
-  const double params = stage_parameter_counts(l)[0] / std::max(1, l.model.layers / l.pp);
+  const int blocks = std::max(1, int(std::lround(l.blocks_of(0))));
+  const double params = stage_parameter_counts(l)[0] / std::max(1.0, stage_block_count(l, 0));
   const double bytes = params * double(dtype_size(l.model.dtype));
   const GroupPlacement g = place_group(sys, l.dp, l.tp);
   Zero3Pass pass;
@@ -130,13 +131,18 @@ double updates_sharing(const Layout& l, const SystemModel& sys) {
 
 }  // namespace
 
+double Layout::blocks_of(int virtual_stage) const {
+  if (stage_blocks.empty()) return double(model.layers) / (pp * virtual_stages);
+  return stage_blocks.at(std::size_t(virtual_stage));
+}
+
 std::vector<PassCosts> all_stage_costs(const Layout& l, const SystemModel& sys) {
   PassCosts block = block_costs(l, sys);
   add_zero3(l, sys, block);
   const int n = l.pp * l.virtual_stages;
   std::vector<PassCosts> out;
   for (int vs = 0; vs < n; ++vs) {
-    PassCosts c = block.times(double(l.model.layers) / n);
+    PassCosts c = block.times(l.blocks_of(vs));
     if (vs == 0) c += embedding_costs(l, sys);
     if (vs == n - 1) c += head_costs(l, sys);
     out.push_back(c);
@@ -166,6 +172,25 @@ TimeSplit stage_split(const Layout& l, const std::vector<PassCosts>& vs_costs, i
   return t;
 }
 
+// Equal shares need divisible layers; given counts need one per virtual stage, each at least one block, summing to
+// the layers.
+void validate_stage_blocks(const Layout& l) {
+  const int n = l.pp * l.virtual_stages;
+  if (l.stage_blocks.empty()) {
+    if (l.model.layers % n != 0)
+      throw UsageError("--layers " + std::to_string(l.model.layers) + " is not divisible by --pp " +
+                       std::to_string(l.pp) + " x --virtual-stages " + std::to_string(l.virtual_stages));
+    return;
+  }
+  int sum = 0;
+  for (int b : l.stage_blocks) sum += b;
+  const bool each_positive = std::all_of(l.stage_blocks.begin(), l.stage_blocks.end(), [](int b) { return b >= 1; });
+  if (int(l.stage_blocks.size()) != n || sum != l.model.layers || !each_positive)
+    throw UsageError("partition " + partition_text(l.stage_blocks) + " does not spread --layers " +
+                     std::to_string(l.model.layers) + " over " + std::to_string(n) +
+                     " virtual stages; accepted: one count >= 1 per virtual stage, summing to the layers");
+}
+
 }  // namespace
 
 void validate_layout(const Layout& l) {
@@ -185,9 +210,7 @@ void validate_layout(const Layout& l) {
   m.tp = l.tp;
   m.sequence_parallel = l.sequence_parallel;
   m.validate();
-  if (l.model.layers % (l.pp * l.virtual_stages) != 0)
-    throw UsageError("--layers " + std::to_string(l.model.layers) + " is not divisible by --pp " +
-                     std::to_string(l.pp) + " x --virtual-stages " + std::to_string(l.virtual_stages));
+  validate_stage_blocks(l);
   if (l.pp > 1) validate_schedule(l.schedule, l.pp, l.microbatches(), l.virtual_stages);
   else if (l.virtual_stages != 1)
     throw UsageError("--virtual-stages " + std::to_string(l.virtual_stages) + " needs a pipeline (--pp > 1)");

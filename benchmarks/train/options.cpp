@@ -121,9 +121,9 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
   if (predicting && o.gpus.empty())
     throw UsageError("--simulate and --search need --gpus N or N,M,... (the GPU counts to predict)");
   if (o.simulate && o.search) throw UsageError("--simulate and --search are alternatives; give one");
-  if (predicting && o.partition != "uniform")
-    throw UsageError("--partition " + o.partition + " applies to a run here; the predictor spreads the layers "
-                     "equally over the virtual stages");
+  if (o.search && o.partition != "uniform")
+    throw UsageError("--partition " + o.partition + " applies to a run and to --simulate; --search spreads the "
+                     "layers equally over the virtual stages of every layout it tries");
 }
 
 void prepare_prediction(Options& o) {
@@ -133,6 +133,7 @@ void prepare_prediction(Options& o) {
   o.train.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
   o.train.model.validate();
   o.train.schedule = ScheduleRef::parse(o.schedule);
+  o.train.partition = PartitionRequest::parse(o.partition);
 }
 
 namespace {

@@ -62,7 +62,7 @@ int search(const Options& o) {
     base_options.train.virtual_stages = 1, base_options.train.microbatches = 0;
     base_options.train.micro_batch = 1, base_options.zero = 0, base_options.sp = false;
     base_options.recompute = "none";
-    const predict::Layout base = layout_for(base_options, gpus);
+    const predict::Layout base = layout_for(base_options, gpus, sys);
     const auto t0 = std::chrono::steady_clock::now();
     const predict::SearchResult r = predict::search_layouts(base, sys);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

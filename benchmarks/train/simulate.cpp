@@ -9,6 +9,7 @@
 #include "benchmarks/train/train_run.h"
 #include "base/error.h"
 #include "core/csv_columns.h"
+#include "parallel/plan/partition.h"
 #include "predict/costs.h"
 #include "predict/predict.h"
 #include "predict/system.h"
@@ -38,6 +39,22 @@ std::string range_text(const predict::StepRange& r) {
   return text;
 }
 
+// --partition balanced or FILE: the blocks per virtual stage that a run of this layout would use, balanced on the
+// predictor's own unit costs for the layout's GPUs.
+void set_partition(Layout& l, PartitionRequest request, const predict::SystemModel& sys) {
+  if (request.kind == PartitionRequest::Kind::uniform) return;
+  if (l.pp < 2)
+    throw UsageError("--partition " + request.name() + " spreads blocks over pipeline stages and needs --pp > 1");
+  request.costs = predict::unit_costs(l, sys);
+  l.stage_blocks = partition_blocks(request, l.model, l.pp * l.virtual_stages);
+}
+
+// The blocks of each virtual stage, the equal shares written out when no partition was given.
+std::vector<int> blocks_per_stage(const Layout& l) {
+  if (!l.stage_blocks.empty()) return l.stage_blocks;
+  return std::vector<int>(std::size_t(l.pp * l.virtual_stages), l.model.layers / (l.pp * l.virtual_stages));
+}
+
 }  // namespace
 
 UnitCosts predicted_unit_costs(const Options& o, const Device& dev) {
@@ -45,12 +62,10 @@ UnitCosts predicted_unit_costs(const Options& o, const Device& dev) {
   l.model = o.train.model;
   l.micro_batch = std::max(1, o.train.micro_batch);
   l.global_batch = l.micro_batch;
-  const predict::SystemModel sys = predict::load_system(dev.kind == DeviceKind::cuda ? "dgx-h100" : "this-machine");
-  auto time = [](const predict::PassCosts& c) { return c.f() + c.bi() + c.w(); };
-  return {time(predict::embedding_costs(l, sys)), time(predict::block_costs(l, sys)), time(predict::head_costs(l, sys))};
+  return predict::unit_costs(l, predict::load_system(dev.kind == DeviceKind::cuda ? "dgx-h100" : "this-machine"));
 }
 
-Layout layout_for(const Options& o, int gpus) {
+Layout layout_for(const Options& o, int gpus, const predict::SystemModel& sys) {
   const TrainConfig& t = o.train;
   Layout l;
   l.model = t.model;
@@ -76,6 +91,7 @@ Layout layout_for(const Options& o, int gpus) {
   l.recompute = predict::parse_recompute(o.recompute);
   l.blocking_p2p = o.blocking_p2p;
   l.adamw = t.optimizer == OptimizerKind::adamw;
+  set_partition(l, t.partition, sys);
   predict::validate_layout(l);
   return l;
 }
@@ -103,7 +119,8 @@ std::map<std::string, Cell> predicted_cells(const Layout& l, const Prediction& p
       {col::bubble_ms, 1e3 * t.bubble}, {col::tp_comm_ms, 1e3 * t.tp_comm}, {col::pp_comm_ms, 1e3 * t.pp_comm},
       {col::dp_comm_ms, 1e3 * t.dp_comm}, {col::recompute, predict::recompute_name(l.recompute)},
       {col::sp, std::int64_t(l.sequence_parallel)}, {col::zero, std::int64_t(l.zero_stage)},
-      {col::virtual_stages, std::int64_t(l.virtual_stages)}};
+      {col::virtual_stages, std::int64_t(l.virtual_stages)},
+      {col::partition, l.pp > 1 ? Cell(partition_text(blocks_per_stage(l))) : Cell{}}};
   for (int k = 0; k < kMemCategories; ++k)
     c[memory_column(MemCategory(k))] = i64(double(p.memory[std::size_t(k)]));
   if (range) c[col::step_ms_low] = 1e3 * range->low, c[col::step_ms_high] = 1e3 * range->high;
@@ -119,11 +136,11 @@ int simulate(const Options& o) {
   };
   std::vector<Row> rows;
   for (int gpus : parse_gpu_list(o.gpus)) {  // every layout is checked before anything is printed or written
-    const Layout l = layout_for(o, gpus);
+    const Layout l = layout_for(o, gpus, sys);
     rows.push_back({l, predict::predict_step(l, sys), predict::predict_step_range(l, sys)});
   }
   Table csv(train_csv_columns());
-  Table text({{"gpus"}, {"dp.tp.pp"}, {"v"}, {"schedule"}, {"mbs"}, {"zero"}, {"recompute"}, {"step_ms", 1},
+  Table text({{"gpus"}, {"dp.tp.pp"}, {"v"}, {"partition"}, {"schedule"}, {"mbs"}, {"zero"}, {"recompute"}, {"step_ms", 1},
               {"range_ms"}, {"tokens/s", 0}, {"TFLOP/s/GPU", 1}, {"MFU", 3}, {"fwd", 1}, {"bwd", 1}, {"recomp", 1}, {"opt", 1},
               {"bubble", 1}, {"tp", 1}, {"pp", 1}, {"dp", 1}, {"peak_GiB", 2}, {"fits"}});
   for (const auto& [l, p, range] : rows) {
@@ -131,7 +148,8 @@ int simulate(const Options& o) {
     const predict::TimeSplit& t = p.time;
     text.add_row({std::int64_t(l.gpus),
                   std::to_string(l.dp) + "." + std::to_string(l.tp) + "." + std::to_string(l.pp),
-                  std::int64_t(l.virtual_stages), l.pp > 1 ? std::string(l.schedule.name()) : std::string("-"),
+                  std::int64_t(l.virtual_stages),
+                  l.pp > 1 ? partition_text(blocks_per_stage(l)) : std::string("-"), l.pp > 1 ? std::string(l.schedule.name()) : std::string("-"),
                   std::int64_t(l.micro_batch), std::int64_t(l.zero_stage), predict::recompute_name(l.recompute),
                   1e3 * t.step, range_text(range), p.tokens_per_s, p.tflops_per_gpu, p.mfu, 1e3 * t.forward, 1e3 * t.backward,
                   1e3 * t.recompute, 1e3 * t.optimizer, 1e3 * t.bubble, 1e3 * t.tp_comm, 1e3 * t.pp_comm,

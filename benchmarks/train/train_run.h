@@ -61,9 +61,9 @@ std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map
 int simulate(const Options& o);
 int search(const Options& o);
 int calibrate(const Options& o);  // --calibrate: the fit and its error per group
-// Shared by both: the layout of a run's options on `gpus` GPUs (UsageError as a run would refuse
-// it), and a predicted row's cells by CSV column.
-predict::Layout layout_for(const Options& o, int gpus);
+// Shared by both: the layout of a run's options on `gpus` GPUs of `sys` (UsageError as a run would refuse
+// it; --partition balanced balances on sys's costs), and a predicted row's cells by CSV column.
+predict::Layout layout_for(const Options& o, int gpus, const predict::SystemModel& sys);
 std::map<std::string, Cell> predicted_cells(const predict::Layout& l, const predict::Prediction& p,
                                             const predict::SystemModel& sys,
                                             const predict::StepRange* range = nullptr);

@@ -359,3 +359,40 @@ TEST(PredictCalibrate, KernelCsvFitsMatrixAndHbmCurves) {
   EXPECT_THROW(read_kernels_csv(write_file("unit.csv", header + "\"matmul/cuda/bf16\",1,1,1,hours,,,,,,1,1,1\n")),
                UsageError);
 }
+
+// A given partition moves blocks between stages: each virtual stage's costs are its own block count's, so with a
+// heavy head (a large vocabulary on few blocks) the balanced counts, which give the last stage fewer blocks,
+// predict a shorter step and a smaller bubble than equal shares; counts that do not spread the layers are refused.
+TEST(PredictPartition, BalancedBlocksShortenAStepWithAHeavyHead) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout uniform = small_gpt(4, 1, 4);
+  uniform.model.layers = 8, uniform.model.vocab = 256000, uniform.global_batch = 8;
+  validate_layout(uniform);
+  PartitionRequest balanced;
+  balanced.kind = PartitionRequest::Kind::balanced;
+  balanced.costs = unit_costs(uniform, sys);
+  ASSERT_GT(balanced.costs.head, balanced.costs.block);  // the premise: the head outweighs a block
+  Layout l = uniform;
+  l.stage_blocks = partition_blocks(balanced, l.model, 4);
+  ASSERT_EQ(l.stage_blocks.size(), 4u);
+  EXPECT_LT(l.stage_blocks.back(), 2);
+  const std::vector<PassCosts> uniform_costs = all_stage_costs(uniform, sys), costs = all_stage_costs(l, sys);
+  const PassCosts block = block_costs(l, sys);
+  for (int vs = 1; vs + 1 < 4; ++vs)  // middle stages: blocks only
+    EXPECT_NEAR(costs[std::size_t(vs)].f(), l.stage_blocks[std::size_t(vs)] * block.f(), 1e-12 * block.f());
+  EXPECT_NEAR(costs[3].f() - uniform_costs[3].f(), (l.stage_blocks[3] - 2) * block.f(), 1e-9 * block.f());
+  const Prediction pu = predict_step(uniform, sys), pb = predict_step(l, sys);
+  EXPECT_LT(pb.time.step, pu.time.step);
+  EXPECT_LT(pb.bubble_simulated, pu.bubble_simulated);
+  EXPECT_EQ(stage_block_count(l, 3), l.stage_blocks[3]);
+  for (const std::vector<int>& bad : {std::vector<int>{2, 2, 2}, {2, 2, 2, 3}, {0, 3, 3, 2}}) {
+    l.stage_blocks = bad;
+    try {
+      validate_layout(l);
+      ADD_FAILURE() << partition_text(bad) << " was accepted";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(partition_text(bad)), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("--layers 8"), std::string::npos) << e.what();
+    }
+  }
+}
