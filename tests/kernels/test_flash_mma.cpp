@@ -11,6 +11,7 @@
 #include "device/simt/simt_runtime.h"
 #include "kernels/ops.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/simt_pair_fixture.h"
 
 namespace parbench {
 namespace {
@@ -39,31 +40,13 @@ double part_error(const std::vector<double>& out, const std::vector<double>& ref
   return test::rel_l2(o, r);
 }
 
-class SimtFlashMma : public ::testing::TestWithParam<std::string> {
+class SimtFlashMma : public test::SimtPairTest {
  protected:
-  TrackedAllocator cpu_alloc{Device{DeviceKind::cpu}}, simt_alloc{Device{DeviceKind::simt}};
-  Stream cs{Device{DeviceKind::cpu}}, ss{Device{DeviceKind::simt}};
-  std::mt19937_64 rng{test::test_seed() ^ std::hash<std::string>{}(
-                          ::testing::UnitTest::GetInstance()->current_test_info()->name())};
-
-  void SetUp() override {
-    const std::string& s = GetParam();
-    simt::set_schedule(simt::parse_schedule(s == "random" ? "random:" + std::to_string(test::test_seed() % 100000) : s));
-  }
-  void TearDown() override { simt::set_schedule(simt::parse_schedule("forward")); }
-
-  Tensor make(TrackedAllocator& a, DType d, Shape s) { return Tensor(a, d, std::move(s), MemCategory::activations); }
   // The same random values on the cpu and simt.
   std::pair<Tensor, Tensor> in(Shape s, double lo, double hi) {
     Tensor c = make(cpu_alloc, DType::bf16, s), g = make(simt_alloc, DType::bf16, s);
     test::fill_uniform(c, rng, lo, hi);
     test::copy_into(g, c);
-    return {std::move(c), std::move(g)};
-  }
-  std::pair<Tensor, Tensor> out(DType d, Shape s) {
-    Tensor c = make(cpu_alloc, d, s), g = make(simt_alloc, d, s);
-    test::fill_nan(c);
-    test::fill_nan(g);
     return {std::move(c), std::move(g)};
   }
 };

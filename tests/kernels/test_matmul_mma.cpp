@@ -9,6 +9,7 @@
 #include "device/simt/simt_runtime.h"
 #include "kernels/ops.h"
 #include "tests/kernels/kernel_test_util.h"
+#include "tests/kernels/simt_pair_fixture.h"
 
 namespace parbench {
 namespace {
@@ -18,20 +19,8 @@ struct MmaShape {
 };
 const MmaShape kShapes[] = {{1, 1, 1}, {14, 37, 24}, {130, 136, 200}, {129, 131, 197}, {33, 250, 40}, {8, 16, 264}};
 
-class SimtMatmulMma : public ::testing::TestWithParam<std::string> {
+class SimtMatmulMma : public test::SimtPairTest {
  protected:
-  TrackedAllocator cpu_alloc{Device{DeviceKind::cpu}}, simt_alloc{Device{DeviceKind::simt}};
-  Stream cs{Device{DeviceKind::cpu}}, ss{Device{DeviceKind::simt}};
-  std::mt19937_64 rng{test::test_seed() ^ std::hash<std::string>{}(
-                          ::testing::UnitTest::GetInstance()->current_test_info()->name())};
-
-  void SetUp() override {
-    const std::string& s = GetParam();
-    simt::set_schedule(simt::parse_schedule(s == "random" ? "random:" + std::to_string(test::test_seed() % 100000) : s));
-  }
-  void TearDown() override { simt::set_schedule(simt::parse_schedule("forward")); }
-
-  Tensor make(TrackedAllocator& a, DType d, Shape s) { return Tensor(a, d, std::move(s), MemCategory::activations); }
   // The same values on both devices: small integers when `ints` (exact in bf16, sums exact in fp32), else
   // uniform in [-1, 1] and, in f32, rounded to bf16 values: version 5 feeds the tensor cores bf16 operands, so
   // the rounding of arbitrary f32 inputs would be an error of the inputs, unbounded relative to a result that
@@ -50,12 +39,6 @@ class SimtMatmulMma : public ::testing::TestWithParam<std::string> {
         }
     }
     test::copy_into(g, c);
-    return {std::move(c), std::move(g)};
-  }
-  std::pair<Tensor, Tensor> out(DType d, Shape s) {
-    Tensor c = make(cpu_alloc, d, s), g = make(simt_alloc, d, s);
-    test::fill_nan(c);
-    test::fill_nan(g);
     return {std::move(c), std::move(g)};
   }
 };
