@@ -85,20 +85,8 @@ class Bench {
     std::vector<std::string> notes = run_notes(o_, p_, world, comm, nodes, device_);
     if (!split.empty()) notes.push_back(split);
     if (out) report_.print_header(ranks, notes);
-    int ran_blocks = 0;
     std::string refusals;
-    for (const std::string& name : p_.impls) {
-      const Algorithm* named = find_implementation(name);  // null: auto
-      const Algorithm& algo = named ? *named : choose_automatically(coll_, comm);
-      if (std::string why = refusal(algo, comm); !why.empty()) {
-        if (out) std::printf("#\n# %s: not run: %s\n", std::string(algo.name()).c_str(), why.c_str());
-        refusals += "\n  " + std::string(algo.name()) + ": " + why;
-        continue;
-      }
-      ++ran_blocks;
-      block(world, comm, algo, nodes, out);
-      if (stopped_) break;
-    }
+    const int ran_blocks = run_implementations(world, comm, nodes, out, refusals);
     if (!stopped_ && ran_blocks > 0) stopped_ = SweepControl::agree(world, false).stop_signal;  // a late signal
     if (o_.memory && !stopped_) memory_report(world, out);
     if (out) report_.print_end();
@@ -121,6 +109,25 @@ class Bench {
  private:
   // -G on GPUs: the timed operations and each check round are captured into a CUDA graph (timing.h).
   bool graph_mode() const { return o_.graph > 0 && device_.kind == DeviceKind::cuda; }
+
+  // One block per implementation asked for that can run; the others' reasons printed and added to `refusals`.
+  // Returns the number of blocks run.
+  int run_implementations(Communicator& world, Communicator& comm, int nodes, bool out, std::string& refusals) {
+    int ran_blocks = 0;
+    for (const std::string& name : p_.impls) {
+      const Algorithm* named = find_implementation(name);  // null: auto
+      const Algorithm& algo = named ? *named : choose_automatically(coll_, comm);
+      if (std::string why = refusal(algo, comm); !why.empty()) {
+        if (out) std::printf("#\n# %s: not run: %s\n", std::string(algo.name()).c_str(), why.c_str());
+        refusals += "\n  " + std::string(algo.name()) + ": " + why;
+        continue;
+      }
+      ++ran_blocks;
+      block(world, comm, algo, nodes, out);
+      if (stopped_) break;
+    }
+    return ran_blocks;
+  }
 
   // Why `algo` does not run here ("" when it does): the implementation's own reason, or why -G cannot capture it.
   std::string refusal(const Algorithm& algo, const Communicator& comm) const {
@@ -407,34 +414,6 @@ class Bench {
   double bus_sum_ = 0;
   int bus_n_ = 0;
 };
-
-// The options that only make sense together, and the output paths, checked before any work.
-void check_run_options(const BenchOptions& o, const Device& device) {
-  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
-                      {"--trace", o.common.trace}});
-  if (o.resume && o.common.csv.empty())
-    throw UsageError("--resume needs --csv FILE: the sizes to skip are the rows of that file");
-  if (o.graph > 0 && device.kind == DeviceKind::cuda) check_graph_options(o);
-  if (o.resume && o.cycles != 1)
-    throw UsageError("--resume with -N " + std::to_string(o.cycles) + ": accepted with -N 1 only (a row's key "
-                     "does not say which cycle measured it)");
-}
-
-// NCCL_TESTS_DEVICE=N: the first GPU is N (the other ranks follow it), on cuda unless --device cuda:N names one.
-Device apply_tests_device(Device d, const BenchOptions& o) {
-  const char* v = std::getenv("NCCL_TESTS_DEVICE");
-  if (!v || !*v) return d;
-  const std::string text(v);
-  if (text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
-    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' is not a GPU index; accepted: a number from 0, e.g. 2");
-  if (d.kind != DeviceKind::cuda || o.common.device.find(':') != std::string::npos) return d;
-  try {
-    return resolve_device("cuda:" + text, nullptr);
-  } catch (const UsageError& e) {
-    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' names no GPU here (" + e.what() +
-                     "); accepted: a GPU index from 0");
-  }
-}
 
 // The report of a sweep over `plan`'s sizes (nccl-tests prints the smallest and largest).
 NcclReport make_report(const std::string& name, const BenchOptions& o, const BenchPlan& plan, int argc, char** argv) {

@@ -4,12 +4,15 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <sstream>
 
 #include "collectives/algorithm.h"
 #include "collectives/bootstrap.h"
 #include "base/error.h"
 #include "base/text.h"
+#include "app/output.h"
+#include "core/device.h"
 #include "core/sizes.h"
 
 namespace parbench {
@@ -270,6 +273,34 @@ void check_graph_options(const BenchOptions& o) {
   if (o.stream_null)
     throw UsageError("-G " + std::to_string(o.graph) + " with -y 1: the default stream cannot be captured in a "
                      "CUDA graph; use one or the other");
+}
+
+// The options that only make sense together, and the output paths, checked before any work.
+void check_run_options(const BenchOptions& o, const Device& device) {
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"-J/--output_file", o.json_file},
+                      {"--trace", o.common.trace}});
+  if (o.resume && o.common.csv.empty())
+    throw UsageError("--resume needs --csv FILE: the sizes to skip are the rows of that file");
+  if (o.graph > 0 && device.kind == DeviceKind::cuda) check_graph_options(o);
+  if (o.resume && o.cycles != 1)
+    throw UsageError("--resume with -N " + std::to_string(o.cycles) + ": accepted with -N 1 only (a row's key "
+                     "does not say which cycle measured it)");
+}
+
+// NCCL_TESTS_DEVICE=N: the first GPU is N (the other ranks follow it), on cuda unless --device cuda:N names one.
+Device apply_tests_device(Device d, const BenchOptions& o) {
+  const char* v = std::getenv("NCCL_TESTS_DEVICE");
+  if (!v || !*v) return d;
+  const std::string text(v);
+  if (text.size() > 6 || text.find_first_not_of("0123456789") != std::string::npos)
+    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' is not a GPU index; accepted: a number from 0, e.g. 2");
+  if (d.kind != DeviceKind::cuda || o.common.device.find(':') != std::string::npos) return d;
+  try {
+    return resolve_device("cuda:" + text, nullptr);
+  } catch (const UsageError& e) {
+    throw UsageError("NCCL_TESTS_DEVICE='" + text + "' names no GPU here (" + e.what() +
+                     "); accepted: a GPU index from 0");
+  }
 }
 
 }  // namespace parbench

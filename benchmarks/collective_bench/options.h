@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/types.h"
+#include "core/device.h"
 #include "app/common_options.h"  // and CLI::App, declared
 
 namespace parbench {
@@ -67,5 +68,9 @@ struct BenchPlan {
 BenchPlan resolve_plan(Collective c, const BenchOptions& o);
 // -G on GPUs: UsageError for the options that ask for what a CUDA graph cannot hold (-z 1/2, -I 1, -y 1).
 void check_graph_options(const BenchOptions& o);
+// The options that only make sense together, and the output paths (UsageError naming them), before any work.
+void check_run_options(const BenchOptions& o, const Device& device);
+// NCCL_TESTS_DEVICE=N: the first GPU is N (the other ranks follow), on cuda unless --device cuda:N names one.
+Device apply_tests_device(Device d, const BenchOptions& o);
 
 }  // namespace parbench
