@@ -130,7 +130,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("-d,--datatype", o.dtype,
                  "double, float, half, bfloat16, int32, int8, uint8 (or f64 ... u8), or all")->capture_default_str();
   app.add_option("-r,--root", o.root, "root of rooted collectives, or all")->capture_default_str();
-  app.add_option("-J,--output_file", o.json_file, "write nccl-tests' JSON (version 3) to this file");
+  app.add_option("-J,--output_file", o.json_file, "write nccl-tests' JSON (version 2) to this file");
   app.add_option("-T,--timeout", o.timeout, "seconds an operation may take before the run aborts (0: 300)")
       ->capture_default_str()->check(at_least(0));
   app.add_option("--impl", o.impl,

@@ -48,7 +48,7 @@ NcclReport::NcclReport(std::string program, const BenchOptions& o, std::uint64_t
       start_time_(time_of_day()) {}
 
 void NcclReport::print_header(const std::vector<RankInfo>& ranks, const std::vector<std::string>& notes) const {
-  std::printf("# parbench %s (nccl-tests layout, JSON version 3) nccl-headers=none nccl-library=none\n",
+  std::printf("# parbench %s (nccl-tests layout, JSON version 2) nccl-headers=none nccl-library=none\n",
               program_.c_str());
   std::printf("# Collective test starting: %s\n", program_.c_str());
   std::string step;
@@ -136,7 +136,7 @@ void NcclReport::print_end() const {
 
 std::string NcclReport::json_head(const std::vector<RankInfo>& ranks) const {
   nlohmann::ordered_json j;
-  j["version"] = 3;
+  j["version"] = 2;  // nccl-tests' JSON_FILE_VERSION
   j["start_time"] = start_time_;
   j["args"] = argv_;
   j["env"] = json_environment();
