@@ -73,7 +73,7 @@ export UBSAN_OPTIONS=print_stacktrace=1
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$test_jobs" -L unit -E 'Mpi|gpu')
 stage "ctest (sanitizers, mpirun unit tests and gpu label)"
 # The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, the programs
-# under two stream-timing seeds, the emulator's own tests under three; their names start with gpu_) in one run, so that the mpirun tests' waits
+# under one stream-timing seed here (two in the other builds), the emulator's own tests under three; their names start with gpu_) in one run, so that the mpirun tests' waits
 # overlap the emulated GPUs' work.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$test_jobs" -L 'unit|gpu' -R 'Mpi|^gpu_')
 

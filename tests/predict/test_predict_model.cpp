@@ -201,17 +201,16 @@ TEST(PredictSpeed, LargePipelineAndSearch) {
   if (kSlowdown > 0) {
     EXPECT_LT(one, 2.0);
   }
-  Layout base = small_gpt(kSlowdown > 0 ? 512 : 64, 1, 1);  // fewer layouts under the sanitizers
+  if (kSlowdown == 0) return;  // the search's speed means nothing under the sanitizers, and takes minutes there
+  Layout base = small_gpt(512, 1, 1);
   base.model.layers = 96, base.model.hidden = 12288, base.model.heads = 96;
   base.global_batch = 1536;
   t0 = std::chrono::steady_clock::now();
   const SearchResult r = search_layouts(base, sys);
   const double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("search, %d GPUs: %d layouts, %zu fit, %.2f s\n", base.gpus, r.enumerated, r.fitting.size(), all);
-  EXPECT_GE(r.enumerated, kSlowdown > 0 ? 1000 : 100);
-  if (kSlowdown > 0) {
-    EXPECT_LT(all, 60.0);
-  }
+  EXPECT_GE(r.enumerated, 1000);
+  EXPECT_LT(all, 60.0);
   ASSERT_FALSE(r.fitting.empty());
   for (std::size_t i = 1; i < r.fitting.size(); ++i)
     EXPECT_LE(r.fitting[i - 1].prediction.time.step, r.fitting[i].prediction.time.step);
