@@ -316,9 +316,10 @@ std::string Communicator::timeout_message(const CollArgs& a, std::string_view im
 
 std::string describe_call(Collective c, std::string_view impl, std::size_t bytes, std::size_t count, DType t,
                           int ranks) {
+  const bool per_peer = counts_per_peer(c);  // alltoallv: the count before its per-peer split
   return std::string(collective_name(c)) + "/" + std::string(impl) + " of " + std::to_string(bytes) + " bytes (" +
-         std::to_string(count) + " x " + std::string(dtype_name(t)) + " per rank, " + std::to_string(ranks) +
-         " ranks)";
+         std::to_string(count) + " x " + std::string(dtype_name(t)) + (per_peer ? " per peer, " : " per rank, ") +
+         std::to_string(ranks) + " ranks)";
 }
 
 namespace {

@@ -101,9 +101,14 @@ const Algorithm& choose_automatically(Collective c, const Communicator& comm) {
     for (const auto& name : auto_order()) algos.push_back(&find_algorithm(name));
     return algos;
   }();
-  for (const Algorithm* a : order)
-    if (a->unsupported(c, comm).empty()) return *a;
-  throw Error("no collective implementation can run " + std::string(collective_name(c)) + " here");
+  std::vector<std::string> reasons;
+  for (const Algorithm* a : order) {
+    std::string why = a->unsupported(c, comm);
+    if (why.empty()) return *a;
+    reasons.push_back(std::string(a->name()) + ": " + why);
+  }
+  throw Error("no collective implementation can run " + std::string(collective_name(c)) + " here (" +
+              join(reasons, "; ") + ")");
 }
 
 }  // namespace parbench

@@ -64,6 +64,7 @@ bool is_reduction(Collective c) { return collective_info(c).reduces; }
 
 bool is_hypercube(Collective c) { return collective_info(c).wire == Wire::hypercube; }
 bool is_split(Collective c) { return collective_info(c).send == BufferSize::split_total; }
+bool counts_per_peer(Collective c) { return c == Collective::alltoall || is_split(c) || is_hypercube(c); }
 
 double algbw_factor(Collective c, int n) { return is_hypercube(c) ? wire_fraction(c, n) : 1.0; }
 

@@ -24,6 +24,7 @@ ReduceOp parse_reduce_op(std::string_view s);
 
 bool is_rooted(Collective c);      // broadcast, reduce, gather, scatter
 bool is_reduction(Collective c);   // reduce, allreduce, reduce_scatter
+bool counts_per_peer(Collective c);  // alltoall, alltoallv, hypercube: the count is what a rank sends each peer
 // algbw = size column / time x algbw_factor and busbw = algbw x busbw_factor (nccl-tests). The busbw factor is the
 // collective's wire fraction (collective_table.h, Wire), except for the hypercube, whose algbw counts only the
 // (n-1)/n of the gathered bytes that travel and whose busbw is that algbw.

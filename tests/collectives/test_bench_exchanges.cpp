@@ -141,6 +141,11 @@ TEST(BenchExchanges, HypercubeSizesBandwidthAndRefusal) {
   EXPECT_THAT(r.output, HasSubstr("none of the implementations asked for can run hypercube here:\n  naive: hypercube "
                                   "exchanges with rank ^ 1, ^ 2, ^ 4, ... and needs a power-of-two number of ranks "
                                   "(1, 2, 4, 8, ...), not 3"));
+  // Left to choose, it names every implementation it tried and why each cannot.
+  r = run(bench("hypercube") + " --device cpu --ranks 3 --sizes 1K -n 1");
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("no collective implementation can run hypercube here (nccl: "));
+  EXPECT_THAT(r.output, HasSubstr("; naive: hypercube exchanges with rank ^ 1"));
 }
 
 // The data check reads the split: one spoiled element of rank 1's output (its first, from rank 0) fails the run.

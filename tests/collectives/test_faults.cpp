@@ -100,6 +100,15 @@ TEST(FaultPlan, ParsesStrictly) {
   }
 }
 
+// An exchange's count is per peer, and its timeout message says so.
+TEST(FaultsThreads, StalledAlltoallNamesItsCountPerPeer) {
+  const std::string csv = unique_csv("threads_alltoall");
+  Timed t = timed_run("PARBENCH_FAULT=rank:" + std::string(kThirdRow) + "stall " + bench("alltoall") +
+                      " --ranks 3 --impl naive" + kSweep + csv);
+  expect_clean_failure(t, 2 + 4, csv, 2);
+  EXPECT_THAT(t.r.output, HasSubstr("alltoall/naive of 4092 bytes (341 x f32 per peer, 3 ranks)"));
+}
+
 TEST(FaultPlan, BadValueExitsTwoBeforeAnyWork) {
   const std::string csv = unique_csv("bad");
   Result r = run("PARBENCH_FAULT=rank:1,kind:sometimes " + bench("allreduce") + " --ranks 2" + kSweep + csv);
