@@ -248,6 +248,13 @@ key_collective() {
       for (i = 1; i <= n; i++) line = line sprintf(" %s %.3g (%s)", order[i], bw[order[i]], human(top[order[i]]))
       printf "%s; wrong %d%s\n", line, wrong, notrun == "" ? "" : "; not run: " notrun }' "$csv"
 }
+key_latency() {
+  local csv=$out/$1.csv
+  [ -s "$csv" ] || { echo "no rows"; return; }
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { wrong += $c["wrong"]; if ($c["inplace"] != 0) next; line = line sprintf(" %s %s", $c["impl"], $c["time_us"]) }
+    END { printf "us per operation at 1 KiB:%s; wrong %d\n", line, wrong }' "$csv"
+}
 key_train() {
   local csv=$out/$1.csv
   [ -s "$csv" ] || { grep -m1 -iE 'error|refus' "$out/$1.txt" || echo "no rows"; return; }
@@ -319,15 +326,28 @@ rank_counts() {
   [ -n "$ranks_opt" ] || [ "$tiny" = 0 ] || list=1,2,4
   for r in ${list//,/ }; do [ -n "$ranks_opt" ] || [ "$r" -le "$cap" ] && echo "$r"; done
 }
+# Host-driven implementations beside their device-side twins (one kernel per operation over symmetric memory);
+# those that do not implement a collective say so in a row and the step goes on.
+impls_all=nccl,naive,naive-dev,tree,tree-dev,ring,ring-dev,rd,rd-dev,rhd,rhd-dev,oneshot,oneshot-dev,twoshot-dev
 collectives_phase() {
-  local sizes=(--sizes 1K:64M:x16 -n 10 -w 2) ranks c r n
-  [ "$tiny" = 0 ] || sizes=(--sizes "1K,64K" -n 2 -w 1)
+  local sizes=(--sizes 1K:64M:x16 -n 10 -w 2) latency=(--sizes 1K -n 1000 -w 100) ranks c r n
+  [ "$tiny" = 0 ] || { sizes=(--sizes "1K,64K" -n 2 -w 1); latency=(--sizes 1K -n 5 -w 1); }
   ranks=$(rank_counts)
-  n=$(($(wc -w <<<"$collectives") * $(wc -w <<<"$ranks")))
+  n=$(($(wc -w <<<"$collectives") * $(wc -w <<<"$ranks") + 2 * $(wc -w <<<"$ranks")))
+  # Small-message latency first (the device-side goal: one-shot at 1 KiB in at most 10 us), then under -G 10.
+  for r in $ranks; do
+    run_step "allreduce_latency_r$r" "$(step_limit $n)" key_latency "$bin/bench_allreduce" --device cuda \
+      --ranks "$r" --impl "$impls_all" "${latency[@]}" --timeout 60 --csv "$out/allreduce_latency_r$r.csv"
+    n=$((n - 1))
+    run_step "allreduce_latency_graph_r$r" "$(step_limit $n)" key_latency "$bin/bench_allreduce" --device cuda \
+      --ranks "$r" --impl nccl,naive-dev,tree-dev,ring-dev,rd-dev,rhd-dev,oneshot-dev,twoshot-dev "${latency[@]}" \
+      -G 10 --timeout 60 --csv "$out/allreduce_latency_graph_r$r.csv"
+    n=$((n - 1))
+  done
   for c in $collectives; do
     for r in $ranks; do
       run_step "${c}_r$r" "$(step_limit $n)" key_collective "$bin/bench_$c" --device cuda --ranks "$r" \
-        --impl nccl,naive,tree,ring,rd,rhd,oneshot "${sizes[@]}" --timeout 60 --csv "$out/${c}_r$r.csv"
+        --impl "$impls_all" "${sizes[@]}" --timeout 60 --csv "$out/${c}_r$r.csv"
       n=$((n - 1))
     done
   done

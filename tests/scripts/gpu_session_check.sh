@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ctest gpu_session_tiny: scripts/gpu_session.sh --emulated --tiny on this build's programs (no build, no nested
-# ctest) must exit 0 and write a summary with every collective, both bench_kernels dtypes and every runnable
-# training combination, each step with exit status 0, no data-check error and a --check difference; a bad option
-# must exit 2 naming it. Usage: gpu_session_check.sh SOURCE_DIR BIN_DIR OUT_DIR
+# ctest) must exit 0 and write a summary with every collective, both bench_kernels dtypes, the 1 KiB allreduce
+# latency steps (plain and -G) and every runnable training combination, each step with exit status 0, no
+# data-check error and a --check difference; a bad option must exit 2 naming it.
+# Usage: gpu_session_check.sh SOURCE_DIR BIN_DIR OUT_DIR
 set -uo pipefail
 src=$1 bin=$2 out=$3
 fail() { echo "FAIL: $*"; exit 1; }
@@ -18,7 +19,7 @@ summary=$out/summary.md
 rows=$(grep '^| ' "$summary" | grep -v -e '^| step |' -e '^|---')
 bad=$(awk -F' [|] ' '$2 != "0"' <<<"$rows")
 [ -z "$bad" ] || fail "steps without exit status 0: $bad"
-want=(bench_kernels_f32 bench_kernels_bf16)
+want=(bench_kernels_f32 bench_kernels_bf16 allreduce_latency_r2 allreduce_latency_graph_r2)
 while read -r c; do
   want+=("${c}_r1" "${c}_r2" "${c}_r4")
 done < <(sed -nE 's/^ *\{Collective::[a-z0-9_]+, *"([a-z0-9_-]+)".*/\1/p' "$src/collectives/collective_table.cpp")
