@@ -45,6 +45,24 @@ namespace {
 
 int dtype_bytes(const Layout& l) { return int(dtype_size(l.model.dtype)); }
 
+// Ops per microbatch, as the GPT of models/gpt.cpp calls them (without tensor-parallel communication, which the
+// collective model times). A block's forward: two layernorms, four weight matmuls, attention, GeLU and two residual
+// adds; its input gradient: four matmuls, GeLU, attention and two layernorm backwards, and the four gradient
+// buffers zeroed before accumulation; its weight gradient: four matmuls. The embedding: one lookup, one gradient
+// scatter. The head: layernorm, logits matmul and the loss (its gradient included) forward; zeroing, matmul,
+// zeroing and layernorm backward for the input gradient; the logits' weight-gradient matmul.
+struct OpCounts {
+  int forward, backward_input, backward_weight;
+};
+constexpr OpCounts kBlockOps{10, 12, 4}, kEmbeddingOps{1, 0, 1}, kHeadOps{3, 4, 1};
+
+// The ops' fixed cost (the system's per-op overhead) added to a pass's compute.
+void add_op_overhead(PassCosts& c, const SystemModel& sys, const OpCounts& n) {
+  const double each = sys.gpu.op_overhead_s;
+  c.forward += n.forward * each, c.backward_input += n.backward_input * each;
+  c.backward_weight += n.backward_weight * each;
+}
+
 }  // namespace
 
 double activation_bytes(const Layout& l) {
@@ -109,6 +127,7 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   // but only 0.1 ms backward, though the backward moves twice the elementwise bytes it divides).
   const bool regather = l.sequence_parallel && l.sp_backward_regather;
   c.backward_tp = c.forward_tp + (regather ? 2 * tp_allgather_seconds(l, sys) : 0);
+  add_op_overhead(c, sys, kBlockOps);
   if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core;
   if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
   return c;
@@ -122,6 +141,7 @@ PassCosts embedding_costs(const Layout& l, const SystemModel& sys) {
   // Vocabulary-parallel lookup: partial rows summed over the tensor-parallel group (reduce-scatter under SP).
   c.forward_tp = tp_region_seconds(l, sys) / (l.sequence_parallel ? 2 : 1);
   c.backward_tp = c.forward_tp;
+  add_op_overhead(c, sys, kEmbeddingOps);
   return c;
 }
 
@@ -136,6 +156,7 @@ PassCosts head_costs(const Layout& l, const SystemModel& sys) {
   c.backward_input = logits_mm + loss;
   c.backward_weight = logits_mm;
   if (l.sequence_parallel) c.forward_tp = c.backward_tp = tp_region_seconds(l, sys) / 2;  // gather before the head
+  add_op_overhead(c, sys, kHeadOps);
   if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
   return c;
 }

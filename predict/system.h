@@ -41,6 +41,9 @@ struct GpuModel {
   // cores they take turns, and compute stretches by ranks / compute_units.
   double compute_units = 0;
   Processing processing = Processing::roofline;
+  // Fixed time every op pays whatever its size (a call's dispatch, checks and loop set-up; on a GPU its launch),
+  // added once per op the cost model counts. 0 for the built-in GPUs: no source for a value was found.
+  double op_overhead_s = 0;
 };
 
 // One level of the network: `size` GPUs share it (a node's NVLink domain; the whole cluster for the last level).

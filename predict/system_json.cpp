@@ -98,7 +98,8 @@ json link_efficiency_json(const Curve& c) {
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "vector_tflops", "hbm_gbps", "hbm_gb",
-                "matrix_efficiency", "vector_efficiency", "hbm_efficiency", "compute_units", "processing"},
+                "matrix_efficiency", "vector_efficiency", "hbm_efficiency", "compute_units", "processing",
+                "op_overhead_us"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -111,6 +112,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   m.vector_efficiency = curve(g, "vector_efficiency", where, at);
   m.hbm_efficiency = curve(g, "hbm_efficiency", where, at);
   if (g.contains("compute_units")) m.compute_units = number(g, "compute_units", where, at, 0, 1 << 20);
+  if (g.contains("op_overhead_us")) m.op_overhead_s = number(g, "op_overhead_us", where, at, 0, 1e6) * 1e-6;
   if (g.contains("processing")) {
     const std::string p = text(g, "processing", where, at);
     if (p != "roofline" && p != "no_overlap")
@@ -161,7 +163,8 @@ json system_to_json(const SystemModel& s) {
             {"vector_tflops", g.vector_tflops}, {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
             {"matrix_efficiency", curve_json(g.matrix_efficiency)},
             {"vector_efficiency", curve_json(g.vector_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
-            {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)}}},
+            {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)},
+            {"op_overhead_us", g.op_overhead_s * 1e6}}},
           {"network", net}};
 }
 

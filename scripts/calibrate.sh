@@ -1,24 +1,29 @@
 #!/usr/bin/env bash
 # Writes a system file for the predictor (bench_train --simulate --system FILE) from measurements of this machine:
-# bench_kernels on the cpu device (matmul FLOP/s, elementwise bytes/s) and bench_allreduce over threads (alpha and
-# beta fitted by bench_train --calibrate).
-#   scripts/calibrate.sh [--bin DIR] [--out FILE] [--ranks 2,4]
+# bench_kernels on the cpu device at several shapes (matmul FLOP/s and elementwise bytes/s by op size, the fixed
+# cost of one op) and bench_allreduce over threads (alpha and beta fitted by bench_train --calibrate).
+#   scripts/calibrate.sh [--bin DIR] [--out FILE] [--ranks 2,4] [--shapes 'B=1,T=32,C=64,NH=4,V=256;...']
 # Default: build/bin, results/this-machine.json. Then: PARBENCH_THIS_MACHINE=FILE bench_train --simulate
 # --system this-machine ..., or --system FILE directly.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 bin=$here/build/bin out=results/this-machine.json ranks=2,4
+shapes='B=1,T=32,C=64,NH=4,V=256;B=2,T=64,C=64,NH=4,V=256;B=4,T=128,C=64,NH=4,V=256'
 usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=${2:?--bin needs a directory}; shift 2 ;;
     --out) out=${2:?--out needs a file}; shift 2 ;;
     --ranks) ranks=${2:?--ranks needs a list like 2,4}; shift 2 ;;
+    --shapes) shapes=${2:?--shapes needs bench_kernels shapes separated by ;}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "calibrate.sh: unknown option '$1'" >&2; usage ;;
   esac
 done
 [[ "$ranks" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "calibrate.sh: --ranks '$ranks' is not a list like 2,4" >&2; exit 2; }
+shape_form='B=[0-9]+,T=[0-9]+,C=[0-9]+,NH=[0-9]+,V=[0-9]+'
+[[ "$shapes" =~ ^$shape_form(\;$shape_form)*$ ]] ||
+  { echo "calibrate.sh: --shapes '$shapes' is not a list like B=1,T=32,C=64,NH=4,V=256;B=4,T=128,C=64,NH=4,V=256" >&2; exit 2; }
 for p in bench_kernels bench_allreduce bench_train; do
   [ -x "$bin/$p" ] || { echo "calibrate.sh: no $bin/$p (build first: scripts/build.sh)" >&2; exit 2; }
 done
@@ -26,20 +31,27 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mkdir -p "$(dirname "$out")"
 
-# Kernels: the median FLOP/s of the matmul rows per dtype, the median bytes/s of the elementwise rows (f32).
-"$bin/bench_kernels" --device cpu --shape small --benchmark_format=csv > "$tmp/kernels.csv" 2>/dev/null
-median_of() {  # median_of PATTERN COLUMN_NAME: over rows whose name matches PATTERN ("none" without rows)
-  awk -F, -v pat="$1" -v col="$2" '
-    NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == col) c = i }; next }
-    $1 ~ pat && $c != "" { print $c + 0 }' "$tmp/kernels.csv" | sort -g |
-    awk '{ v[NR] = $1 } END { if (NR == 0) print "none"; else print v[int((NR + 1) / 2)] }'
+# Kernels (f32) at each --shapes entry and at a shape doing almost no work (the fixed cost of an op): matmul and
+# elementwise rates of a block's op mix, as efficiency curves by op size (scripts/calibrate_kernels.awk says how).
+overhead_shape=B=1,T=1,C=4,NH=1,V=4
+f32_rows='^(matmul_forward_(qkv|fc|fcproj)/reference|matmul_backward_fc|layernorm_(forward|backward)|residual_forward|gelu_(forward|backward)|flash_attention_(forward|backward))/cpu/f32/'
+kernels_at() {  # kernels_at SHAPE FILTER: bench_kernels' CSV rows (header first) at one shape
+  "$bin/bench_kernels" --device cpu --shape "$1" --benchmark_filter="$2" --benchmark_format=csv 2>/dev/null
 }
-flops32=$(median_of '^"matmul.*/f32/' "FLOP/s")
-flops16=$(median_of '^"matmul.*/bf16/' "FLOP/s")
-bytes32=$(median_of '^"(gelu|bias_gelu|layernorm|residual|softmax|encoder|crossentropy)[a-z_]*/cpu/f32/' "bytes/s")
-for v in "$flops32" "$flops16" "$bytes32"; do
-  [ "$v" != none ] || { echo "calibrate.sh: bench_kernels printed no matmul or elementwise rows" >&2; exit 1; }
-done
+kernels_at "$overhead_shape" "$f32_rows" > "$tmp/kernels.csv"
+IFS=';' read -r -a shape_list <<< "$shapes"
+for shape in "${shape_list[@]}"; do kernels_at "$shape" "$f32_rows" | tail -n +2 >> "$tmp/kernels.csv"; done
+fit=$(awk -v overhead_shape="$(echo "$overhead_shape" | sed 's/=//g; s/,/_/g')" -f "$here/scripts/calibrate_kernels.awk" \
+      "$tmp/kernels.csv") || { echo "calibrate.sh: bench_kernels rows could not be fitted" >&2; exit 1; }
+eval "$fit"  # overhead_us peak_flops matrix_curve peak_bytes hbm_curve
+# bf16: the f32 peak scaled by the ratio of the forward matmul rows' summed rates at the middle shape.
+middle=${shape_list[$(( ${#shape_list[@]} / 2 ))]}
+bf16_ratio=$(kernels_at "$middle" '^matmul_forward_(qkv|fc|fcproj)/reference/cpu/(f32|bf16)/' | awk -F, '
+  NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "FLOP/s") c = i }; next }
+  $1 ~ /\/f32\// { f += $c } $1 ~ /\/bf16\// { b += $c } END { if (f > 0 && b > 0) printf "%.6g", b / f; else print "none" }')
+[ "$bf16_ratio" != none ] || { echo "calibrate.sh: bench_kernels printed no bf16 matmul rows" >&2; exit 1; }
+flops32=$peak_flops bytes32=$peak_bytes
+flops16=$(awk -v f="$flops32" -v r="$bf16_ratio" 'BEGIN { printf "%.6g", f * r }')
 
 # Compute units: one matmul benchmark alone, then one copy per core at once; the copies' summed rate over the
 # lone rate is how many ranks can compute together now (the core count on an idle machine, fewer when other jobs
@@ -65,14 +77,15 @@ done
 "$bin/bench_train" --calibrate "$files" --csv "$tmp/fit.csv"
 read -r alpha_us gbps < <(awk -F, 'NR > 1 && $2 == "ring" { a += $5; g += $6; n++ } END { printf "%g %g\n", a / n, g / n }' "$tmp/fit.csv")
 
-awk -v f32="$flops32" -v f16="$flops16" -v b="$bytes32" -v a="$alpha_us" -v g="$gbps" -v host="$(hostname)" -v units="$units" 'BEGIN {
+awk -v f32="$flops32" -v f16="$flops16" -v b="$bytes32" -v a="$alpha_us" -v g="$gbps" -v host="$(hostname)" -v units="$units" \
+    -v mc="$matrix_curve" -v hc="$hbm_curve" -v ovh="$overhead_us" -v shapes="$shapes" 'BEGIN {
   printf "{\n  \"name\": \"this-machine\",\n"
-  printf "  \"source\": \"scripts/calibrate.sh on %s: bench_kernels --device cpu (medians of matmul FLOP/s and elementwise bytes/s), bench_allreduce ring over threads (alpha-beta fit)\",\n", host
+  printf "  \"source\": \"scripts/calibrate.sh on %s: bench_kernels --device cpu at %s (a block'"'"'s matmul and elementwise op mix per shape, the fixed cost of an op at B=1,T=1,C=4), bench_allreduce ring over threads (alpha-beta fit)\",\n", host, shapes
   printf "  \"gpu\": {\"name\": \"cpu\", \"matrix_tflops_16\": %.6g, \"matrix_tflops_32\": %.6g, \"vector_tflops\": %.6g,\n", f16 / 1e12, f32 / 1e12, f32 / 1e12
-  printf "          \"hbm_gbps\": %.6g, \"hbm_gb\": 8, \"matrix_efficiency\": [[0, 1]], \"vector_efficiency\": [[0, 1]],\n", b / 1e9
-  printf "          \"hbm_efficiency\": [[0, 1]], \"compute_units\": %s},\n", units
+  printf "          \"hbm_gbps\": %.6g, \"hbm_gb\": 8, \"matrix_efficiency\": %s, \"vector_efficiency\": [[0, 1]],\n", b / 1e9, mc
+  printf "          \"hbm_efficiency\": %s, \"compute_units\": %s, \"op_overhead_us\": %s},\n", hc, units, ovh
   printf "  \"network\": [{\"name\": \"threads\", \"gpus\": 1024, \"gbps\": %.6g, \"efficiency\": 1, \"latency_us\": %.6g}]\n}\n", g, a
 }' > "$tmp/system.json"
 "$bin/bench_train" --simulate --gpus 1 --system "$tmp/system.json" --quiet  # the schema check
 mv "$tmp/system.json" "$out"
-echo "calibrate.sh: wrote $out (matmul $flops32 FLOP/s f32, elementwise $bytes32 B/s, allreduce link ${gbps} GB/s, alpha ${alpha_us} us, $units of $cores cores free for compute)"
+echo "calibrate.sh: wrote $out (matmul $flops32 FLOP/s f32 $matrix_curve, elementwise $bytes32 B/s $hbm_curve, op overhead $overhead_us us, allreduce link ${gbps} GB/s, alpha ${alpha_us} us, $units of $cores cores free for compute)"

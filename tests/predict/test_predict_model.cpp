@@ -149,6 +149,44 @@ TEST(PredictSystem, JsonRoundTripAndSchemaErrorsNameTheField) {
   EXPECT_THROW(load_system("no-such-system"), UsageError);
 }
 
+// op_overhead_us: optional (0, as every built-in system), read in microseconds, written back, and refused when it is
+// not a number >= 0.
+TEST(PredictSystem, OpOverheadIsOptionalAndChecked) {
+  for (const std::string& name : builtin_system_names()) EXPECT_EQ(builtin_system(name).gpu.op_overhead_s, 0) << name;
+  nlohmann::json j = system_to_json(builtin_system("dgx-a100"));
+  j["gpu"].erase("op_overhead_us");
+  EXPECT_EQ(system_from_json(j, "sys.json").gpu.op_overhead_s, 0);
+  j["gpu"]["op_overhead_us"] = 12.5;
+  const SystemModel s = system_from_json(j, "sys.json");
+  EXPECT_DOUBLE_EQ(s.gpu.op_overhead_s, 12.5e-6);
+  EXPECT_DOUBLE_EQ(system_from_json(system_to_json(s), "x.json").gpu.op_overhead_s, 12.5e-6);
+  for (const nlohmann::json& bad : {nlohmann::json(-1), nlohmann::json("1us"), nlohmann::json(2e6)}) {
+    j["gpu"]["op_overhead_us"] = bad;
+    try {
+      system_from_json(j, "sys.json");
+      ADD_FAILURE() << "accepted op_overhead_us = " << bad.dump();
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("field 'gpu.op_overhead_us'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The per-op overhead adds exactly (ops per microbatch) x microbatches x overhead to a one-GPU step: per block 10
+// forward, 12 input-gradient and 4 weight-gradient ops, the embedding 2 and the head 8 (predict/costs.cpp).
+TEST(PredictCosts, OpOverheadIsChargedPerOpAndMicrobatch) {
+  SystemModel sys = builtin_system("dgx-a100");
+  for (int microbatches : {1, 4}) {
+    Layout l = small_gpt(1, 1, 1);
+    l.model.layers = 3, l.global_batch = microbatches;
+    const double without = predict_step(l, sys).time.step;
+    sys.gpu.op_overhead_s = 7e-6;
+    const Prediction with = predict_step(l, sys);
+    sys.gpu.op_overhead_s = 0;
+    const double ops = microbatches * (3 * (10 + 12 + 4) + 2 + 8);
+    EXPECT_NEAR(with.time.step - without, ops * 7e-6, 1e-12) << microbatches;
+  }
+}
+
 // A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the
 // HBM bandwidth x the efficiency of its bytes; summed under no_overlap, the slower under roofline.
 TEST(PredictCosts, GemmCombinesComputeAndMemoryByTheProcessingMode) {

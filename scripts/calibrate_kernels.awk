@@ -1,0 +1,99 @@
+# The kernel half of scripts/calibrate.sh: bench_kernels --device cpu --benchmark_format=csv rows (f32) at several
+# shapes in, the system file's matmul and elementwise figures out, as one line of shell assignments:
+#   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' peak_bytes=.. hbm_curve='[[..]]'
+# -v overhead_shape=NAME names the shape (B1_T1_C4_NH1_V4 style) whose ops do almost no work: the median time of its
+# rows is the fixed cost of one op (op_overhead_us). -v time_column=cpu_time reads that column instead of real_time. Every other shape gives one point of each curve:
+# - matrix: a block's matmul work as a training step runs it, the forward of qkv, fc and fc projection and each
+#   one's backward (input and weight gradients, twice the forward's FLOPs) at the rate of the matmul_backward_fc
+#   row, plus attention forward and backward (flash_attention rows) for the FLOPs the cost model counts for them
+#   (two batched matmuls, 4 B T^2 C forward, twice that backward): the FLOPs over the time, placed at the mean
+#   forward weight matmul's GFLOP;
+# - elementwise: the bytes the cost model counts for a block's layernorms, residual adds and GeLU, forward and
+#   backward (57 x the (B, T, C) activation's bytes, predict/README.md), over the time of the ops that do that work
+#   (layernorm forward and backward twice each, residual forward twice, GeLU forward and backward), placed at the
+#   mean bytes of one such op (4.75 x the activation).
+# Each op's fixed cost is taken off its time first (the predictor adds it back per op). Each curve is the rates
+# over the best one, with thresholds halfway (in log size) between neighbouring shapes: an op takes the nearest
+# measured shape's efficiency.
+BEGIN { FS = "," }
+NR == 1 {
+  for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); col[h] = i }
+  next
+}
+{
+  name = $1; gsub(/"/, "", name)
+  n = split(name, part, "/")
+  op = part[1]; dtype = ""; shape = ""
+  for (i = 2; i < n; i++) if (part[i] == "f32") { dtype = part[i]; shape = part[i + 1] }
+  if (dtype != "f32" || $col["error_occurred"] == "true") next
+  unit = $col["time_unit"]
+  scale = unit == "ns" ? 1e-9 : unit == "us" ? 1e-6 : unit == "ms" ? 1e-3 : 1
+  real = $col["real_time"] * scale  # the rate counters are per real time
+  t = $col[time_column == "" ? "real_time" : time_column] * scale
+  if (!(t > 0) || !(real > 0)) next
+  if (op == "matmul_forward_qkv" || op == "matmul_forward_fc" || op == "matmul_forward_fcproj") {
+    if (part[2] != "reference") next
+    fwd_flops[shape] += $col["FLOP/s"] * real; fwd_time[shape] += t; fwd_ops[shape]++
+  } else if (op == "flash_attention_forward" || op == "flash_attention_backward") {
+    att_time[shape] += t; att_ops[shape]++
+  } else if (op == "matmul_backward_fc") {
+    bwd_flops[shape] = $col["FLOP/s"] * real; bwd_time[shape] = t
+  } else if (op == "layernorm_forward" || op == "layernorm_backward" || op == "residual_forward") {
+    ew_time[shape] += 2 * t; ew_ops[shape] += 2
+  } else if (op == "gelu_forward" || op == "gelu_backward") {
+    ew_time[shape] += t; ew_ops[shape]++
+  } else next
+  all_time[shape, ++rows[shape]] = t
+  shapes[shape] = 1
+}
+function median_time(s,    k, m, v, i, j, tmp) {
+  m = rows[s]
+  for (k = 1; k <= m; k++) v[k] = all_time[s, k]
+  for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { tmp = v[j]; v[j] = v[j - 1]; v[j - 1] = tmp }
+  return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+}
+function dim(s, key,    d, k) {  # dim("B2_T32_C64_NH4_V256", "T") = 32
+  split(s, d, "_")
+  for (k in d) if (substr(d[k], 1, 1) == key) return substr(d[k], 2) + 0
+  return 0
+}
+# Sorts the n sizes in sz[] (with their rates in rt[]) descending and prints the curve, rates over `peak`.
+function curve(n, sz, rt, peak,    i, j, tmp, out, thr) {
+  for (i = 2; i <= n; i++)
+    for (j = i; j > 1 && sz[j - 1] < sz[j]; j--) {
+      tmp = sz[j]; sz[j] = sz[j - 1]; sz[j - 1] = tmp; tmp = rt[j]; rt[j] = rt[j - 1]; rt[j - 1] = tmp
+    }
+  out = "["
+  for (i = 1; i <= n; i++) {
+    thr = i < n ? sqrt(sz[i] * sz[i + 1]) : 0
+    out = out (i > 1 ? ", " : "") sprintf("[%.6g, %.4f]", thr, rt[i] / peak)
+  }
+  return out "]"
+}
+END {
+  if (!(overhead_shape in shapes)) { print "calibrate_kernels.awk: no rows at the shape " overhead_shape > "/dev/stderr"; exit 1 }
+  ovh = median_time(overhead_shape)
+  nm = 0; ne = 0; pm = 0; pe = 0
+  for (s in shapes) {
+    if (s == overhead_shape) continue
+    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 8 || att_ops[s] != 2) {
+      print "calibrate_kernels.awk: shape " s " lacks matmul or elementwise rows" > "/dev/stderr"; exit 1
+    }
+    ff = fwd_flops[s]; tb = bwd_time[s] - ovh
+    if (tb <= 0) tb = bwd_time[s]
+    bwd_rate = bwd_flops[s] / tb
+    tf = fwd_time[s] - 3 * ovh
+    if (tf <= 0) tf = fwd_time[s]
+    fa = 4 * dim(s, "B") * dim(s, "T") ^ 2 * dim(s, "C"); ta = att_time[s] - 2 * ovh
+    if (ta <= 0) ta = att_time[s]
+    msz[++nm] = ff / 3 / 1e9; mrt[nm] = 3 * (ff + fa) / (tf + 2 * ff / bwd_rate + ta)
+    if (mrt[nm] > pm) pm = mrt[nm]
+    a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4; te = ew_time[s] - 8 * ovh
+    if (te <= 0) te = ew_time[s]
+    esz[++ne] = 4.75 * a; ert[ne] = 57 * a / te
+    if (ert[ne] > pe) pe = ert[ne]
+  }
+  if (nm == 0) { print "calibrate_kernels.awk: no shape besides the overhead shape" > "/dev/stderr"; exit 1 }
+  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' peak_bytes=%.6g hbm_curve='%s'\n", ovh * 1e6, pm,
+         curve(nm, msz, mrt, pm), pe, curve(ne, esz, ert, pe)
+}

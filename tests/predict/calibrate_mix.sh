@@ -1,0 +1,44 @@
+#!/bin/sh
+# scripts/calibrate_kernels.awk on bench_kernels rows made up so that the answer is known by hand: a fixed cost of
+# 2 us per op (the near-empty shape), and a second shape with 4x the work of the first taking 8x its time (less the
+# fixed cost), so half its rates. Shape 1 (B1 T32 C64): forward matmuls 3 x 1 MFLOP in 3 x 100 us, the backward row
+# 2 MFLOP in 200 us (1e10 FLOP/s), attention 4 B T^2 C = 262144 FLOPs in 2 x 50 us: 3 (3e6 + 262144) FLOPs over
+# 300 + 6e6 / 1e10 s + 100 us = 9.786432e9 FLOP/s at 0.001 GFLOP; elementwise 57 x 8192 bytes over 2 x (3 x 10) + 2 x
+# 20 = 100 us = 4.66944e9 B/s at 4.75 x 8192 bytes. Thresholds halfway in log size: 0.002 GFLOP, 77824 bytes.
+# Then rows missing at a shape are refused.
+#   calibrate_mix.sh SCRIPTS_DIR
+set -eu
+awk_file=$1/calibrate_kernels.awk
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+rows() {  # rows SHAPE K W: every op of the mix at SHAPE taking (t - 2) x K + 2 us (2 us when K = 0), W x the work
+  awk -v shape="$1" -v k="$2" -v w="$3" 'BEGIN {
+    split("matmul_forward_qkv/reference matmul_forward_fc/reference matmul_forward_fcproj/reference", mm, " ")
+    for (i = 1; i <= 3; i++) row(mm[i], 100, 1e6)
+    row("matmul_backward_fc", 200, 2e6)
+    row("flash_attention_forward", 50, 1); row("flash_attention_backward", 50, 1)
+    split("layernorm_forward layernorm_backward residual_forward", ew, " ")
+    for (i = 1; i <= 3; i++) row(ew[i], 10, 1)
+    row("gelu_forward", 20, 1); row("gelu_backward", 20, 1)
+  }
+  function row(op, us, flops,    t) {
+    t = k == 0 ? 2 : us * k + 2
+    printf "\"%s/cpu/f32/%s/min_time:0.050/manual_time\",10,%.10g,%.10g,us,,,,,,%.10g,1,1\n", op, shape, t, t,
+           k == 0 ? 1 / (t * 1e-6) : flops * w / (t * 1e-6)
+  }'
+}
+{
+  echo 'name,iterations,real_time,cpu_time,time_unit,bytes_per_second,items_per_second,label,error_occurred,error_message,"FLOP/s","batch","bytes/s"'
+  rows B1_T1_C4_NH1_V4 0 1
+  rows B1_T32_C64_NH4_V256 1 1
+  rows B4_T32_C64_NH4_V256 8 4
+} > "$dir/k.csv"
+got=$(awk -v overhead_shape=B1_T1_C4_NH1_V4 -f "$awk_file" "$dir/k.csv")
+want="overhead_us=2 peak_flops=9.78643e+09 matrix_curve='[[0.002, 0.5000], [0, 1.0000]]' peak_bytes=4.66944e+09 hbm_curve='[[77824, 0.5000], [0, 1.0000]]'"
+[ "$got" = "$want" ] || { echo "got:  $got"; echo "want: $want"; exit 1; }
+grep -v 'B4_T32_C64_NH4_V256.*gelu_backward\|gelu_backward/cpu/f32/B4_T32' "$dir/k.csv" > "$dir/short.csv"
+if err=$(awk -v overhead_shape=B1_T1_C4_NH1_V4 -f "$awk_file" "$dir/short.csv" 2>&1); then
+  echo "a shape without its gelu_backward row was accepted: $err"; exit 1
+fi
+echo "$err" | grep -q "shape B4_T32_C64_NH4_V256 lacks matmul or elementwise rows" || { echo "unexpected: $err"; exit 1; }
+echo "calibrate_mix: ok"
