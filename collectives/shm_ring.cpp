@@ -5,9 +5,11 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -43,6 +45,10 @@ ShmRing ShmRing::create(const std::string& name) {
   ShmRing r;
   r.h_ = new (p) ShmRingHeader{};
   r.h_->capacity = kShmRingBytes;
+  r.h_->writer_pid = getpid();
+  r.h_->cookie = std::uint64_t(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+                 (std::uint64_t(getpid()) << 40) ^ reinterpret_cast<std::uintptr_t>(p);
+  r.h_->cookie_at = reinterpret_cast<std::uintptr_t>(&r.h_->cookie);
   r.data_ = p + kDataOffset;
   r.mapped_ = bytes;
   r.name_ = name;
@@ -50,7 +56,19 @@ ShmRing ShmRing::create(const std::string& name) {
   return r;
 }
 
-ShmRing ShmRing::open(const std::string& name) {
+int copy_from_process(long pid, std::uint64_t from, char* to, std::size_t bytes) {
+  std::size_t done = 0;
+  while (done < bytes) {  // one call moves at most about 2 GiB, and may stop short
+    iovec local{to + done, bytes - done}, remote{reinterpret_cast<void*>(from + done), bytes - done};
+    const ssize_t k = process_vm_readv(pid_t(pid), &local, 1, &remote, 1, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) return k < 0 ? errno : EFAULT;
+    done += std::size_t(k);
+  }
+  return 0;
+}
+
+ShmRing ShmRing::open(const std::string& name, bool try_pull) {
   const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) throw Error("shm_open " + name + ": " + std::strerror(errno));
   const std::size_t bytes = kDataOffset + kShmRingBytes;
@@ -63,6 +81,12 @@ ShmRing ShmRing::open(const std::string& name) {
   r.data_ = p + kDataOffset;
   r.mapped_ = bytes;
   r.name_ = name;
+  // The cookie read through the system, compared with the one in the segment: a process of another pid namespace,
+  // a kernel without the call, or a container that forbids it leave the messages in the ring.
+  std::uint64_t seen = ~r.h_->cookie;
+  const bool can = try_pull && copy_from_process(r.writer_pid(), r.h_->cookie_at, reinterpret_cast<char*>(&seen),
+                                                 sizeof seen) == 0 && seen == r.h_->cookie;
+  r.h_->pull.store(can ? 1 : -1, std::memory_order_release);
   return r;
 }
 

@@ -19,15 +19,26 @@ struct ShmRingHeader {
   alignas(64) std::atomic<int> reader_sleeping;  // the reader waits for a doorbell before it looks again
   alignas(64) std::atomic<int> writer_sleeping;  // the writer waits for room
   std::uint64_t capacity;
+  // Single copy: the writer's process, where a cookie lies in its memory, and the cookie; the reader sets `pull`
+  // to 1 once it has read that cookie through process_vm_readv (so it may copy large messages straight out of the
+  // writer's buffers), to -1 when the system refused (or it was told not to).
+  std::int64_t writer_pid;
+  std::uint64_t cookie_at;
+  std::uint64_t cookie;
+  std::atomic<int> pull;
 };
+
+// process_vm_readv of `bytes` at `from` in process `pid` into `to`, whole or not at all: 0, or the errno.
+int copy_from_process(long pid, std::uint64_t from, char* to, std::size_t bytes);
 
 class ShmRing {
  public:
   // The writer's side: a new segment (a name of its own, unlinked once the reader has mapped it), or an Error
   // saying why not (no /dev/shm, too little room in it).
   static ShmRing create(const std::string& name);
-  // The reader's side: the segment `name`, made by the writer.
-  static ShmRing open(const std::string& name);
+  // The reader's side: the segment `name`, made by the writer. With `try_pull`, it checks whether it can read the
+  // writer's memory (see ShmRingHeader::pull).
+  static ShmRing open(const std::string& name, bool try_pull);
   ShmRing() = default;
   ShmRing(ShmRing&& o) noexcept { *this = std::move(o); }
   ShmRing& operator=(ShmRing&& o) noexcept;
@@ -45,6 +56,9 @@ class ShmRing {
   std::size_t read(char* dst, std::size_t n);
   bool has_data() const;
   bool has_room() const;
+  // The reader may copy large messages straight from the writer's memory.
+  bool pulls() const { return h_->pull.load(std::memory_order_acquire) == 1; }
+  long writer_pid() const { return long(h_->writer_pid); }
   ShmRingHeader& header() { return *h_; }
 
  private:

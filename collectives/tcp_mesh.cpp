@@ -51,6 +51,7 @@ TcpMesh::TcpMesh(int rank, int size, std::vector<int> fds, std::vector<std::pair
     s.peers[p].in_ring = std::move(rings[p].first);
     s.peers[p].out_ring = std::move(rings[p].second);
     shm_peers_ += s.peers[p].shm() ? 1 : 0;
+    pull_peers_ += s.peers[p].shm() && s.peers[p].out_ring.pulls() ? 1 : 0;
   }
   s.shm_peers = shm_peers_;
   // Every process of this node with a core of its own: a waiting caller watches its rings for a while before it
@@ -87,7 +88,7 @@ std::shared_ptr<TcpMesh::Batch> TcpMesh::post(std::span<const Op> ops) {
     m->batch = batch.get();
     batch->msgs.push_back(m);
     if (op.send) {
-      m->header = {op.context, std::uint32_t(op.tag), kFrameMagic, op.bytes};
+      m->header = {op.context, std::uint32_t(op.tag), kFrameMagic, op.bytes, 0};
       s.queue_send(m);
       sending = true;
     } else {
@@ -135,47 +136,6 @@ void TcpMesh::cancel(Batch& batch) {
 
 // --- State: everything below runs with `mu` held (poll_rings lets go of it between its looks).
 
-// The waiting caller moves the rings' bytes itself, as an MPI caller polls, rather than sleeping until the I/O
-// thread has (a wakeup per message); meanwhile that thread asks no doorbell for them. Sockets stay its own (a ring
-// peer's end shows there, and that thread looks at the sockets every millisecond while a caller polls), so a look
-// makes no system call. Between looks the caller lets go of the lock and watches the rings' counters.
-void TcpMesh::State::poll_rings(std::unique_lock<std::mutex>& lock, Deadline deadline,
-                                const std::function<bool()>& over) {
-  activity = true;
-  if (pollers++ == 0)
-    for (Peer& p : peers)
-      if (p.shm()) p.in_ring.header().reader_sleeping.store(0), p.out_ring.header().writer_sleeping.store(0);
-  while (!over()) {
-    for (int q = 0; q < int(peers.size()); ++q)
-      if (peers[std::size_t(q)].shm()) pump_ring(q);
-    if (over() || Clock::now() >= deadline) break;
-    RingWatch watch;
-    for (std::size_t q = 0; q < peers.size(); ++q) watch.add(q, peers[q]);
-    lock.unlock();
-    watch_rings(watch);
-    lock.lock();
-  }
-  activity = true;
-  if (--pollers == 0 && long_sleep) wake_io();  // asleep without doorbells: back to looking every millisecond
-}
-
-// Without the lock (the rings' counters are atomics; peers and rings stay put while the mesh lives): returns once a
-// watched ring has bytes for this rank (or room for its waiting sends), or after `watch_ns` of looking and one
-// yield of the core (ranks may outnumber cores: let the peer run). Plain loads, no pause instruction (see doorbell.h).
-void TcpMesh::State::watch_rings(const RingWatch& watch) const {
-  constexpr int kLooksPerClock = 64;
-  const Clock::time_point until = Clock::now() + std::chrono::nanoseconds(watch_ns);
-  do {
-    for (int look = 0; look < kLooksPerClock; ++look)
-      for (std::size_t q = 0; q < peers.size(); ++q) {
-        const Peer& p = peers[q];
-        if (!p.shm() || !watch.data(q)) continue;
-        if (p.in_ring.has_data() || (watch.room(q) && p.out_ring.has_room())) return;
-      }
-  } while (Clock::now() < until);
-  sched_yield();
-}
-
 void TcpMesh::State::finish(const std::shared_ptr<Msg>& m, const std::string& error) {
   Batch* b = m->batch;
   m->batch = nullptr;
@@ -189,6 +149,7 @@ void TcpMesh::State::queue_send(const std::shared_ptr<Msg>& m) {
   if (m->op.peer == rank) return send_to_self(m);
   Peer& p = peers[std::size_t(m->op.peer)];
   if (!p.open) return finish(m, p.closed_why);
+  offer_pull(*m, p);
   p.sends.push_back(m);
   if (p.sends.size() == 1) pump_send(m->op.peer);  // an idle connection: write now, from the caller's thread
 }
@@ -219,7 +180,11 @@ void TcpMesh::State::post_recv(const std::shared_ptr<Msg>& m) {
     std::shared_ptr<Msg> e = it->second.front();
     it->second.pop_front();
     drop_if_empty(early, it);
-    if (e->op.bytes != m->op.bytes) return finish(m, size_mismatch(*m, e->op.bytes));
+    if (e->op.bytes != m->op.bytes) {
+      if (e->pull_from) queue_pulled(m->op.peer);  // dropped: the sender's send is over
+      return finish(m, size_mismatch(*m, e->op.bytes));
+    }
+    if (e->pull_from) return pull_into(m->op.peer, m, e->pull_from);
     if (e->complete) {
       if (m->op.bytes) std::memcpy(m->op.buf, e->op.buf, m->op.bytes);
       return finish(m);
@@ -254,6 +219,7 @@ void TcpMesh::State::on_header(int from, const FrameHeader& h) {
       m = nullptr, mismatched = true;
     }
   }
+  if (h.magic == kPullMagic) return on_pull(from, h, m, mismatched);
   if (!m) {
     m = std::make_shared<Msg>();
     m->op = {false, nullptr, std::size_t(h.bytes), from, from, h.context, int(h.tag)};
@@ -333,9 +299,12 @@ void TcpMesh::State::pump_in(int from) {
       p.header_done += std::size_t(k);
       if (p.header_done < sizeof(FrameHeader)) continue;
       p.header_done = 0;
-      if (p.in_header.magic != kFrameMagic || p.in_header.bytes > kMaxFrameBytes)
+      const std::uint32_t magic = p.in_header.magic;
+      const bool pulls = p.shm() && (magic == kPullMagic || magic == kPulledMagic);
+      if ((magic != kFrameMagic && !pulls) || p.in_header.bytes > kMaxFrameBytes)
         return close_peer(from, "sent bytes that are not a message frame");
-      on_header(from, p.in_header);
+      if (magic == kPulledMagic) on_pulled(from);
+      else on_header(from, p.in_header);
     } else if ((p.in->done += std::size_t(k)) == p.in->op.bytes) {
       complete_in(from);
     }
@@ -350,7 +319,8 @@ void TcpMesh::State::pump_send(int to) {
     int n = 0;
     if (m.header_done < sizeof(FrameHeader))
       iov[n++] = {reinterpret_cast<char*>(&m.header) + m.header_done, sizeof(FrameHeader) - m.header_done};
-    if (m.done < m.op.bytes) iov[n++] = {m.op.buf + m.done, m.op.bytes - m.done};
+    const bool pull = m.header.magic != kFrameMagic;  // a pull or pulled frame: the header alone
+    if (m.done < m.op.bytes && !pull) iov[n++] = {m.op.buf + m.done, m.op.bytes - m.done};
     ssize_t k = n ? write_some(p, iov, n) : 0;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
     if (k < 0) return close_peer(to, std::strerror(errno));
@@ -358,10 +328,11 @@ void TcpMesh::State::pump_send(int to) {
     const std::size_t head = std::min(std::size_t(k), sizeof(FrameHeader) - m.header_done);
     m.header_done += head;
     m.done += std::size_t(k) - head;
-    if (m.header_done == sizeof(FrameHeader) && m.done == m.op.bytes) {
+    if (m.header_done == sizeof(FrameHeader) && (pull || m.done == m.op.bytes)) {
       std::shared_ptr<Msg> sent = std::move(p.sends.front());
       p.sends.pop_front();
-      finish(sent);
+      if (sent->header.magic == kPullMagic) p.pulled.push_back(std::move(sent));  // done once pulled
+      else finish(sent);
     }
   }
 }
@@ -374,7 +345,9 @@ void TcpMesh::State::close_peer(int who, const std::string& how) {
   p.closed_why = "rank " + std::to_string(rank) + ": the connection to rank " + std::to_string(who) + " " + how +
                  " (that process ended or failed)";
   for (auto& m : p.sends) finish(m, p.closed_why);
+  for (auto& m : p.pulled) finish(m, p.closed_why);
   p.sends.clear();
+  p.pulled.clear();
   if (std::shared_ptr<Msg> m = std::move(p.in)) {
     finish(m, p.closed_why);
     if (m->waiter) finish(m->waiter, p.closed_why);

@@ -29,12 +29,16 @@ class TcpMesh {
     int tag = 0;
   };
   class Batch;  // ops posted together, completed together
+  // From this size on, a message to a peer of this node that can read this process's memory is copied once,
+  // straight from the send's buffer into the receive's (below it, through the ring: in, then out).
+  static constexpr std::size_t kPullMinBytes = std::size_t(64) << 10;
 
   // Connects rank `rank` of `size` to every other: each listens on a free port of the address its store
   // connection uses, publishes it in the store, connects to the lower ranks and accepts the higher ones (each
   // presenting `token` and its rank; anything else is dropped). Error naming the peer when it cannot by `timeout_s`.
   // Peers with `same_node[p]` (this node's processes) get a pair of shared-memory rings for their messages when
-  // both sides can make them (see shm_ring.h), the socket otherwise.
+  // both sides can make them (see shm_ring.h), the socket otherwise; a peer that can read this process's memory
+  // (process_vm_readv, unless PARBENCH_SHM_PULL=off) copies large messages from it directly.
   static std::shared_ptr<TcpMesh> connect(StoreClient& store, const std::string& token, int rank, int size,
                                           const std::vector<bool>& same_node, double timeout_s);
   ~TcpMesh();
@@ -44,6 +48,7 @@ class TcpMesh {
   int rank() const { return rank_; }
   int size() const { return size_; }
   int shm_peers() const { return shm_peers_; }  // peers whose messages go through shared memory
+  int pull_peers() const { return pull_peers_; }  // of those, the ones that copy large messages straight from here
 
   // Posts `ops` (sends queued in order per peer, receives matched in posting order) as one batch.
   std::shared_ptr<Batch> post(std::span<const Op> ops);
@@ -51,7 +56,9 @@ class TcpMesh {
   // receive) Error; after `deadline` TimeoutError naming the late peers as `who` sees them. Either way the batch
   // is taken back: no op touches its buffers afterwards.
   void wait(Batch& batch, Deadline deadline, const std::string& who);
-  // Takes the batch's unfinished ops back (their buffers may go); a partly sent message is finished from a copy.
+  // Takes the batch's unfinished ops back (their buffers may go); a partly sent message is finished from a copy. A
+  // send already offered for single copy (kPullMinBytes) is the exception: its receiver may still read the buffer,
+  // which a failed job no longer looks at (a buffer gone by then fails that receive, never this process).
   void cancel(Batch& batch);
 
   struct State;  // connections, queues and the I/O thread (tcp_mesh.cpp)
@@ -59,7 +66,7 @@ class TcpMesh {
  private:
   // `rings[p]`: the (in, out) rings of peer p, or empty ones for a socket peer.
   TcpMesh(int rank, int size, std::vector<int> fds, std::vector<std::pair<ShmRing, ShmRing>>& rings);
-  int rank_, size_, shm_peers_ = 0;
+  int rank_, size_, shm_peers_ = 0, pull_peers_ = 0;
   std::unique_ptr<State> state_;
 };
 

@@ -151,13 +151,16 @@ bool recv_note(int fd, char& status, std::string& name, Deadline deadline) {
 // Shared-memory rings with the peers of this node, in two rounds (every rank sends to all before it reads, so no
 // rank waits on one that waits on it): each offers the ring it writes (or says it has none), maps the rings
 // offered to it, then both sides say whether they have both; a pair uses rings only when both have. A peer that
-// cannot keeps the socket; PARBENCH_SHM=off keeps it for all.
+// cannot keeps the socket; PARBENCH_SHM=off keeps it for all. PARBENCH_SHM_PULL=off keeps every message's bytes in
+// the rings (no single copy from the sender's memory, see shm_ring.h).
 std::vector<std::pair<ShmRing, ShmRing>> make_rings(const std::vector<int>& fds, const std::vector<bool>& same_node,
                                                     int rank, Deadline deadline) {
   const std::size_t n = fds.size();
   std::vector<std::pair<ShmRing, ShmRing>> rings(n);
   const char* off = std::getenv("PARBENCH_SHM");
   if (off && std::string(off) == "off") return rings;
+  const char* pull = std::getenv("PARBENCH_SHM_PULL");
+  const bool try_pull = !(pull && std::string(pull) == "off");
   std::vector<int> peers;
   for (std::size_t p = 0; p < n; ++p)
     if (same_node[p] && int(p) != rank) peers.push_back(int(p));
@@ -179,7 +182,7 @@ std::vector<std::pair<ShmRing, ShmRing>> make_rings(const std::vector<int>& fds,
     std::string name;
     if (!recv_note(fds[std::size_t(p)], status, name, deadline)) throw fail(p);
     try {
-      if (status == 'r') rings[std::size_t(p)].first = ShmRing::open(name);
+      if (status == 'r') rings[std::size_t(p)].first = ShmRing::open(name, try_pull);
     } catch (const Error&) {
     }
   }

@@ -22,14 +22,21 @@
 namespace parbench {
 
 // Every message starts with this header (host byte order: the ranks of one job run one architecture). The magic
-// catches a stream that lost its framing; the length bound a corrupted one.
+// says which kind of frame it is and catches a stream that lost its framing; the length bound a corrupted one.
 struct FrameHeader {
   std::uint64_t context;
   std::uint32_t tag;
   std::uint32_t magic;
   std::uint64_t bytes;
+  std::uint64_t source;  // a pull frame: where the message lies in the sender's memory
 };
-inline constexpr std::uint32_t kFrameMagic = 0x50424d31;  // "PBM1"
+inline constexpr std::uint32_t kFrameMagic = 0x50424d31;   // "PBM1": the message's bytes follow
+// Single copy between ring peers (see shm_ring.h): a message of at least TcpMesh::kPullMinBytes to a peer that can
+// read this process's memory goes as a pull frame (no bytes follow); the receiver copies it straight from `source`
+// into its receive and answers with a pulled frame, which completes the oldest pulled send (its buffer stays put
+// until then).
+inline constexpr std::uint32_t kPullMagic = 0x50424d50;    // "PBMP"
+inline constexpr std::uint32_t kPulledMagic = 0x50424d41;  // "PBMA"
 inline constexpr std::uint64_t kMaxFrameBytes = std::uint64_t(1) << 40;
 
 // A send, a posted receive, or an early arrival (a message read before its receive was posted).
@@ -42,6 +49,7 @@ struct Msg {
   std::vector<char> own;            // an early arrival's bytes; a taken-back message's remaining buffer
   bool complete = false;            // an early arrival has all its bytes
   std::shared_ptr<Msg> waiter;      // an early arrival: the receive posted while it was still arriving
+  std::uint64_t pull_from = 0;      // an early arrival by pull frame: where its bytes lie in the sender's memory
   Msg* early = nullptr;             // a receive: the early arrival it waits on
 };
 
@@ -59,6 +67,7 @@ struct Peer {
   bool open = true;
   std::string closed_why;
   std::deque<std::shared_ptr<Msg>> sends;  // written in order
+  std::deque<std::shared_ptr<Msg>> pulled;  // sent by pull frame, waiting for their pulled frames, in order
   FrameHeader in_header{};
   std::size_t header_done = 0;
   std::shared_ptr<Msg> in;  // the message arriving now
@@ -107,6 +116,11 @@ struct TcpMesh::State {
   void post_recv(const std::shared_ptr<Msg>& m);
   std::string size_mismatch(const Msg& recv, std::size_t arrived) const;
   void on_header(int from, const FrameHeader& h);
+  void offer_pull(Msg& m, const Peer& p) const;
+  void on_pull(int from, const FrameHeader& h, const std::shared_ptr<Msg>& recv, bool mismatched);
+  void pull_into(int from, const std::shared_ptr<Msg>& recv, std::uint64_t source);
+  void queue_pulled(int to);
+  void on_pulled(int from);
   void complete_in(int from);
   ssize_t read_some(Peer& p, char* dst, std::size_t n);
   ssize_t write_some(Peer& p, const iovec* pieces, int n);

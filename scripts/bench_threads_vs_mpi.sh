@@ -75,13 +75,7 @@ done
 # Medians over rounds of time (us) and busbw (GB/s) per (impl, ranks, bytes, transport), one line per
 # (impl, ranks, bytes). CSV columns after transport,round: collective,impl,device,ranks,nodes,dtype,op,root,
 # inplace,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong.
-awk -F, '
-  function median(list,   v, k, i, j, t) {
-    k = split(list, v, " ")
-    for (i = 2; i <= k; i++) for (j = i; j > 1 && v[j - 1] + 0 > v[j] + 0; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
-    return k % 2 ? v[(k + 1) / 2] : (v[k / 2] + v[k / 2 + 1]) / 2
-  }
-  function size_name(b) { return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B" }
+awk -F, "$(cat "$here/scripts/lib/medians.awk")"'
   {
     key = $4 SUBSEP $6 SUBSEP $12
     if (!(key in seen)) { seen[key] = 1; order[++rows] = key }

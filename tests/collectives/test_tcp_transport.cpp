@@ -1,12 +1,17 @@
 // The tcp transport between ranks that meet at a TCP store (threads here, each with its own mesh as a process
 // would have), over sockets and over shared-memory rings: data across ring wrap-around, matching by tag, early
-// arrivals, splits, size mismatches, timeouts naming the late peer, and a peer whose end closes.
+// arrivals, splits, size mismatches, timeouts naming the late peer, and a peer whose end closes; large messages
+// copied once from the sender's memory and, with that refused (PARBENCH_SHM_PULL=off), through the rings.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <cstdint>
 #include <functional>
 #include <numeric>
+#include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -37,6 +42,8 @@ void with_nodes(const std::vector<int>& node_of, const std::function<void(int, T
         auto mesh = TcpMesh::connect(store, "test-job", r, n, same_node, 20);
         const int local = int(std::count(node_of.begin(), node_of.end(), node_of[std::size_t(r)]));
         EXPECT_EQ(mesh->shm_peers(), local - 1);
+        const char* pull = std::getenv("PARBENCH_SHM_PULL");
+        EXPECT_EQ(mesh->pull_peers(), pull && std::string(pull) == "off" ? 0 : local - 1);
         auto t = make_tcp_transport(mesh, Device{});
         EXPECT_EQ(t->name(), local == 1 ? "tcp" : local == n ? "shm" : "shm+tcp");
         body(r, *t);
@@ -147,6 +154,93 @@ TEST_P(TcpTransport, SizeMismatchTimeoutAndAClosedPeerAreNamed) {
 
 INSTANTIATE_TEST_SUITE_P(SocketsAndRings, TcpTransport, testing::Bool(),
                          [](const testing::TestParamInfo<bool>& p) { return p.param ? "shm" : "sockets"; });
+
+// Random bytes of message `what` from rank `from`, the same on both sides.
+std::vector<unsigned char> message_bytes(std::size_t bytes, int from, int what) {
+  std::mt19937_64 gen(std::uint64_t(from) * 1000003u + std::uint64_t(what) * 7919u + bytes);
+  std::vector<unsigned char> v(bytes);
+  for (std::size_t i = 0; i < bytes; i += 8) {  // eight bytes per draw
+    const std::uint64_t x = gen();
+    std::memcpy(v.data() + i, &x, std::min<std::size_t>(8, bytes - i));
+  }
+  return v;
+}
+
+// Large messages between ranks of one node: copied straight from the sender's memory (single copy), or with that
+// turned off (as where the system refuses it) through the rings; the same results either way.
+class SingleCopy : public testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    if (!GetParam()) setenv("PARBENCH_SHM_PULL", "off", 1);
+  }
+  void TearDown() override { unsetenv("PARBENCH_SHM_PULL"); }
+};
+
+TEST_P(SingleCopy, OddSizesAroundTheThresholdArriveWhole) {
+  const std::size_t sizes[] = {TcpMesh::kPullMinBytes - 1, TcpMesh::kPullMinBytes, TcpMesh::kPullMinBytes + 1,
+                               (1 << 20) + 3, (5 << 20) + 7};
+  with_mesh(3, true, [&](int r, Transport& t) {
+    for (std::size_t bytes : sizes) {
+      const auto out = message_bytes(bytes, r, 1);
+      std::vector<unsigned char> in(bytes, 0xab);
+      const P2POp ops[2] = {send_op(out.data(), bytes, (r + 1) % 3), recv_op(in.data(), bytes, (r + 2) % 3)};
+      t.group(ops, in_seconds(20));
+      ASSERT_TRUE(in == message_bytes(bytes, (r + 2) % 3, 1)) << bytes << " bytes at rank " << r;
+    }
+  });
+}
+
+TEST_P(SingleCopy, EarlyArrivalsPostedSendsAndAMismatchKeepTheStreamInOrder) {
+  constexpr std::size_t kBig = (3 << 20) + 5, kOther = 200003;
+  with_mesh(2, true, [&](int r, Transport& t) {
+    const int peer = 1 - r;
+    if (r == 0) {  // two large messages by tag, a small one, then one of a size rank 1 does not expect
+      const auto a = message_bytes(kBig, 0, 16), b = message_bytes(kOther, 0, 17), small = message_bytes(9, 0, 0);
+      P2POp posted[2] = {send_op(a.data(), kBig, peer), send_op(b.data(), kOther, peer)};
+      posted[0].tag = 16, posted[1].tag = 17;
+      t.post_sends(posted);
+      const P2POp next[1] = {send_op(small.data(), 9, peer)};
+      t.group(next, in_seconds(20));
+      t.finish_sends(in_seconds(20));
+      const auto wrong = message_bytes(kOther, 0, 18);
+      const P2POp w[1] = {send_op(wrong.data(), kOther, peer)};
+      t.group(w, in_seconds(20));  // over once rank 1 has let it go
+    }
+    if (r == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // everything arrives before its receive
+      std::vector<unsigned char> a(kBig, 0xab), b(kOther, 0xab), small(9, 0xab);
+      P2POp second = recv_op(b.data(), kOther, peer);
+      second.tag = 17;
+      t.group({&second, 1}, in_seconds(20));
+      P2POp first = recv_op(a.data(), kBig, peer);
+      first.tag = 16;
+      t.group({&first, 1}, in_seconds(20));
+      P2POp third = recv_op(small.data(), 9, peer);
+      t.group({&third, 1}, in_seconds(20));
+      EXPECT_TRUE(a == message_bytes(kBig, 0, 16));
+      EXPECT_TRUE(b == message_bytes(kOther, 0, 17));
+      EXPECT_TRUE(small == message_bytes(9, 0, 0));
+      std::vector<unsigned char> half(kOther / 2);
+      P2POp mismatch = recv_op(half.data(), half.size(), peer);
+      try {
+        t.group({&mismatch, 1}, in_seconds(20));
+        ADD_FAILURE() << "a message of " << kOther << " bytes was taken by a receive of " << half.size();
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("a message of 200003 bytes arrived from rank 0"), std::string::npos)
+            << e.what();
+      }
+    }
+    // Afterwards the pair still exchanges whole messages both ways.
+    const auto out = message_bytes(kBig, r, 2);
+    std::vector<unsigned char> in(kBig, 0xab);
+    const P2POp ops[2] = {send_op(out.data(), kBig, peer), recv_op(in.data(), kBig, peer)};
+    t.group(ops, in_seconds(20));
+    EXPECT_TRUE(in == message_bytes(kBig, peer, 2)) << "rank " << r;
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(PulledOrThroughTheRings, SingleCopy, testing::Bool(),
+                         [](const testing::TestParamInfo<bool>& p) { return p.param ? "pulled" : "rings"; });
 
 TEST(TcpTransportNodes, RingsWithinANodeAndSocketsBetweenNodes) {
   constexpr std::size_t kCount = (3 << 20) / 4;
