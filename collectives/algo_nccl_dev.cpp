@@ -42,7 +42,8 @@ class NcclDevice final : public Algorithm {
       throw UsageError(me + " runs on buffers registered as NCCL symmetric windows with a device communicator: "
                             "the collective benches' -D " + std::to_string(variant_) + " -R 2");
 #ifdef PARBENCH_NCCL_DEVICE_API
-    nccl_dev_allreduce(variant_, send, recv, a.count, int(a.dtype), kNcclDeviceBlocks, a.stream);
+    nccl_dev_allreduce(variant_, send.window, send.offset, recv.window, recv.offset, send.dev_comm, a.count,
+                       int(a.dtype), kNcclDeviceBlocks, a.stream);
     if (!c.batching() && !c.ordered_on())  // as the nccl implementation: a batch or a stream order waits once
       nccl_stream_wait(c.nccl_comm(), a.stream, c.deadline(),
                        "rank " + std::to_string(c.rank()) + " waited for " + me + "'s allreduce kernel");

@@ -12,7 +12,6 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "collectives/nccl_dev_kernels.h"
-#include "collectives/nccl_registration.h"
 
 namespace parbench {
 // A named namespace (not an anonymous one), so that the kernels' names are the same in every build
@@ -159,16 +158,17 @@ void nccl_dev_comm_destroy(void* comm, void* dev_comm) noexcept {
   delete dev;
 }
 
-void nccl_dev_allreduce(int variant, const NcclWindowRef& send, const NcclWindowRef& recv, std::size_t count,
-                        int dtype, int blocks, void* stream) {
+void nccl_dev_allreduce(int variant, void* send_window, std::size_t send_offset, void* recv_window,
+                        std::size_t recv_offset, const void* dev_comm, std::size_t count, int dtype, int blocks,
+                        void* stream) {
   if (count == 0) return;
   const DType t = static_cast<DType>(dtype);
   const Kernel k = variant == 2 ? nccl_dev::multimem_kernel(t) : nccl_dev::lsa_kernel(t);
   if (!k) throw Error("the NCCL device-API kernel -D " + std::to_string(variant) + " has no " +
                       std::string(dtype_name(t)) + " sum");
-  const ncclDevComm& dev = *static_cast<const ncclDevComm*>(send.dev_comm);
-  k<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<ncclWindow_t>(send.window), send.offset,
-                                                                static_cast<ncclWindow_t>(recv.window), recv.offset,
+  const ncclDevComm& dev = *static_cast<const ncclDevComm*>(dev_comm);
+  k<<<blocks, kThreads, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<ncclWindow_t>(send_window), send_offset,
+                                                                static_cast<ncclWindow_t>(recv_window), recv_offset,
                                                                 count, dev);
   CUDA_CHECK(cudaGetLastError());
 }

@@ -11,11 +11,13 @@
 namespace parbench {
 namespace {
 
-// The implementation nccl-tests' -D N runs in place of NCCL's collective.
+// The implementation nccl-tests' -D N runs in place of NCCL's collective, and the -D an implementation is.
 const char* device_impl_name(int d) { return d == 1 ? "nccl-lsa" : "nccl-multimem"; }
+int device_impl_of(const std::string& impl) { return impl == "nccl-lsa" ? 1 : impl == "nccl-multimem" ? 2 : 0; }
 
-void check_device_impl(Collective c, const BenchOptions& o, const Device& d, const BenchPlan& p) {
-  const std::string flag = "-D " + std::to_string(o.device_api);
+// `flag`: how the user asked for device kernel `variant` (-D N, or --impl naming it).
+void check_device_impl(Collective c, const BenchOptions& o, const Device& d, const BenchPlan& p, int variant,
+                       const std::string& flag) {
   if (std::string why = nccl_device_api_refusal(); !why.empty())
     throw UsageError(flag + " (our allreduce kernels on NCCL's device API): " + why + "; accepted here: -D 0");
   if (c != Collective::allreduce)
@@ -27,7 +29,7 @@ void check_device_impl(Collective c, const BenchOptions& o, const Device& d, con
     if (op != ReduceOp::sum)
       throw UsageError(flag + " with -o " + std::string(reduce_op_name(op)) +
                        ": the device kernels sum only (as nccl-tests'); accepted: -o sum");
-  if (o.device_api == 2)
+  if (variant == 2)
     for (DType t : p.dtypes)
       if (t != DType::f32 && t != DType::f64 && t != DType::i32)
         throw UsageError(flag + " with -d " + std::string(dtype_name(t)) +
@@ -40,11 +42,14 @@ void check_device_impl(Collective c, const BenchOptions& o, const Device& d, con
 
 void apply_nccl_device_options(Collective c, const BenchOptions& o, const Device& d, BenchPlan& p) {
   if (o.device_api > 0) {
-    check_device_impl(c, o, d, p);
+    check_device_impl(c, o, d, p, o.device_api, "-D " + std::to_string(o.device_api));
     // As nccl-tests, -D selects the kernel of the nccl rows (and of auto, whose first choice is nccl).
     for (std::string& impl : p.impls)
       if (impl == "nccl" || impl == "auto") impl = device_impl_name(o.device_api);
   }
+  for (const std::string& impl : p.impls)  // named without -D: the same rules
+    if (const int variant = device_impl_of(impl); variant > 0 && o.device_api == 0)
+      check_device_impl(c, o, d, p, variant, "--impl " + impl);
   if (o.registration > 0 && d.kind == DeviceKind::cuda)
     if (std::string why = nccl_device_api_refusal(); !why.empty())
       throw UsageError("-R " + std::to_string(o.registration) + " (NCCL buffer registration): " + why +

@@ -58,6 +58,7 @@ const std::vector<Case>& cases() {
       {"bench_allreduce", "--device cpu -D 1 -R 2 -o max" + kRows, {"-D 1 with -o max", "accepted: -o sum"}},
       {"bench_allreduce", "--device cpu -D 2 -R 2 -d half" + kRows, {"-D 2 with -d f16", "float, double and int32"}},
       {"bench_allreduce", "--device cpu -D 1 -R 2" + kRows, {"-D 1 runs kernels on GPUs", "--device cuda"}},
+      {"bench_allreduce", "--device cpu --impl nccl-multimem -R 1" + kRows, {"--impl nccl-multimem needs", "-R 2"}},
 #endif
 #ifdef PB_CUDA_EMULATED
       // The emulated NCCL has no device API: -D 1|2 and -R 1|2 on the GPU are refused with the reason.
@@ -70,9 +71,9 @@ const std::vector<Case>& cases() {
        {"-R 2 (NCCL buffer registration): NCCL device API not available: emulated NCCL", "accepted here: -R 0"}},
       {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K -R 1" + kRows,
        {"-R 1 (NCCL buffer registration): NCCL device API not available: emulated NCCL"}},
-      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K --impl nccl-lsa,nccl-multimem" + kRows,
-       {"none of the implementations asked for can run allreduce", "nccl-lsa: NCCL device API not available: "
-        "emulated NCCL", "nccl-multimem: NCCL device API not available"}},
+      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K --impl ring,nccl-lsa -R 2" + kRows,
+       {"--impl nccl-lsa (our allreduce kernels on NCCL's device API): NCCL device API not available: emulated "
+        "NCCL"}},
 #endif
       {"bench_allreduce", "-e 1Q" + kRows, {"'1Q'", "K, M or G suffix"}},
       {"bench_allreduce", "-b 1K -e 4K -i 0" + kRows, {"--stepbytes 0", "positive step"}},
