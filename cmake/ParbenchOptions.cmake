@@ -123,6 +123,26 @@ elseif(NOT PARBENCH_NCCL STREQUAL "OFF" AND PARBENCH_HAVE_CUDA)
 endif()
 parbench_require(NCCL "${PARBENCH_HAVE_NCCL}" "NCCL (nccl.h and libnccl beside the CUDA toolkit)")
 
+# NCCL's device API (2.28+: nccl_device.h, symmetric windows): the collective benches' -D kernels and -R
+# registration. Where it is missing, PARBENCH_NCCL_DEVICE_API_WHY says why (the benches refuse -D 1|2 and -R 1|2).
+set(PARBENCH_NCCL_DEVICE_API OFF)
+set(PARBENCH_NCCL_DEVICE_API_WHY "this build has no NCCL")
+if(PARBENCH_HAVE_NCCL AND PARBENCH_CUDA_EMULATED)
+  set(PARBENCH_NCCL_DEVICE_API_WHY "emulated NCCL")
+elseif(PARBENCH_HAVE_NCCL)
+  file(STRINGS "${NCCL_INCLUDE_DIR}/nccl.h" _pb_nccl_version REGEX "^#define NCCL_(MAJOR|MINOR) +[0-9]+")
+  string(REGEX REPLACE ".*NCCL_MAJOR +([0-9]+).*" "\\1" _pb_nccl_major "${_pb_nccl_version}")
+  string(REGEX REPLACE ".*NCCL_MINOR +([0-9]+).*" "\\1" _pb_nccl_minor "${_pb_nccl_version}")
+  if("${_pb_nccl_major}.${_pb_nccl_minor}" VERSION_GREATER_EQUAL 2.28 AND EXISTS "${NCCL_INCLUDE_DIR}/nccl_device.h")
+    set(PARBENCH_NCCL_DEVICE_API ON)
+    set(PARBENCH_NCCL_DEVICE_API_WHY "")
+  elseif("${_pb_nccl_major}.${_pb_nccl_minor}" VERSION_GREATER_EQUAL 2.28)
+    set(PARBENCH_NCCL_DEVICE_API_WHY "NCCL ${_pb_nccl_major}.${_pb_nccl_minor} found without nccl_device.h")
+  else()
+    set(PARBENCH_NCCL_DEVICE_API_WHY "NCCL ${_pb_nccl_major}.${_pb_nccl_minor} found, 2.28 needed")
+  endif()
+endif()
+
 # --- NVTX3 is header-only; without it ranges compile to nothing.
 set(PARBENCH_HAVE_NVTX OFF)
 find_path(NVTX3_INCLUDE_DIR nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
@@ -170,6 +190,9 @@ endif()
 set(_pb_nccl_words "${PARBENCH_HAVE_NCCL}")
 if(PARBENCH_HAVE_NCCL AND PARBENCH_CUDA_EMULATED)
   set(_pb_nccl_words "ON (emulated)")
+endif()
+if(PARBENCH_NCCL_DEVICE_API)
+  string(APPEND _pb_nccl_words " with device API")
 endif()
 message(STATUS "parbench: CUDA ${_pb_cuda_words}, "
                "MPI ${PARBENCH_HAVE_MPI} (${MPIEXEC_EXECUTABLE}), NCCL ${_pb_nccl_words}, "

@@ -173,13 +173,27 @@ bool has_input(Collective c, int rank, int root) { return collective_info(c).sou
 }  // namespace
 
 CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size_t count, DType t, ReduceOp op,
-                                     int root, bool in_place, std::size_t unalign)
+                                     int root, bool in_place, std::size_t unalign, NcclBufferMode nccl)
     : comm_(comm), in_place_(in_place) {
   const int n = comm.size(), r = comm.rank();
   args_.coll = c, args_.count = count, args_.dtype = t, args_.op = op, args_.root = root;
   const BufferCounts bc = buffer_counts(c, count, n, r, root, t);
   send_elems_ = bc.send, recv_elems_ = bc.recv;
   const std::size_t es = dtype_size(t);
+  if (nccl.registration > 0) {
+    // The same size on every rank and for both buffers: the largest any rank needs (an in-place call's too).
+    const BufferCounts most = largest_buffer_counts(c, count, n, root, t);
+    const std::size_t elems = std::max<std::size_t>({1, most.send, most.recv, bc.send, bc.recv});
+    registered_ = std::make_unique<NcclRegisteredBuffers>(comm, in_place ? 1 : 2, (elems + unalign) * es, nccl);
+    recv_mem_ = registered_->buffer(0);
+    send_mem_ = in_place ? nullptr : registered_->buffer(1);
+    const std::size_t off = in_place ? inplace_offset(c, count, r) + unalign : unalign;
+    const InPlace layout = inplace_layout(c);
+    args_.recv = byte_ptr(recv_mem_, in_place && layout == InPlace::recv_inside_send ? off : unalign, t);
+    args_.send = in_place ? byte_ptr(recv_mem_, layout == InPlace::send_inside_recv ? off : unalign, t)
+                          : byte_ptr(send_mem_, unalign, t);
+    return;
+  }
   if (in_place) {
     // One allocation as large as the root's or this rank's biggest buffer, aliased as NCCL's in-place calls expect.
     const BufferCounts full = buffer_counts(c, count, n, root, root, t);
@@ -198,6 +212,7 @@ CollectiveBuffers::CollectiveBuffers(Communicator& comm, Collective c, std::size
 }
 
 CollectiveBuffers::~CollectiveBuffers() {
+  if (registered_) return;  // its destructor deregisters and frees them
   device_free(comm_.device(), send_mem_);
   device_free(comm_.device(), recv_mem_);
 }

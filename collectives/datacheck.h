@@ -3,9 +3,11 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "collectives/algorithm.h"
+#include "collectives/nccl_registration.h"
 #include "collectives/types.h"
 
 namespace parbench {
@@ -38,8 +40,10 @@ double poison_value(DType t, ReduceOp op);
 // allocation's alignment (nccl-tests' -u).
 class CollectiveBuffers {
  public:
+  // `nccl`: -R/-D on the nccl rows: the buffers come from ncclMemAlloc, registered with the NCCL communicator
+  // (nccl_registration.h), every rank's at the size of the largest rank's (windows are symmetric).
   CollectiveBuffers(Communicator& comm, Collective c, std::size_t count, DType t, ReduceOp op, int root,
-                    bool in_place, std::size_t unalign = 0);
+                    bool in_place, std::size_t unalign = 0, NcclBufferMode nccl = {});
   ~CollectiveBuffers();
   CollectiveBuffers(const CollectiveBuffers&) = delete;
   CollectiveBuffers& operator=(const CollectiveBuffers&) = delete;
@@ -59,6 +63,7 @@ class CollectiveBuffers {
   Communicator& comm_;
   CollArgs args_;
   bool in_place_;
+  std::unique_ptr<NcclRegisteredBuffers> registered_;  // -R: owns send_mem_ and recv_mem_
   void* send_mem_ = nullptr;
   void* recv_mem_ = nullptr;
   std::size_t send_elems_ = 0, recv_elems_ = 0;

@@ -9,8 +9,9 @@
 namespace parbench {
 
 // name, its --impl text, library call or hand-written, and its place in the "auto" policy (1 first; 0: only when
-// named: mpi-nb, the non-blocking form of mpi, oneshot, which needs every rank's buffer addressable, and the
-// device-side collectives over symmetric memory, which need a GPU per rank on one node). Auto
+// named: mpi-nb, the non-blocking form of mpi, oneshot, which needs every rank's buffer addressable, the
+// device-side collectives over symmetric memory, which need a GPU per rank on one node, and our kernels on NCCL's
+// device API, which -D selects for the nccl rows and which need the buffers registered as NCCL windows, -R 2). Auto
 // prefers the vendor's library, then MPI's, then the bandwidth-optimal ring, then the latency-optimal recursive
 // algorithms, then tree and naive.
 #define PB_ALGORITHMS(X)                   \
@@ -29,7 +30,9 @@ namespace parbench {
   X(naive_dev, "naive-dev", false, 0)      \
   X(tree_dev, "tree-dev", false, 0)        \
   X(rd_dev, "rd-dev", false, 0)            \
-  X(rhd_dev, "rhd-dev", false, 0)
+  X(rhd_dev, "rhd-dev", false, 0)          \
+  X(nccl_lsa, "nccl-lsa", false, 0)        \
+  X(nccl_multimem, "nccl-multimem", false, 0)
 
 #define PB_DECLARE(name, text, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
 PB_ALGORITHMS(PB_DECLARE)

@@ -351,6 +351,38 @@ collectives_phase() {
       n=$((n - 1))
     done
   done
+  nccl_device_steps
+}
+
+# nccl-tests' -R 1 and -D 1|2 -R 2 on allreduce (registered buffers; our kernels on NCCL's device API) with the
+# data check, where the build's NCCL has that API: rank threads in one process (2, or 1 on a single GPU), and
+# mpirun -np 2 where mpirun exists and there are 2 GPUs. Recorded as skipped where the API is missing.
+nccl_device_steps() {
+  local r=$((gpu_count >= 2 ? 2 : 1)) sizes=(--sizes 1K:64M:x16 -n 10 -w 2) name
+  [ "$tiny" = 0 ] || sizes=(--sizes "1K,64K" -n 2 -w 1)
+  # The emulated NCCL has no device API (ctest test_bench_bad_input checks the refusals there).
+  [ "$emulated" = 0 ] || return 0
+  if [ -z "$prebuilt" ] && ! grep -q 'with device API' "$out/configure.txt" 2>/dev/null; then
+    record nccl_device skipped - "not run: the build's NCCL has no device API (2.28+, nccl_device.h; configure.txt)"
+    return
+  fi
+  local -a variants=("R1:-R 1" "D1R2:-D 1 -R 2")
+  # Multimem needs NVLink SHARP between GPUs: on one GPU recorded as not run.
+  if [ "$gpu_count" -ge 2 ]; then variants+=("D2R2:-D 2 -R 2")
+  else record allreduce_nccl_D2R2 skipped - "not run: multimem (NVLink SHARP) needs 2 GPUs"; fi
+  for v in "${variants[@]}"; do
+    name="allreduce_nccl_${v%%:*}_r$r"
+    # shellcheck disable=SC2086  # the variant's option words
+    run_step "$name" "$(step_limit 4)" key_collective "$bin/bench_allreduce" --device cuda --ranks "$r" --impl nccl \
+      ${v#*:} "${sizes[@]}" -c 1 --timeout 60 --csv "$out/$name.csv"
+  done
+  if command -v mpirun >/dev/null && [ "$gpu_count" -ge 2 ]; then
+    run_step allreduce_nccl_D1R2_np2 "$(step_limit 1)" key_collective env OMPI_ALLOW_RUN_AS_ROOT=1 \
+      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 2 "$bin/bench_allreduce" --device cuda --impl nccl -D 1 -R 2 \
+      "${sizes[@]}" -c 1 --timeout 60 --csv "$out/allreduce_nccl_D1R2_np2.csv"
+  else
+    record allreduce_nccl_D1R2_np2 skipped - "not run: needs mpirun and 2 GPUs"
+  fi
 }
 
 # Every scheme x schedule x --dp-scheme that bench_train --list-runnable prints, at its fewest ranks, batches as

@@ -295,7 +295,8 @@ class Bench {
     MeasurementScope measuring(what, coll_, algo.name());
     if (launched_as_processes() || world.rank() == 0)
       set_signal_context("rank " + std::to_string(world.rank()) + " measures " + what);
-    CollectiveBuffers b(comm, coll_, row.count, row.dtype, op, root, in_place, std::size_t(o_.unalign));
+    CollectiveBuffers b(comm, coll_, row.count, row.dtype, op, root, in_place, std::size_t(o_.unalign),
+                        nccl_buffers(algo));
     b.fill(o_.seed);
     TimingConfig tc;
     tc.iters = o_.iters, tc.warmup = o_.warmup, tc.agg = o_.agg;
@@ -318,6 +319,12 @@ class Bench {
     h.algbw = time > 0 ? double(row.bytes) / time / 1e9 * algbw_factor(coll_, comm.size()) : 0;
     h.busbw = h.algbw * busbw_factor(coll_, comm.size());
     return h;
+  }
+
+  // -R/-D: the nccl rows' buffers registered with NCCL (nccl_registration.h); the other implementations' plain.
+  NcclBufferMode nccl_buffers(const Algorithm& algo) const {
+    if (device_.kind != DeviceKind::cuda || !algo.name().starts_with("nccl")) return {};
+    return {o_.registration, algo.name() == "nccl-lsa" ? 1 : algo.name() == "nccl-multimem" ? 2 : 0};
   }
 
   // -c rounds of fresh inputs, one call each, counted over every rank of the world; -1 for -c 0.
@@ -460,6 +467,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       BenchPlan plan = resolve_plan(c, o);
       fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
       check_run_options(o, device);
+      apply_nccl_device_options(c, o, device, plan);
       if (!o.max_memory.empty()) plan.max_memory = parse_size_option("--max-memory", o.max_memory);
       std::optional<StreamingTable> rows;  // the writing process's result files, opened before any work
       if (!quiet_rank)

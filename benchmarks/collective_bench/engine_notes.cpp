@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "collectives/bootstrap.h"
+#include "collectives/nccl_registration.h"
 
 #ifdef PARBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -103,10 +104,21 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
                      ? "not applied: --device " + o.common.device + " names the first GPU"
                      : std::string("the first GPU; each rank takes the next one on its node")));
   if (o.registration > 0)
-    n.push_back("-R " + std::to_string(o.registration) + ": NCCL buffer registration is not applied here");
+    n.push_back("-R " + std::to_string(o.registration) +
+                (cuda ? std::string(o.registration == 1 ? ": the nccl rows' buffers come from ncclMemAlloc, "
+                                                          "registered with ncclCommRegister"
+                                                        : ": the nccl rows' buffers come from ncclMemAlloc, "
+                                                          "registered as symmetric windows (ncclCommWindowRegister)")
+                      : std::string(": NCCL buffer registration is not applied here (no NCCL rows on device ") +
+                            device_name(d) + ")"));
   if (o.parallel_init) n.push_back("-p 1: not applied: the bootstrap starts the ranks' communicators itself");
-  if (o.device_api || o.device_verify)
-    n.push_back("-D/-V: NCCL's device-API variants do not exist here; the host API runs");
+  if (o.device_api)
+    n.push_back("-D " + std::to_string(o.device_api) + ": the nccl rows run our allreduce kernel on NCCL's device "
+                "API, " + (o.device_api == 1 ? "nccl-lsa (loads and stores to the peers' windows)"
+                                             : "nccl-multimem (multimem loads and stores, NVLink SHARP)") +
+                ", " + std::to_string(kNcclDeviceBlocks) + " blocks of 512 threads");
+  if (o.device_verify) n.push_back("-V: not applied: the device kernels use " +
+                                   std::to_string(kNcclDeviceBlocks) + " blocks");
   if (o.stream_null) n.push_back("-y 1: our collectives already run on the default stream");
   n.push_back("timeout: every operation has a deadline of " + std::to_string(int(p.timeout)) + " s (-T" +
               (o.timeout == 0 ? std::string(" 0 or not given: ours, not nccl-tests' none)") : std::string(")")));

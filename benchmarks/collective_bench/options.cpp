@@ -117,13 +117,15 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   int_option(app, "-G,--cudagraph", o.graph, "CUDA graph launches of the captured iterations (cuda only)", 0,
              1 << 20);
   int_option(app, "-C,--report_cputime", o.cputime, "1: report the host's issue time instead of wall time", 0, 1);
-  int_option(app, "-R,--local_register", o.registration, "NCCL buffer registration: 0 none, 1 local, 2 symmetric",
-             0, 2);
+  int_option(app, "-R,--local_register", o.registration,
+             "NCCL buffer registration of the nccl rows: 0 none, 1 local (ncclCommRegister), 2 symmetric window "
+             "(needs NCCL's device API, 2.28+)", 0, 2);
   int_option(app, "-S,--report_timestamps", o.timestamps, "1: end every row with its date and time", 0, 1);
   int_option(app, "-M,--memory_report", o.memory, "1: print each rank's memory after the sweep", 0, 1);
   int_option(app, "-u,--unalign", o.unalign, "offset every buffer by this many elements", 0, 4096);
-  int_option(app, "-D,--device_implementation", o.device_api, "NCCL device-API variant (not available here)", 0,
-             1 << 20);
+  int_option(app, "-D,--device_implementation", o.device_api,
+             "allreduce of the nccl rows: 0 NCCL's, 1 our LSA kernel, 2 our multimem kernel, on NCCL's device API "
+             "(2.28+, with -R 2)", 0, 2);
   int_option(app, "-V,--device_verify", o.device_verify, "NCCL device-API check (not available here)", 0, 1);
   int_option(app, "-y,--stream_null", o.stream_null, "1: run on the default stream (cuda)", 0, 1);
   app.add_option("-o,--op", o.op, "sum, prod, max, min, avg or all")->capture_default_str();

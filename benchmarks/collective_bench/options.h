@@ -24,7 +24,7 @@ struct BenchOptions {
   int parallel_init = 0, check = 1, blocking = 0;    // -p -c -z
   int graph = 0, cputime = 0, registration = 0;      // -G -C -R
   int timestamps = 0, memory = 0, unalign = 0;       // -S -M -u
-  int device_api = 0, device_verify = 0, stream_null = 0;  // -D -V -y (nccl-only variants)
+  int device_api = 0, device_verify = 0, stream_null = 0;  // -D -V -y (NCCL device kernels, ...)
   std::string json_file;                             // -J
   double timeout = 0;                                // -T (0: our default, kDefaultTimeout)
   // Ours.
@@ -70,6 +70,9 @@ BenchPlan resolve_plan(Collective c, const BenchOptions& o);
 void check_graph_options(const BenchOptions& o);
 // The options that only make sense together, and the output paths (UsageError naming them), before any work.
 void check_run_options(const BenchOptions& o, const Device& device);
+// -D/-R (nccl_device_options.cpp): UsageError naming the rule where this build's NCCL, the collective, the device
+// or the other options do not allow them; -D 1|2 turns the nccl (and auto) rows into nccl-lsa / nccl-multimem.
+void apply_nccl_device_options(Collective c, const BenchOptions& o, const Device& d, BenchPlan& p);
 // NCCL_TESTS_DEVICE=N: the first GPU is N (the other ranks follow), on cuda unless --device cuda:N names one.
 Device apply_tests_device(Device d, const BenchOptions& o);
 

@@ -49,6 +49,32 @@ const std::vector<Case>& cases() {
       {"bench_allreduce", "-I 2" + kRows, {"--per_iter_timing: 2", "0..1"}},
       {"bench_allreduce", "-t 0" + kRows, {"--nthreads: 0", "1..1024"}},
       {"bench_allreduce", "-R 3" + kRows, {"--local_register: 3", "0..2"}},
+      {"bench_allreduce", "-D 3" + kRows, {"--device_implementation: 3", "0..2"}},
+      {"bench_allreduce", "-R -1" + kRows, {"--local_register: -1", "0..2"}},
+#ifdef PB_NCCL_DEVICE_API
+      // nccl-tests' rules for -D, checked before any device work (so on a host device too).
+      {"bench_broadcast", "--device cpu -D 1 -R 2" + kRows, {"-D 1", "allreduce only", "bench_broadcast accepts -D 0"}},
+      {"bench_allreduce", "--device cpu -D 1" + kRows, {"-D 1 needs", "add -R 2"}},
+      {"bench_allreduce", "--device cpu -D 1 -R 2 -o max" + kRows, {"-D 1 with -o max", "accepted: -o sum"}},
+      {"bench_allreduce", "--device cpu -D 2 -R 2 -d half" + kRows, {"-D 2 with -d f16", "float, double and int32"}},
+      {"bench_allreduce", "--device cpu -D 1 -R 2" + kRows, {"-D 1 runs kernels on GPUs", "--device cuda"}},
+      {"bench_allreduce", "--device cpu --impl nccl-multimem -R 1" + kRows, {"--impl nccl-multimem needs", "-R 2"}},
+#endif
+#ifdef PB_CUDA_EMULATED
+      // The emulated NCCL has no device API: -D 1|2 and -R 1|2 on the GPU are refused with the reason.
+      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K -D 1 -R 2" + kRows,
+       {"-D 1 (our allreduce kernels on NCCL's device API): NCCL device API not available: emulated NCCL",
+        "accepted here: -D 0"}},
+      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K -D 2 -R 2" + kRows,
+       {"-D 2", "NCCL device API not available: emulated NCCL"}},
+      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K -R 2" + kRows,
+       {"-R 2 (NCCL buffer registration): NCCL device API not available: emulated NCCL", "accepted here: -R 0"}},
+      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K -R 1" + kRows,
+       {"-R 1 (NCCL buffer registration): NCCL device API not available: emulated NCCL"}},
+      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K --impl ring,nccl-lsa -R 2" + kRows,
+       {"--impl nccl-lsa (our allreduce kernels on NCCL's device API): NCCL device API not available: emulated "
+        "NCCL"}},
+#endif
       {"bench_allreduce", "-e 1Q" + kRows, {"'1Q'", "K, M or G suffix"}},
       {"bench_allreduce", "-b 1K -e 4K -i 0" + kRows, {"--stepbytes 0", "positive step"}},
       // Found by fuzz_sizes: a range of a billion sizes was built in memory until the process ran out.
