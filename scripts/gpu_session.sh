@@ -344,6 +344,7 @@ collectives_phase() {
       -G 10 --timeout 60 --csv "$out/allreduce_latency_graph_r$r.csv"
     n=$((n - 1))
   done
+  nccl_device_steps
   for c in $collectives; do
     for r in $ranks; do
       run_step "${c}_r$r" "$(step_limit $n)" key_collective "$bin/bench_$c" --device cuda --ranks "$r" \
@@ -351,7 +352,6 @@ collectives_phase() {
       n=$((n - 1))
     done
   done
-  nccl_device_steps
 }
 
 # nccl-tests' -R 1 and -D 1|2 -R 2 on allreduce (registered buffers; our kernels on NCCL's device API) with the
