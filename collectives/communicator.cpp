@@ -48,6 +48,8 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   owns_nccl_ = std::exchange(o.owns_nccl_, false);
   batching_ = o.batching_;
   batch_streams_ = std::move(o.batch_streams_);
+  last_queued_ = o.last_queued_;
+  last_queued_algo_ = o.last_queued_algo_;
   vetted_algo_ = nullptr;  // checked again against this transport
   deadline_set_ = false;
   nccl_reason_ = std::move(o.nccl_reason_);
@@ -221,14 +223,18 @@ void Communicator::call(const CollArgs& a, const Algorithm* impl) {
   run_staged(ordered, impl ? *impl : resolve(a.coll));
 }
 
-void Communicator::wait_stream(void* stream) {
+void Communicator::wait_stream(void* stream, std::string_view what) {
   if (device_.on_host()) return;
   if (!nccl_comm_) {
     synchronize_stream(device_, stream);
   } else {
     const Deadline deadline =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s_));
-    nccl_stream_wait(nccl_comm_, stream, deadline, "rank " + std::to_string(rank()) + " waited for its stream's work");
+    try {
+      nccl_stream_wait(nccl_comm_, stream, deadline, std::string(what));
+    } catch (const TimeoutError&) {
+      throw TimeoutError(stream_timeout_message(what));
+    }
   }
   if (symmetric_) symmetric_->check(*this);  // a device-side collective that gave up waiting for a peer
 }
@@ -271,6 +277,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   call_dtype_ = a.dtype;
   const bool queued = algo.queues_on_callers_stream();
   stream_ = queued ? a.stream : nullptr;
+  if (queued) last_queued_ = a, last_queued_algo_ = &algo;
   if (batching_ && std::find(batch_streams_.begin(), batch_streams_.end(), a.stream) == batch_streams_.end())
     batch_streams_.push_back(a.stream);
   struct EndCall {  // however the call ends
@@ -300,6 +307,20 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   } catch (const TimeoutError& e) {
     throw CollectiveTimeoutError(timeout_message(a, algo.name(), e.what()));
   }
+}
+
+std::string Communicator::stream_timeout_message(std::string_view what) const {
+  const std::string measuring = current_measurement();
+  std::string last = "none";
+  if (last_queued_algo_) {
+    const CollArgs& a = last_queued_;
+    const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
+    last = describe_call(a.coll, last_queued_algo_->name(), std::max(bc.send, bc.recv) * dtype_size(a.dtype), a.count,
+                         a.dtype, size());
+  }
+  return "rank " + std::to_string(rank()) + ": " + (measuring.empty() ? "" : "while measuring " + measuring + ", ") +
+         std::string(what) + " did not finish within the timeout of " + seconds_text(timeout_s_) +
+         " s (the last collective this communicator queued: " + last + ")";
 }
 
 std::string Communicator::timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const {

@@ -65,8 +65,10 @@ class Communicator {
     void* previous_;
   };
   // Waits, within the timeout, for the work queued on `stream` of this communicator's device (the end of a step
-  // whose collectives were queued there); a library collective that never finishes is reported, not waited for.
-  void wait_stream(void* stream);
+  // whose collectives were queued there); a library collective that never finishes is reported, not waited for:
+  // TimeoutError "rank R: [while measuring X, ]<what> did not finish within the timeout of T s (the last collective
+  // this communicator queued: <call>)".
+  void wait_stream(void* stream, std::string_view what = "the work queued on its stream");
 
   // Ranks that pass the same color form a new communicator, ordered by (key, old rank). Collective.
   Communicator split(int color, int key);
@@ -132,6 +134,8 @@ class Communicator {
   SymmetricMemory& symmetric_memory();
   // "rank R: <the call or the measurement> did not finish within the timeout of T s: <why>".
   std::string timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const;
+  // wait_stream's: "rank R: [while measuring X, ]<what> did not finish ... (the last collective ... queued: ...)".
+  std::string stream_timeout_message(std::string_view what) const;
   // When the collective running now must have finished: the timeout from the call's first wait, read from the
   // clock only then (a clock read per call costs a tenth of a small library call; library calls under the
   // watchdog never ask).
@@ -164,6 +168,9 @@ class Communicator {
   void* ordered_on_ = nullptr;          // StreamOrder's stream
   void* stream_ = nullptr;              // of the collective running now
   std::vector<void*> batch_streams_;    // the streams of the batch's collectives
+  // The last collective queued on a stream (a library's), named when a wait for the stream times out.
+  CollArgs last_queued_{};
+  const Algorithm* last_queued_algo_ = nullptr;
   // The last (implementation, collective) found supported here: small calls in a timed loop skip the check.
   const Algorithm* vetted_algo_ = nullptr;
   Collective vetted_coll_ = Collective::allreduce;

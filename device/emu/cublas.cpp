@@ -27,34 +27,21 @@ using namespace parbench::gpu_emu;
 
 bool live(cublasHandle_t h) { return h && h->magic == 0x43424c53; }
 
-GemmRefusal handle_problem(cublasHandle_t h, const void* alpha, const void* beta) {
-  if (!alpha || !beta) return {CUBLAS_STATUS_INVALID_VALUE, "alpha or beta is null"};
-  if (h->pointer_mode != CUBLAS_POINTER_MODE_HOST)
-    return {CUBLAS_STATUS_NOT_SUPPORTED, "emulated: alpha and beta in host memory only"};
-  if (current_device() != h->device)
-    return {CUBLAS_STATUS_EXECUTION_FAILED, "the handle was created on GPU " + std::to_string(h->device) +
-                                                " but GPU " + std::to_string(current_device()) +
-                                                " is current (one handle per GPU, used with that GPU current)"};
-  return {};
-}
-
-cublasStatus_t gemm(const char* api, const std::string& site, cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                    const void* alpha, const void* A, cudaDataType at, int lda, const void* B, cudaDataType bt, int ldb,
-                    const void* beta, void* C, cudaDataType ct, int ldc, cublasComputeType_t compute) {
+cublasStatus_t gemm(const char* api, const std::string& site, cublasHandle_t h, cublasOperation_t ta,
+                    cublasOperation_t tb, int m, int n, int k, const void* alpha, const void* A, cudaDataType at,
+                    int lda, const void* B, cudaDataType bt, int ldb, const void* beta, void* C, cudaDataType ct,
+                    int ldc, cublasComputeType_t compute) {
   count(Count::library_call);
   if (!live(h)) return gemm_refuse(CUBLAS_STATUS_NOT_INITIALIZED, api, "not a live cuBLAS handle");
   EmuGemm g{ta, tb, m, n, k, 0.f, 0.f, A, B, C, at, bt, ct, lda, ldb, ldc};
   GemmRefusal r = gemm_shape_problem(g);
   if (!r) r = gemm_type_problem(g, compute);
-  if (!r) r = handle_problem(h, alpha, beta);
+  if (!r && h->pointer_mode != CUBLAS_POINTER_MODE_HOST)
+    r = {CUBLAS_STATUS_NOT_SUPPORTED, "emulated: alpha and beta in host memory only"};
   if (r) return gemm_refuse(r.status, api, r.why);
-  if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-  g.alpha = *static_cast<const float*>(alpha);
-  g.beta = *static_cast<const float*>(beta);
-  if (GemmRefusal bad = gemm_operand_problem(h->device, g)) return gemm_refuse(bad.status, api, bad.why);
   g.tf32 = compute == CUBLAS_COMPUTE_32F_FAST_TF32 ||
            (gemm_all_f32(g) && (h->math & CUBLAS_TF32_TENSOR_OP_MATH) && compute != CUBLAS_COMPUTE_32F_PEDANTIC);
-  return gemm_enqueue(api, site, h->device, h->stream, g);
+  return gemm_submit(api, site, h->device, h->stream, g, alpha, beta);
 }
 
 }  // namespace

@@ -207,25 +207,17 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t h, cublasLtMatmulDesc_t desc, con
   const char* api = "cublasLtMatmul";
   count(Count::library_call);
   if (!lt_live(h)) return gemm_refuse(CUBLAS_STATUS_NOT_INITIALIZED, api, "not a live cuBLASLt handle");
-  if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc || !alpha || !beta)
-    return gemm_refuse(CUBLAS_STATUS_INVALID_VALUE, api, "a null descriptor, layout, alpha or beta");
+  if (!desc || !Adesc || !Bdesc || !Cdesc || !Ddesc)
+    return gemm_refuse(CUBLAS_STATUS_INVALID_VALUE, api, "a null descriptor or layout");
   if (C != D || std::memcmp(Cdesc->data, Ddesc->data, sizeof(LtLayout)) != 0)
     return gemm_refuse(CUBLAS_STATUS_NOT_SUPPORTED, api, "emulated: D must be C with C's layout (in place)");
-  if (current_device() != h->device)
-    return gemm_refuse(CUBLAS_STATUS_EXECUTION_FAILED, api, "the handle was created on GPU " +
-                                                                std::to_string(h->device) + " but GPU " +
-                                                                std::to_string(current_device()) + " is current");
   EmuGemm g{};
   if (GemmRefusal r = make_gemm(read_opaque<LtMatmulDesc>(desc), read_opaque<LtLayout>(Adesc),
                                 read_opaque<LtLayout>(Bdesc), read_opaque<LtLayout>(Cdesc), g))
     return gemm_refuse(r.status, api, r.why);
-  if (g.m == 0 || g.n == 0) return CUBLAS_STATUS_SUCCESS;
   g.A = A, g.B = B, g.C = D;
-  g.alpha = *static_cast<const float*>(alpha);
-  g.beta = *static_cast<const float*>(beta);
-  if (GemmRefusal bad = gemm_operand_problem(h->device, g)) return gemm_refuse(bad.status, api, bad.why);
   g.tf32 = read_opaque<LtMatmulDesc>(desc).compute == CUBLAS_COMPUTE_32F_FAST_TF32;
-  return gemm_enqueue(api, PB_EMU_SITE(), h->device, stream, g);
+  return gemm_submit(api, PB_EMU_SITE(), h->device, stream, g, alpha, beta);
 }
 
 }  // extern "C"

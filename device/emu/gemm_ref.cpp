@@ -127,8 +127,18 @@ GemmRefusal gemm_operand_problem(int device, const EmuGemm& g) {
   return {};
 }
 
-cublasStatus_t gemm_enqueue(const char* api, const std::string& site, int device, cudaStream_t stream,
-                            const EmuGemm& g) {
+cublasStatus_t gemm_submit(const char* api, const std::string& site, int device, cudaStream_t stream, EmuGemm g,
+                           const void* alpha, const void* beta) {
+  if (!alpha || !beta) return gemm_refuse(CUBLAS_STATUS_INVALID_VALUE, api, "alpha or beta is null");
+  if (current_device() != device)
+    return gemm_refuse(CUBLAS_STATUS_EXECUTION_FAILED, api,
+                       "the handle was created on GPU " + std::to_string(device) + " but GPU " +
+                           std::to_string(current_device()) +
+                           " is current (one handle per GPU, used with that GPU current)");
+  if (g.m == 0 || g.n == 0) return CUBLAS_STATUS_SUCCESS;
+  g.alpha = *static_cast<const float*>(alpha);
+  g.beta = *static_cast<const float*>(beta);
+  if (GemmRefusal bad = gemm_operand_problem(device, g)) return gemm_refuse(bad.status, api, bad.why);
   StreamState* s = work_stream(stream, api, site);
   if (!s || stream_device(s) != device)
     return gemm_refuse(CUBLAS_STATUS_EXECUTION_FAILED, api, "the handle's stream is not a live stream of its GPU");

@@ -39,8 +39,11 @@ GemmRefusal gemm_type_problem(const EmuGemm& g, cublasComputeType_t compute);
 bool gemm_all_f32(const EmuGemm& g);
 // A, B (unless k is 0), C and the bias must be device memory of `device` covering what the call reads and writes.
 GemmRefusal gemm_operand_problem(int device, const EmuGemm& g);
-// Queues g.run() on `stream` (which must be a live stream of `device`), named after the API and sizes.
-cublasStatus_t gemm_enqueue(const char* api, const std::string& site, int device, cudaStream_t stream,
-                            const EmuGemm& g);
+// What both libraries do with a GEMM whose sizes and types passed: alpha and beta must be non-null (host) scalars
+// and the handle's GPU `device` current; an empty product ends there; then the operands are checked and g.run(),
+// with alpha and beta read, is queued on `stream` (a live stream of `device`), named after the API and sizes.
+// Each refusal prints why (gemm_refuse) and returns its status.
+cublasStatus_t gemm_submit(const char* api, const std::string& site, int device, cudaStream_t stream, EmuGemm g,
+                           const void* alpha, const void* beta);
 
 }  // namespace parbench::gpu_emu

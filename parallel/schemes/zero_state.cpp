@@ -102,7 +102,8 @@ ZeroState::ZeroState(const TrainConfig& cfg, int stage, const ParamLayout& layou
       stream_(ctx.stream),
       counter_(counter),
       shards_(packed_, group.size()),
-      host_alloc_(Device{}, ctx.stream.device()),  // pinned on a GPU: the offload copies each step are DMA
+      pinned_alloc_(Device{}, ctx.stream.device()),  // pinned on a GPU: the offload copies each step are DMA
+      host_alloc_(Device{}),
       host_stream_(Device{}),
       queue_(group, ctx.stream, ctx.communication_stream(), ctx.timeline,
              *implementation_for(group, cfg.impl, Collective::reduce_scatter)) {
@@ -119,8 +120,8 @@ ZeroState::ZeroState(const TrainConfig& cfg, int stage, const ParamLayout& layou
   else full_grads_ = make(packed_.total, MemCategory::gradients);
   const Tensor start = stage >= 3 ? shard_params_ : stage >= 1 ? shard_of_full() : full_params_;
   if (cfg.offload) {
-    host_params_ = Tensor(host_alloc_, cfg.model.dtype, {start.numel()}, MemCategory::parameters);
-    host_grads_ = Tensor(host_alloc_, cfg.model.dtype, {start.numel()}, MemCategory::gradients);
+    host_params_ = Tensor(pinned_alloc_, cfg.model.dtype, {start.numel()}, MemCategory::parameters);
+    host_grads_ = Tensor(pinned_alloc_, cfg.model.dtype, {start.numel()}, MemCategory::gradients);
     device_memcpy(Device{}, host_params_.data(), start.device(), start.data(), start.bytes());
     opt_.emplace(cfg_, host_alloc_, host_params_, host_stream_);
   } else {
@@ -254,7 +255,8 @@ std::size_t ZeroState::all_gather_unit(int i, const Tensor& shard, Tensor& unit_
 
 void ZeroState::update(Tensor& params, const Tensor& grads, int step_index) {
   if (!cfg_.offload) return opt_->step(params, grads, step_index, stream_);
-  stream_.synchronize();
+  // The host reads the reduced gradients: a wait with the collectives' timeout (a stalled one is reported).
+  group_.wait_stream(stream_.native(), "the gradients' reduce-scatters before the offloaded optimizer step");
   device_memcpy(Device{}, host_grads_.data(), grads.device(), grads.data(), grads.bytes());
   opt_->step(host_params_, host_grads_, step_index, host_stream_);
   device_memcpy(params.device(), params.data(), Device{}, host_params_.data(), host_params_.bytes());

@@ -72,6 +72,11 @@ class ZeroState {
   const Stream& stream_;
   CommCounter& counter_;
   ShardLayout shards_;
+  // Offload: the parameter and gradient copies exchanged with the GPU each step are page-locked (DMA); the
+  // optimizer's state and temporaries, touched by the host alone, are plain host memory. Page-locked memory must
+  // not be freed inside a step: cudaFreeHost waits for the device's and its peers' work, which may include a peer's
+  // collective that waits for one this rank has yet to issue.
+  TrackedAllocator pinned_alloc_;
   TrackedAllocator host_alloc_;
   Stream host_stream_;
   Tensor full_params_, full_grads_, shard_params_, shard_grads_, host_params_, host_grads_;

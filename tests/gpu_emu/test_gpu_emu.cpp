@@ -391,6 +391,10 @@ TEST(GpuEmuCublasLt, MatmulEpiloguesMatchTheReference) {
   EXPECT_EQ(run(CUBLASLT_EPILOGUE_RELU, false, lb), CUBLAS_STATUS_NOT_SUPPORTED) << "an epilogue not emulated";
   EXPECT_EQ(run(CUBLASLT_EPILOGUE_DEFAULT, false, bad), CUBLAS_STATUS_INVALID_VALUE) << "B's k is not A's";
   EXPECT_EQ(run(CUBLASLT_EPILOGUE_BIAS, false, lb), CUBLAS_STATUS_INVALID_VALUE) << "BIAS without its pointer";
+  cudaSetDevice(1);  // the handle's GPU must be current, as for cuBLAS (the checks they share)
+  EXPECT_EQ(run(CUBLASLT_EPILOGUE_DEFAULT, false, lb), CUBLAS_STATUS_EXECUTION_FAILED)
+      << "a handle of GPU 0 used while GPU 1 is current";
+  cudaSetDevice(0);
   for (auto* l : {la, lb, ld, bad}) cublasLtMatrixLayoutDestroy(l);
   cublasLtDestroy(h);
   cudaStreamDestroy(s);
