@@ -22,7 +22,7 @@ namespace {
 
 template <DType T, ReduceOp O>
 void user_reduce(void* in, void* inout, int* len, MPI_Datatype*) {
-  cpu_ref::reduce_combine(inout, in, std::size_t(*len), T, O == ReduceOp::avg ? ReduceOp::sum : O);
+  cpu_ref::reduce_combine(inout, inout, in, std::size_t(*len), T, O == ReduceOp::avg ? ReduceOp::sum : O);
 }
 
 template <DType T>

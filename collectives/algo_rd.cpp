@@ -18,16 +18,22 @@ class RecursiveDoubling final : public Algorithm {
     const int n = c.size(), r = c.rank();
     const std::size_t es = dtype_size(a.dtype), bytes = a.count * es;
     const recursive::Fold f(n, r);
-    c.copy(a.recv, a.send, bytes);
-    recursive::fold_in(c, f, a.recv, a.count, a.dtype, a.op);
+    const void* mine = a.send;  // this rank's partial result: the input until the first combine writes recv
+    if (r < 2 * f.extra) {
+      c.copy(a.recv, a.send, bytes);
+      recursive::fold_in(c, f, a.recv, a.count, a.dtype, a.op);
+      mine = a.recv;
+    }
     if (f.folded) return c.recv(a.recv, bytes, r - 1);
     void* tmp = c.scratch(1, bytes);
     for (int mask = 1; mask < f.p2; mask <<= 1) {
       int peer = f.real_of(f.v ^ mask);
-      P2POp ops[2] = {send_op(a.recv, bytes, peer), recv_op(tmp, bytes, peer)};
+      P2POp ops[2] = {send_op(mine, bytes, peer), recv_op(tmp, bytes, peer)};
       c.group(ops);
-      c.combine(a.recv, tmp, a.count, a.dtype, a.op);
+      c.combine(a.recv, mine, tmp, a.count, a.dtype, a.op);
+      mine = a.recv;
     }
+    c.copy(a.recv, mine, bytes);  // one rank: nothing combined
     if (a.op == ReduceOp::avg) c.divide(a.recv, a.count, a.dtype);
     if (r < 2 * f.extra) c.send(a.recv, bytes, r + 1);
   }

@@ -20,11 +20,16 @@ class HalvingDoubling final : public Algorithm {
     const DType t = a.dtype;
     const std::size_t bytes = a.count * dtype_size(t);
     const recursive::Fold f(n, r);
-    c.copy(a.recv, a.send, bytes);
-    recursive::fold_in(c, f, a.recv, a.count, t, a.op);
+    const void* mine = a.send;  // the halving's input: a copy only where the fold step adds into it
+    if (r < 2 * f.extra) {
+      c.copy(a.recv, a.send, bytes);
+      recursive::fold_in(c, f, a.recv, a.count, t, a.op);
+      mine = a.recv;
+    }
     if (f.folded) return c.recv(a.recv, bytes, r - 1);
+    if (n == 1) return c.copy(a.recv, a.send, bytes);
     const auto off = recursive::even_blocks(a.count, n);
-    recursive::halving_reduce_scatter(c, f, a.recv, off, t, a.op);
+    recursive::halving_reduce_scatter(c, f, mine, a.recv, off, t, a.op);
     if (a.op == ReduceOp::avg) {
       std::size_t b0 = off[std::size_t(f.lo(f.v))], b1 = off[std::size_t(f.lo(f.v + 1))];
       c.divide(byte_ptr(a.recv, b0, t), b1 - b0, t);
@@ -39,11 +44,16 @@ class HalvingDoubling final : public Algorithm {
     const DType t = a.dtype;
     const std::size_t bytes = a.count * dtype_size(t), total = a.count * std::size_t(n);
     const recursive::Fold f(n, r);
-    void* acc = c.scratch(0, bytes * std::size_t(n));  // the input is const: reduce in a copy
-    c.copy(acc, a.send, bytes * std::size_t(n));
-    recursive::fold_in(c, f, acc, total, t, a.op);
+    void* acc = c.scratch(0, bytes * std::size_t(n));  // the input is const: partial results go here
+    const void* mine = a.send;
+    if (r < 2 * f.extra) {
+      c.copy(acc, a.send, bytes * std::size_t(n));
+      recursive::fold_in(c, f, acc, total, t, a.op);
+      mine = acc;
+    }
     if (f.folded) return c.recv(a.recv, bytes, r - 1);
-    recursive::halving_reduce_scatter(c, f, acc, recursive::fixed_blocks(a.count, n), t, a.op);
+    if (n == 1) return c.copy(a.recv, a.send, bytes);
+    recursive::halving_reduce_scatter(c, f, mine, acc, recursive::fixed_blocks(a.count, n), t, a.op);
     const int first = f.lo(f.v), last = f.lo(f.v + 1);  // real blocks this rank now holds reduced
     if (a.op == ReduceOp::avg) c.divide(byte_ptr(acc, a.count * std::size_t(first), t), a.count * std::size_t(last - first), t);
     if (last - first == 2) c.send(byte_ptr(acc, a.count * std::size_t(r + 1), t), bytes, r + 1);

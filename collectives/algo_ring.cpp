@@ -38,16 +38,17 @@ class Ring final : public Algorithm {
     const int n = c.size(), r = c.rank(), right = mod(r + 1, n), left = mod(r - 1, n);
     const DType t = a.dtype;
     const std::size_t es = dtype_size(t);
-    c.copy(a.recv, a.send, a.count * es);
+    if (n == 1) return c.copy(a.recv, a.send, a.count * es);
     void* tmp = c.scratch(0, even_block(a.count, n, 0).length * es);
     // Reduce-scatter: after step s, the chunk received is reduced over s + 2 ranks; rank r ends owning
-    // chunk r + 1, reduced over all.
+    // chunk r + 1, reduced over all. Each chunk is first sent or combined straight from the send buffer (its
+    // partial sums then live in recv): no copy of the input.
     for (int s = 0; s < n - 1; ++s) {
       Block out = even_block(a.count, n, mod(r - s, n)), in = even_block(a.count, n, mod(r - s - 1, n));
-      P2POp ops[2] = {send_op(byte_ptr(a.recv, out.offset, t), out.length * es, right),
+      P2POp ops[2] = {send_op(byte_ptr(s == 0 ? a.send : a.recv, out.offset, t), out.length * es, right),
                       recv_op(tmp, in.length * es, left)};
       c.group(ops);
-      c.combine(byte_ptr(a.recv, in.offset, t), tmp, in.length, t, a.op);
+      c.combine(byte_ptr(a.recv, in.offset, t), byte_ptr(a.send, in.offset, t), tmp, in.length, t, a.op);
     }
     if (a.op == ReduceOp::avg) {
       Block own = even_block(a.count, n, mod(r + 1, n));

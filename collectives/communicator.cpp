@@ -387,8 +387,8 @@ void Communicator::hypercube(const void* s, void* r, std::size_t c, DType t, con
   call(args(Collective::hypercube, s, r, c, t, ReduceOp::sum, 0), impl);
 }
 
-void Communicator::combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op) {
-  reduce_combine(device_, inout, in, count, t, op, stream());
+void Communicator::combine(void* out, const void* x, const void* y, std::size_t count, DType t, ReduceOp op) {
+  reduce_combine(device_, out, x, y, count, t, op, stream());
 }
 
 void Communicator::divide(void* buf, std::size_t count, DType t) {

@@ -120,7 +120,11 @@ class Communicator {
   void hypercube(const void* send, void* recv, std::size_t count, DType t, const Algorithm* impl = nullptr);
 
   // Building blocks for algorithms, on this communicator's device.
-  void combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op);
+  void combine(void* inout, const void* in, std::size_t count, DType t, ReduceOp op) {
+    combine(inout, inout, in, count, t, op);
+  }
+  // out = x op y: an out-of-place algorithm's first step reads its send buffer instead of a copy of it.
+  void combine(void* out, const void* x, const void* y, std::size_t count, DType t, ReduceOp op);
   void divide(void* buf, std::size_t count, DType t);  // buf /= size(): the end of avg
   void copy(void* dst, const void* src, std::size_t bytes);
   // A device buffer of at least `bytes`, kept between calls (slots 0..3 are independent). Algorithms use slots

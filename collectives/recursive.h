@@ -51,9 +51,10 @@ inline void doubling_allgather(Communicator& c, const Fold& f, void* buf, const 
   }
 }
 
-// On entry `buf` holds this virtual rank's full contribution; on exit its own range is reduced over all.
-inline void halving_reduce_scatter(Communicator& c, const Fold& f, void* buf, const std::vector<std::size_t>& off,
-                                   DType t, ReduceOp op) {
+// On entry `src` holds this virtual rank's full contribution (`src` may be `buf`: in place); on exit `buf`'s own
+// range is reduced over all. The first step reads `src`, later ones the partial results in `buf`.
+inline void halving_reduce_scatter(Communicator& c, const Fold& f, const void* src, void* buf,
+                                   const std::vector<std::size_t>& off, DType t, ReduceOp op) {
   const std::size_t es = dtype_size(t);
   int g = 0, m = f.p2;
   while (m > 1) {
@@ -64,10 +65,10 @@ inline void halving_reduce_scatter(Communicator& c, const Fold& f, void* buf, co
     std::size_t g0 = off[std::size_t(f.lo(give))], g1 = off[std::size_t(f.lo(give + half))];
     void* tmp = c.scratch(1, (k1 - k0) * es);
     int peer = f.real_of(f.v ^ half);
-    P2POp ops[2] = {send_op(byte_ptr(buf, g0, t), (g1 - g0) * es, peer), recv_op(tmp, (k1 - k0) * es, peer)};
+    P2POp ops[2] = {send_op(byte_ptr(src, g0, t), (g1 - g0) * es, peer), recv_op(tmp, (k1 - k0) * es, peer)};
     c.group(ops);
-    c.combine(byte_ptr(buf, k0, t), tmp, k1 - k0, t, op);
-    g = keep, m = half;
+    c.combine(byte_ptr(buf, k0, t), byte_ptr(src, k0, t), tmp, k1 - k0, t, op);
+    src = buf, g = keep, m = half;
   }
 }
 

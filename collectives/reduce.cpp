@@ -6,16 +6,16 @@
 
 namespace parbench {
 
-void reduce_combine(const Device& d, void* inout, const void* in, std::size_t count, DType t, ReduceOp op,
-                    [[maybe_unused]] void* stream) {
+void reduce_combine(const Device& d, void* out, const void* x, const void* y, std::size_t count, DType t,
+                    ReduceOp op, [[maybe_unused]] void* stream) {
   if (count == 0) return;
   switch (d.kind) {
-    case DeviceKind::cpu: return cpu_ref::reduce_combine(inout, in, count, t, op);
+    case DeviceKind::cpu: return cpu_ref::reduce_combine(out, x, y, count, t, op);
     case DeviceKind::simt:
-      return simt_kernels::reduce_combine(inout, in, count, int(t), int(op), stream);
+      return simt_kernels::reduce_combine(out, x, y, count, int(t), int(op), stream);
     case DeviceKind::cuda:
 #ifdef PARBENCH_HAVE_CUDA
-      return cuda_kernels::reduce_combine(inout, in, count, int(t), int(op), stream);
+      return cuda_kernels::reduce_combine(out, x, y, count, int(t), int(op), stream);
 #else
       throw Error("this build has no CUDA support");
 #endif

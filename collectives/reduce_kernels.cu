@@ -1,5 +1,5 @@
 // Local combine step of the hand-written collectives, as one CUDA kernel source: nvcc builds it for cuda, the simt
-// emulator runs the same code on the host. inout[i] = inout[i] op in[i]; avg finishes with a division by n.
+// emulator runs the same code on the host. out[i] = x[i] op y[i]; avg finishes with a division by n.
 #include <algorithm>
 #include <cstring>
 
@@ -22,12 +22,13 @@ constexpr unsigned kMaxBlocks = 4096;
 constexpr unsigned kThreads = 256;
 
 template <class E, int OP>
-__device__ void combine_range(void* inout, const void* in, unsigned long long n) {
-  auto* a = static_cast<typename E::S*>(inout);
-  auto* b = static_cast<const typename E::S*>(in);
+__device__ void combine_range(void* out, const void* x, const void* y, unsigned long long n) {
+  auto* o = static_cast<typename E::S*>(out);
+  auto* a = static_cast<const typename E::S*>(x);
+  auto* b = static_cast<const typename E::S*>(y);
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    a[i] = E::store(combine_values<OP>(E::load(a[i]), E::load(b[i])));
+    o[i] = E::store(combine_values<OP>(E::load(a[i]), E::load(b[i])));
 }
 
 // combine_values (reduce_elem.inc) numbers the ops as ReduceOp does: a reordered ReduceOp must stop the build here
@@ -36,26 +37,27 @@ static_assert(int(ReduceOp::sum) == 0 && int(ReduceOp::prod) == 1 && int(ReduceO
               int(ReduceOp::min) == 3);
 
 template <class E>
-__device__ void combine_op(void* inout, const void* in, unsigned long long n, ReduceOp op) {
+__device__ void combine_op(void* out, const void* x, const void* y, unsigned long long n, ReduceOp op) {
   switch (op) {
-    case ReduceOp::prod: combine_range<E, int(ReduceOp::prod)>(inout, in, n); break;
-    case ReduceOp::max: combine_range<E, int(ReduceOp::max)>(inout, in, n); break;
-    case ReduceOp::min: combine_range<E, int(ReduceOp::min)>(inout, in, n); break;
-    default: combine_range<E, int(ReduceOp::sum)>(inout, in, n); break;  // sum, and avg before its division
+    case ReduceOp::prod: combine_range<E, int(ReduceOp::prod)>(out, x, y, n); break;
+    case ReduceOp::max: combine_range<E, int(ReduceOp::max)>(out, x, y, n); break;
+    case ReduceOp::min: combine_range<E, int(ReduceOp::min)>(out, x, y, n); break;
+    default: combine_range<E, int(ReduceOp::sum)>(out, x, y, n); break;  // sum, and avg before its division
   }
 }
 
 // The element type by DType's names, not its order; reduce.cpp passes the dtype of a checked buffer.
-__global__ void reduce_combine_kernel(void* inout, const void* in, unsigned long long n, int dtype, int op) {
+__global__ void reduce_combine_kernel(void* out, const void* x, const void* y, unsigned long long n, int dtype,
+                                      int op) {
   ReduceOp o = ReduceOp(op);
   switch (DType(dtype)) {
-    case DType::f64: combine_op<ElemF64>(inout, in, n, o); break;
-    case DType::f32: combine_op<ElemF32>(inout, in, n, o); break;
-    case DType::f16: combine_op<ElemF16>(inout, in, n, o); break;
-    case DType::bf16: combine_op<ElemBF16>(inout, in, n, o); break;
-    case DType::i32: combine_op<ElemI32>(inout, in, n, o); break;
-    case DType::i8: combine_op<ElemI8>(inout, in, n, o); break;
-    case DType::u8: combine_op<ElemU8>(inout, in, n, o); break;
+    case DType::f64: combine_op<ElemF64>(out, x, y, n, o); break;
+    case DType::f32: combine_op<ElemF32>(out, x, y, n, o); break;
+    case DType::f16: combine_op<ElemF16>(out, x, y, n, o); break;
+    case DType::bf16: combine_op<ElemBF16>(out, x, y, n, o); break;
+    case DType::i32: combine_op<ElemI32>(out, x, y, n, o); break;
+    case DType::i8: combine_op<ElemI8>(out, x, y, n, o); break;
+    case DType::u8: combine_op<ElemU8>(out, x, y, n, o); break;
   }
 }
 
@@ -82,9 +84,9 @@ __global__ void reduce_divide_kernel(void* buf, unsigned long long n, int dtype,
 // The kernels' grid for a grid-stride loop (kernel_common.h), capped lower for the emulator's fibers.
 static unsigned blocks_for(unsigned long long n) { return std::min(grid_for(std::int64_t(n), kThreads), kMaxBlocks); }
 
-void reduce_combine(void* inout, const void* in, unsigned long long n, int dtype, int op, void* stream) {
+void reduce_combine(void* out, const void* x, const void* y, unsigned long long n, int dtype, int op, void* stream) {
   if (n == 0) return;
-  PB_LAUNCH(reduce_combine_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, stream)(inout, in, n, dtype, op);
+  PB_LAUNCH(reduce_combine_kernel, dim3(blocks_for(n)), dim3(kThreads), 0, stream)(out, x, y, n, dtype, op);
   PB_CHECK_LAUNCH();
 }
 

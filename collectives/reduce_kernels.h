@@ -3,13 +3,13 @@
 #pragma once
 
 namespace parbench::simt_kernels {
-void reduce_combine(void* inout, const void* in, unsigned long long n, int dtype, int op, void* stream);
+void reduce_combine(void* out, const void* x, const void* y, unsigned long long n, int dtype, int op, void* stream);
 void reduce_divide(void* buf, unsigned long long n, int dtype, int ranks, void* stream);
 }  // namespace parbench::simt_kernels
 
 #ifdef PARBENCH_HAVE_CUDA
 namespace parbench::cuda_kernels {
-void reduce_combine(void* inout, const void* in, unsigned long long n, int dtype, int op, void* stream);
+void reduce_combine(void* out, const void* x, const void* y, unsigned long long n, int dtype, int op, void* stream);
 void reduce_divide(void* buf, unsigned long long n, int dtype, int ranks, void* stream);
 }  // namespace parbench::cuda_kernels
 #endif

@@ -260,7 +260,7 @@ TEST(Communicator, NcclRefusesRanksSharingAGpu) {
 TEST(ReduceKernel, CpuAndSimtMatchIndependentReference) {
   std::mt19937 gen(std::random_device{}());
   std::uniform_real_distribution<float> val(-300.0f, 300.0f);
-  const std::size_t n = 1000;
+  const std::size_t n = 1003;  // odd: the vector loops' scalar tails too
   for (DType t : all_dtypes())
     for (ReduceOp op : all_reduce_ops()) {
       const std::size_t es = dtype_size(t);
@@ -288,11 +288,14 @@ TEST(ReduceKernel, CpuAndSimtMatchIndependentReference) {
         store_from_double(want.data(), t, i, r);
       }
       for (DeviceKind k : {DeviceKind::cpu, DeviceKind::simt}) {
-        std::vector<unsigned char> out = a;
-        std::memset(out.data() + (n - 1) * es, 0x5a, es);  // the last element must be written too
-        store_from_double(out.data(), t, n - 1, load_as_double(a.data(), t, n - 1));
-        reduce_combine(Device{k, 0}, out.data(), b.data(), n, t, op);
-        EXPECT_EQ(out, want) << device_kind_name(k) << " " << dtype_name(t) << " " << reduce_op_name(op);
+        std::vector<unsigned char> inout = a;  // in place: out is x
+        reduce_combine(Device{k, 0}, inout.data(), inout.data(), b.data(), n, t, op);
+        EXPECT_EQ(inout, want) << device_kind_name(k) << " " << dtype_name(t) << " " << reduce_op_name(op);
+        std::vector<unsigned char> out(n * es + es, 0x5a);  // out of place, poisoned, one element past the end
+        reduce_combine(Device{k, 0}, out.data(), a.data(), b.data(), n, t, op);
+        EXPECT_TRUE(std::equal(want.begin(), want.end(), out.begin()))
+            << device_kind_name(k) << " " << dtype_name(t) << " " << reduce_op_name(op) << " out of place";
+        EXPECT_EQ(out[n * es], 0x5a) << "wrote past the end";
       }
     }
 }
