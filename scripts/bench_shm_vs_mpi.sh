@@ -2,22 +2,24 @@
 # Allreduce on one node: OpenMPI's MPI_Allreduce beside our hand-written algorithms over our shared-memory transport,
 # as busbw ratios (our best algorithm at each size over MPI's), medians over rounds.
 #   scripts/bench_shm_vs_mpi.sh [--ranks 2,4] [--rounds 3] [--impl ring,rd,rhd] [--mode job|apart]
-#                               [--sizes 8,4K,64K,1M,16M,64M] [--bin DIR] [--csv FILE]
+#                               [--transport shm|mpi] [--sizes 8,4K,64K,1M,16M,64M] [--bin DIR] [--csv FILE]
 # --mode job (default): one mpirun job per size measures both: PARBENCH_HOST_TRANSPORT=shm gives the hand-written
-# algorithms the tcp bootstrap's shared-memory rings while `mpi` is OpenMPI's own allreduce in the same processes.
+# algorithms the tcp bootstrap's shared-memory rings while `mpi` is OpenMPI's own allreduce in the same processes;
+# --transport mpi leaves ours on MPI's point-to-point instead (what our per-message path costs over MPI's).
 # --mode apart: mpirun runs `mpi`, then the same processes are started with torchrun's variables (the tcp bootstrap)
 # for ours, back to back (for builds without PARBENCH_HOST_TRANSPORT). Each size runs for tens of milliseconds or
 # more (cpu device, out of place, the data check on).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-ranks=2,4 rounds=3 impls=ring,rd,rhd mode=job sizes=8,4K,64K,1M,16M,64M bin="$here/build/bin" csv_out=""
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+ranks=2,4 rounds=3 impls=ring,rd,rhd mode=job transport=shm sizes=8,4K,64K,1M,16M,64M bin="$here/build/bin" csv_out=""
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --ranks) ranks=${2:?--ranks needs a list like 2,4}; shift 2 ;;
     --rounds) rounds=${2:?--rounds needs a count}; shift 2 ;;
     --impl) impls=${2:?--impl needs a list like ring,rd}; shift 2 ;;
     --mode) mode=${2:?--mode needs job or apart}; shift 2 ;;
+    --transport) transport=${2:?--transport needs shm or mpi}; shift 2 ;;
     --sizes) sizes=${2:?--sizes needs a list like 8,64K}; shift 2 ;;
     --bin) bin=${2:?--bin needs the folder holding bench_allreduce}; shift 2 ;;
     --csv) csv_out=${2:?--csv needs a file}; shift 2 ;;
@@ -30,6 +32,9 @@ done
 [[ "$impls" =~ ^[a-z]+(,[a-z]+)*$ ]] || { echo "bench_shm_vs_mpi.sh: --impl '$impls' is not a list" >&2; exit 2; }
 [[ "$sizes" =~ ^[0-9]+[KM]?(,[0-9]+[KM]?)*$ ]] || { echo "bench_shm_vs_mpi.sh: --sizes '$sizes' is not a list like 8,64K,16M" >&2; exit 2; }
 case "$mode" in job|apart) ;; *) echo "bench_shm_vs_mpi.sh: --mode '$mode' is not job or apart" >&2; exit 2 ;; esac
+case "$transport" in shm|mpi) ;; *) echo "bench_shm_vs_mpi.sh: --transport '$transport' is not shm or mpi" >&2; exit 2 ;; esac
+[ "$mode" = job ] || [ "$transport" = shm ] ||
+  { echo "bench_shm_vs_mpi.sh: --transport mpi needs --mode job (apart starts ours without MPI)" >&2; exit 2; }
 bench="$bin/bench_allreduce"
 [ -x "$bench" ] || { echo "bench_shm_vs_mpi.sh: no $bench (build first: scripts/build.sh)" >&2; exit 2; }
 command -v mpirun >/dev/null 2>&1 || { echo "bench_shm_vs_mpi.sh: needs mpirun on PATH" >&2; exit 2; }
@@ -70,7 +75,7 @@ measure() {
   read -r iters warm <<<"$(iterations "$size")"
   local args=(--device cpu --inplace off --quiet --sizes "$size" -n "$iters" -w "$warm" --csv "$tmp/one.csv")
   if [ "$mode" = job ]; then
-    PARBENCH_HOST_TRANSPORT=shm "${mpirun_cmd[@]}" -np "$n" "$bench" "${args[@]}" --impl "mpi,$impls" >"$tmp/log" 2>&1 ||
+    PARBENCH_HOST_TRANSPORT=$transport "${mpirun_cmd[@]}" -np "$n" "$bench" "${args[@]}" --impl "mpi,$impls" >"$tmp/log" 2>&1 ||
       { cat "$tmp/log" >&2; echo "bench_shm_vs_mpi.sh: $n ranks, $size failed" >&2; exit 1; }
     tail -n +2 "$tmp/one.csv" | sed "s/^/$round,/" >>"$all"
   else
