@@ -75,18 +75,20 @@ TcpMesh::~TcpMesh() {
   close(s.wake[1]);
 }
 
-std::shared_ptr<TcpMesh::Batch> TcpMesh::post(std::span<const Op> ops) {
-  auto batch = std::make_shared<Batch>();
-  batch->msgs.reserve(ops.size());
+std::shared_ptr<TcpMesh::Batch> TcpMesh::new_batch() { return std::make_shared<Batch>(); }
+
+void TcpMesh::post(std::span<const Op> ops, Batch& batch) {
   State& s = *state_;
   std::lock_guard lock(s.mu);
-  batch->left = int(ops.size());
+  s.recycle(batch);
+  batch.left = int(ops.size());
+  batch.error.clear();
   bool sending = false;
   for (const Op& op : ops) {
-    auto m = std::make_shared<Msg>();
+    std::shared_ptr<Msg> m = s.new_msg();
     m->op = op;
-    m->batch = batch.get();
-    batch->msgs.push_back(m);
+    m->batch = &batch;
+    batch.msgs.push_back(m);
     if (op.send) {
       m->header = {op.context, std::uint32_t(op.tag), kFrameMagic, op.bytes, 0};
       s.queue_send(m);
@@ -101,7 +103,6 @@ std::shared_ptr<TcpMesh::Batch> TcpMesh::post(std::span<const Op> ops) {
   bool left = false;
   for (const Peer& p : s.peers) left = left || (!p.sends.empty() && (!p.shm() || s.long_sleep));
   if (sending && left) s.wake_io();
-  return batch;
 }
 
 void TcpMesh::wait(Batch& batch, Deadline deadline, const std::string& who) {
@@ -135,6 +136,25 @@ void TcpMesh::cancel(Batch& batch) {
 }
 
 // --- State: everything below runs with `mu` held (poll_rings lets go of it between its looks).
+
+std::shared_ptr<Msg> TcpMesh::State::new_msg() {
+  if (spare.empty()) return std::make_shared<Msg>();
+  std::shared_ptr<Msg> m = std::move(spare.back());
+  spare.pop_back();
+  return m;
+}
+
+// A batch's messages that nothing else holds any more (queues, an arrival in progress, a pulled send) are kept for
+// new_msg, cleared.
+void TcpMesh::State::recycle(Batch& batch) {
+  constexpr std::size_t kSpareMsgs = 64;
+  for (std::shared_ptr<Msg>& m : batch.msgs)
+    if (m.use_count() == 1 && spare.size() < kSpareMsgs) {
+      *m = Msg{};
+      spare.push_back(std::move(m));
+    }
+  batch.msgs.clear();
+}
 
 void TcpMesh::State::finish(const std::shared_ptr<Msg>& m, const std::string& error) {
   Batch* b = m->batch;

@@ -50,8 +50,10 @@ class TcpMesh {
   int shm_peers() const { return shm_peers_; }  // peers whose messages go through shared memory
   int pull_peers() const { return pull_peers_; }  // of those, the ones that copy large messages straight from here
 
-  // Posts `ops` (sends queued in order per peer, receives matched in posting order) as one batch.
-  std::shared_ptr<Batch> post(std::span<const Op> ops);
+  // An empty batch, for post; one that was waited for or cancelled may be posted again (no allocation per step).
+  static std::shared_ptr<Batch> new_batch();
+  // Posts `ops` (sends queued in order per peer, receives matched in posting order) as `batch`.
+  void post(std::span<const Op> ops, Batch& batch);
   // Waits for every op of the batch. On failure (a peer's connection closed, a message of another size than its
   // receive) Error; after `deadline` TimeoutError naming the late peers as `who` sees them. Either way the batch
   // is taken back: no op touches its buffers afterwards.

@@ -100,6 +100,7 @@ struct TcpMesh::State {
   bool activity = false;   // a caller posted or polled since the I/O thread last looked
   bool long_sleep = false;  // the I/O thread sleeps until a doorbell or a socket wakes it
   std::uint64_t moved = 0;  // bytes read and written so far
+  std::vector<std::shared_ptr<Msg>> spare;  // finished messages for new_msg
   int wake[2] = {-1, -1};
   bool stop = false;
   std::thread io;
@@ -110,6 +111,8 @@ struct TcpMesh::State {
   static void drop_if_empty(Queues& queues, Queues::iterator it) {
     if (it->second.empty() && std::get<1>(it->first) >= kFirstMatchedTag) queues.erase(it);
   }
+  std::shared_ptr<Msg> new_msg();
+  void recycle(TcpMesh::Batch& batch);
   void finish(const std::shared_ptr<Msg>& m, const std::string& error = {});
   void queue_send(const std::shared_ptr<Msg>& m);
   void send_to_self(const std::shared_ptr<Msg>& m);

@@ -31,7 +31,8 @@ class TcpTransport final : public Transport {
   TcpTransport(std::shared_ptr<TcpMesh> mesh, std::vector<int> world_of, int rank, std::uint64_t context,
                Device device, std::unique_ptr<Transport> companion)
       : mesh_(std::move(mesh)), world_of_(std::move(world_of)), rank_(rank), context_(context), device_(device),
-        companion_(std::move(companion)), group_staging_(device), send_staging_(device) {}
+        companion_(std::move(companion)), who_("rank " + std::to_string(rank)), batch_(TcpMesh::new_batch()),
+        group_staging_(device), send_staging_(device) {}
   ~TcpTransport() override { abandon_sends(); }
 
   // "shm" when every peer is on this node (shared-memory rings), "tcp" when none is, "shm+tcp" for a mix.
@@ -72,7 +73,8 @@ class TcpTransport final : public Transport {
       char* buf = send_staging_.stage(op);  // a host copy lives until finish_sends
       mesh_ops.push_back(mesh_op(op, buf));
     }
-    posted_.push_back(mesh_->post(mesh_ops));
+    posted_.push_back(TcpMesh::new_batch());
+    mesh_->post(mesh_ops, *posted_.back());
   }
 
   void finish_sends(Deadline deadline) override {
@@ -98,8 +100,8 @@ class TcpTransport final : public Transport {
   static constexpr std::size_t kFewOps = 8;
 
   void run(std::span<const TcpMesh::Op> ops, Deadline deadline) {
-    auto batch = mesh_->post(ops);
-    mesh_->wait(*batch, deadline, "rank " + std::to_string(rank_));
+    mesh_->post(ops, *batch_);
+    mesh_->wait(*batch_, deadline, who_);
   }
 
   TcpMesh::Op mesh_op(const P2POp& op, char* buf) const {
@@ -115,6 +117,8 @@ class TcpTransport final : public Transport {
   Device device_;
   std::unique_ptr<Transport> companion_;
   std::uint64_t splits_ = 0;
+  std::string who_;  // how timeouts name this rank
+  std::shared_ptr<TcpMesh::Batch> batch_;  // a group's, posted again each step
   std::vector<std::shared_ptr<TcpMesh::Batch>> posted_;  // post_sends not yet finished
   GroupStaging group_staging_;
   PostedSendStaging send_staging_;  // posted sends' host copies (device memory), until finish_sends
