@@ -16,18 +16,17 @@ namespace {
 
 class NcclDevice final : public Algorithm {
  public:
-  explicit NcclDevice(int variant) : variant_(variant) {}
-  std::string_view name() const override { return variant_ == 1 ? "nccl-lsa" : "nccl-multimem"; }
+  explicit NcclDevice(int variant)
+      : variant_(variant), who_("--impl " + std::string(nccl_device_impl_name(variant))) {}
+  std::string_view name() const override { return nccl_device_impl_name(variant_); }
   bool queues_on_callers_stream() const override { return true; }
   std::string capture_refusal(Collective) const override { return {}; }  // one kernel on the caller's stream
 
+  // nccl-tests' rules, as the collective benches check their -D (the buffers' windows are checked per call).
   std::string unsupported(Collective c, const Communicator& comm) const override {
-    if (c != Collective::allreduce)
-      return std::string(name()) + " implements allreduce only (nccl-tests' device kernels are all_reduce's)";
-    if (std::string why = nccl_device_api_refusal(); !why.empty()) return why;
-    if (comm.device().kind != DeviceKind::cuda)
-      return "NCCL's device API runs on GPUs only (--device cuda); device " + device_name(comm.device()) +
-             " can run the hand-written implementations";
+    if (std::string why = nccl_device_refusal({.variant = variant_, .coll = c, .device = comm.device()}, who_);
+        !why.empty())
+      return why;
     if (!comm.nccl_comm()) return comm.nccl_unavailable();
     return {};
   }
@@ -35,8 +34,8 @@ class NcclDevice final : public Algorithm {
   void run(Communicator& c, const CollArgs& a) const override {
     if (a.count == 0) return;
     const std::string me(name());
-    if (a.op != ReduceOp::sum)
-      throw UsageError(me + " sums only, as nccl-tests' device kernels; accepted: -o sum");
+    const NcclDeviceUse use{.variant = variant_, .ops = {&a.op, 1}, .dtypes = {&a.dtype, 1}, .device = c.device()};
+    if (std::string why = nccl_device_refusal(use, who_); !why.empty()) throw UsageError(why);
     const NcclWindowRef send = nccl_window_of(a.send), recv = nccl_window_of(a.recv);
     if (!send.window || !recv.window || !send.dev_comm || send.dev_comm != recv.dev_comm)
       throw UsageError(me + " runs on buffers registered as NCCL symmetric windows with a device communicator: "
@@ -54,7 +53,8 @@ class NcclDevice final : public Algorithm {
   }
 
  private:
-  int variant_;  // nccl-tests' -D: 1 LSA, 2 multimem
+  int variant_;      // nccl-tests' -D: 1 LSA, 2 multimem
+  std::string who_;  // how the user names it, for the refusals
 };
 
 }  // namespace

@@ -296,8 +296,7 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
     std::int64_t bytes = 0;
     if (TraceRecorder::instance().mode() != 0) {
       name = std::string(collective_name(a.coll)) + "/" + std::string(algo.name());
-      const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
-      bytes = std::int64_t(std::max(bc.send, bc.recv) * dtype_size(a.dtype));
+      bytes = std::int64_t(call_bytes(a));
     }
     Range range(name, Category::communication, RangeArgs{.bytes = bytes});
     algo.run(*this, a);
@@ -309,24 +308,26 @@ void Communicator::run(const CollArgs& a, const Algorithm& algo) {
   }
 }
 
+std::size_t Communicator::call_bytes(const CollArgs& a) const {
+  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
+  return std::max(bc.send, bc.recv) * dtype_size(a.dtype);
+}
+
+std::string Communicator::describe_args(const CollArgs& a, std::string_view impl) const {
+  return describe_call(a.coll, impl, call_bytes(a), a.count, a.dtype, size());
+}
+
 std::string Communicator::stream_timeout_message(std::string_view what) const {
   const std::string measuring = current_measurement();
   std::string last = "none";
-  if (last_queued_algo_) {
-    const CollArgs& a = last_queued_;
-    const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
-    last = describe_call(a.coll, last_queued_algo_->name(), std::max(bc.send, bc.recv) * dtype_size(a.dtype), a.count,
-                         a.dtype, size());
-  }
+  if (last_queued_algo_) last = describe_args(last_queued_, last_queued_algo_->name());
   return "rank " + std::to_string(rank()) + ": " + (measuring.empty() ? "" : "while measuring " + measuring + ", ") +
          std::string(what) + " did not finish within the timeout of " + seconds_text(timeout_s_) +
          " s (the last collective this communicator queued: " + last + ")";
 }
 
 std::string Communicator::timeout_message(const CollArgs& a, std::string_view impl, const std::string& why) const {
-  const BufferCounts bc = buffer_counts(a.coll, a.count, size(), rank(), a.root, a.dtype);
-  const std::string call = describe_call(a.coll, impl, std::max(bc.send, bc.recv) * dtype_size(a.dtype), a.count,
-                                         a.dtype, size());
+  const std::string call = describe_args(a, impl);
   const std::string measuring = current_measurement();
   const std::string late = " did not finish within the timeout of " + seconds_text(timeout_s_) + " s: " + why;
   if (measuring.empty() || is_measured_call(a.coll, impl))

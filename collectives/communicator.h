@@ -156,6 +156,9 @@ class Communicator {
   void run_staged(const CollArgs& in, const Algorithm& algo);
   void call(const CollArgs& a, const Algorithm* impl);  // `impl`, or this communicator's when null
   void flip_one_received_byte(std::span<const P2POp> ops);
+  // This rank's larger buffer of the call in bytes, and describe_call's text for the call run by `impl`.
+  std::size_t call_bytes(const CollArgs& a) const;
+  std::string describe_args(const CollArgs& a, std::string_view impl) const;
   std::unique_ptr<Transport> transport_;
   Device device_;
   double timeout_s_;

@@ -67,16 +67,12 @@ __device__ void naive_read(const SymmPeers& p, Collective c, int root, typename 
   }
 }
 
-// `flags`: the collective, the root times 16, avg times 256.
+// `flags`: symm_rooted_flags.
 template <class E, int OP>
 __global__ void symm_naive_kernel(SymmPeers p, const void* send, void* recv, unsigned long long count, int flags) {
   using S = typename E::S;
-  symm_op_begin(p);
-  const Collective c = Collective(flags & 15);
-  const int root = (flags >> 4) & 15, avg = flags >> 8;
-  const unsigned long long deadline = symm_now_ns() + p.timeout_ns;
+  const auto [c, root, avg, deadline, part] = symm_rooted_begin(p, count, flags);
   const NaiveLinks links = naive_links(c, p.rank, p.ranks, root);
-  const SymmRange part = symm_part(0, count, gridDim.x, blockIdx.x);
   const S* in = static_cast<const S*>(send);
   // Only the root's input matters in a broadcast or scatter (the others may have none).
   const bool stages = !((c == Collective::broadcast || c == Collective::scatter) && p.rank != root);
@@ -93,7 +89,7 @@ void symm_naive(const SymmPeers& p, int coll, int root, const void* send, void* 
   if (count == 0) return;
   const bool reduces = is_reduction(Collective(coll));
   SymmKernel k = PB_SYMM_PICK(symm_naive_kernel, dtype, reduces ? op : int(ReduceOp::sum));
-  const int flags = coll | root << 4 | (reduces && op == int(ReduceOp::avg) ? 256 : 0);
+  const int flags = symm_rooted_flags(coll, root, reduces && op == int(ReduceOp::avg));
   PB_LAUNCH(k, dim3(symm_blocks(count)), dim3(kSymmThreads), 0, stream)(p, send, recv, count, flags);
   PB_CHECK_LAUNCH();
 }

@@ -84,16 +84,12 @@ __device__ void tree_reduce(const SymmPeers& p, const TreeLinks& t, bool all, co
   symm_exchange(p, parent, t.child_mask, 3, deadline);  // done reading the parent's result
 }
 
-// `flags`: the collective, the root times 16, avg times 256.
+// `flags`: symm_rooted_flags.
 template <class E, int OP>
 __global__ void symm_tree_kernel(SymmPeers p, const void* send, void* recv, unsigned long long count, int flags) {
   using S = typename E::S;
-  symm_op_begin(p);
-  const Collective c = Collective(flags & 15);
-  const int root = (flags >> 4) & 15, avg = flags >> 8;
-  const unsigned long long deadline = symm_now_ns() + p.timeout_ns;
+  const auto [c, root, avg, deadline, part] = symm_rooted_begin(p, count, flags);
   const TreeLinks t = tree_links(p.rank, root, p.ranks);
-  const SymmRange part = symm_part(0, count, gridDim.x, blockIdx.x);
   const S* in = static_cast<const S*>(send);
   S* out = static_cast<S*>(recv);
   if (c == Collective::broadcast)
@@ -108,7 +104,7 @@ void symm_tree(const SymmPeers& p, int coll, int root, const void* send, void* r
   const bool reduces = coll != int(Collective::broadcast);
   SymmKernel k = PB_SYMM_PICK(symm_tree_kernel, dtype, reduces ? op : int(ReduceOp::sum));
   if (coll == int(Collective::allreduce)) root = 0;
-  const int flags = coll | root << 4 | (reduces && op == int(ReduceOp::avg) ? 256 : 0);
+  const int flags = symm_rooted_flags(coll, root, reduces && op == int(ReduceOp::avg));
   PB_LAUNCH(k, dim3(symm_blocks(count)), dim3(kSymmThreads), 0, stream)(p, send, recv, count, flags);
   PB_CHECK_LAUNCH();
 }

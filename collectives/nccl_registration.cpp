@@ -29,6 +29,34 @@ std::string nccl_device_api_refusal() {
 #endif
 }
 
+const char* nccl_device_impl_name(int variant) { return variant == 1 ? "nccl-lsa" : "nccl-multimem"; }
+
+int nccl_device_variant(std::string_view impl) {
+  return impl == nccl_device_impl_name(1) ? 1 : impl == nccl_device_impl_name(2) ? 2 : 0;
+}
+
+std::string nccl_device_refusal(const NcclDeviceUse& use, const std::string& who) {
+  if (std::string why = nccl_device_api_refusal(); !why.empty())
+    return who + " (our allreduce kernels on NCCL's device API): " + why + "; accepted here: -D 0";
+  if (use.coll != Collective::allreduce)
+    return who + ": the NCCL device-API kernels exist for allreduce only (as in nccl-tests); bench_" +
+           std::string(collective_name(use.coll)) + " accepts -D 0";
+  if (use.registration != 2)
+    return who + " needs the buffers registered as symmetric windows: add -R 2 (as nccl-tests)";
+  for (ReduceOp op : use.ops)
+    if (op != ReduceOp::sum)
+      return who + " with -o " + std::string(reduce_op_name(op)) +
+             ": the device kernels sum only (as nccl-tests'); accepted: -o sum";
+  if (use.variant == 2)
+    for (DType t : use.dtypes)
+      if (t != DType::f32 && t != DType::f64 && t != DType::i32)
+        return who + " with -d " + std::string(dtype_name(t)) +
+               ": the multimem kernel sums float, double and int32; use those or -D 1";
+  if (use.device.kind != DeviceKind::cuda)
+    return who + " runs kernels on GPUs: --device cuda (device " + device_name(use.device) + ")";
+  return {};
+}
+
 namespace {
 
 // The symmetric windows registered in this process (every rank thread's), for the kernels' look-ups.

@@ -5,7 +5,13 @@
 #pragma once
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
+#include <string_view>
+
+#include "base/dtype.h"
+#include "collectives/types.h"
+#include "core/device.h"
 
 namespace parbench {
 
@@ -22,6 +28,26 @@ struct NcclBufferMode {
 // "" where this build has NCCL's device API; otherwise "NCCL device API not available: <why>" (emulated NCCL,
 // "NCCL 2.27 found, 2.28 needed", no NCCL).
 std::string nccl_device_api_refusal();
+
+// Our kernels on NCCL's device API by nccl-tests' -D number: 1 "nccl-lsa", 2 "nccl-multimem"; and the -D of an
+// implementation name (0 for any other name).
+const char* nccl_device_impl_name(int variant);
+int nccl_device_variant(std::string_view impl);
+
+// A use of the -D kernel `variant`, as far as the caller knows it (empty ops or dtypes: not chosen yet).
+struct NcclDeviceUse {
+  int variant = 1;
+  Collective coll = Collective::allreduce;
+  int registration = 2;  // -R; the kernels run on symmetric windows (2)
+  std::span<const ReduceOp> ops;
+  std::span<const DType> dtypes;
+  Device device;
+};
+// nccl-tests' rules for its -D kernels, for the collective benches' options and the implementations alike: ""
+// where `use` keeps them, otherwise why not, starting with `who` (how the kernel was asked for: "-D 1", "--impl
+// nccl-lsa"). In order: this build has NCCL's device API, allreduce only, -R 2, sums only, the multimem kernel's
+// dtypes (float, double, int32), a GPU device.
+std::string nccl_device_refusal(const NcclDeviceUse& use, const std::string& who);
 
 // The thread blocks of the -D kernels, as nccl-tests' default -V (one LSA barrier each).
 constexpr int kNcclDeviceBlocks = 16;

@@ -39,6 +39,22 @@ inline unsigned symm_blocks(unsigned long long n) {
   return unsigned(std::clamp<unsigned long long>((n + per_block - 1) / per_block, 1, kSymmBlocks));
 }
 
+// naive-dev's and tree-dev's kernels: their int argument packs the collective, the root times 16 and avg times
+// 256 (symm_rooted_flags, on the host); their first step (symm_rooted_begin) begins the operation and takes the
+// call apart, with the deadline of its waits and this block's part of the elements.
+inline int symm_rooted_flags(int coll, int root, bool avg) { return coll | root << 4 | (avg ? 256 : 0); }
+struct SymmRootedCall {
+  Collective coll;
+  int root, avg;
+  unsigned long long deadline;
+  SymmRange part;
+};
+__device__ inline SymmRootedCall symm_rooted_begin(SymmPeers& p, unsigned long long count, int flags) {
+  symm_op_begin(p);
+  const unsigned long long deadline = symm_now_ns() + p.timeout_ns;
+  return {Collective(flags & 15), (flags >> 4) & 15, flags >> 8, deadline, symm_part(0, count, gridDim.x, blockIdx.x)};
+}
+
 template <class S>
 __device__ void symm_copy(S* dst, const S* src, SymmRange r) {
   for (unsigned long long i = r.begin + threadIdx.x; i < r.end; i += blockDim.x) dst[i] = src[i];

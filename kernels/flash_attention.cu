@@ -222,8 +222,9 @@ void flash_attention_forward(T* out, float* lse, const T* inp, int B, int T_, in
   int hs = C / NH;
   if constexpr (std::is_same_v<T, ::parbench::bf16>) {
     if (use_mma<T>(hs, {out, inp})) {
-      if (hs == 64) launch_flash_mma_forward<64>(dev(out), lse, dev(inp), B, T_, C, NH, stream);
-      else launch_flash_mma_forward<128>(dev(out), lse, dev(inp), B, T_, C, NH, stream);
+      flash_mma_with_head_size(hs, [&](auto head) {
+        launch_flash_mma_forward<decltype(head)::value>(dev(out), lse, dev(inp), B, T_, C, NH, stream);
+      });
       return;
     }
   }
@@ -246,8 +247,10 @@ void flash_attention_backward(T* dinp, float* scratch, const T* dout, const T* i
   PB_CHECK_LAUNCH();
   if constexpr (std::is_same_v<T, ::parbench::bf16>) {
     if (use_mma<T>(hs, {dinp, dout, inp})) {
-      if (hs == 64) launch_flash_mma_backward<64>(dev(dinp), scratch, dev(dout), dev(inp), lse, B, T_, C, NH, stream);
-      else launch_flash_mma_backward<128>(dev(dinp), scratch, dev(dout), dev(inp), lse, B, T_, C, NH, stream);
+      flash_mma_with_head_size(hs, [&](auto head) {
+        launch_flash_mma_backward<decltype(head)::value>(dev(dinp), scratch, dev(dout), dev(inp), lse, B, T_, C, NH,
+                                                         stream);
+      });
       return;
     }
   }

@@ -5,6 +5,7 @@
 #pragma once
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "device/kernel_common.h"
 #include "device/mma.h"
@@ -19,6 +20,14 @@ __device__ inline int fm_tiles(int n) { return (n + kFmRows - 1) / kFmRows; }
 
 // Head sizes the tensor-core path is built for; the rest (and f32) take the scalar flash kernels.
 constexpr bool flash_mma_head_size(int hs) { return hs == 64 || hs == 128; }
+// launch(std::integral_constant<int, HS>{}) for the one of those that hs is: the kernels' HS is a template argument.
+template <class Launch>
+void flash_mma_with_head_size(int hs, Launch&& launch) {
+  if (hs == 64)
+    launch(std::integral_constant<int, 64>{});
+  else
+    launch(std::integral_constant<int, 128>{});
+}
 
 // Copies rows r0 .. r0 + R - 1 (HS bf16 each, rows `ld` elements apart from `src`) into a swizzled [R][HS] tile,
 // zero-filling rows at or past T; every thread of the block takes every kFmThreads-th 16-byte chunk.

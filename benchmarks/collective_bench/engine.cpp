@@ -324,7 +324,7 @@ class Bench {
   // -R/-D: the nccl rows' buffers registered with NCCL (nccl_registration.h); the other implementations' plain.
   NcclBufferMode nccl_buffers(const Algorithm& algo) const {
     if (device_.kind != DeviceKind::cuda || !algo.name().starts_with("nccl")) return {};
-    return {o_.registration, algo.name() == "nccl-lsa" ? 1 : algo.name() == "nccl-multimem" ? 2 : 0};
+    return {o_.registration, nccl_device_variant(algo.name())};
   }
 
   // -c rounds of fresh inputs, one call each, counted over every rank of the world; -1 for -c 0.

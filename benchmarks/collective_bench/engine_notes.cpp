@@ -114,8 +114,9 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
   if (o.parallel_init) n.push_back("-p 1: not applied: the bootstrap starts the ranks' communicators itself");
   if (o.device_api)
     n.push_back("-D " + std::to_string(o.device_api) + ": the nccl rows run our allreduce kernel on NCCL's device "
-                "API, " + (o.device_api == 1 ? "nccl-lsa (loads and stores to the peers' windows)"
-                                             : "nccl-multimem (multimem loads and stores, NVLink SHARP)") +
+                "API, " + nccl_device_impl_name(o.device_api) +
+                (o.device_api == 1 ? " (loads and stores to the peers' windows)"
+                                   : " (multimem loads and stores, NVLink SHARP)") +
                 ", " + std::to_string(kNcclDeviceBlocks) + " blocks of 512 threads");
   if (o.device_verify) n.push_back("-V: not applied: the device kernels use " +
                                    std::to_string(kNcclDeviceBlocks) + " blocks");

@@ -59,6 +59,9 @@ const std::vector<Case>& cases() {
       {"bench_allreduce", "--device cpu -D 2 -R 2 -d half" + kRows, {"-D 2 with -d f16", "float, double and int32"}},
       {"bench_allreduce", "--device cpu -D 1 -R 2" + kRows, {"-D 1 runs kernels on GPUs", "--device cuda"}},
       {"bench_allreduce", "--device cpu --impl nccl-multimem -R 1" + kRows, {"--impl nccl-multimem needs", "-R 2"}},
+      // The implementation refuses a host device in these words too (Communicator.NcclDeviceKernelsRefuse...).
+      {"bench_allreduce", "--device cpu --impl nccl-lsa -R 2" + kRows,
+       {"--impl nccl-lsa runs kernels on GPUs: --device cuda (device cpu)"}},
 #endif
 #ifdef PB_CUDA_EMULATED
       // The emulated NCCL has no device API: -D 1|2 and -R 1|2 on the GPU are refused with the reason.

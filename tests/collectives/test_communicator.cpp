@@ -11,6 +11,7 @@
 #include <random>
 
 #include "collectives/bootstrap.h"
+#include "collectives/nccl_registration.h"
 #include "collectives/reduce.h"
 #include "core/memory.h"
 #include "sweep.h"
@@ -152,6 +153,32 @@ TEST(Communicator, RefusalsAreUsageErrorsWithReasons) {
     } catch (const UsageError& e) {
       EXPECT_THAT(e.what(), HasSubstr("accepted: nccl, mpi, mpi-nb, naive, tree, ring, rd, rhd, oneshot"));
     }
+  });
+}
+
+// Our kernels on NCCL's device API refuse what nccl-tests' rules refuse in the collective benches' words for
+// --impl (one rule set for both): a host device, or first a build without the device API; broadcast.
+TEST(Communicator, NcclDeviceKernelsRefuseInTheBenchesWords) {
+  const bool api = nccl_device_api_refusal().empty();
+  run_threads(2, 10, [&](Communicator& comm) {
+    std::vector<float> buf(8);
+    for (const std::string impl : {"nccl-lsa", "nccl-multimem"}) {
+      try {
+        comm.allreduce(buf.data(), buf.data(), 8, DType::f32, ReduceOp::sum, &find_algorithm(impl));
+        ADD_FAILURE() << impl << " on cpu did not refuse";
+      } catch (const UsageError& e) {
+        const std::string head = impl + " cannot run allreduce: --impl " + impl;
+        EXPECT_THAT(e.what(), HasSubstr(api ? head + " runs kernels on GPUs: --device cuda (device cpu)"
+                                            : head + " (our allreduce kernels on NCCL's device API): NCCL device "
+                                                     "API not available: "));
+      }
+    }
+    const std::string why = find_algorithm("nccl-lsa").unsupported(Collective::broadcast, comm);
+    if (api)
+      EXPECT_EQ(why, "--impl nccl-lsa: the NCCL device-API kernels exist for allreduce only (as in nccl-tests); "
+                     "bench_broadcast accepts -D 0");
+    else
+      EXPECT_THAT(why, HasSubstr("NCCL device API not available: "));
   });
 }
 
