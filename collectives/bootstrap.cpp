@@ -170,6 +170,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
     if (nccl_reason.empty()) {
       nccl_comms.resize(std::size_t(n));
       NCCL_CHECK(ncclCommInitAll(nccl_comms.data(), n, rank_gpus.data()));
+      for (ncclComm_t c : nccl_comms) nccl_track(c);
     }
   }
   std::vector<char> nccl_healthy(nccl_comms.size(), 0);  // the rank finished normally: its communicator is ours
@@ -207,9 +208,9 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   // its peers will never match), unless a timeout already aborted (and freed) it.
   for (std::size_t r = 0; r < nccl_comms.size(); ++r) {
     if (nccl_healthy[r])
-      ncclCommDestroy(nccl_comms[r]);
-    else if (!nccl_was_aborted(nccl_comms[r]))
-      ncclCommAbort(nccl_comms[r]);
+      nccl_release(nccl_comms[r]);
+    else
+      nccl_abandon(nccl_comms[r]);
   }
 #endif
   failures.rethrow_first();
@@ -304,6 +305,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
         MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
         ncclComm_t c;
         NCCL_CHECK(ncclCommInitRank(&c, size, id, rank));
+        nccl_track(c);
         nccl = c;
         transport = make_nccl_transport(nccl, nullptr, rank, size, d, make_mpi_transport(&world, d));
       } else if (nccl_reason.empty()) {
@@ -320,7 +322,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
       body(comm);
     }
 #ifdef PARBENCH_HAVE_NCCL
-    if (nccl) ncclCommDestroy(static_cast<ncclComm_t>(nccl));
+    nccl_release(static_cast<ncclComm_t>(nccl));
 #endif
   } catch (const UsageError&) {
     throw;
