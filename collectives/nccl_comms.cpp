@@ -1,7 +1,8 @@
-// The live NCCL communicators of this process, by the world communicator they were split from: a rank's wait
-// that times out aborts all of its rank's communicators, not only the one it waited on. Work queued on the
-// rank's streams over the others (a pipeline's sends on its group's communicator behind the world's collective)
-// would otherwise never end, and every later free or synchronize would block behind it.
+// The live NCCL communicators of this process, each with its rank's world communicator. A wait that times out
+// aborts all of them, not only the one it waited on: work queued over the others (a pipeline's sends on its
+// group's communicator behind the world's collective, or a stalled rank's in threads mode, which a cudaFree with
+// peer access waits for) would otherwise never end, and every later free or synchronize would block behind it.
+// In threads mode the process's ranks are one run, which fails as a whole once a rank times out.
 #include "collectives/nccl_util.h"
 #include "collectives/transport.h"
 
@@ -57,19 +58,13 @@ void nccl_abandon(ncclComm_t comm) noexcept {
   if (comm && !forget_if_aborted(comm)) ncclCommAbort(comm);
 }
 
-void nccl_abort_rank_of(ncclComm_t comm) noexcept {
-  std::lock_guard lock(comms_mu);  // held while aborting: no wait of this rank reads a communicator being freed
-  if (aborted_comms.count(comm)) return;
-  if (!live_comms.count(comm)) live_comms[comm] = Tracked{comm, {}};
-  const ncclComm_t world = live_comms[comm].world;
-  std::vector<ncclComm_t> doomed;
-  for (const auto& [c, t] : live_comms)
-    if (t.world == world) doomed.push_back(c);
-  for (ncclComm_t c : doomed) {
-    aborted_comms[c] = live_comms[c];
-    live_comms.erase(c);
+void nccl_abort_all() noexcept {
+  std::lock_guard lock(comms_mu);  // held while aborting: no wait reads a communicator being freed
+  for (auto& [c, t] : live_comms) {
+    aborted_comms[c] = t;
     ncclCommAbort(c);
   }
+  live_comms.clear();
 }
 
 bool nccl_aborted_else_poll(ncclComm_t comm, ncclResult_t& async_error) {

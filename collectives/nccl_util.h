@@ -13,9 +13,8 @@ namespace parbench {
 
 ncclDataType_t nccl_type(DType t);
 ncclRedOp_t nccl_op(ReduceOp op);
-// Waits for `stream` by polling until `deadline`; on timeout aborts every communicator of the rank that owns
-// `comm` (so none of its streams stays stuck inside NCCL) and throws TimeoutError naming `what`. Also surfaces
-// asynchronous NCCL errors.
+// Waits for `stream` by polling until `deadline`; on timeout aborts every NCCL communicator of the process (so no
+// stream stays stuck inside NCCL) and throws TimeoutError naming `what`. Also surfaces asynchronous NCCL errors.
 void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const std::string& what);
 
 // The registry of live communicators (nccl_comms.cpp). Every communicator made is tracked: a world one with no
@@ -25,9 +24,9 @@ void nccl_track(ncclComm_t comm, ncclComm_t split_from = nullptr);
 // its operations, aborted (nccl_abandon); either only forgets one that a timeout aborted (and freed) already.
 void nccl_release(ncclComm_t comm) noexcept;
 void nccl_abandon(ncclComm_t comm) noexcept;
-// Aborts `comm` and every other live communicator of its rank: all the work queued on them ends with an error.
-void nccl_abort_rank_of(ncclComm_t comm) noexcept;
-// True when a timeout of this rank aborted `comm` (do not touch it); otherwise its asynchronous error, polled.
+// Aborts every live communicator of the process (its ranks, in threads mode): all the work queued on them ends.
+void nccl_abort_all() noexcept;
+// True when a timeout aborted `comm` (do not touch it); otherwise its asynchronous error, polled.
 bool nccl_aborted_else_poll(ncclComm_t comm, ncclResult_t& async_error);
 
 }  // namespace parbench

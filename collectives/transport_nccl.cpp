@@ -49,10 +49,10 @@ void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const st
     if (e != cudaErrorNotReady) CUDA_CHECK(e);
     ncclResult_t async = ncclSuccess;
     if (nccl_aborted_else_poll(comm, async))
-      throw TimeoutError(what + ": another wait of this rank timed out and aborted its NCCL communicators");
+      throw TimeoutError(what + ": another wait timed out and aborted the NCCL communicators");
     NCCL_CHECK(async);
     if (Clock::now() > deadline) {
-      nccl_abort_rank_of(comm);
+      nccl_abort_all();
       throw TimeoutError(what);
     }
     sched_yield();
