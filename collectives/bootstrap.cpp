@@ -128,7 +128,9 @@ class RankFailures {
       keep(std::current_exception(), kRootCause, r, e.what(), true);
     } catch (const std::exception& e) {
       const std::string what = failure_report(r, e.what());  // which rank, and what it was measuring
-      keep(std::make_exception_ptr(Error(what)), kRootCause, r, what, true);
+      // After a timeout aborted the NCCL communicators, an NCCL error of another rank is that abort's echo.
+      const bool echo = nccl_aborted_after_timeout();
+      keep(std::make_exception_ptr(Error(what)), echo ? kStopped : kRootCause, r, what, !echo);
     } catch (...) {
       keep(std::current_exception(), kRootCause, r, "unknown exception", true);
     }

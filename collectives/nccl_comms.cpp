@@ -7,6 +7,7 @@
 #include "collectives/transport.h"
 
 #ifdef PARBENCH_HAVE_NCCL
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <set>
@@ -24,6 +25,7 @@ struct Tracked {
 std::shared_mutex comms_mu;
 std::map<ncclComm_t, Tracked> live_comms;
 std::map<ncclComm_t, Tracked> aborted_comms;  // freed by an abort; their owners only forget them
+std::atomic<bool> aborted_by_timeout{false};
 
 bool forget_if_aborted(ncclComm_t comm) {
   std::lock_guard lock(comms_mu);
@@ -60,6 +62,7 @@ void nccl_abandon(ncclComm_t comm) noexcept {
 
 void nccl_abort_all() noexcept {
   std::lock_guard lock(comms_mu);  // held while aborting: no wait reads a communicator being freed
+  aborted_by_timeout = true;
   for (auto& [c, t] : live_comms) {
     aborted_comms[c] = t;
     ncclCommAbort(c);
@@ -73,6 +76,8 @@ bool nccl_aborted_else_poll(ncclComm_t comm, ncclResult_t& async_error) {
   NCCL_CHECK(ncclCommGetAsyncError(comm, &async_error));
   return false;
 }
+
+bool nccl_aborted_after_timeout() { return aborted_by_timeout.load(); }
 
 void nccl_note_queued(void* comm, std::string what) {
   std::lock_guard lock(comms_mu);
@@ -96,6 +101,7 @@ std::string nccl_queued_p2p_text(void* comm) {
 #else  // no NCCL in this build
 
 namespace parbench {
+bool nccl_aborted_after_timeout() { return false; }
 void nccl_note_queued(void*, std::string) {}
 std::string nccl_queued_p2p_text(void*) { return ""; }
 }  // namespace parbench

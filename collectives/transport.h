@@ -124,5 +124,8 @@ void nccl_queue_p2p(void* comm, std::span<const P2POp> ops, void* stream);
 // a timeout's message, those of every communicator of `comm`'s rank ("; the last ...", "" when none).
 void nccl_note_queued(void* comm, std::string what);
 std::string nccl_queued_p2p_text(void* comm);
+// Whether a wait of this process timed out and aborted its NCCL communicators: a later failure of another rank
+// of the process (an NCCL error from an aborted communicator) is a consequence, not a cause.
+bool nccl_aborted_after_timeout();
 
 }  // namespace parbench

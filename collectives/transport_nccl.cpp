@@ -49,7 +49,9 @@ void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const st
     if (e != cudaErrorNotReady) CUDA_CHECK(e);
     ncclResult_t async = ncclSuccess;
     if (nccl_aborted_else_poll(comm, async))
-      throw TimeoutError(what + ": another wait timed out and aborted the NCCL communicators");
+      throw AbortedError(what + ": another wait timed out and aborted the NCCL communicators");
+    if (async != ncclSuccess && nccl_aborted_after_timeout())  // a peer's communicator, aborted by that wait
+      throw AbortedError(what + ": another wait timed out and aborted the NCCL communicators");
     NCCL_CHECK(async);
     if (Clock::now() > deadline) {
       nccl_abort_all();
