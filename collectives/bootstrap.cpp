@@ -128,7 +128,9 @@ class RankFailures {
       keep(std::current_exception(), kRootCause, r, e.what(), true);
     } catch (const std::exception& e) {
       const std::string what = failure_report(r, e.what());  // which rank, and what it was measuring
-      keep(std::make_exception_ptr(Error(what)), kRootCause, r, what, true);
+      // After a timeout aborted the NCCL communicators, an NCCL error of another rank is that abort's echo.
+      const bool echo = nccl_aborted_after_timeout();
+      keep(std::make_exception_ptr(Error(what)), echo ? kStopped : kRootCause, r, what, !echo);
     } catch (...) {
       keep(std::current_exception(), kRootCause, r, "unknown exception", true);
     }
@@ -170,6 +172,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
     if (nccl_reason.empty()) {
       nccl_comms.resize(std::size_t(n));
       NCCL_CHECK(ncclCommInitAll(nccl_comms.data(), n, rank_gpus.data()));
+      for (ncclComm_t c : nccl_comms) nccl_track(c);
     }
   }
   std::vector<char> nccl_healthy(nccl_comms.size(), 0);  // the rank finished normally: its communicator is ours
@@ -207,9 +210,9 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
   // its peers will never match), unless a timeout already aborted (and freed) it.
   for (std::size_t r = 0; r < nccl_comms.size(); ++r) {
     if (nccl_healthy[r])
-      ncclCommDestroy(nccl_comms[r]);
-    else if (!nccl_was_aborted(nccl_comms[r]))
-      ncclCommAbort(nccl_comms[r]);
+      nccl_release(nccl_comms[r]);
+    else
+      nccl_abandon(nccl_comms[r]);
   }
 #endif
   failures.rethrow_first();
@@ -304,6 +307,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
         MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD));
         ncclComm_t c;
         NCCL_CHECK(ncclCommInitRank(&c, size, id, rank));
+        nccl_track(c);
         nccl = c;
         transport = make_nccl_transport(nccl, nullptr, rank, size, d, make_mpi_transport(&world, d));
       } else if (nccl_reason.empty()) {
@@ -320,7 +324,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
       body(comm);
     }
 #ifdef PARBENCH_HAVE_NCCL
-    if (nccl) ncclCommDestroy(static_cast<ncclComm_t>(nccl));
+    nccl_release(static_cast<ncclComm_t>(nccl));
 #endif
   } catch (const UsageError&) {
     throw;

@@ -107,6 +107,7 @@ ncclComm_t nccl_world(StoreClient& store, int rank, int size) {
   }
   ncclComm_t c;
   NCCL_CHECK(ncclCommInitRank(&c, size, id, rank));
+  nccl_track(c);
   return c;
 }
 #endif
@@ -155,12 +156,12 @@ void run_joined(const LaunchOptions& o, const Launch& l, StoreClient& store,
       body(comm);
     }
 #ifdef PARBENCH_HAVE_NCCL
-    if (nccl) ncclCommDestroy(static_cast<ncclComm_t>(nccl));
+    nccl_release(static_cast<ncclComm_t>(nccl));
 #endif
   } catch (...) {
 #ifdef PARBENCH_HAVE_NCCL
     // Destroying it could wait for operations the peers will never match; a timeout may have aborted it already.
-    if (nccl && !nccl_was_aborted(static_cast<ncclComm_t>(nccl))) ncclCommAbort(static_cast<ncclComm_t>(nccl));
+    nccl_abandon(static_cast<ncclComm_t>(nccl));
 #endif
     throw;
   }

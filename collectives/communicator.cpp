@@ -44,6 +44,7 @@ Communicator& Communicator::operator=(Communicator&& o) noexcept {
   impl_ = o.impl_;
   local_rank_ = o.local_rank_;
   local_size_ = o.local_size_;
+  world_ranks_ = std::move(o.world_ranks_);
   nccl_comm_ = o.nccl_comm_;
   owns_nccl_ = std::exchange(o.owns_nccl_, false);
   batching_ = o.batching_;
@@ -111,6 +112,7 @@ Communicator Communicator::split(int color, int key) {
   Communicator sub(transport_->split(color, key, members, new_rank), device_, timeout_s_);
   sub.local_rank_ = local_rank_;
   sub.local_size_ = local_size_;
+  for (int m : members) sub.world_ranks_.push_back(world_rank_of(m));
   // The group gets its own NCCL communicator (every rank of this one takes part, as in the split above), so
   // tensor-, pipeline- and data-parallel groups run NCCL's collectives too.
   if (nccl_comm_) {
@@ -174,6 +176,12 @@ void Communicator::queue_group(std::span<const P2POp> ops, void* stream) {
   if (!nccl_comm_) throw Error("queue_group needs NCCL: " + nccl_reason_);
   if (channel_ != 0) throw Error("queue_group inside a collective");
   nccl_queue_p2p(nccl_comm_, ops, stream);
+  // Named if a wait of this rank times out while it is pending (the peers as world ranks: the late one is there).
+  std::string what = "rank " + std::to_string(world_rank_of(rank())) + "'s";
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    what += std::string(i ? "," : "") + (ops[i].kind == P2POp::send ? " send to rank " : " recv from rank ") +
+            std::to_string(world_rank_of(ops[i].peer));
+  nccl_note_queued(nccl_comm_, std::move(what));
 }
 
 void Communicator::post_sends(std::span<const P2POp> ops) {
@@ -233,7 +241,8 @@ void Communicator::wait_stream(void* stream, std::string_view what) {
     try {
       nccl_stream_wait(nccl_comm_, stream, deadline, std::string(what));
     } catch (const TimeoutError&) {
-      throw TimeoutError(stream_timeout_message(what));
+      // The stream may be stuck behind point-to-point work queued on another of the rank's communicators.
+      throw TimeoutError(stream_timeout_message(what) + nccl_queued_p2p_text(nccl_comm_));
     }
   }
   if (symmetric_) symmetric_->check(*this);  // a device-side collective that gave up waiting for a peer

@@ -31,6 +31,8 @@ class Communicator {
   const Device& device() const { return device_; }
   Transport& transport() const { return *transport_; }
   int local_rank() const { return local_rank_; }
+  // The world rank of rank `r` of this communicator (split ones keep their members' world ranks).
+  int world_rank_of(int r) const { return world_ranks_.empty() ? r : world_ranks_[std::size_t(r)]; }
   int local_size() const { return local_size_; }
   void set_local(int local_rank, int local_size) { local_rank_ = local_rank, local_size_ = local_size; }
   double timeout_s() const { return timeout_s_; }
@@ -169,6 +171,7 @@ class Communicator {
   DType call_dtype_ = DType::f32;  // of the collective running now
   int channel_ = 0;  // tag of point-to-point traffic now: 0 user p2p, 1 collectives, 2 barrier
   int local_rank_ = 0, local_size_ = 1;
+  std::vector<int> world_ranks_;  // by rank; empty for the world itself
   void* nccl_comm_ = nullptr;
   bool owns_nccl_ = false;  // made by split(): destroyed with this communicator
   bool batching_ = false;

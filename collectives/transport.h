@@ -120,5 +120,12 @@ void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::st
 // One group of ncclSend/ncclRecv of device buffers queued on `stream`, without waiting (matched per peer in issue
 // order, tags ignored).
 void nccl_queue_p2p(void* comm, std::span<const P2POp> ops, void* stream);
+// What the last group queued by nccl_queue_p2p on `comm` was (its caller's words, naming world ranks), and, for
+// a timeout's message, those of every communicator of `comm`'s rank ("; the last ...", "" when none).
+void nccl_note_queued(void* comm, std::string what);
+std::string nccl_queued_p2p_text(void* comm);
+// Whether a wait of this process timed out and aborted its NCCL communicators: a later failure of another rank
+// of the process (an NCCL error from an aborted communicator) is a consequence, not a cause.
+bool nccl_aborted_after_timeout();
 
 }  // namespace parbench

@@ -7,8 +7,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <mutex>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -43,16 +41,6 @@ ncclRedOp_t nccl_op(ReduceOp op) {
   return ncclSum;
 }
 
-namespace {
-std::mutex aborted_mu;
-std::set<ncclComm_t> aborted_comms;  // by nccl_wait; taken out when their owner asks
-}  // namespace
-
-bool nccl_was_aborted(ncclComm_t comm) {
-  std::lock_guard lock(aborted_mu);
-  return aborted_comms.erase(comm) > 0;
-}
-
 void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const std::string& what) {
   count_host_wait();
   for (;;) {
@@ -60,14 +48,13 @@ void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const st
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) CUDA_CHECK(e);
     ncclResult_t async = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(comm, &async));
+    if (nccl_aborted_else_poll(comm, async))
+      throw AbortedError(what + ": another wait timed out and aborted the NCCL communicators");
+    if (async != ncclSuccess && nccl_aborted_after_timeout())  // a peer's communicator, aborted by that wait
+      throw AbortedError(what + ": another wait timed out and aborted the NCCL communicators");
     NCCL_CHECK(async);
     if (Clock::now() > deadline) {
-      {
-        std::lock_guard lock(aborted_mu);
-        aborted_comms.insert(comm);
-      }
-      ncclCommAbort(comm);
+      nccl_abort_all();
       throw TimeoutError(what);
     }
     sched_yield();
@@ -89,7 +76,7 @@ class NcclTransport final : public Transport {
         owns_comm_(owns_comm) {}
   ~NcclTransport() override {
     device_free(device_, staging_);
-    if (owns_comm_) ncclCommDestroy(comm_);  // split ones; the world communicator belongs to the bootstrap
+    if (owns_comm_) nccl_release(comm_);  // split ones; the world communicator belongs to the bootstrap
   }
   NcclTransport(const NcclTransport&) = delete;
   NcclTransport& operator=(const NcclTransport&) = delete;
@@ -101,6 +88,7 @@ class NcclTransport final : public Transport {
   std::unique_ptr<Transport> split(int color, int key, const std::vector<int>& members, int new_rank) override {
     ncclComm_t sub;
     NCCL_CHECK(ncclCommSplit(comm_, color, key, &sub, nullptr));
+    nccl_track(sub, comm_);
     // Every rank splits both, in the same order (the Communicator's split is collective over all ranks).
     std::unique_ptr<Transport> matched = matched_ ? matched_->split(color, key, members, new_rank) : nullptr;
     return std::make_unique<NcclTransport>(sub, stream_, new_rank, int(members.size()), device_, std::move(matched),
@@ -192,11 +180,12 @@ std::unique_ptr<Transport> make_nccl_transport(void* nccl_comm, void* stream, in
 void* nccl_comm_split(void* comm, int color, int key) {
   ncclComm_t sub = nullptr;
   NCCL_CHECK(ncclCommSplit(static_cast<ncclComm_t>(comm), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &sub, nullptr));
+  nccl_track(sub, static_cast<ncclComm_t>(comm));
   return sub;
 }
 
 void nccl_comm_destroy(void* comm) noexcept {
-  if (comm) ncclCommDestroy(static_cast<ncclComm_t>(comm));
+  nccl_release(static_cast<ncclComm_t>(comm));
 }
 
 void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::string& what) {

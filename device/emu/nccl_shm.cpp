@@ -2,7 +2,9 @@
 #include "device/emu/nccl_shm.h"
 
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -36,7 +39,10 @@ struct Channel {
 struct Header {
   std::atomic<std::uint64_t> magic;  // set last by the creator: the rest is initialised
   pthread_mutex_t mutex;
-  pthread_cond_t cond;
+  // Bumped (under the mutex) at every change a waiter may look for; waiters sleep on it with a futex. Not a
+  // process-shared pthread_cond_t: its broadcast can block until a waiter in a stopped process (SIGSTOP) runs,
+  // so a rank's abort would hang behind a stalled peer.
+  std::atomic<std::uint32_t> changes;
   int size;
   int joined;
   int aborted;
@@ -77,9 +83,29 @@ struct Lock {
   Header* h;
 };
 
-// Waits on the clique's condition; reports and aborts the process after PARBENCH_EMU_WAIT_TIMEOUT (an NCCL hang).
+// Wakes every waiter of the clique; called with the mutex held.
+void notify_all(Header* h) {
+  h->changes.fetch_add(1, std::memory_order_release);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&h->changes), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+// Waits (the mutex held on entry and on return) until the clique changes; reports and aborts the process after
+// PARBENCH_EMU_WAIT_TIMEOUT (an NCCL hang).
 void wait(Header* h, const timespec& deadline, const std::string& what) {
-  if (pthread_cond_timedwait(&h->cond, &h->mutex, &deadline) == ETIMEDOUT) {
+  const std::uint32_t seen = h->changes.load(std::memory_order_acquire);
+  timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  std::int64_t left = std::int64_t(deadline.tv_sec - now.tv_sec) * 1000000000 + (deadline.tv_nsec - now.tv_nsec);
+  if (left > 0) {
+    const timespec rel{time_t(left / 1000000000), long(left % 1000000000)};
+    pthread_mutex_unlock(&h->mutex);
+    // A change after `seen` was read (under the mutex) makes the futex return at once: no wake-up is lost.
+    syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&h->changes), FUTEX_WAIT, seen, &rel, nullptr, 0);
+    pthread_mutex_lock(&h->mutex);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    left = std::int64_t(deadline.tv_sec - now.tv_sec) * 1000000000 + (deadline.tv_nsec - now.tv_nsec);
+  }
+  if (left <= 0 && h->changes.load(std::memory_order_acquire) == seen) {
     std::fprintf(stderr,
                  "parbench-emu NCCL: waited more than %g s (PARBENCH_EMU_WAIT_TIMEOUT) for %s; a rank never called "
                  "the matching operation (an NCCL hang on a GPU)\n",
@@ -92,7 +118,7 @@ void fail_locked(Header* h, const std::string& why) {
   if (!h->failure[0]) std::snprintf(h->failure, sizeof h->failure, "%s", why.c_str());
   if (!h->aborted) std::fprintf(stderr, "parbench-emu NCCL: %s\n", why.c_str());
   h->aborted = 1;
-  pthread_cond_broadcast(&h->cond);
+  notify_all(h);
 }
 
 }  // namespace
@@ -130,18 +156,14 @@ int open_segment(const std::string& name, std::size_t bytes, int rank, Deadline 
   }
 }
 
-// Rank 0 makes the process-shared lock and condition; the others wait until it has.
+// Rank 0 makes the process-shared lock; the others wait until it has.
 bool init_header(Header* h, int n, int rank, const std::string& name, Deadline give_up, std::string* error) {
   if (rank == 0) {
     pthread_mutexattr_t ma;
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
     pthread_mutex_init(&h->mutex, &ma);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&h->cond, &ca);
+    h->changes.store(0);
     h->size = n;
     h->magic.store(kMagic, std::memory_order_release);
     return true;
@@ -166,7 +188,7 @@ bool join_ranks(Header* h, int n, int rank, int physical_gpu, const std::string&
   h->pids[rank] = int(getpid());
   h->gpus[rank] = physical_gpu;
   ++h->joined;
-  pthread_cond_broadcast(&h->cond);
+  notify_all(h);
   const timespec deadline = deadline_after(wait_timeout_s());
   while (h->joined < n) wait(h, deadline, "every rank to join NCCL communicator " + name);
   if (rank == 0) shm_unlink(name.c_str());  // everyone has it mapped; the name is no longer needed
@@ -281,7 +303,7 @@ bool shm_exchange(ShmClique& c, int me, const std::vector<ShmTransfer>& ops, con
     }
     if (all) return true;
     if (progress) {
-      pthread_cond_broadcast(&h->cond);
+      notify_all(h);
       continue;
     }
     wait(h, deadline, "rank " + std::to_string(me) + "'s " + what);
