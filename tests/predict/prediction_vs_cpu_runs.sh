@@ -12,7 +12,7 @@ step_ms() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "step_ms") c 
 failed=0
 compare() {  # compare LABEL RANKS "RUN ARGS" "SIMULATE ARGS"
   rm -f "$dir/run.csv" "$dir/sim.csv"
-  "$bin/bench_train" $model --device cpu --ranks "$2" --steps 3 --warmup 1 --quiet --csv "$dir/run.csv" $3
+  "$bin/bench_train" $model --device cpu --ranks "$2" --steps 7 --warmup 1 --quiet --csv "$dir/run.csv" $3
   "$bin/bench_train" $model --simulate --gpus "$2" --system "$system" --quiet --csv "$dir/sim.csv" $4
   awk -v label="$1" -v n="$2" -v m="$(step_ms "$dir/run.csv")" -v p="$(step_ms "$dir/sim.csv")" -v tol="$tol" 'BEGIN {
     err = (p - m) / m
