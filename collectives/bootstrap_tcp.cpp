@@ -228,7 +228,11 @@ void run_tcp(const LaunchOptions& o, const Launch& l, const std::function<void(C
   TraceRecorder::instance().set_default_rank(l.world_rank);
   try {
     std::unique_ptr<StoreServer> server;  // rank 0's, for the whole run: late ranks may still be joining
-    if (l.world_rank == 0) server = std::make_unique<StoreServer>(l.store_port, l.token, l.world_size);
+    if (l.world_rank == 0) try {
+        server = std::make_unique<StoreServer>(l.store_port, l.token, l.world_size);
+      } catch (const Error& e) {
+        throw Error(std::string(e.what()) + " (the port from " + l.store_from + "; PARBENCH_STORE_PORT=N picks another)");
+      }
     StoreClient store(l.store_host, l.store_port, l.token, l.world_rank, l.world_size, o.timeout_s);
     run_joined(o, l, store, body);
   } catch (...) {

@@ -71,6 +71,14 @@ void read_torchrun(Launch& l, const EnvReader& env) {
   l.store_host = value_of(env, "MASTER_ADDR");
   read_master_port(l, env);
   l.store_from = "MASTER_ADDR:MASTER_PORT";
+  // torchrun's agent serves torch's own store on MASTER_PORT and tells its workers so: ours takes the next port.
+  const std::string agent_store = value_of(env, "TORCHELASTIC_USE_AGENT_STORE");
+  if (agent_store == "True" || agent_store == "true" || agent_store == "1") {
+    const bool last = l.store_port == 65535;
+    l.store_port += last ? -1 : 1;
+    l.store_from = std::string("MASTER_ADDR, MASTER_PORT ") + (last ? "- 1" : "+ 1") +
+                   " (torchrun's agent serves its own store on MASTER_PORT: TORCHELASTIC_USE_AGENT_STORE)";
+  }
 }
 
 void read_slurm(Launch& l, const EnvReader& env) {
@@ -148,6 +156,10 @@ Launch tcp_launch(const EnvReader& env) {
   else
     throw UsageError("--bootstrap tcp needs a launcher's variables: RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT "
                      "(torchrun), or SLURM_PROCID, SLURM_NTASKS and SLURM_JOB_NODELIST (srun)");
+  if (is_set(env, "PARBENCH_STORE_PORT")) {  // the launcher's port is taken, or another is wanted
+    l.store_port = int_var(env, "PARBENCH_STORE_PORT", 1, 65535, "the user");
+    l.store_from += "; the port from PARBENCH_STORE_PORT";
+  }
   read_token(l, env);
   return l;
 }

@@ -71,6 +71,29 @@ TEST(Launcher, SlurmStoreOnTheFirstNodeWithAPortFromTheJob) {
   EXPECT_EQ(g.token, "123456.3");
 }
 
+// torchrun (elastic) serves torch's store on MASTER_PORT itself and says so: ours moves to the next port;
+// PARBENCH_STORE_PORT overrides either launcher's port, checked like theirs.
+TEST(Launcher, StorePortBesideTorchrunsAgentStoreOrGiven) {
+  Env e = kTorchrun;
+  e["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  const Launch a = detect(BootstrapKind::automatic, e);
+  EXPECT_EQ(a.store_host, "10.0.0.1");
+  EXPECT_EQ(a.store_port, 29501);
+  EXPECT_NE(a.store_from.find("TORCHELASTIC_USE_AGENT_STORE"), std::string::npos) << a.store_from;
+  e["MASTER_PORT"] = "65535";
+  EXPECT_EQ(detect(BootstrapKind::automatic, e).store_port, 65534);
+  e["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+  EXPECT_EQ(detect(BootstrapKind::automatic, e).store_port, 65535);
+  e["PARBENCH_STORE_PORT"] = "4242";
+  EXPECT_EQ(detect(BootstrapKind::automatic, e).store_port, 4242);
+  Env s = kSlurm;
+  s["PARBENCH_STORE_PORT"] = "4243";
+  EXPECT_EQ(detect(BootstrapKind::automatic, s).store_port, 4243);
+  s["PARBENCH_STORE_PORT"] = "0";
+  EXPECT_EQ(usage_error(BootstrapKind::automatic, s),
+            "PARBENCH_STORE_PORT='0' (set by the user): expected an integer from 1 to 65535");
+}
+
 TEST(Launcher, JobTokenFromTheLauncherOrTheDefault) {
   EXPECT_EQ(detect(BootstrapKind::automatic, kTorchrun).token, "job-7");
   Env e = kTorchrun;

@@ -165,6 +165,28 @@ bad_input() {
 bad_rendezvous() {
   local t=(-b 8 -e 8 --device cpu -T 3)
   local start=$SECONDS
+  # torchrun's agent holds MASTER_PORT with torch's own store (a listener here stands for it): with
+  # TORCHELASTIC_USE_AGENT_STORE=True ours takes the next port; rank 0 alone with the port taken and no such
+  # variable is refused at once, naming where the port came from and the way out.
+  local held
+  held=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); print(p)')
+  python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' \
+    "$held" &
+  local holder=$!
+  sleep 0.3
+  TORCHELASTIC_USE_AGENT_STORE=True run_torchrun agent 2 "$held" 2 "$bin/bench_allreduce" "${t[@]}"
+  wait_ranks agent 2 0
+  expect_in agent "$out/agent.0" "(torchrun, tcp bootstrap)"
+  RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$held timeout 120 "$bin/bench_allreduce" "${t[@]}" \
+    >"$out/port-taken" 2>&1
+  [ $? = 1 ] || fail "rank 0 with MASTER_PORT taken did not exit 1"
+  expect_in port-taken "$out/port-taken" "cannot listen on port $held"
+  expect_in port-taken "$out/port-taken" "PARBENCH_STORE_PORT=N picks another"
+  kill "$holder" 2>/dev/null
+  wait "$holder" 2>/dev/null
+  within 30 "$start" "the agent's port"
+  start=$SECONDS
   run_torchrun nobody 1 "$(free_port)" 2 "$bin/bench_allreduce" "${t[@]}"  # rank 0 of 2 alone
   wait_ranks nobody 1 1
   expect_in nobody "$out/nobody.0" "rank 1 of 2 never joined"
