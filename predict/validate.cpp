@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <libfccp/csv.h>
@@ -17,10 +18,32 @@ namespace parbench::predict {
 
 namespace {
 
+// A system file named by a relative path is looked up beside the table that names it; a built-in name stays.
+std::string system_beside(const std::string& system, const std::string& table_path) {
+  if (system.size() < 5 || system.substr(system.size() - 5) != ".json" || system.front() == '/') return system;
+  const auto slash = table_path.rfind('/');
+  return slash == std::string::npos ? system : table_path.substr(0, slash + 1) + system;
+}
+
+// The partition column: "uniform" (no counts: layers / virtual stages each) or block counts per virtual stage
+// joined by '+' (checked against the layers by validate_layout).
+std::vector<int> parse_partition(const std::string& text, const std::string& where) {
+  if (text == "uniform") return {};
+  std::vector<int> blocks;
+  std::istringstream in(text);
+  for (std::string count; std::getline(in, count, '+');) {
+    const std::optional<int> v = parse_int_text(count);
+    if (!v || *v < 1)
+      throw UsageError(where + ": partition '" + text + "' is not uniform or block counts joined by '+' (e.g. 5+6+5)");
+    blocks.push_back(*v);
+  }
+  return blocks;
+}
+
 struct RawRow {
-  std::string table, row, system, recompute, measure, shaped_by;
+  std::string table, row, system, recompute, schedule, attention, p2p, partition, measure, shaped_by;
   int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
-      sp = 0;
+      sp = 0, zero = 0;
   double published = 0;
 };
 
@@ -48,17 +71,23 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
   l.model.kind = ModelKind::gpt;
   l.model.hidden = r.hidden, l.model.heads = r.heads, l.model.layers = r.layers, l.model.seq = r.seq;
   l.model.vocab = r.vocab, l.model.dtype = DType::bf16;  // bf16 stands for fp16: the same speed
-  l.model.flash_attention = false;  // the published runs materialised the attention scores
+  if (r.attention != "plain" && r.attention != "flash")
+    throw UsageError(where + ": attention '" + r.attention + "' is unknown; accepted: plain, flash");
+  l.model.flash_attention = r.attention == "flash";
+  if (r.p2p != "blocking" && r.p2p != "async")
+    throw UsageError(where + ": p2p '" + r.p2p + "' is unknown; accepted: blocking (a send holds its stage), async");
+  l.blocking_p2p = r.p2p == "blocking";
   l.gpus = r.gpus, l.tp = r.tp, l.pp = r.pp, l.dp = r.gpus / std::max(1, r.tp * r.pp), l.virtual_stages = r.v;
-  l.schedule = ScheduleRef::parse(r.v > 1 ? "interleaved" : "1f1b");
-  l.global_batch = r.batch, l.micro_batch = r.mbs, l.sequence_parallel = r.sp != 0;
+  l.global_batch = r.batch, l.micro_batch = r.mbs, l.sequence_parallel = r.sp != 0, l.zero_stage = r.zero;
+  l.stage_blocks = parse_partition(r.partition, where);
   try {
+    l.schedule = ScheduleRef::parse(r.schedule);
     l.recompute = parse_recompute(r.recompute);
     validate_layout(l);
   } catch (const UsageError& e) {
     throw UsageError(where + ": " + e.what());
   }
-  l.blocking_p2p = true, l.sp_backward_regather = true;
+  l.sp_backward_regather = true;
   return p;
 }
 
@@ -68,14 +97,17 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    io::CSVReader<19, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    io::CSVReader<24, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     in.read_header(io::ignore_no_column, "table", "row", "system", "hidden", "heads", "layers", "seq", "vocab", "tp",
-                   "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "measure", "published",
-                   "shaped_by");
+                   "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "schedule", "attention", "p2p",
+                   "zero", "partition", "measure", "published", "shaped_by");
     RawRow r;
     while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
-                       r.batch, r.mbs, r.sp, r.recompute, r.measure, r.published, r.shaped_by))
+                       r.batch, r.mbs, r.sp, r.recompute, r.schedule, r.attention, r.p2p, r.zero, r.partition,
+                       r.measure, r.published, r.shaped_by)) {
       out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
+      out.back().system = system_beside(out.back().system, path);
+    }
   } catch (const io::error::base& e) {
     throw UsageError(path + ": " + e.what());
   }

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include <unistd.h>
+
 #include "base/error.h"
 #include "predict/costs.h"
 #include "predict/validate.h"
@@ -16,11 +18,16 @@ using namespace parbench::predict;
 namespace {
 
 const char* kPublishedHeader =
-    "table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,micro_batch,sp,recompute,measure,"
-    "published,shaped_by\n";
+    "table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,micro_batch,sp,recompute,schedule,"
+    "attention,p2p,zero,partition,measure,published,shaped_by\n";
 
+// A file of its own per call: ctest runs each test in its own process at the same time as others, so the name
+// carries the test, the process and a count.
 std::string write_published(const std::string& body) {
-  const std::string path = testing::TempDir() + "published_" + std::to_string(std::rand()) + ".csv";
+  static int calls = 0;
+  const std::string path = testing::TempDir() + "published_" +
+                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                           std::to_string(getpid()) + "_" + std::to_string(++calls) + ".csv";
   std::ofstream(path) << kPublishedHeader << body;
   return path;
 }
@@ -34,33 +41,78 @@ std::string published_error(const std::string& path) {
   return "no error";
 }
 
+// A 22B row on 8 GPUs with the given sequence-parallel flag, recomputation, software columns and trailing fields.
+std::string row_22b(const std::string& head, const std::string& software, const std::string& tail) {
+  return head + ",6144,64,48,2048,51200,8,1,1,8,4,4," + software + "," + tail + "\n";
+}
+
 }  // namespace
 
 TEST(PredictValidate, BadRowsAreRefusedNamingLineAndValue) {
-  const std::string ok = "t,r,dgx-a100,6144,64,48,2048,51200,8,1,1,8,4,4,1,selective,step_s,1.1,blocking_p2p\n";
+  const std::string ok =
+      row_22b("t,r,dgx-a100", "1,selective,1f1b,plain,blocking,0,uniform", "step_s,1.1,blocking_p2p");
   const std::vector<PublishedRow> rows = read_published(write_published(ok));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].shaped_by, std::set<std::string>{"blocking_p2p"});
   EXPECT_TRUE(rows[0].layout.sequence_parallel);
   EXPECT_TRUE(rows[0].layout.blocking_p2p);
-  std::string p = write_published(ok + "t,r,dgx-a100,6144,64,48,2048,51200,8,1,1,8,4,4,0,none,step_s,1,magic\n");
+  EXPECT_FALSE(rows[0].layout.model.flash_attention);
+  std::string p =
+      write_published(ok + row_22b("t,r,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform", "step_s,1,magic"));
   EXPECT_NE(published_error(p).find(":3: modelling choice 'magic' is unknown; accepted: blocking_p2p"), std::string::npos)
       << published_error(p);
-  p = write_published("t,r,dgx-a100,6144,64,48,2048,51200,8,1,1,16,8,4,0,none,step_s,1,-\n");  // dp 2: fine
-  EXPECT_EQ(published_error(p), "no error");
-  p = write_published("t,r,dgx-a100,6144,64,48,2048,51200,3,1,1,3,4,4,0,none,step_s,1,-\n");  // 64 heads, tp 3
-  EXPECT_NE(published_error(p).find(":2: "), std::string::npos) << published_error(p);
-  p = write_published("t,r,dgx-a100,6144,64,48,2048,51200,8,1,1,8,4,4,0,none,step_s,0,-\n");
+  const std::string software = ",0,none,1f1b,plain,blocking,0,uniform,step_s,1,-\n";
+  p = write_published("t,r,dgx-a100,6144,64,48,2048,51200,8,1,1,16,8,4" + software);
+  EXPECT_EQ(published_error(p), "no error");  // dp 2
+  p = write_published("t,r,dgx-a100,6144,64,48,2048,51200,3,1,1,3,4,4" + software);
+  EXPECT_NE(published_error(p).find(":2: "), std::string::npos) << published_error(p);  // 64 heads, tp 3
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform", "step_s,0,-"));
   EXPECT_NE(published_error(p).find(":2: published must be > 0"), std::string::npos) << published_error(p);
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,sdpa,blocking,0,uniform", "step_s,1,-"));
+  EXPECT_NE(published_error(p).find(":2: attention 'sdpa' is unknown; accepted: plain, flash"), std::string::npos)
+      << published_error(p);
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,eager,0,uniform", "step_s,1,-"));
+  EXPECT_NE(published_error(p).find(":2: p2p 'eager' is unknown; accepted: blocking"), std::string::npos)
+      << published_error(p);
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,zigzag,plain,async,0,uniform", "step_s,1,-"));
+  EXPECT_NE(published_error(p).find(":2: "), std::string::npos) << published_error(p);
+  EXPECT_NE(published_error(p).find("zigzag"), std::string::npos) << published_error(p);
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,async,5,uniform", "step_s,1,-"));
+  EXPECT_NE(published_error(p).find(":2: --zero 5 is not a ZeRO stage"), std::string::npos) << published_error(p);
   EXPECT_NE(published_error("/nonexistent.csv").find("cannot read /nonexistent.csv"), std::string::npos);
+}
+
+// The software columns reach the layout, and a system named by a .json path is looked up beside the table.
+TEST(PredictValidate, SoftwareColumnsAndSystemFilesBesideTheTable) {
+  const std::string path =
+      write_published(row_22b("t,r,my_system.json", "1,full,1f1b,flash,async,1,uniform", "step_s,1,-") +
+                      row_22b("t,r,dgx-h100", "1,full,1f1b,flash,async,1,uniform", "step_s,1,-"));
+  const std::vector<PublishedRow> rows = read_published(path);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].system, path.substr(0, path.rfind('/') + 1) + "my_system.json");
+  EXPECT_EQ(rows[1].system, "dgx-h100");
+  EXPECT_TRUE(rows[0].layout.model.flash_attention);
+  EXPECT_FALSE(rows[0].layout.blocking_p2p);
+  EXPECT_EQ(rows[0].layout.zero_stage, 1);
+  EXPECT_EQ(rows[0].layout.recompute, Recompute::full);
+  const std::string two_stages = "t,r,dgx-a100,6144,64,48,2048,51200,8,2,1,16,8,1,0,none,1f1b,plain,async,0,";
+  EXPECT_EQ(read_published(write_published(two_stages + "20+28,step_s,1,-\n"))[0].layout.stage_blocks,
+            (std::vector<int>{20, 28}));
+  std::string p = write_published(two_stages + "20+x,step_s,1,-\n");
+  EXPECT_NE(published_error(p).find(":2: partition '20+x' is not uniform or block counts"), std::string::npos)
+      << published_error(p);
+  p = write_published(two_stages + "20+27,step_s,1,-\n");
+  EXPECT_NE(published_error(p).find(":2: partition 20+27 does not spread --layers 48"), std::string::npos)
+      << published_error(p);
 }
 
 // Undoing sp_backward_regather removes exactly the two backward all-gathers of a sequence-parallel layer; undoing
 // processing_no_overlap makes every op the slower of compute and memory instead of their sum.
 TEST(PredictValidate, UndoingAChoiceRemovesWhatItModels) {
   const std::string body =
-      "t,b,dgx-a100,6144,64,48,2048,51200,8,1,1,8,4,4,1,none,layer_backward_ms,11.8,sp_backward_regather\n"
-      "t,f,dgx-a100,6144,64,48,2048,51200,8,1,1,8,4,4,1,none,layer_forward_ms,7.2,processing_no_overlap\n";
+      row_22b("t,b,dgx-a100", "1,none,1f1b,plain,blocking,0,uniform",
+              "layer_backward_ms,11.8,sp_backward_regather") +
+      row_22b("t,f,dgx-a100", "1,none,1f1b,plain,blocking,0,uniform", "layer_forward_ms,7.2,processing_no_overlap");
   const std::vector<PublishedRow> rows = read_published(write_published(body));
   const SystemModel sys = builtin_system("dgx-a100");
   Layout l = rows[0].layout;
