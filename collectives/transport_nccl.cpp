@@ -48,9 +48,9 @@ void nccl_wait(ncclComm_t comm, cudaStream_t stream, Deadline deadline, const st
     if (e == cudaSuccess) return;
     if (e != cudaErrorNotReady) CUDA_CHECK(e);
     ncclResult_t async = ncclSuccess;
-    if (nccl_aborted_else_poll(comm, async))
-      throw AbortedError(what + ": another wait timed out and aborted the NCCL communicators");
-    if (async != ncclSuccess && nccl_aborted_after_timeout())  // a peer's communicator, aborted by that wait
+    // This communicator aborted, or (an error polled from it) a peer's, by another wait's timeout.
+    const bool aborted = nccl_aborted_else_poll(comm, async);
+    if (aborted || (async != ncclSuccess && nccl_aborted_after_timeout()))
       throw AbortedError(what + ": another wait timed out and aborted the NCCL communicators");
     NCCL_CHECK(async);
     if (Clock::now() > deadline) {

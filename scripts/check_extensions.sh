@@ -105,9 +105,19 @@ expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/sche
 [ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
 echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, each named by its README row"
 
-# --- build what shows them: CPU only, unoptimised (the checks run tiny sizes), file by file (the copies keep the
-# file-local names of the files they copy, which one unity batch would see twice)
-cmake -S "$tree" -B "$scratch/build" -G Ninja -DPARBENCH_CUDA=OFF -DCMAKE_UNITY_BUILD=OFF -DCMAKE_BUILD_TYPE=Debug \
+# --- build what shows them: CPU only, unoptimised (the checks run tiny sizes), in unity batches as the real build
+# but the copies file by file: they keep the file-local names of the files they copy, which one batch would see
+# twice. (The scratch tree's top-level CMakeLists.txt gets the lines that say so, after the touched-files check.)
+cat >>"$tree/CMakeLists.txt" <<'EOF_CMAKE'
+set_source_files_properties(${CMAKE_SOURCE_DIR}/parallel/schedule/dummysched.cpp
+  ${CMAKE_SOURCE_DIR}/parallel/schemes/dummyscheme.cpp DIRECTORY parallel PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+set_source_files_properties(${CMAKE_SOURCE_DIR}/collectives/algo_dummyalgo.cpp DIRECTORY collectives
+  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+set_source_files_properties(${CMAKE_SOURCE_DIR}/kernels/dummyop.cpp
+  ${CMAKE_BINARY_DIR}/kernels/simt_wrappers/kernels_dummyop.cu.cpp DIRECTORY kernels
+  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+EOF_CMAKE
+cmake -S "$tree" -B "$scratch/build" -G Ninja -DPARBENCH_CUDA=OFF -DCMAKE_UNITY_BUILD=ON -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-O0" >"$scratch/configure.log" 2>&1 || { cat "$scratch/configure.log"; exit 1; }
 cmake --build "$scratch/build" -j "$(nproc)" --target bench_train bench_allreduce bench_allreduce2 test_op_table \
   test_coll_table test_coll_bench_cli >"$scratch/build.log" 2>&1 ||

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up, checks the structure (scripts/check_structure.sh), builds and runs every test (ctest), then the unit tests once more and the cuda path (ctest label gpu)
+# Sets up, checks the structure (scripts/check_structure.sh), builds and runs the tests that are not unit tests
+# (ctest), checks README's "How to extend" rows, then runs the unit tests and the cuda path (ctest label gpu)
 # in an AddressSanitizer + UndefinedBehaviorSanitizer build on emulated GPUs (PARBENCH_CUDA=EMULATED), where ASan
 # also sees kernels that overrun device buffers; then the threaded parts under ThreadSanitizer; last every fuzzer
 # in its reproducible mode (scripts/fuzz.sh --ci: a fixed seed and run count per target, from the committed
@@ -51,7 +52,10 @@ stage "build (default)"
 # one architecture (sm_90), not the default list: every kernel still goes through nvcc and ptxas, once.
 BUILD_DIR=build scripts/build.sh "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" -DCMAKE_CUDA_ARCHITECTURES=90
 stage "ctest (default build)"
-(cd build && ctest --output-on-failure -j "$test_jobs" -LE quiet_machine)  # predict_vs_cpu_runs needs idle cores
+# The tests that are not unit tests (programs under mpirun, launchers, scripts, the ptxas and SASS checks of the
+# device code nvcc built): the unit tests run once, in the sanitizer build below, where ASan and UBSan watch them.
+# predict_vs_cpu_runs (quiet_machine) needs idle cores.
+(cd build && ctest --output-on-failure -j "$test_jobs" -LE 'quiet_machine|unit')
 
 stage "extension check"
 # README's "How to extend" rows done for real in a scratch copy: the files touched are the rows' and each dummy entry
@@ -62,15 +66,11 @@ stage "build (sanitizers)"
 # -O1: the emulated GPU runs every kernel on the CPU under ASan; unoptimised, the gpu label alone took 9 minutes.
 BUILD_DIR=build-asan scripts/build.sh -DPARBENCH_SANITIZE=ON -DPARBENCH_CUDA=EMULATED -DCMAKE_BUILD_TYPE=Debug \
   "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
-# ctest starts the longest tests first when it knows their times: the default build's run has just measured the
-# same unit tests.
-mkdir -p build-asan/Testing/Temporary
-cp build/Testing/Temporary/CTestCostData.txt build-asan/Testing/Temporary/ 2>/dev/null || true
 stage "ctest (sanitizers, unit tests)"
 # OpenMPI's own allocations outlive MPI_Finalize, so the tests that start mpirun check memory errors but not
 # leaks; every other unit test checks leaks too.
 export UBSAN_OPTIONS=print_stacktrace=1
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$test_jobs" -L unit -E 'Mpi|gpu')
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$test_jobs" -L unit -E 'Mpi|^gpu_')
 stage "ctest (sanitizers, mpirun unit tests and gpu label)"
 # The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, the programs
 # under one stream-timing seed here (two in the other builds), the emulator's own tests under three; their names start with gpu_) in one run, so that the mpirun tests' waits
