@@ -29,14 +29,15 @@ std::string system_beside(const std::string& system, const std::string& table_pa
 // joined by '+' (checked against the layers by validate_layout).
 std::vector<int> parse_partition(const std::string& text, const std::string& where) {
   if (text == "uniform") return {};
+  const UsageError bad(where + ": partition '" + text + "' is not uniform or block counts joined by '+' (e.g. 5+6+5)");
   std::vector<int> blocks;
   std::istringstream in(text);
   for (std::string count; std::getline(in, count, '+');) {
     const std::optional<int> v = parse_int_text(count);
-    if (!v || *v < 1)
-      throw UsageError(where + ": partition '" + text + "' is not uniform or block counts joined by '+' (e.g. 5+6+5)");
+    if (!v || *v < 1) throw bad;
     blocks.push_back(*v);
   }
+  if (blocks.empty()) throw bad;
   return blocks;
 }
 

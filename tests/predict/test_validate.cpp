@@ -101,6 +101,8 @@ TEST(PredictValidate, SoftwareColumnsAndSystemFilesBesideTheTable) {
   std::string p = write_published(two_stages + "20+x,step_s,1,-\n");
   EXPECT_NE(published_error(p).find(":2: partition '20+x' is not uniform or block counts"), std::string::npos)
       << published_error(p);
+  p = write_published(two_stages + ",step_s,1,-\n");
+  EXPECT_NE(published_error(p).find(":2: partition '' is not uniform"), std::string::npos) << published_error(p);
   p = write_published(two_stages + "20+27,step_s,1,-\n");
   EXPECT_NE(published_error(p).find(":2: partition 20+27 does not spread --layers 48"), std::string::npos)
       << published_error(p);
