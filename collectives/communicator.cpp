@@ -177,11 +177,7 @@ void Communicator::queue_group(std::span<const P2POp> ops, void* stream) {
   if (channel_ != 0) throw Error("queue_group inside a collective");
   nccl_queue_p2p(nccl_comm_, ops, stream);
   // Named if a wait of this rank times out while it is pending (the peers as world ranks: the late one is there).
-  std::string what = "rank " + std::to_string(world_rank_of(rank())) + "'s";
-  for (std::size_t i = 0; i < ops.size(); ++i)
-    what += std::string(i ? "," : "") + (ops[i].kind == P2POp::send ? " send to rank " : " recv from rank ") +
-            std::to_string(world_rank_of(ops[i].peer));
-  nccl_note_queued(nccl_comm_, std::move(what));
+  nccl_note_queued(nccl_comm_, world_rank_of(rank()), ops, world_ranks_);
 }
 
 void Communicator::post_sends(std::span<const P2POp> ops) {

@@ -18,9 +18,16 @@
 namespace parbench {
 
 namespace {
+struct QueuedOp {
+  P2POp::Kind kind;
+  int world_peer;
+};
 struct Tracked {
   ncclComm_t world;  // its rank's world communicator
-  std::string last_p2p;  // the last point-to-point group queued on it, with world ranks ("" for none)
+  // The last point-to-point group queued on it: the queuing rank and the ops, peers as world ranks (none: empty).
+  // Reused from group to group, so noting one allocates nothing once the largest group has been seen.
+  int last_rank = -1;
+  std::vector<QueuedOp> last_p2p;
 };
 std::shared_mutex comms_mu;
 std::map<ncclComm_t, Tracked> live_comms;
@@ -79,11 +86,27 @@ bool nccl_aborted_else_poll(ncclComm_t comm, ncclResult_t& async_error) {
 
 bool nccl_aborted_after_timeout() { return aborted_by_timeout.load(); }
 
-void nccl_note_queued(void* comm, std::string what) {
+void nccl_note_queued(void* comm, int world_rank, std::span<const P2POp> ops, std::span<const int> world_ranks) {
   std::lock_guard lock(comms_mu);
-  if (auto it = live_comms.find(static_cast<ncclComm_t>(comm)); it != live_comms.end())
-    it->second.last_p2p = std::move(what);
+  auto it = live_comms.find(static_cast<ncclComm_t>(comm));
+  if (it == live_comms.end()) return;
+  Tracked& t = it->second;
+  t.last_rank = world_rank;
+  t.last_p2p.clear();
+  for (const P2POp& op : ops)
+    t.last_p2p.push_back({op.kind, world_ranks.empty() ? op.peer : world_ranks[std::size_t(op.peer)]});
 }
+
+namespace {
+// "rank 0's send to rank 1, recv from rank 3"
+std::string queued_text(const Tracked& t) {
+  std::string text = "rank " + std::to_string(t.last_rank) + "'s";
+  for (std::size_t i = 0; i < t.last_p2p.size(); ++i)
+    text += std::string(i ? "," : "") + (t.last_p2p[i].kind == P2POp::send ? " send to rank " : " recv from rank ") +
+            std::to_string(t.last_p2p[i].world_peer);
+  return text;
+}
+}  // namespace
 
 std::string nccl_queued_p2p_text(void* comm) {
   std::shared_lock lock(comms_mu);
@@ -92,7 +115,7 @@ std::string nccl_queued_p2p_text(void* comm) {
   std::string text;
   for (const auto* comms : {&live_comms, &aborted_comms})
     for (const auto& [c, t] : *comms)
-      if (t.world == mine->world && !t.last_p2p.empty()) text += (text.empty() ? "" : "; ") + t.last_p2p;
+      if (t.world == mine->world && !t.last_p2p.empty()) text += (text.empty() ? "" : "; ") + queued_text(t);
   return text.empty() ? "" : "; the last NCCL point-to-point group queued on each of this rank's communicators: " + text;
 }
 
@@ -102,7 +125,7 @@ std::string nccl_queued_p2p_text(void* comm) {
 
 namespace parbench {
 bool nccl_aborted_after_timeout() { return false; }
-void nccl_note_queued(void*, std::string) {}
+void nccl_note_queued(void*, int, std::span<const P2POp>, std::span<const int>) {}
 std::string nccl_queued_p2p_text(void*) { return ""; }
 }  // namespace parbench
 #endif

@@ -120,9 +120,11 @@ void nccl_stream_wait(void* comm, void* stream, Deadline deadline, const std::st
 // One group of ncclSend/ncclRecv of device buffers queued on `stream`, without waiting (matched per peer in issue
 // order, tags ignored).
 void nccl_queue_p2p(void* comm, std::span<const P2POp> ops, void* stream);
-// What the last group queued by nccl_queue_p2p on `comm` was (its caller's words, naming world ranks), and, for
-// a timeout's message, those of every communicator of `comm`'s rank ("; the last ...", "" when none).
-void nccl_note_queued(void* comm, std::string what);
+// What the last group queued by nccl_queue_p2p on `comm` was, kept for a timeout's message: the caller's world
+// rank and each op's kind and peer, the peers mapped to world ranks by `world_ranks` (the group's members; empty:
+// the group is the world). Kept as numbers, worded only when a timeout asks: nccl_queued_p2p_text gives those of
+// every communicator of `comm`'s rank ("; the last ...", "" when none).
+void nccl_note_queued(void* comm, int world_rank, std::span<const P2POp> ops, std::span<const int> world_ranks);
 std::string nccl_queued_p2p_text(void* comm);
 // Whether a wait of this process timed out and aborted its NCCL communicators: a later failure of another rank
 // of the process (an NCCL error from an aborted communicator) is a consequence, not a cause.
