@@ -93,8 +93,9 @@ build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png
 shape=(--model gpt --hidden 64 --heads 4 --seq 32 --vocab 128 --steps 4 --warmup 1)
 deep=("${shape[@]}" --layers 4)
 # One core per stage (--pin); the bubble is the median over 9 steps, so a step slowed by something else on the
-# machine does not decide it.
-balanced=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 32 --steps 9 --warmup 1)
+# machine does not decide it. Blocks per stage by --partition balanced (even predicted stage times; with this small
+# vocabulary the head is light and that is 2+2, the partition column says).
+balanced=(--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 32 --steps 9 --warmup 1 --partition balanced)
 step "pipeline bubble: gpipe and 1f1b on 2 stages over 1 to 8 microbatches (measured vs (p-1)/(m+p-1))"
 for schedule in gpipe 1f1b; do
   for m in 1 2 4 8; do
@@ -103,8 +104,8 @@ for schedule in gpipe 1f1b; do
       --global-batch $((4 * m)) "${balanced[@]}" --pin --quiet --csv $out/train_pipeline.csv
   done
 done
-show $out/train_pipeline.csv scheme schedule microbatches step_ms bubble_measured bubble_theory bubble_replayed \
-  activations_bytes
+show $out/train_pipeline.csv scheme schedule microbatches partition step_ms bubble_measured bubble_theory \
+  bubble_replayed activations_bytes
 build/bin/parbench-plot bubble -i $out/train_pipeline.csv -o $out/pipeline_bubble.png
 
 step "model-parallel schemes at 4 ranks (2-way, data parallel over the rest), each checked against a single-rank run"
