@@ -67,31 +67,39 @@ __global__ void __launch_bounds__(kThreads) lsa_allreduce_kernel(ncclWindow_t se
 }
 
 // -D 2's loads and stores: multimem.ld_reduce sums an element over every rank's window in the NVLink switch, and
-// multimem.st writes one value into every rank's window.
+// multimem.st writes one value into every rank's window. Both exist from sm_90 on: an older architecture's compile
+// of them traps instead (ncclDevCommCreate refuses multimem on GPUs without NVLink SHARP, so it never runs there).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define PB_MULTIMEM_ASM(...) __trap()
+#else
+#define PB_MULTIMEM_ASM(...) asm volatile(__VA_ARGS__)
+#endif
 __device__ float mm_load_sum(const float* p) {
-  float v;
-  asm volatile("multimem.ld_reduce.relaxed.sys.global.add.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
+  float v = 0;
+  PB_MULTIMEM_ASM("multimem.ld_reduce.relaxed.sys.global.add.f32 %0, [%1];" : "=f"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ double mm_load_sum(const double* p) {
-  double v;
-  asm volatile("multimem.ld_reduce.relaxed.sys.global.add.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
+  double v = 0;
+  PB_MULTIMEM_ASM("multimem.ld_reduce.relaxed.sys.global.add.f64 %0, [%1];" : "=d"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ int mm_load_sum(const int* p) {
-  int v;
-  asm volatile("multimem.ld_reduce.relaxed.sys.global.add.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  int v = 0;
+  PB_MULTIMEM_ASM("multimem.ld_reduce.relaxed.sys.global.add.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ void mm_store(float* p, float v) {
-  asm volatile("multimem.st.relaxed.sys.global.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
+  PB_MULTIMEM_ASM("multimem.st.relaxed.sys.global.f32 [%0], %1;" ::"l"(p), "f"(v) : "memory");
 }
 __device__ void mm_store(double* p, double v) {
-  asm volatile("multimem.st.relaxed.sys.global.f64 [%0], %1;" ::"l"(p), "d"(v) : "memory");
+  PB_MULTIMEM_ASM("multimem.st.relaxed.sys.global.f64 [%0], %1;" ::"l"(p), "d"(v) : "memory");
 }
 __device__ void mm_store(int* p, int v) {
-  asm volatile("multimem.st.relaxed.sys.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+  PB_MULTIMEM_ASM("multimem.st.relaxed.sys.global.s32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
+
+#undef PB_MULTIMEM_ASM
 
 // -D 2: the share's elements summed by multimem loads and written to every rank by multimem stores.
 template <class T>
