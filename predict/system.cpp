@@ -133,11 +133,14 @@ SystemModel builtin_system(const std::string& name) {
                    ", or a system FILE.json");
 }
 
+bool names_system_file(const std::string& name_or_file) {
+  return name_or_file.find('/') != std::string::npos ||
+         (name_or_file.size() > 5 && name_or_file.ends_with(".json"));
+}
+
 SystemModel load_system(const std::string& name_or_file) {
-  const bool file = name_or_file.find('/') != std::string::npos ||
-                    (name_or_file.size() > 5 && name_or_file.substr(name_or_file.size() - 5) == ".json");
   std::string path = name_or_file;
-  if (!file) {
+  if (!names_system_file(name_or_file)) {
     const char* env = std::getenv("PARBENCH_THIS_MACHINE");
     if (name_or_file != "this-machine" || !env || !*env) return builtin_system(name_or_file);
     path = env;  // scripts/calibrate.sh's file

@@ -73,6 +73,9 @@ SystemModel shifted_system(const SystemModel& s, int sign);
 // "dgx-a100", "dgx-h100", "h200", "this-machine" (built from scripts/calibrate.sh's output when it exists, else
 // a conservative default) or a JSON file path. Throws UsageError naming the value and the accepted forms.
 SystemModel load_system(const std::string& name_or_file);
+// Whether load_system reads `name_or_file` as a file (a path with a '/' or a name ending in .json) rather than a
+// built-in name.
+bool names_system_file(const std::string& name_or_file);
 std::vector<std::string> builtin_system_names();
 SystemModel builtin_system(const std::string& name);  // UsageError for an unknown name
 

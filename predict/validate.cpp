@@ -20,7 +20,7 @@ namespace {
 
 // A system file named by a relative path is looked up beside the table that names it; a built-in name stays.
 std::string system_beside(const std::string& system, const std::string& table_path) {
-  if (system.size() < 5 || system.substr(system.size() - 5) != ".json" || system.front() == '/') return system;
+  if (!names_system_file(system) || system.front() == '/') return system;
   const auto slash = table_path.rfind('/');
   return slash == std::string::npos ? system : table_path.substr(0, slash + 1) + system;
 }

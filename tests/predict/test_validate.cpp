@@ -86,11 +86,13 @@ TEST(PredictValidate, BadRowsAreRefusedNamingLineAndValue) {
 TEST(PredictValidate, SoftwareColumnsAndSystemFilesBesideTheTable) {
   const std::string path =
       write_published(row_22b("t,r,my_system.json", "1,full,1f1b,flash,async,1,uniform", "step_s,1,-") +
-                      row_22b("t,r,dgx-h100", "1,full,1f1b,flash,async,1,uniform", "step_s,1,-"));
+                      row_22b("t,r,dgx-h100", "1,full,1f1b,flash,async,1,uniform", "step_s,1,-") +
+                      row_22b("t,r,/abs/sys.json", "1,full,1f1b,flash,async,1,uniform", "step_s,1,-"));
   const std::vector<PublishedRow> rows = read_published(path);
-  ASSERT_EQ(rows.size(), 2u);
+  ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].system, path.substr(0, path.rfind('/') + 1) + "my_system.json");
   EXPECT_EQ(rows[1].system, "dgx-h100");
+  EXPECT_EQ(rows[2].system, "/abs/sys.json");
   EXPECT_TRUE(rows[0].layout.model.flash_attention);
   EXPECT_FALSE(rows[0].layout.blocking_p2p);
   EXPECT_EQ(rows[0].layout.zero_stage, 1);
