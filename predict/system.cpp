@@ -40,7 +40,7 @@ Curve Curve::shifted(int sign) const {
 
 SystemModel shifted_system(const SystemModel& s, int sign) {
   SystemModel out = s;
-  for (Curve* c : {&out.gpu.matrix_efficiency, &out.gpu.vector_efficiency, &out.gpu.hbm_efficiency}) *c = c->shifted(sign);
+  for (Curve* c : {&out.gpu.matrix_efficiency, &out.gpu.hbm_efficiency}) *c = c->shifted(sign);
   for (NetLevel& l : out.levels) l.efficiency = l.efficiency.shifted(sign);
   return out;
 }
@@ -53,10 +53,15 @@ Curve curve(std::vector<std::pair<double, double>> points, std::vector<double> s
   return {std::move(points), std::move(spread)};
 }
 
-// Calculon's published A100 file (a model input, not a measurement; no per-size measurement was found): vector
-// efficiency by GFLOP (not used by the cost model, which times elementwise work by bytes) and HBM efficiency by bytes.
-Curve calculon_vector() { return curve({{16, 0.95}, {1, 0.5}, {0, 0.5}}); }
-Curve calculon_hbm() { return curve({{100e6, 0.9}, {10e6, 0.75}, {1e6, 0.6}, {0, 0.3}}); }
+// HBM efficiency by the bytes one kernel moves (read + written), from streaming kernels that read and write
+// (predict/README.md [M1]-[M4]). >= 100 MB: the median of the large-buffer rates, spread half their interquartile
+// range. 10-100 MB and 1-10 MB: single launches, whose times carry the launch-and-sync floor of one kernel (the
+// smallest time in the same table) that back-to-back kernels mostly hide: the point is the middle between the
+// rate as timed and with that floor taken off, the spread half their distance. Below 1 MB nothing but byte-element
+// kernels was measured: the 1 MB value, assumed (no spread).
+Curve a100_hbm() { return curve({{100e6, 0.84}, {10e6, 0.69}, {1e6, 0.47}, {0, 0.47}}, {0.02, 0.08, 0.32, 0}); }
+// Hopper: no per-size measurement of an H100 SXM was found; H100 PCIe and H200 rates over their own peaks.
+Curve hopper_hbm() { return curve({{100e6, 0.85}, {10e6, 0.82}, {1e6, 0.59}, {0, 0.59}}, {0.03, 0.11, 0.41, 0}); }
 
 // A100 16-bit GEMM efficiency by GFLOP: medians per decade of cuBLAS fp16 M = N = K runs on an A100 (triton-lang/
 // triton#3551), spread half their interquartile range; at >= 100 GFLOP the middle of that run's best (0.795) and the
@@ -85,21 +90,25 @@ Curve a100_infiniband() {
 }
 
 SystemModel dgx_a100() {
-  GpuModel g{"A100-SXM4-80GB", 312, 19.5, 78, 2039, 80e9, a100_matrix(), calculon_vector(), calculon_hbm()};
+  GpuModel g{"A100-SXM4-80GB", 312, 19.5, 2039, 80e9, a100_matrix(), a100_hbm()};
   g.processing = Processing::no_overlap;  // as Calculon's file
+  // Collective latencies: NCCL 1 KiB allreduce on the 8 GPUs of a node and between two nodes of one GPU each
+  // (no per-step latency: those times are the whole of a small collective).
   return {"dgx-a100", g,
-          {{"nvlink3", 8, 300, a100_nvlink(), 1.0}, {"infiniband-hdr", 1 << 30, 25, a100_infiniband(), 2.0}},
+          {{"nvlink3", 8, 300, a100_nvlink(), 0, 16.96}, {"infiniband-hdr", 1 << 30, 25, a100_infiniband(), 0, 21.27}},
           "A100 80GB SXM data sheet; DGX A100: NVSwitch, 8 HDR NICs per node; measured GEMM and nccl-tests curves"};
 }
 
 // DGX H100: NVLink 4 at 0.83 of 450 GB/s (ring busbw ~370, sendrecv 364.9, p2p 376-380 GB/s) and NDR at 0.94 of 50
 // GB/s (46-48 GB/s per NIC), large messages only: flat, no per-size measurement found.
 SystemModel dgx_h100() {
-  GpuModel g{"H100-SXM5-80GB", 989, 67, 134, 3350, 80e9, h100_matrix(), calculon_vector(), calculon_hbm()};
+  GpuModel g{"H100-SXM5-80GB", 989, 67, 3350, 80e9, h100_matrix(), hopper_hbm()};
   g.processing = Processing::no_overlap;
+  // Collective latencies: NCCL 8 B allreduce on 4 H100s of a node (CUDA graph); across nodes DGX A100's HDR
+  // figure, assumed (no H100 measurement found).
   return {"dgx-h100", g,
-          {{"nvlink4", 8, 450, curve({{0, 0.83}}, {0.015}), 1.0},
-           {"infiniband-ndr", 1 << 30, 50, curve({{0, 0.94}}, {0.02}), 2.0}},
+          {{"nvlink4", 8, 450, curve({{0, 0.83}}, {0.015}), 0, 16.1},
+           {"infiniband-ndr", 1 << 30, 50, curve({{0, 0.94}}, {0.02}), 0, 21.27}},
           "H100 SXM data sheet; DGX H100: NVSwitch, 8 NDR NICs per node; measured GEMM and NCCL bandwidths"};
 }
 
@@ -115,7 +124,7 @@ SystemModel h200() {
 
 // A 2-core VM running the cpu device; scripts/calibrate.sh measures the real figures and writes a file.
 SystemModel this_machine_default() {
-  GpuModel g{"cpu", 0.01, 0.01, 0.005, 10, 8e9, curve({{0, 1.0}}), curve({{0, 1.0}}), curve({{0, 1.0}})};
+  GpuModel g{"cpu", 0.01, 0.01, 10, 8e9, curve({{0, 1.0}}), curve({{0, 1.0}})};
   return {"this-machine", g, {{"shared-memory", 1 << 30, 1.0, curve({{0, 1.0}}), 20.0}},
           "uncalibrated default: run scripts/calibrate.sh to measure this machine"};
 }

@@ -31,11 +31,9 @@ struct GpuModel {
   std::string name;
   double matrix_tflops_16 = 0;  // dense 16-bit (bf16/fp16) tensor-core peak
   double matrix_tflops_32 = 0;  // fp32 matrix peak (TF32 off)
-  double vector_tflops = 0;     // elementwise/reduction units, 16-bit
   double hbm_gbps = 0;          // memory bandwidth, 1e9 B/s
   double hbm_bytes = 0;         // capacity
   Curve matrix_efficiency;      // by the op's size in GFLOP
-  Curve vector_efficiency;      // by the op's size in GFLOP
   Curve hbm_efficiency;         // by the bytes one op moves
   // Ranks that can compute at once on one node (0: one per GPU). A CPU "GPU" is a core: with more ranks than
   // cores they take turns, and compute stretches by ranks / compute_units.
@@ -54,7 +52,11 @@ struct NetLevel {
   // Fraction of gbps a collective reaches, by its size in bytes as nccl-tests counts it (the per-rank buffer;
   // all-gather: the output): nccl-tests' busbw over gbps. A flat efficiency is a one-point curve.
   Curve efficiency{{{0, 1.0}}};
-  double latency_us = 0;   // per message (alpha)
+  double latency_us = 0;   // per message of an algorithm's step (alpha)
+  // Fixed time of one collective or send that reaches this level, whatever its algorithm, size and rank count:
+  // NCCL's measured small-message times are mostly this (launch, protocol set-up, synchronisation), not a cost
+  // per step. A collective across nodes pays the inner level's and this one's.
+  double collective_latency_us = 0;
 };
 
 struct SystemModel {
@@ -66,7 +68,7 @@ struct SystemModel {
   int node_size() const { return levels.empty() ? 1 : levels.front().size; }
 };
 
-// `s` with every efficiency curve (matrix, vector, HBM, network) moved by `sign` x its spread: sign +1 gives the
+// `s` with every efficiency curve (matrix, HBM, network) moved by `sign` x its spread: sign +1 gives the
 // fast end of the range the sources span, -1 the slow end.
 SystemModel shifted_system(const SystemModel& s, int sign);
 

@@ -97,19 +97,16 @@ json link_efficiency_json(const Curve& c) {
 
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
-  only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "vector_tflops", "hbm_gbps", "hbm_gb",
-                "matrix_efficiency", "vector_efficiency", "hbm_efficiency", "compute_units", "processing",
-                "op_overhead_us"},
+  only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "hbm_gbps", "hbm_gb", "matrix_efficiency",
+                "hbm_efficiency", "compute_units", "processing", "op_overhead_us"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
   m.matrix_tflops_16 = number(g, "matrix_tflops_16", where, at, 1e-9, 1e6);
   m.matrix_tflops_32 = number(g, "matrix_tflops_32", where, at, 1e-9, 1e6);
-  m.vector_tflops = number(g, "vector_tflops", where, at, 1e-9, 1e6);
   m.hbm_gbps = number(g, "hbm_gbps", where, at, 1e-6, 1e6);
   m.hbm_bytes = number(g, "hbm_gb", where, at, 1e-6, 1e6) * 1e9;
   m.matrix_efficiency = curve(g, "matrix_efficiency", where, at);
-  m.vector_efficiency = curve(g, "vector_efficiency", where, at);
   m.hbm_efficiency = curve(g, "hbm_efficiency", where, at);
   if (g.contains("compute_units")) m.compute_units = number(g, "compute_units", where, at, 0, 1 << 20);
   if (g.contains("op_overhead_us")) m.op_overhead_s = number(g, "op_overhead_us", where, at, 0, 1e6) * 1e-6;
@@ -137,10 +134,12 @@ SystemModel system_from_json(const json& j, const std::string& where) {
   for (std::size_t i = 0; i < j.at("network").size(); ++i) {
     const json& l = j.at("network")[i];
     const std::string at = "network[" + std::to_string(i) + "].";
-    only_keys(l, {"name", "gpus", "gbps", "efficiency", "latency_us"}, where, at);
+    only_keys(l, {"name", "gpus", "gbps", "efficiency", "latency_us", "collective_latency_us"}, where, at);
     NetLevel n{text(l, "name", where, at), int(number(l, "gpus", where, at, 1, 1 << 30)),
                number(l, "gbps", where, at, 1e-9, 1e6), link_efficiency(l, where, at),
                number(l, "latency_us", where, at, 0, 1e7)};
+    if (l.contains("collective_latency_us"))
+      n.collective_latency_us = number(l, "collective_latency_us", where, at, 0, 1e7);
     if (n.size % reach != 0 || n.size < reach)
       bad(where, at + "gpus", "= " + std::to_string(n.size) + " must be a multiple of the inner level's " +
                                   std::to_string(reach));
@@ -155,14 +154,13 @@ json system_to_json(const SystemModel& s) {
   json net = json::array();
   for (const NetLevel& l : s.levels)
     net.push_back({{"name", l.name}, {"gpus", l.size}, {"gbps", l.gbps}, {"efficiency", link_efficiency_json(l.efficiency)},
-                   {"latency_us", l.latency_us}});
+                   {"latency_us", l.latency_us}, {"collective_latency_us", l.collective_latency_us}});
   return {{"name", s.name},
           {"source", s.source},
           {"gpu",
            {{"name", g.name}, {"matrix_tflops_16", g.matrix_tflops_16}, {"matrix_tflops_32", g.matrix_tflops_32},
-            {"vector_tflops", g.vector_tflops}, {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
-            {"matrix_efficiency", curve_json(g.matrix_efficiency)},
-            {"vector_efficiency", curve_json(g.vector_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
+            {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
+            {"matrix_efficiency", curve_json(g.matrix_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
             {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)},
             {"op_overhead_us", g.op_overhead_s * 1e6}}},
           {"network", net}};

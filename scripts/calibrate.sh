@@ -99,8 +99,8 @@ awk -v f32="$flops32" -v f16="$flops16" -v b="$bytes32" -v a="$alpha_us" -v g="$
     -v mc="$matrix_curve" -v hc="$hbm_curve" -v ovh="$overhead_us" -v shapes="$shapes" 'BEGIN {
   printf "{\n  \"name\": \"this-machine\",\n"
   printf "  \"source\": \"scripts/calibrate.sh on %s: bench_kernels --device cpu at %s (a block'"'"'s matmul and elementwise op mix per shape, the fixed cost of an op at B=1,T=1,C=4), bench_allreduce ring over threads (alpha-beta fit)\",\n", host, shapes
-  printf "  \"gpu\": {\"name\": \"cpu\", \"matrix_tflops_16\": %.6g, \"matrix_tflops_32\": %.6g, \"vector_tflops\": %.6g,\n", f16 / 1e12, f32 / 1e12, f32 / 1e12
-  printf "          \"hbm_gbps\": %.6g, \"hbm_gb\": 8, \"matrix_efficiency\": %s, \"vector_efficiency\": [[0, 1]],\n", b / 1e9, mc
+  printf "  \"gpu\": {\"name\": \"cpu\", \"matrix_tflops_16\": %.6g, \"matrix_tflops_32\": %.6g,\n", f16 / 1e12, f32 / 1e12
+  printf "          \"hbm_gbps\": %.6g, \"hbm_gb\": 8, \"matrix_efficiency\": %s,\n", b / 1e9, mc
   printf "          \"hbm_efficiency\": %s, \"compute_units\": %s, \"op_overhead_us\": %s},\n", hc, units, ovh
   printf "  \"network\": [{\"name\": \"threads\", \"gpus\": 1024, \"gbps\": %.6g, \"efficiency\": 1, \"latency_us\": %.6g}]\n}\n", g, a
 }' > "$tmp/system.json"

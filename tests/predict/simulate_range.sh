@@ -15,8 +15,8 @@ low=$(column step_ms_low "$dir/a.csv") step=$(column step_ms "$dir/a.csv") high=
 echo "dgx-a100: step_ms $step, range $low - $high"
 awk -v l="$low" -v s="$step" -v h="$high" 'BEGIN { exit !(l > 0 && l < s && s < h) }' || { echo "FAIL: not low < step < high"; exit 1; }
 cat > "$dir/flat.json" <<'JSON'
-{"name": "flat", "gpu": {"name": "g", "matrix_tflops_16": 312, "matrix_tflops_32": 19.5, "vector_tflops": 78,
- "hbm_gbps": 2039, "hbm_gb": 80, "matrix_efficiency": [[0, 0.8]], "vector_efficiency": [[0, 0.5]],
+{"name": "flat", "gpu": {"name": "g", "matrix_tflops_16": 312, "matrix_tflops_32": 19.5,
+ "hbm_gbps": 2039, "hbm_gb": 80, "matrix_efficiency": [[0, 0.8]],
  "hbm_efficiency": [[0, 0.8]]},
  "network": [{"name": "nvlink", "gpus": 8, "gbps": 300, "efficiency": 0.7, "latency_us": 1},
              {"name": "ib", "gpus": 1073741824, "gbps": 25, "efficiency": 0.9, "latency_us": 2}]}

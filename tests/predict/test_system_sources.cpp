@@ -51,20 +51,25 @@ TEST(PredictSources, ShiftedSystemMovesEachPointByItsSpread) {
   EXPECT_NEAR(slow.gpu.matrix_efficiency.at(200), 0.83 - 0.04, 1e-12);
   EXPECT_NEAR(slow.gpu.matrix_efficiency.at(5), 0.49 - 0.12, 1e-12);
   EXPECT_NEAR(fast.levels[0].efficiency.at(100e6), 0.69 + 0.011, 1e-12);
-  EXPECT_EQ(fast.gpu.hbm_efficiency.at(5e6), sys.gpu.hbm_efficiency.at(5e6));  // no spread: unchanged
+  EXPECT_NEAR(fast.gpu.hbm_efficiency.at(5e6), 0.47 + 0.32, 1e-12);
+  EXPECT_EQ(fast.gpu.hbm_efficiency.at(5e5), sys.gpu.hbm_efficiency.at(5e5));  // assumed, no spread: unchanged
   Curve c{{{0, 0.99}}, {0.05}};
   EXPECT_EQ(c.shifted(+1).at(1), 1.0);  // capped at 1
   EXPECT_NEAR(c.spread_at(1), 0.05, 1e-12);
 }
 
-// Every built-in GPU curve carries a spread, and each efficiency lies in (0, 1].
+// Every built-in GPU curve carries a spread, and each efficiency lies in (0, 1]; every level has a measured
+// collective latency instead of a per-step one.
 TEST(PredictSources, BuiltInCurvesAreMeasuredWithASpread) {
   for (const char* name : {"dgx-a100", "dgx-h100", "h200"}) {
     const SystemModel s = builtin_system(name);
     ASSERT_EQ(s.gpu.matrix_efficiency.spread.size(), s.gpu.matrix_efficiency.points.size()) << name;
+    ASSERT_EQ(s.gpu.hbm_efficiency.spread.size(), s.gpu.hbm_efficiency.points.size()) << name;
     for (const NetLevel& l : s.levels) {
       ASSERT_EQ(l.efficiency.spread.size(), l.efficiency.points.size()) << name << " " << l.name;
       for (const auto& [threshold, eff] : l.efficiency.points) EXPECT_TRUE(eff > 0 && eff <= 1) << l.name;
+      EXPECT_GT(l.collective_latency_us, 10) << name << " " << l.name;
+      EXPECT_EQ(l.latency_us, 0) << name << " " << l.name;
     }
   }
 }
@@ -79,6 +84,18 @@ TEST(PredictSources, NetworkEfficiencyJsonFlatOrCurve) {
   const SystemModel b = system_from_json(j, "x.json");
   EXPECT_EQ(system_to_json(b), j);
   EXPECT_EQ(b.levels[0].efficiency.at(100e6), 0.69);
+  EXPECT_EQ(b.levels[1].collective_latency_us, 21.27);
+  // The collective latency is optional (older files: 0) and refused when negative; the vector-unit fields the cost
+  // model never read are unknown now.
+  nlohmann::json old = j;
+  old["network"][1].erase("collective_latency_us");
+  EXPECT_EQ(system_from_json(old, "x.json").levels[1].collective_latency_us, 0);
+  old["network"][1]["collective_latency_us"] = -1;
+  EXPECT_NE(system_error(old).find("network[1].collective_latency_us' = -1 is out of range"), std::string::npos)
+      << system_error(old);
+  old = j;
+  old["gpu"]["vector_tflops"] = 78;
+  EXPECT_NE(system_error(old).find("field 'gpu.vector_tflops' is unknown"), std::string::npos) << system_error(old);
   j["network"][0]["efficiency"] = 0.6;  // the flat form
   const SystemModel flat = system_from_json(j, "x.json");
   EXPECT_EQ(flat.levels[0].efficiency.at(1), 0.6);
@@ -110,7 +127,7 @@ TEST(PredictSources, StepRangeSpansThePrediction) {
   EXPECT_LT(r.low, step);
   EXPECT_GT(r.high, step);
   EXPECT_EQ(r.low, predict_step(l, shifted_system(sys, +1)).time.step);
-  for (Curve* c : {&sys.gpu.matrix_efficiency, &sys.gpu.vector_efficiency, &sys.gpu.hbm_efficiency}) c->spread.clear();
+  for (Curve* c : {&sys.gpu.matrix_efficiency, &sys.gpu.hbm_efficiency}) c->spread.clear();
   for (NetLevel& n : sys.levels) n.efficiency.spread.clear();
   const StepRange none = predict_step_range(l, sys);
   EXPECT_EQ(none.low, predict_step(l, sys).time.step);
