@@ -82,11 +82,6 @@ double tp_region_seconds(const Layout& l, const SystemModel& sys) {
          collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
 }
 
-// The all-gather of one region's (b, s, h) input over the tensor-parallel group (sequence parallelism).
-double tp_allgather_seconds(const Layout& l, const SystemModel& sys) {
-  return collective_cost(sys, Collective::allgather, activation_bytes(l), place_group(sys, l.tp, 1)).seconds;
-}
-
 // Attention core without flash attention: the two batched matmuls and the softmax, mask and dropout on the
 // (a/t, s, s) scores (Korthikanti's 5 a s^2 b bytes of activations; read and written: 9 bytes per score).
 double attention_core_seconds(const Layout& l, const SystemModel& sys) {
@@ -100,15 +95,43 @@ double attention_core_seconds(const Layout& l, const SystemModel& sys) {
   return mm + memory_seconds(sys, 4.5 * scores * dtype_bytes(l));
 }
 
+// The tensor-parallel communication of a block's backward: per region (attention, MLP) the row-parallel output's
+// gradient collective (allreduce's backward is nothing; reduce-scatter's is an all-gather), and at the
+// column-parallel input the input gradient's allreduce (or reduce-scatter), plus sequence parallelism's all-gather of
+// the input again. With the overlap the column-parallel ones run beside that linear's GEMMs (`column_gemm`: one
+// gradient GEMM of the region's column-parallel linear, the same time for input and weight gradients), so only what
+// exceeds the GEMM is exposed.
+double backward_tp_seconds(const Layout& l, const SystemModel& sys, const double column_gemm[2]) {
+  if (l.tp <= 1) return 0;
+  const double bytes = activation_bytes(l);
+  const GroupPlacement g = place_group(sys, l.tp, 1);
+  const bool split = l.pp > 1 && (!l.schedule.kind || l.schedule.kind->split_backward);
+  const bool overlap = l.tp_backward_overlap && !split;
+  auto exposed = [&](double comm, double gemm) { return overlap ? std::max(0.0, comm - gemm) : comm; };
+  double t = 0;
+  for (int region = 0; region < 2; ++region) {
+    if (!l.sequence_parallel) {
+      t += exposed(collective_cost(sys, Collective::allreduce, bytes, g).seconds, column_gemm[region]);
+      continue;
+    }
+    const double gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
+    t += gather + exposed(collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds, column_gemm[region]);
+    if (l.sp_backward_regather) t += exposed(gather, column_gemm[region]);
+  }
+  return t;
+}
+
 }  // namespace
 
 PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const double b = l.micro_batch, s = l.model.seq, h = l.model.hidden, f = l.model.ffn_dim(), t = l.tp;
   const int p = dtype_bytes(l);
   const double tokens = b * s;
-  // Weight matmuls: qkv (h -> 3h/t), projection (h/t -> h), fc (h -> f/t), fc projection (f/t -> h).
-  const double weight_mm = gemm_seconds(sys, 1, tokens, 3 * h / t, h, p) + gemm_seconds(sys, 1, tokens, h, h / t, p) +
-                           gemm_seconds(sys, 1, tokens, f / t, h, p) + gemm_seconds(sys, 1, tokens, h, f / t, p);
+  // Weight matmuls: qkv (h -> 3h/t), projection (h/t -> h), fc (h -> f/t), fc projection (f/t -> h); qkv and fc are
+  // the column-parallel ones.
+  const double column_mm[2] = {gemm_seconds(sys, 1, tokens, 3 * h / t, h, p), gemm_seconds(sys, 1, tokens, f / t, h, p)};
+  const double weight_mm = column_mm[0] + gemm_seconds(sys, 1, tokens, h, h / t, p) + column_mm[1] +
+                           gemm_seconds(sys, 1, tokens, h, f / t, p);
   // Elementwise: two layernorms, two dropout + residual adds on the replicated (b, s, h) (a 1/t share under
   // sequence parallelism), bias + GeLU on (b, s, f/t).
   const double local = tokens * h * p / (l.sequence_parallel ? t : 1);
@@ -125,8 +148,7 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   // Sequence parallelism keeps only the 1/t slice of each region's input, so the backward all-gathers it again for
   // the weight gradient (Korthikanti et al. 2022, Table 4: sequence parallelism saves the 22B layer 0.5 ms forward
   // but only 0.1 ms backward, though the backward moves twice the elementwise bytes it divides).
-  const bool regather = l.sequence_parallel && l.sp_backward_regather;
-  c.backward_tp = c.forward_tp + (regather ? 2 * tp_allgather_seconds(l, sys) : 0);
+  c.backward_tp = backward_tp_seconds(l, sys, column_mm);
   add_op_overhead(c, sys, kBlockOps);
   if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core;
   if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;

@@ -29,6 +29,11 @@ struct Layout {
   // send/receive before computing on); false: they leave on a communication stream beside compute, as bench_train's
   // executor sends.
   bool blocking_p2p = false;
+  // Each column-parallel linear's backward collective runs beside that linear's GEMMs, as Megatron's since 2022
+  // (megatron/mpu/layers.py: the input gradient's allreduce beside the weight-gradient GEMM; under sequence
+  // parallelism the input's all-gather beside the input-gradient GEMM and the input gradient's reduce-scatter beside
+  // the weight-gradient GEMM). Only where one action runs both gradients (not zero-bubble's split backward).
+  bool tp_backward_overlap = false;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

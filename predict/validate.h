@@ -12,9 +12,10 @@ namespace parbench::predict {
 
 // Modelling choices that were made while looking at a published table, so that they can be undone for it.
 //   processing_no_overlap: an op's compute and memory times add (else the system's processing is roofline);
-//   sp_backward_regather: Layout::sp_backward_regather; blocking_p2p: Layout::blocking_p2p.
+//   sp_backward_regather: Layout::sp_backward_regather; blocking_p2p: Layout::blocking_p2p;
+//   tp_backward_overlap: Layout::tp_backward_overlap (the table's tp_overlap column honoured).
 inline const std::set<std::string> kModellingChoices = {"processing_no_overlap", "sp_backward_regather",
-                                                         "blocking_p2p"};
+                                                         "blocking_p2p", "tp_backward_overlap"};
 
 struct PublishedRow {
   std::string table, row, system, measure;  // measure: step_s, layer_forward_ms or layer_backward_ms
@@ -24,9 +25,9 @@ struct PublishedRow {
 };
 
 // Reads a published-table CSV (columns: table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,
-// micro_batch,sp,recompute,schedule,attention,p2p,zero,partition,measure,published,shaped_by; system: a built-in
-// name or a system file, a relative path taken beside the CSV; partition: uniform or block counts per virtual
-// stage joined by '+').
+// micro_batch,sp,recompute,schedule,attention,p2p,zero,partition,tp_overlap,measure,published,shaped_by; system: a
+// built-in name or a system file, a relative path taken beside the CSV; partition: uniform or block counts per
+// virtual stage joined by '+'; tp_overlap: none or backward).
 // UsageError naming the file, line and bad value.
 std::vector<PublishedRow> read_published(const std::string& path);
 

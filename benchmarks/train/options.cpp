@@ -52,6 +52,9 @@ void add_prediction_options(CLI::App& app, Options& o) {
   app.add_flag("--blocking-p2p", o.blocking_p2p,
                "--simulate/--search: pipeline sends hold their stage until delivered (2022 Megatron), instead of "
                "overlapping compute");
+  app.add_flag("--tp-backward-overlap", o.tp_backward_overlap,
+               "--simulate/--search: each column-parallel linear's backward collectives run beside its gradient GEMMs "
+               "(Megatron since 2022); not with a split-backward schedule");
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
   app.add_option("--calibrate", o.calibrate,
                  "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
@@ -111,7 +114,8 @@ void validate(Options& o, const Device& dev) {
 // Options that only a prediction takes, refused without --simulate or --search.
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
-  for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--top"})
+  for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
+                           "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)

@@ -205,6 +205,38 @@ TEST(PredictCosts, OpOverheadIsChargedPerOpAndMicrobatch) {
   }
 }
 
+// The backward's tensor-parallel time by hand (22B layer, b 4, tp 8, DGX A100): without the overlap two allreduces
+// of the (b, s, h) activation; with it only what each exceeds of its column-parallel linear's gradient GEMM (qkv,
+// fc). Under sequence parallelism each region's all-gather stays exposed, its reduce-scatter and second all-gather
+// hide behind the GEMM; a schedule that splits the weight gradient off gets no overlap.
+TEST(PredictCosts, TensorParallelBackwardOverlapHidesBehindColumnGemms) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout l;
+  l.model.kind = ModelKind::gpt;
+  l.model.layers = 48, l.model.hidden = 6144, l.model.heads = 64, l.model.seq = 2048, l.model.vocab = 51200;
+  l.model.dtype = DType::bf16;
+  l.gpus = 8, l.tp = 8, l.micro_batch = 4, l.global_batch = 4;
+  const double bytes = 4.0 * 2048 * 6144 * 2;
+  const double gemm[2] = {gemm_seconds(sys, 1, 8192, 2304, 6144, 2), gemm_seconds(sys, 1, 8192, 3072, 6144, 2)};
+  const double ar = collective_cost(sys, Collective::allreduce, bytes, {8, 8}).seconds;
+  const double ag = collective_cost(sys, Collective::allgather, bytes, {8, 8}).seconds;
+  const double rs = collective_cost(sys, Collective::reduce_scatter, bytes, {8, 8}).seconds;
+  EXPECT_NEAR(block_costs(l, sys).backward_tp, 2 * ar, 1e-12);
+  l.tp_backward_overlap = true;
+  EXPECT_NEAR(block_costs(l, sys).backward_tp, std::max(0.0, ar - gemm[0]) + std::max(0.0, ar - gemm[1]), 1e-12);
+  EXPECT_LT(block_costs(l, sys).backward_tp, ar);  // the 22B layer's GEMMs hide most of it
+  l.sequence_parallel = true;
+  double expected = 0;
+  for (double g : gemm) expected += ag + std::max(0.0, rs - g) + std::max(0.0, ag - g);
+  EXPECT_NEAR(block_costs(l, sys).backward_tp, expected, 1e-12);
+  l.tp_backward_overlap = false;
+  const double sp_exposed = block_costs(l, sys).backward_tp;
+  EXPECT_NEAR(sp_exposed, 2 * (ag + rs + ag), 1e-12);
+  l.tp_backward_overlap = true;
+  l.gpus = 16, l.pp = 2, l.global_batch = 8, l.schedule = ScheduleRef::parse("zb-h1");
+  EXPECT_NEAR(block_costs(l, sys).backward_tp, sp_exposed, 1e-12);
+}
+
 // A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the
 // HBM bandwidth x the efficiency of its bytes; summed under no_overlap, the slower under roofline.
 TEST(PredictCosts, GemmCombinesComputeAndMemoryByTheProcessingMode) {
