@@ -99,15 +99,22 @@ SystemModel dgx_a100() {
           "A100 80GB SXM data sheet; DGX A100: NVSwitch, 8 HDR NICs per node; measured GEMM and nccl-tests curves"};
 }
 
-// DGX H100: NVLink 4 at 0.83 of 450 GB/s (ring busbw ~370, sendrecv 364.9, p2p 376-380 GB/s) and NDR at 0.94 of 50
-// GB/s (46-48 GB/s per NIC), large messages only: flat, no per-size measurement found.
+// H100 NVLink 4 (450 GB/s per direction): nccl-tests all_reduce_perf busbw / 450 on 4 H100 SXM of an HGX node (NCCL
+// 2.29), points as the A100 curve's; at >= 1 GiB with the large-message 0.83 (ring busbw ~370, sendrecv 364.9, p2p
+// 376-380 GB/s); below 32 MiB the 32 MiB value, assumed.
+Curve h100_nvlink() {
+  return curve({{1024 * kMiB, 0.81}, {256 * kMiB, 0.764}, {64 * kMiB, 0.70}, {32 * kMiB, 0.636}, {0, 0.636}},
+               {0.02, 0.01, 0.023, 0, 0});
+}
+
+// DGX H100: NDR at 0.94 of 50 GB/s (46-48 GB/s per NIC), large messages only: flat, no per-size measurement found.
 SystemModel dgx_h100() {
   GpuModel g{"H100-SXM5-80GB", 989, 67, 3350, 80e9, h100_matrix(), hopper_hbm()};
   g.processing = Processing::no_overlap;
   // Collective latencies: NCCL 8 B allreduce on 4 H100s of a node (CUDA graph); across nodes DGX A100's HDR
   // figure, assumed (no H100 measurement found).
   return {"dgx-h100", g,
-          {{"nvlink4", 8, 450, curve({{0, 0.83}}, {0.015}), 0, 16.1},
+          {{"nvlink4", 8, 450, h100_nvlink(), 0, 16.1},
            {"infiniband-ndr", 1 << 30, 50, curve({{0, 0.94}}, {0.02}), 0, 21.27}},
           "H100 SXM data sheet; DGX H100: NVSwitch, 8 NDR NICs per node; measured GEMM and NCCL bandwidths"};
 }
