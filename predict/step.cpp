@@ -110,17 +110,18 @@ PipeSchedule schedule_of(const Layout& l) {
   return make_schedule(l.schedule, l.pp, l.microbatches(), l.virtual_stages);
 }
 
-// Ranks that outnumber the node's compute units take turns (a CPU's cores): the span stretches to what the units
-// can compute, all ranks' busy time over the units, unless the dependencies already take longer (a pipeline's idle
-// stages leave their core to the others). The factor by which the span grows.
-double compute_sharing(const Layout& l, const SystemModel& sys, const PipeSimulation& sim) {
+// Ranks that outnumber the node's compute units take turns (a CPU's cores): the schedule played again with the
+// stages' ranks sharing the units (each stage's tp x dp ranks, the node's share of them), so that a pipeline's idle
+// stages leave their cores to the others but its fill and drain, with fewer stages to run, leave cores idle. The
+// factor by which the span grows.
+double compute_sharing(const Layout& l, const SystemModel& sys, const PipeSchedule& sched, PipeCosts costs,
+                       const PipeSimulation& sim) {
   const double units = sys.gpu.compute_units;
   const int per_node = std::min(l.gpus, sys.node_size());
   if (units <= 0 || per_node <= units || sim.makespan <= 0) return 1.0;
-  double busy = 0;  // of one node's ranks: each stage's busy time on tp x dp ranks, the node's share of them
-  for (double b : sim.busy) busy += b * l.tp * l.dp;
-  busy *= double(per_node) / l.gpus;
-  return std::max(1.0, busy / units / sim.makespan);
+  costs.compute_units = units;
+  costs.ranks_per_stage = double(l.tp) * l.dp * per_node / l.gpus;
+  return std::max(1.0, simulate_schedule(sched, costs).makespan / sim.makespan);
 }
 
 // Every rank updates at once: with more ranks than compute units, the update stretches by ranks / units.
@@ -234,7 +235,7 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
   costs.transfer = transfer;
   costs.blocking_sends = l.blocking_p2p;
   const PipeSimulation sim = simulate_schedule(sched, costs);
-  const double share = compute_sharing(l, sys, sim);
+  const double share = compute_sharing(l, sys, sched, costs, sim);
   double span0 = sim.makespan;
   if (split_pp_comm && costs.transfer > 0) {
     costs.transfer = 0;

@@ -2,6 +2,8 @@
 #include "parallel/schedule/simulate.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <set>
@@ -105,8 +107,8 @@ class Player {
   }
 
   PipeSimulation play() {
-    std::size_t remaining = 0;
-    for (const auto& list : s_.actions) remaining += list.size();
+    if (costs_.compute_units > 0) return play_shared();
+    std::size_t remaining = action_count();
     while (remaining > 0) {
       bool progressed = false;
       for (int st = 0; st < p_; ++st)
@@ -117,12 +119,72 @@ class Player {
         }
       if (!progressed) throw Error(deadlock_message());
     }
+    return finished_simulation();
+  }
+
+ private:
+  std::size_t action_count() const {
+    std::size_t n = 0;
+    for (const auto& list : s_.actions) n += list.size();
+    return n;
+  }
+
+  PipeSimulation finished_simulation() {
     for (int st = 0; st < p_; ++st) sim_.makespan = std::max(sim_.makespan, clock_[st]);
     for (int st = 0; st < p_; ++st) sim_.bubble.push_back(sim_.makespan > 0 ? 1 - sim_.busy[st] / sim_.makespan : 0);
     return sim_;
   }
 
- private:
+  // The play with shared compute units, in time order: at each moment every stage starts what it can (sends and
+  // receives at once, a compute action onto the shared units), then time moves to the next end of a running action
+  // or the next known start (a transfer's arrival), the running actions progressing at their share meanwhile.
+  PipeSimulation play_shared() {
+    constexpr double kNone = -1;
+    std::size_t remaining = action_count();
+    std::vector<double> left(std::size_t(p_), kNone), began(std::size_t(p_), 0);  // a running action's work left
+    double now = 0;
+    while (remaining > 0) {
+      double next = std::numeric_limits<double>::infinity();
+      for (bool started = true; started;) {
+        started = false;
+        for (int st = 0; st < p_; ++st) {
+          if (left[st] != kNone || next_[st] >= s_.actions[st].size()) continue;
+          const PipeAction& a = s_.actions[st][next_[st]];
+          double start = 0;
+          if (!ready(st, a, start)) continue;
+          if (start > now) {
+            next = std::min(next, start);
+            continue;
+          }
+          started = true;
+          if (!is_compute(a.op)) {
+            run(st, a, now);
+            --remaining;
+          } else {
+            left[st] = action_cost(st, a), began[st] = now;
+          }
+        }
+      }
+      const auto running = double(std::count_if(left.begin(), left.end(), [&](double w) { return w != kNone; }));
+      if (running == 0 && !std::isfinite(next)) {
+        if (remaining == 0) break;
+        throw Error(deadlock_message());
+      }
+      const double rate = running == 0 ? 1 : std::min(1.0, costs_.compute_units / (running * costs_.ranks_per_stage));
+      for (double w : left)
+        if (w != kNone) next = std::min(next, now + w / rate);
+      for (int st = 0; st < p_; ++st) {
+        if (left[st] == kNone) continue;
+        left[st] = std::max(0.0, left[st] - (next - now) * rate);
+        if (left[st] > 1e-12 * std::max(1.0, next)) continue;
+        record(st, s_.actions[st][next_[st]], began[st], next);
+        left[st] = kNone;
+        --remaining;
+      }
+      now = next;
+    }
+    return finished_simulation();
+  }
   bool finished(PipeOp op, int mb, int vs, double* at) const {
     return done_.find(int(op), mb, vs, at);
   }
@@ -184,11 +246,17 @@ class Player {
     return true;
   }
 
-  void run(int st, const PipeAction& a, double start) {
+  // The cost of action `a`, next on stage `st` (a compute action's takes the next per-action cost when given).
+  double action_cost(int st, const PipeAction& a) {
+    return costs_.per_action.empty() || !is_compute(a.op) ? cost_of(a.op, costs_)
+                                                          : costs_.per_action[st][computed_[st]++];
+  }
+
+  void run(int st, const PipeAction& a, double start) { record(st, a, start, start + action_cost(st, a)); }
+
+  // Action `a`, next on stage `st`, ran from `start` to `end`: its results, the stage's clock and its list position.
+  void record(int st, const PipeAction& a, double start, double end) {
     const int vs = s_.virtual_stage(st, a.chunk);
-    const double cost = costs_.per_action.empty() || !is_compute(a.op) ? cost_of(a.op, costs_)
-                                                                       : costs_.per_action[st][computed_[st]++];
-    double end = start + cost;
     switch (a.op) {
       case PipeOp::recv_activation:
       case PipeOp::recv_gradient: received_.assign(a.op == PipeOp::recv_gradient, a.microbatch, vs, end); break;

@@ -20,6 +20,11 @@ struct PipeCosts {
   // When not empty: [stage][k] is the cost of the k-th compute action in that stage's list, replacing the four
   // uniform costs above (a replay of measured action times).
   std::vector<std::vector<double>> per_action;
+  // Compute units the stages share (a CPU's cores; 0: every stage computes on its own). The compute actions running
+  // at one time each progress at min(1, units / (running actions x ranks_per_stage)) of their speed, as an operating
+  // system shares cores among busy threads; sends, receives and transfers take no unit.
+  double compute_units = 0;
+  double ranks_per_stage = 1;  // ranks (threads) that compute for one stage at once
 };
 
 struct TimedAction {
