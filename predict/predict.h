@@ -34,6 +34,11 @@ struct Layout {
   // parallelism the input's all-gather beside the input-gradient GEMM and the input gradient's reduce-scatter beside
   // the weight-gradient GEMM). Only where one action runs both gradients (not zero-bubble's split backward).
   bool tp_backward_overlap = false;
+  // The data-parallel gradient reduction starts when the stage's last backward ends, instead of bucket by bucket as
+  // the gradients become final: Megatron's own data parallelism before 2023 (megatron/training.py:
+  // allreduce_gradients() after forward_backward_func) and DeepSpeed's pipeline engine (ReduceGrads at the end of
+  // its TrainSchedule).
+  bool dp_reduce_at_end = false;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

@@ -88,6 +88,7 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
     for (int i = 1; i <= buckets; ++i) ready.push_back(last->start + (last->end - last->start) * i / buckets);
   }
   std::sort(ready.begin(), ready.end());
+  if (l.dp_reduce_at_end && !ready.empty()) std::fill(ready.begin(), ready.end(), ready.back());
   double stream = 0;
   for (double r : ready) stream = std::max(stream, r) + per_bucket;
   double exposed = std::max(0.0, stream - span);

@@ -42,7 +42,8 @@ std::vector<int> parse_partition(const std::string& text, const std::string& whe
 }
 
 struct RawRow {
-  std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, measure, shaped_by;
+  std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
+      shaped_by;
   int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
       sp = 0, zero = 0;
   double published = 0;
@@ -82,6 +83,10 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
     throw UsageError(where + ": tp_overlap '" + r.tp_overlap + "' is unknown; accepted: none, backward (the "
                      "column-parallel backward collectives beside that linear's GEMMs)");
   l.tp_backward_overlap = r.tp_overlap == "backward";
+  if (r.dp_overlap != "backward" && r.dp_overlap != "after")
+    throw UsageError(where + ": dp_overlap '" + r.dp_overlap + "' is unknown; accepted: backward (the data-parallel "
+                     "reduction in buckets during the backward), after (once the last backward ended)");
+  l.dp_reduce_at_end = r.dp_overlap == "after";
   l.gpus = r.gpus, l.tp = r.tp, l.pp = r.pp, l.dp = r.gpus / std::max(1, r.tp * r.pp), l.virtual_stages = r.v;
   l.global_batch = r.batch, l.micro_batch = r.mbs, l.sequence_parallel = r.sp != 0, l.zero_stage = r.zero;
   l.stage_blocks = parse_partition(r.partition, where);
@@ -102,14 +107,14 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    io::CSVReader<25, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    io::CSVReader<26, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     in.read_header(io::ignore_no_column, "table", "row", "system", "hidden", "heads", "layers", "seq", "vocab", "tp",
                    "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "schedule", "attention", "p2p",
-                   "zero", "partition", "tp_overlap", "measure", "published", "shaped_by");
+                   "zero", "partition", "tp_overlap", "dp_overlap", "measure", "published", "shaped_by");
     RawRow r;
     while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
                        r.batch, r.mbs, r.sp, r.recompute, r.schedule, r.attention, r.p2p, r.zero, r.partition,
-                       r.tp_overlap, r.measure, r.published, r.shaped_by)) {
+                       r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by)) {
       out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
       out.back().system = system_beside(out.back().system, path);
     }

@@ -55,6 +55,9 @@ void add_prediction_options(CLI::App& app, Options& o) {
   app.add_flag("--tp-backward-overlap", o.tp_backward_overlap,
                "--simulate/--search: each column-parallel linear's backward collectives run beside its gradient GEMMs "
                "(Megatron since 2022); not with a split-backward schedule");
+  app.add_flag("--dp-reduce-at-end", o.dp_reduce_at_end,
+               "--simulate/--search: the data-parallel reduction starts after the last backward (Megatron before "
+               "2023, DeepSpeed's pipeline), instead of bucket by bucket during it");
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
   app.add_option("--calibrate", o.calibrate,
                  "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
@@ -115,7 +118,7 @@ void validate(Options& o, const Device& dev) {
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
-                           "--top"})
+                           "--dp-reduce-at-end", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)

@@ -31,6 +31,7 @@ struct Options {
   std::string system_out;              // --calibrate: --system with the fitted kernel curves, written here
   bool blocking_p2p = false;           // pipeline sends hold their stage (2022 Megatron)
   bool tp_backward_overlap = false;    // column-parallel backward collectives beside their GEMMs (Megatron)
+  bool dp_reduce_at_end = false;       // data-parallel reduction after the last backward (Megatron before 2023)
   int zero = 0, top = 5;
   bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
 };

@@ -91,6 +91,7 @@ Layout layout_for(const Options& o, int gpus, const predict::SystemModel& sys) {
   l.recompute = predict::parse_recompute(o.recompute);
   l.blocking_p2p = o.blocking_p2p;
   l.tp_backward_overlap = o.tp_backward_overlap;
+  l.dp_reduce_at_end = o.dp_reduce_at_end;
   l.adamw = t.optimizer == OptimizerKind::adamw;
   set_partition(l, t.partition, sys);
   predict::validate_layout(l);

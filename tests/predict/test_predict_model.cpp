@@ -237,6 +237,22 @@ TEST(PredictCosts, TensorParallelBackwardOverlapHidesBehindColumnGemms) {
   EXPECT_NEAR(block_costs(l, sys).backward_tp, sp_exposed, 1e-12);
 }
 
+// The data-parallel reduction at the end (Megatron's own data parallelism before 2023, DeepSpeed's pipeline): every
+// 25 MiB bucket of the gradients after the last backward, so all of the reduction is exposed, where bucket by bucket
+// during the backward most of it hides.
+TEST(PredictStep, DataParallelReductionAtTheEndIsExposedWhole) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout l = small_gpt(2, 1, 1);  // dp 2
+  const double overlapped = predict_step(l, sys).time.dp_comm;
+  l.dp_reduce_at_end = true;
+  const double bytes = stage_parameter_counts(l)[0] * 2;
+  const int buckets = int(std::ceil(bytes / (25.0 * 1048576)));
+  const double whole =
+      buckets * collective_cost(sys, Collective::allreduce, bytes / buckets, place_group(sys, 2, 1)).seconds;
+  EXPECT_NEAR(predict_step(l, sys).time.dp_comm, whole, 1e-12);
+  EXPECT_LT(overlapped, whole);
+}
+
 // A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the
 // HBM bandwidth x the efficiency of its bytes; summed under no_overlap, the slower under roofline.
 TEST(PredictCosts, GemmCombinesComputeAndMemoryByTheProcessingMode) {

@@ -19,7 +19,7 @@ namespace {
 
 const char* kPublishedHeader =
     "table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,micro_batch,sp,recompute,schedule,"
-    "attention,p2p,zero,partition,tp_overlap,measure,published,shaped_by\n";
+    "attention,p2p,zero,partition,tp_overlap,dp_overlap,measure,published,shaped_by\n";
 
 // A file of its own per call: ctest runs each test in its own process at the same time as others, so the name
 // carries the test, the process and a count.
@@ -50,37 +50,44 @@ std::string row_22b(const std::string& head, const std::string& software, const 
 
 TEST(PredictValidate, BadRowsAreRefusedNamingLineAndValue) {
   const std::string ok =
-      row_22b("t,r,dgx-a100", "1,selective,1f1b,plain,blocking,0,uniform,none", "step_s,1.1,blocking_p2p");
+      row_22b("t,r,dgx-a100", "1,selective,1f1b,plain,blocking,0,uniform,none,backward", "step_s,1.1,blocking_p2p");
   const std::vector<PublishedRow> rows = read_published(write_published(ok));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].shaped_by, std::set<std::string>{"blocking_p2p"});
   EXPECT_TRUE(rows[0].layout.sequence_parallel);
   EXPECT_TRUE(rows[0].layout.blocking_p2p);
   EXPECT_FALSE(rows[0].layout.model.flash_attention);
+  EXPECT_FALSE(rows[0].layout.dp_reduce_at_end);
+  EXPECT_TRUE(read_published(write_published(row_22b("t,r,dgx-a100", "1,none,1f1b,plain,async,0,uniform,none,after",
+                                                     "step_s,1,-")))[0]
+                  .layout.dp_reduce_at_end);
   std::string p =
-      write_published(ok + row_22b("t,r,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform,none", "step_s,1,magic"));
+      write_published(ok + row_22b("t,r,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform,none,backward", "step_s,1,magic"));
   EXPECT_NE(published_error(p).find(":3: modelling choice 'magic' is unknown; accepted: blocking_p2p"), std::string::npos)
       << published_error(p);
-  const std::string software = ",0,none,1f1b,plain,blocking,0,uniform,none,step_s,1,-\n";
+  const std::string software = ",0,none,1f1b,plain,blocking,0,uniform,none,backward,step_s,1,-\n";
   p = write_published("t,r,dgx-a100,6144,64,48,2048,51200,8,1,1,16,8,4" + software);
   EXPECT_EQ(published_error(p), "no error");  // dp 2
   p = write_published("t,r,dgx-a100,6144,64,48,2048,51200,3,1,1,3,4,4" + software);
   EXPECT_NE(published_error(p).find(":2: "), std::string::npos) << published_error(p);  // 64 heads, tp 3
-  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform,none", "step_s,0,-"));
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform,none,backward", "step_s,0,-"));
   EXPECT_NE(published_error(p).find(":2: published must be > 0"), std::string::npos) << published_error(p);
-  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,sdpa,blocking,0,uniform,none", "step_s,1,-"));
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,sdpa,blocking,0,uniform,none,backward", "step_s,1,-"));
   EXPECT_NE(published_error(p).find(":2: attention 'sdpa' is unknown; accepted: plain, flash"), std::string::npos)
       << published_error(p);
-  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,eager,0,uniform,none", "step_s,1,-"));
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,eager,0,uniform,none,backward", "step_s,1,-"));
   EXPECT_NE(published_error(p).find(":2: p2p 'eager' is unknown; accepted: blocking"), std::string::npos)
       << published_error(p);
-  p = write_published(row_22b("t,r,dgx-a100", "0,none,zigzag,plain,async,0,uniform,none", "step_s,1,-"));
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,zigzag,plain,async,0,uniform,none,backward", "step_s,1,-"));
   EXPECT_NE(published_error(p).find(":2: "), std::string::npos) << published_error(p);
   EXPECT_NE(published_error(p).find("zigzag"), std::string::npos) << published_error(p);
-  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,async,0,uniform,forward", "step_s,1,-"));
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,async,0,uniform,forward,backward", "step_s,1,-"));
   EXPECT_NE(published_error(p).find(":2: tp_overlap 'forward' is unknown; accepted: none, backward"), std::string::npos)
       << published_error(p);
-  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,async,5,uniform,none", "step_s,1,-"));
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,async,0,uniform,none,later", "step_s,1,-"));
+  EXPECT_NE(published_error(p).find(":2: dp_overlap 'later' is unknown; accepted: backward"), std::string::npos)
+      << published_error(p);
+  p = write_published(row_22b("t,r,dgx-a100", "0,none,1f1b,plain,async,5,uniform,none,backward", "step_s,1,-"));
   EXPECT_NE(published_error(p).find(":2: --zero 5 is not a ZeRO stage"), std::string::npos) << published_error(p);
   EXPECT_NE(published_error("/nonexistent.csv").find("cannot read /nonexistent.csv"), std::string::npos);
 }
@@ -88,9 +95,9 @@ TEST(PredictValidate, BadRowsAreRefusedNamingLineAndValue) {
 // The software columns reach the layout, and a system named by a .json path is looked up beside the table.
 TEST(PredictValidate, SoftwareColumnsAndSystemFilesBesideTheTable) {
   const std::string path =
-      write_published(row_22b("t,r,my_system.json", "1,full,1f1b,flash,async,1,uniform,none", "step_s,1,-") +
-                      row_22b("t,r,dgx-h100", "1,full,1f1b,flash,async,1,uniform,none", "step_s,1,-") +
-                      row_22b("t,r,/abs/sys.json", "1,full,1f1b,flash,async,1,uniform,none", "step_s,1,-"));
+      write_published(row_22b("t,r,my_system.json", "1,full,1f1b,flash,async,1,uniform,none,backward", "step_s,1,-") +
+                      row_22b("t,r,dgx-h100", "1,full,1f1b,flash,async,1,uniform,none,backward", "step_s,1,-") +
+                      row_22b("t,r,/abs/sys.json", "1,full,1f1b,flash,async,1,uniform,none,backward", "step_s,1,-"));
   const std::vector<PublishedRow> rows = read_published(path);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].system, path.substr(0, path.rfind('/') + 1) + "my_system.json");
@@ -101,14 +108,14 @@ TEST(PredictValidate, SoftwareColumnsAndSystemFilesBesideTheTable) {
   EXPECT_EQ(rows[0].layout.zero_stage, 1);
   EXPECT_EQ(rows[0].layout.recompute, Recompute::full);
   const std::string two_stages = "t,r,dgx-a100,6144,64,48,2048,51200,8,2,1,16,8,1,0,none,1f1b,plain,async,0,";
-  EXPECT_EQ(read_published(write_published(two_stages + "20+28,none,step_s,1,-\n"))[0].layout.stage_blocks,
+  EXPECT_EQ(read_published(write_published(two_stages + "20+28,none,backward,step_s,1,-\n"))[0].layout.stage_blocks,
             (std::vector<int>{20, 28}));
-  std::string p = write_published(two_stages + "20+x,none,step_s,1,-\n");
+  std::string p = write_published(two_stages + "20+x,none,backward,step_s,1,-\n");
   EXPECT_NE(published_error(p).find(":2: partition '20+x' is not uniform or block counts"), std::string::npos)
       << published_error(p);
-  p = write_published(two_stages + ",none,step_s,1,-\n");
+  p = write_published(two_stages + ",none,backward,step_s,1,-\n");
   EXPECT_NE(published_error(p).find(":2: partition '' is not uniform"), std::string::npos) << published_error(p);
-  p = write_published(two_stages + "20+27,none,step_s,1,-\n");
+  p = write_published(two_stages + "20+27,none,backward,step_s,1,-\n");
   EXPECT_NE(published_error(p).find(":2: partition 20+27 does not spread --layers 48"), std::string::npos)
       << published_error(p);
 }
@@ -117,9 +124,10 @@ TEST(PredictValidate, SoftwareColumnsAndSystemFilesBesideTheTable) {
 // processing_no_overlap makes every op the slower of compute and memory instead of their sum.
 TEST(PredictValidate, UndoingAChoiceRemovesWhatItModels) {
   const std::string body =
-      row_22b("t,b,dgx-a100", "1,none,1f1b,plain,blocking,0,uniform,none",
+      row_22b("t,b,dgx-a100", "1,none,1f1b,plain,blocking,0,uniform,none,backward",
               "layer_backward_ms,11.8,sp_backward_regather") +
-      row_22b("t,f,dgx-a100", "1,none,1f1b,plain,blocking,0,uniform,none", "layer_forward_ms,7.2,processing_no_overlap");
+      row_22b("t,f,dgx-a100", "1,none,1f1b,plain,blocking,0,uniform,none,backward",
+              "layer_forward_ms,7.2,processing_no_overlap");
   const std::vector<PublishedRow> rows = read_published(write_published(body));
   const SystemModel sys = builtin_system("dgx-a100");
   Layout l = rows[0].layout;
@@ -141,7 +149,7 @@ TEST(PredictValidate, UndoingAChoiceRemovesWhatItModels) {
 // tensor-parallel time it hid.
 TEST(PredictValidate, TpOverlapColumnAndItsUndo) {
   const std::vector<PublishedRow> rows = read_published(write_published(row_22b(
-      "t,b,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform,backward", "layer_backward_ms,11.9,tp_backward_overlap")));
+      "t,b,dgx-a100", "0,none,1f1b,plain,blocking,0,uniform,backward,backward", "layer_backward_ms,11.9,tp_backward_overlap")));
   ASSERT_TRUE(rows[0].layout.tp_backward_overlap);
   const SystemModel sys = builtin_system("dgx-a100");
   Layout l = rows[0].layout;
