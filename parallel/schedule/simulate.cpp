@@ -185,6 +185,7 @@ class Player {
     }
     return finished_simulation();
   }
+
   bool finished(PipeOp op, int mb, int vs, double* at) const {
     return done_.find(int(op), mb, vs, at);
   }
