@@ -3,6 +3,7 @@
 #include "predict/costs.h"
 
 #include <algorithm>
+#include <array>
 
 #include "base/dtype.h"
 #include "parallel/plan/plan.h"
@@ -101,7 +102,7 @@ double attention_core_seconds(const Layout& l, const SystemModel& sys) {
 // the input again. With the overlap the column-parallel ones run beside that linear's GEMMs (`column_gemm`: one
 // gradient GEMM of the region's column-parallel linear, the same time for input and weight gradients), so only what
 // exceeds the GEMM is exposed.
-double backward_tp_seconds(const Layout& l, const SystemModel& sys, const double column_gemm[2]) {
+double backward_tp_seconds(const Layout& l, const SystemModel& sys, const std::array<double, 2>& column_gemm) {
   if (l.tp <= 1) return 0;
   const double bytes = activation_bytes(l);
   const GroupPlacement g = place_group(sys, l.tp, 1);
@@ -109,15 +110,15 @@ double backward_tp_seconds(const Layout& l, const SystemModel& sys, const double
   const bool overlap = l.tp_backward_overlap && !split;
   auto exposed = [&](double comm, double gemm) { return overlap ? std::max(0.0, comm - gemm) : comm; };
   double t = 0;
-  for (int region = 0; region < 2; ++region) {
-    if (!l.sequence_parallel) {
-      t += exposed(collective_cost(sys, Collective::allreduce, bytes, g).seconds, column_gemm[region]);
-      continue;
-    }
-    const double gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
-    t += gather + exposed(collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds, column_gemm[region]);
-    if (l.sp_backward_regather) t += exposed(gather, column_gemm[region]);
+  if (!l.sequence_parallel) {
+    const double allreduce = collective_cost(sys, Collective::allreduce, bytes, g).seconds;
+    for (double gemm : column_gemm) t += exposed(allreduce, gemm);
+    return t;
   }
+  const double gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
+  const double scatter = collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
+  for (double gemm : column_gemm)
+    t += gather + exposed(scatter, gemm) + (l.sp_backward_regather ? exposed(gather, gemm) : 0);
   return t;
 }
 
@@ -129,7 +130,8 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const double tokens = b * s;
   // Weight matmuls: qkv (h -> 3h/t), projection (h/t -> h), fc (h -> f/t), fc projection (f/t -> h); qkv and fc are
   // the column-parallel ones.
-  const double column_mm[2] = {gemm_seconds(sys, 1, tokens, 3 * h / t, h, p), gemm_seconds(sys, 1, tokens, f / t, h, p)};
+  const std::array<double, 2> column_mm = {gemm_seconds(sys, 1, tokens, 3 * h / t, h, p),
+                                           gemm_seconds(sys, 1, tokens, f / t, h, p)};
   const double weight_mm = column_mm[0] + gemm_seconds(sys, 1, tokens, h, h / t, p) + column_mm[1] +
                            gemm_seconds(sys, 1, tokens, h, f / t, p);
   // Elementwise: two layernorms, two dropout + residual adds on the replicated (b, s, h) (a 1/t share under

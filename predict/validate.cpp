@@ -41,6 +41,15 @@ std::vector<int> parse_partition(const std::string& text, const std::string& whe
   return blocks;
 }
 
+// A software column with two values: whether it says `yes` (else `no`); any other value is refused, naming the
+// column, the value and `accepted`.
+bool column_says(const std::string& value, const std::string& yes, const std::string& no, const std::string& column,
+                 const std::string& accepted, const std::string& where) {
+  if (value != yes && value != no)
+    throw UsageError(where + ": " + column + " '" + value + "' is unknown; accepted: " + accepted);
+  return value == yes;
+}
+
 struct RawRow {
   std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
       shaped_by;
@@ -73,20 +82,15 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
   l.model.kind = ModelKind::gpt;
   l.model.hidden = r.hidden, l.model.heads = r.heads, l.model.layers = r.layers, l.model.seq = r.seq;
   l.model.vocab = r.vocab, l.model.dtype = DType::bf16;  // bf16 stands for fp16: the same speed
-  if (r.attention != "plain" && r.attention != "flash")
-    throw UsageError(where + ": attention '" + r.attention + "' is unknown; accepted: plain, flash");
-  l.model.flash_attention = r.attention == "flash";
-  if (r.p2p != "blocking" && r.p2p != "async")
-    throw UsageError(where + ": p2p '" + r.p2p + "' is unknown; accepted: blocking (a send holds its stage), async");
-  l.blocking_p2p = r.p2p == "blocking";
-  if (r.tp_overlap != "none" && r.tp_overlap != "backward")
-    throw UsageError(where + ": tp_overlap '" + r.tp_overlap + "' is unknown; accepted: none, backward (the "
-                     "column-parallel backward collectives beside that linear's GEMMs)");
-  l.tp_backward_overlap = r.tp_overlap == "backward";
-  if (r.dp_overlap != "backward" && r.dp_overlap != "after")
-    throw UsageError(where + ": dp_overlap '" + r.dp_overlap + "' is unknown; accepted: backward (the data-parallel "
-                     "reduction in buckets during the backward), after (once the last backward ended)");
-  l.dp_reduce_at_end = r.dp_overlap == "after";
+  l.model.flash_attention = column_says(r.attention, "flash", "plain", "attention", "plain, flash", where);
+  l.blocking_p2p =
+      column_says(r.p2p, "blocking", "async", "p2p", "blocking (a send holds its stage), async", where);
+  l.tp_backward_overlap = column_says(r.tp_overlap, "backward", "none", "tp_overlap",
+                                      "none, backward (the column-parallel backward collectives beside that "
+                                      "linear's GEMMs)", where);
+  l.dp_reduce_at_end = column_says(r.dp_overlap, "after", "backward", "dp_overlap",
+                                   "backward (the data-parallel reduction in buckets during the backward), after "
+                                   "(once the last backward ended)", where);
   l.gpus = r.gpus, l.tp = r.tp, l.pp = r.pp, l.dp = r.gpus / std::max(1, r.tp * r.pp), l.virtual_stages = r.v;
   l.global_batch = r.batch, l.micro_batch = r.mbs, l.sequence_parallel = r.sp != 0, l.zero_stage = r.zero;
   l.stage_blocks = parse_partition(r.partition, where);
