@@ -46,6 +46,15 @@ const Tracked* find_tracked(ncclComm_t comm) {
   if (auto it = aborted_comms.find(comm); it != aborted_comms.end()) return &it->second;
   return nullptr;
 }
+
+// "rank 0's send to rank 1, recv from rank 3"
+std::string queued_text(const Tracked& t) {
+  std::string text = "rank " + std::to_string(t.last_rank) + "'s";
+  for (std::size_t i = 0; i < t.last_p2p.size(); ++i)
+    text += std::string(i ? "," : "") + (t.last_p2p[i].kind == P2POp::send ? " send to rank " : " recv from rank ") +
+            std::to_string(t.last_p2p[i].world_peer);
+  return text;
+}
 }  // namespace
 
 void nccl_track(ncclComm_t comm, ncclComm_t split_from) {
@@ -56,7 +65,7 @@ void nccl_track(ncclComm_t comm, ncclComm_t split_from) {
     const Tracked* parent = find_tracked(split_from);
     world = parent ? parent->world : split_from;
   }
-  live_comms[comm] = Tracked{world, {}};
+  live_comms[comm] = Tracked{world, -1, {}};
 }
 
 void nccl_release(ncclComm_t comm) noexcept {
@@ -96,17 +105,6 @@ void nccl_note_queued(void* comm, int world_rank, std::span<const P2POp> ops, st
   for (const P2POp& op : ops)
     t.last_p2p.push_back({op.kind, world_ranks.empty() ? op.peer : world_ranks[std::size_t(op.peer)]});
 }
-
-namespace {
-// "rank 0's send to rank 1, recv from rank 3"
-std::string queued_text(const Tracked& t) {
-  std::string text = "rank " + std::to_string(t.last_rank) + "'s";
-  for (std::size_t i = 0; i < t.last_p2p.size(); ++i)
-    text += std::string(i ? "," : "") + (t.last_p2p[i].kind == P2POp::send ? " send to rank " : " recv from rank ") +
-            std::to_string(t.last_p2p[i].world_peer);
-  return text;
-}
-}  // namespace
 
 std::string nccl_queued_p2p_text(void* comm) {
   std::shared_lock lock(comms_mu);
