@@ -101,7 +101,11 @@ double optimizer_seconds(const Layout& l, const SystemModel& sys, double psi) {
   const double k = double(optimizer_state_bytes_per_param(optimizer, l.model.dtype));
   const double p = double(dtype_size(l.model.dtype));
   const double shard = l.zero_stage >= 1 ? psi / l.dp : psi;
-  return memory_seconds(sys, shard * (2 * k + 2 * p));  // state read and written, gradient read, parameter written
+  // State read and written, gradient read, parameter written; without a 32-bit master copy in the state (32-bit
+  // weights) the update reads the parameter too.
+  const double bytes = shard * (2 * k + 2 * p + (l.model.dtype == DType::f32 ? p : 0));
+  if (sys.gpu.optimizer_gbps > 0) return bytes / (sys.gpu.optimizer_gbps * 1e9);
+  return memory_seconds(sys, bytes);
 }
 
 // The pipeline's schedule: the registered or file schedule, or one stage running each microbatch's forward and

@@ -42,6 +42,10 @@ struct GpuModel {
   // Fixed time every op pays whatever its size (a call's dispatch, checks and loop set-up; on a GPU its launch),
   // added once per op the cost model counts. 0 for the built-in GPUs: no source for a value was found.
   double op_overhead_s = 0;
+  // Bytes per second the optimizer update moves (its state, gradient and parameters, as optimizer_seconds counts
+  // them), measured on the update kernel itself; 0: the HBM bandwidth at the HBM curve's efficiency. A CPU's update
+  // runs at its own rate, far from that of the elementwise ops the HBM figures come from there.
+  double optimizer_gbps = 0;
 };
 
 // One level of the network: `size` GPUs share it (a node's NVLink domain; the whole cluster for the last level).
@@ -51,7 +55,7 @@ struct NetLevel {
   double gbps = 0;         // per GPU and direction, 1e9 B/s
   // Fraction of gbps a collective reaches, by its size in bytes as nccl-tests counts it (the per-rank buffer;
   // all-gather: the output): nccl-tests' busbw over gbps. A flat efficiency is a one-point curve.
-  Curve efficiency{{{0, 1.0}}};
+  Curve efficiency{{{0, 1.0}}, {}};
   double latency_us = 0;   // per message of an algorithm's step (alpha)
   // Fixed time of one collective or send that reaches this level, whatever its algorithm, size and rank count:
   // NCCL's measured small-message times are mostly this (launch, protocol set-up, synchronisation), not a cost

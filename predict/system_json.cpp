@@ -98,7 +98,7 @@ json link_efficiency_json(const Curve& c) {
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "hbm_gbps", "hbm_gb", "matrix_efficiency",
-                "hbm_efficiency", "compute_units", "processing", "op_overhead_us"},
+                "hbm_efficiency", "compute_units", "processing", "op_overhead_us", "optimizer_gbps"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -110,6 +110,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   m.hbm_efficiency = curve(g, "hbm_efficiency", where, at);
   if (g.contains("compute_units")) m.compute_units = number(g, "compute_units", where, at, 0, 1 << 20);
   if (g.contains("op_overhead_us")) m.op_overhead_s = number(g, "op_overhead_us", where, at, 0, 1e6) * 1e-6;
+  if (g.contains("optimizer_gbps")) m.optimizer_gbps = number(g, "optimizer_gbps", where, at, 1e-6, 1e6);
   if (g.contains("processing")) {
     const std::string p = text(g, "processing", where, at);
     if (p != "roofline" && p != "no_overlap")
@@ -155,15 +156,13 @@ json system_to_json(const SystemModel& s) {
   for (const NetLevel& l : s.levels)
     net.push_back({{"name", l.name}, {"gpus", l.size}, {"gbps", l.gbps}, {"efficiency", link_efficiency_json(l.efficiency)},
                    {"latency_us", l.latency_us}, {"collective_latency_us", l.collective_latency_us}});
-  return {{"name", s.name},
-          {"source", s.source},
-          {"gpu",
-           {{"name", g.name}, {"matrix_tflops_16", g.matrix_tflops_16}, {"matrix_tflops_32", g.matrix_tflops_32},
-            {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
-            {"matrix_efficiency", curve_json(g.matrix_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
-            {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)},
-            {"op_overhead_us", g.op_overhead_s * 1e6}}},
-          {"network", net}};
+  json gpu = {{"name", g.name}, {"matrix_tflops_16", g.matrix_tflops_16}, {"matrix_tflops_32", g.matrix_tflops_32},
+              {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
+              {"matrix_efficiency", curve_json(g.matrix_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
+              {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)},
+              {"op_overhead_us", g.op_overhead_s * 1e6}};
+  if (g.optimizer_gbps > 0) gpu["optimizer_gbps"] = g.optimizer_gbps;  // optional: absent means the HBM figures
+  return {{"name", s.name}, {"source", s.source}, {"gpu", gpu}, {"network", net}};
 }
 
 }  // namespace parbench::predict

@@ -1,6 +1,6 @@
 # The kernel half of scripts/calibrate.sh: bench_kernels --device cpu --benchmark_format=csv rows (f32) at several
 # shapes in, the system file's matmul and elementwise figures out, as one line of shell assignments:
-#   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' peak_bytes=.. hbm_curve='[[..]]'
+#   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' peak_bytes=.. hbm_curve='[[..]]' optimizer_bytes=..
 # -v overhead_shape=NAME names the shape (B1_T1_C4_NH1_V4 style) whose ops do almost no work: the median time of its
 # rows is the fixed cost of one op (op_overhead_us). -v time_column=cpu_time reads that column instead of real_time. Every other shape gives one point of each curve:
 # - matrix: a block's matmul work as a training step runs it, the forward of qkv, fc and fc projection and each
@@ -11,7 +11,9 @@
 # - elementwise: the bytes the cost model counts for a block's layernorms, residual adds and GeLU, forward and
 #   backward (57 x the (B, T, C) activation's bytes, predict/README.md), over the time of the ops that do that work
 #   (layernorm forward and backward twice each, residual forward twice, GeLU forward and backward), placed at the
-#   mean bytes of one such op (4.75 x the activation).
+#   mean bytes of one such op (4.75 x the activation);
+# - optimizer: the adamw_update row's bytes over its time; optimizer_bytes is the median over the shapes (the row
+#   updates one block's parameters, 12 C^2, whatever B and T).
 # Each op's fixed cost is taken off its time first (the predictor adds it back per op). Each curve is the rates
 # over the best one, with thresholds halfway (in log size) between neighbouring shapes: an op takes the nearest
 # measured shape's efficiency.
@@ -42,15 +44,19 @@ NR == 1 {
     ew_time[shape] += 2 * t; ew_ops[shape] += 2
   } else if (op == "gelu_forward" || op == "gelu_backward") {
     ew_time[shape] += t; ew_ops[shape]++
+  } else if (op == "adamw_update") {
+    opt_bytes[shape] = $col["bytes/s"] * real; opt_time[shape] = t
   } else next
   all_time[shape, ++rows[shape]] = t
   shapes[shape] = 1
 }
-function median_time(s,    k, m, v, i, j, tmp) {
-  m = rows[s]
-  for (k = 1; k <= m; k++) v[k] = all_time[s, k]
+function median(v, m,    i, j, tmp) {  # of v[1..m]; sorts v
   for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { tmp = v[j]; v[j] = v[j - 1]; v[j - 1] = tmp }
   return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+}
+function median_time(s,    k, v) {
+  for (k = 1; k <= rows[s]; k++) v[k] = all_time[s, k]
+  return median(v, rows[s])
 }
 function dim(s, key,    d, k) {  # dim("B2_T32_C64_NH4_V256", "T") = 32
   split(s, d, "_")
@@ -76,8 +82,8 @@ END {
   nm = 0; ne = 0; pm = 0; pe = 0
   for (s in shapes) {
     if (s == overhead_shape) continue
-    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 8 || att_ops[s] != 2) {
-      print "calibrate_kernels.awk: shape " s " lacks matmul or elementwise rows" > "/dev/stderr"; exit 1
+    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 8 || att_ops[s] != 2 || !(s in opt_time)) {
+      print "calibrate_kernels.awk: shape " s " lacks matmul, elementwise or optimizer rows" > "/dev/stderr"; exit 1
     }
     ff = fwd_flops[s]; tb = bwd_time[s] - ovh
     if (tb <= 0) tb = bwd_time[s]
@@ -92,8 +98,11 @@ END {
     if (te <= 0) te = ew_time[s]
     esz[++ne] = 4.75 * a; ert[ne] = 57 * a / te
     if (ert[ne] > pe) pe = ert[ne]
+    to = opt_time[s] - ovh
+    if (to <= 0) to = opt_time[s]
+    ort[ne] = opt_bytes[s] / to
   }
   if (nm == 0) { print "calibrate_kernels.awk: no shape besides the overhead shape" > "/dev/stderr"; exit 1 }
-  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' peak_bytes=%.6g hbm_curve='%s'\n", ovh * 1e6, pm,
-         curve(nm, msz, mrt, pm), pe, curve(ne, esz, ert, pe)
+  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' peak_bytes=%.6g hbm_curve='%s' optimizer_bytes=%.6g\n",
+         ovh * 1e6, pm, curve(nm, msz, mrt, pm), pe, curve(ne, esz, ert, pe), median(ort, ne)
 }

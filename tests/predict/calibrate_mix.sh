@@ -4,8 +4,9 @@
 # fixed cost), so half its rates. Shape 1 (B1 T32 C64): forward matmuls 3 x 1 MFLOP in 3 x 100 us, the backward row
 # 2 MFLOP in 200 us (1e10 FLOP/s), attention 4 B T^2 C = 262144 FLOPs in 2 x 50 us: 3 (3e6 + 262144) FLOPs over
 # 300 + 6e6 / 1e10 s + 100 us = 9.786432e9 FLOP/s at 0.001 GFLOP; elementwise 57 x 8192 bytes over 2 x (3 x 10) + 2 x
-# 20 = 100 us = 4.66944e9 B/s at 4.75 x 8192 bytes. Thresholds halfway in log size: 0.002 GFLOP, 77824 bytes.
-# Then rows missing at a shape are refused.
+# 20 = 100 us = 4.66944e9 B/s at 4.75 x 8192 bytes; the AdamW update 1e6 bytes in 100 us (1e10 B/s, 5e9 at the
+# second shape: the median of the two, 7.5e9). Thresholds halfway in log size: 0.002 GFLOP, 77824 bytes. Then rows
+# missing at a shape are refused.
 #   calibrate_mix.sh SCRIPTS_DIR
 set -eu
 awk_file=$1/calibrate_kernels.awk
@@ -20,11 +21,12 @@ rows() {  # rows SHAPE K W: every op of the mix at SHAPE taking (t - 2) x K + 2 
     split("layernorm_forward layernorm_backward residual_forward", ew, " ")
     for (i = 1; i <= 3; i++) row(ew[i], 10, 1)
     row("gelu_forward", 20, 1); row("gelu_backward", 20, 1)
+    row("adamw_update", 100, 1, 1e6)
   }
-  function row(op, us, flops,    t) {
+  function row(op, us, flops, bytes,    t) {  # bytes/s is 1 unless `bytes` is given
     t = k == 0 ? 2 : us * k + 2
-    printf "\"%s/cpu/f32/%s/min_time:0.050/manual_time\",10,%.10g,%.10g,us,,,,,,%.10g,1,1\n", op, shape, t, t,
-           k == 0 ? 1 / (t * 1e-6) : flops * w / (t * 1e-6)
+    printf "\"%s/cpu/f32/%s/min_time:0.050/manual_time\",10,%.10g,%.10g,us,,,,,,%.10g,1,%.10g\n", op, shape, t, t,
+           k == 0 ? 1 / (t * 1e-6) : flops * w / (t * 1e-6), (bytes > 0 ? bytes * w / (t * 1e-6) : 1)
   }'
 }
 {
@@ -34,11 +36,17 @@ rows() {  # rows SHAPE K W: every op of the mix at SHAPE taking (t - 2) x K + 2 
   rows B4_T32_C64_NH4_V256 8 4
 } > "$dir/k.csv"
 got=$(awk -v overhead_shape=B1_T1_C4_NH1_V4 -f "$awk_file" "$dir/k.csv")
-want="overhead_us=2 peak_flops=9.78643e+09 matrix_curve='[[0.002, 0.5000], [0, 1.0000]]' peak_bytes=4.66944e+09 hbm_curve='[[77824, 0.5000], [0, 1.0000]]'"
+want="overhead_us=2 peak_flops=9.78643e+09 matrix_curve='[[0.002, 0.5000], [0, 1.0000]]' peak_bytes=4.66944e+09 hbm_curve='[[77824, 0.5000], [0, 1.0000]]' optimizer_bytes=7.5e+09"
 [ "$got" = "$want" ] || { echo "got:  $got"; echo "want: $want"; exit 1; }
 grep -v 'B4_T32_C64_NH4_V256.*gelu_backward\|gelu_backward/cpu/f32/B4_T32' "$dir/k.csv" > "$dir/short.csv"
 if err=$(awk -v overhead_shape=B1_T1_C4_NH1_V4 -f "$awk_file" "$dir/short.csv" 2>&1); then
   echo "a shape without its gelu_backward row was accepted: $err"; exit 1
 fi
-echo "$err" | grep -q "shape B4_T32_C64_NH4_V256 lacks matmul or elementwise rows" || { echo "unexpected: $err"; exit 1; }
+echo "$err" | grep -q "shape B4_T32_C64_NH4_V256 lacks matmul, elementwise or optimizer rows" ||
+  { echo "unexpected: $err"; exit 1; }
+grep -v 'adamw_update/cpu/f32/B1_T32' "$dir/k.csv" > "$dir/short.csv"
+if err=$(awk -v overhead_shape=B1_T1_C4_NH1_V4 -f "$awk_file" "$dir/short.csv" 2>&1); then
+  echo "a shape without its adamw_update row was accepted: $err"; exit 1
+fi
+echo "$err" | grep -q "shape B1_T32_C64_NH4_V256 lacks" || { echo "unexpected: $err"; exit 1; }
 echo "calibrate_mix: ok"

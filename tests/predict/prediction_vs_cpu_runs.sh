@@ -1,20 +1,37 @@
 #!/bin/sh
 # Predicted step times against bench_train runs on this machine's cpu device: ddp, zero3, tp, pp (1f1b) and hybrid
-# at 1, 2 and 4 ranks (threads), with a system file from scripts/calibrate.sh. Prints each pair and fails when one
-# differs from the measured time by more than the tolerance (default 15%).
-#   prediction_vs_cpu_runs.sh BIN_DIR SYSTEM.json [TOLERANCE]
+# at 1, 2 and 4 ranks (threads). The system file comes from scripts/calibrate.sh at this model's own shapes (the
+# microbatches the rows run: 1, 2, 4 and 8 samples), unless one is given. Each measured step is the median of three
+# runs (four threads on two cores move by 10-30% between runs). Prints each pair and fails when one differs from the
+# measured time by more than the tolerance (default 15%).
+#   prediction_vs_cpu_runs.sh BIN_DIR [SYSTEM.json|calibrate] [TOLERANCE]
 set -eu
-bin=$1 system=$2 tol=${3:-0.15}
+bin=$1 system=${2:-calibrate} tol=${3:-0.15}
+here=$(cd "$(dirname "$0")/../.." && pwd)
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-model="--model gpt --layers 4 --hidden 64 --heads 4 --seq 32 --vocab 128 --global-batch 8"
+layers=4 hidden=64 heads=4 seq=32 vocab=128
+model="--model gpt --layers $layers --hidden $hidden --heads $heads --seq $seq --vocab $vocab --global-batch 8"
+if [ "$system" = calibrate ]; then
+  shapes=""
+  for b in 1 2 4 8; do shapes="$shapes${shapes:+;}B=$b,T=$seq,C=$hidden,NH=$heads,V=$vocab"; done
+  "$here/scripts/calibrate.sh" --bin "$bin" --out "$dir/system.json" --shapes "$shapes" > /dev/null
+  system=$dir/system.json
+fi
 step_ms() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "step_ms") c = i } NR == 2 { print $c }' "$1"; }
+# measured_ms RANKS "RUN ARGS": the median step of three runs.
+measured_ms() {
+  for run in 1 2 3; do
+    rm -f "$dir/run.csv"
+    "$bin/bench_train" $model --device cpu --ranks "$1" --steps 7 --warmup 1 --quiet --csv "$dir/run.csv" $2
+    step_ms "$dir/run.csv"
+  done | sort -g | sed -n 2p
+}
 failed=0
 compare() {  # compare LABEL RANKS "RUN ARGS" "SIMULATE ARGS"
-  rm -f "$dir/run.csv" "$dir/sim.csv"
-  "$bin/bench_train" $model --device cpu --ranks "$2" --steps 7 --warmup 1 --quiet --csv "$dir/run.csv" $3
+  rm -f "$dir/sim.csv"
   "$bin/bench_train" $model --simulate --gpus "$2" --system "$system" --quiet --csv "$dir/sim.csv" $4
-  awk -v label="$1" -v n="$2" -v m="$(step_ms "$dir/run.csv")" -v p="$(step_ms "$dir/sim.csv")" -v tol="$tol" 'BEGIN {
+  awk -v label="$1" -v n="$2" -v m="$(measured_ms "$2" "$3")" -v p="$(step_ms "$dir/sim.csv")" -v tol="$tol" 'BEGIN {
     err = (p - m) / m
     printf "%-8s %d ranks: measured %9.2f ms  predicted %9.2f ms  %+6.1f%%%s\n", label, n, m, p, 100 * err,
            (err > tol || err < -tol) ? "  OUTSIDE" : ""

@@ -1,5 +1,6 @@
 // The predictor's parts: collective costs, the pipeline bubble with free communication and equal stages against
 // every registered schedule's closed form, the layout checks, system files, and speed at 4096 GPUs.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -19,6 +20,7 @@
 
 using namespace parbench;
 using namespace parbench::predict;
+using testing::HasSubstr;
 
 namespace {
 
@@ -89,8 +91,11 @@ TEST(PredictCollectives, AlphaBetaFormulasAndLeastTimeChoice) {
   EXPECT_TRUE(hier);
   EXPECT_EQ(collective_cost(sys, Collective::allreduce, S, {1, 1}).seconds, 0);
   // Reduce-scatter: (n-1) alpha + (n-1)/n S beta on the ring; a collective without a model is refused.
-  for (const auto& c : collective_costs(sys, Collective::reduce_scatter, S, {8, 8}))
-    if (c.algorithm == "ring") EXPECT_NEAR(c.seconds, fixed + 7 * nv.alpha + 7.0 / 8 * S * nv.beta, 1e-12);
+  for (const auto& c : collective_costs(sys, Collective::reduce_scatter, S, {8, 8})) {
+    if (c.algorithm == "ring") {
+      EXPECT_NEAR(c.seconds, fixed + 7 * nv.alpha + 7.0 / 8 * S * nv.beta, 1e-12);
+    }
+  }
   EXPECT_THROW(collective_costs(sys, Collective::broadcast, S, {8, 8}), Error);
 }
 
@@ -187,6 +192,38 @@ TEST(PredictSystem, OpOverheadIsOptionalAndChecked) {
       EXPECT_NE(std::string(e.what()).find("field 'gpu.op_overhead_us'"), std::string::npos) << e.what();
     }
   }
+}
+
+// optimizer_gbps: optional (absent on every built-in system, and not written back then), refused when not a number
+// > 0; when given the update takes its bytes at that rate instead of the HBM curve's: fp32 AdamW moves 28 bytes per
+// parameter (m and v read and written, gradient read, parameter read and written), bf16 with master weights 28 too
+// (master, m and v read and written, gradient read, parameter written), ZeRO-1 a 1/dp shard of them.
+TEST(PredictSystem, OptimizerRateIsOptionalAndTimesTheUpdate) {
+  for (const std::string& name : builtin_system_names()) {
+    EXPECT_EQ(builtin_system(name).gpu.optimizer_gbps, 0) << name;
+    EXPECT_FALSE(system_to_json(builtin_system(name))["gpu"].contains("optimizer_gbps")) << name;
+  }
+  nlohmann::json j = system_to_json(builtin_system("dgx-a100"));
+  j["gpu"]["optimizer_gbps"] = 6.5;
+  SystemModel sys = system_from_json(j, "sys.json");
+  EXPECT_DOUBLE_EQ(sys.gpu.optimizer_gbps, 6.5);
+  EXPECT_DOUBLE_EQ(system_from_json(system_to_json(sys), "x.json").gpu.optimizer_gbps, 6.5);
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-2), nlohmann::json("fast")}) {
+    j["gpu"]["optimizer_gbps"] = bad;
+    try {
+      system_from_json(j, "sys.json");
+      ADD_FAILURE() << "accepted optimizer_gbps = " << bad.dump();
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("field 'gpu.optimizer_gbps'"));
+    }
+  }
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (int zero : {0, 1}) {
+      Layout l = small_gpt(2, 1, 1);  // dp 2
+      l.model.dtype = dtype, l.zero_stage = zero;
+      const double params = stage_parameter_counts(l)[0] / (zero ? 2.0 : 1.0);
+      EXPECT_NEAR(predict_step(l, sys).time.optimizer, params * 28 / 6.5e9, 1e-12) << dtype_name(dtype) << zero;
+    }
 }
 
 // The per-op overhead adds exactly (ops per microbatch) x microbatches x overhead to a one-GPU step: per block 10
