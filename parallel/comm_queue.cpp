@@ -26,9 +26,11 @@ Event& CommQueue::event(std::vector<std::unique_ptr<Event>>& pool, std::size_t i
   return *pool[i];
 }
 
-// On the communication stream: timed there, its temporaries in that stream's blocks (reused only in its order), and
-// on a GPU its traced ranges timed by events there and shown on its row.
+// On the communication stream: timed there, its temporaries in that stream's blocks (reused only in its order), its
+// host ranges on the rank's "comm" track (the communication thread has no rank of its own), and on a GPU its traced
+// ranges timed by events there and shown on its row.
 void CommQueue::run(const std::function<void(const Stream& s)>& collective) {
+  TraceTrack track(comm_.rank(), "comm");
   TimelineSpan span(timeline_, Lane::communication, communication_);
   CurrentStream allocating_for(communication_.native());
   std::optional<TraceStream> traced_on;

@@ -91,7 +91,6 @@ class Ddp : public DataParallelScheme {
     Tensor slice = grads_.slice(bucket.begin, {bucket.end - bucket.begin});
     comm_bytes_.allreduce(std::uint64_t(slice.bytes()), dp_);
     queue_.submit([this, slice, b](const Stream&) {
-      TraceTrack track(ctx_.comm.rank(), "comm");
       PB_RANGE("allreduce bucket", Category::communication, {.chunk = std::int64_t(b), .bytes = std::int64_t(slice.bytes())});
       ctx_.comm.allreduce(slice.data(), slice.data(), std::size_t(slice.numel()), slice.dtype(), ReduceOp::sum,
                           impl_for(Collective::allreduce));

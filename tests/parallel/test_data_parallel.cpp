@@ -1,16 +1,22 @@
 // The data-parallel family on cpu threads: every scheme matches the single-rank run, replicas stay identical,
 // memory per category and communication per step match the closed forms, the simt device matches cpu, and bad
-// configurations are refused.
+// configurations are refused, and the overlapped collectives are traced on their rank's communication track.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <mutex>
+#include <set>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "collectives/bootstrap.h"
 #include "base/error.h"
 #include "kernels/ops.h"
 #include "parallel/train.h"
+#include "profiles/trace.h"
 #include "train_test_util.h"
 
 using namespace parbench;
@@ -208,5 +214,39 @@ TEST(DataParallel, OffloadMatchesAndCountsHostTraffic) {
     auto got = train(c, 2);
     EXPECT_LT(max_rel_diff(got[0].params, ref[0].params), 2e-6) << name;
     EXPECT_EQ(got[0].current[int(MemCategory::optimizer)], 0u) << name;  // the state lives on the host allocator
+  }
+}
+
+// The collectives a scheme overlaps through its communication queue (ZeRO-3's gathers and reduce-scatters, DDP's
+// bucket allreduces) run on a thread of their own; in a trace they sit on their own rank's "comm" track, every rank
+// on its own, not on an anonymous track of rank 0.
+TEST(DataParallel, OverlappedCollectivesAreTracedOnTheirRanksCommTrack) {
+  TraceRecorder& recorder = TraceRecorder::instance();
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"zero3", {"all_gather", "reduce_scatter"}}, {"ddp", {"allreduce bucket"}}};
+  for (const auto& [scheme, ranges] : cases) {
+    TrainConfig c = base_config();
+    c.scheme = &find_scheme_kind(scheme);
+    c.micro_batch = 2, c.global_batch = 4;
+    recorder.clear();
+    recorder.enable();
+    train(c, 2, 1);
+    recorder.disable();
+    const nlohmann::json trace = nlohmann::json::parse(recorder.to_json());
+    recorder.clear();
+    std::map<std::pair<int, int>, std::string> track_names;  // (pid, tid) -> thread_name
+    for (const auto& e : trace.at("traceEvents"))
+      if (e.at("ph") == "M" && e.at("name") == "thread_name")
+        track_names[std::make_pair(e.at("pid").get<int>(), e.at("tid").get<int>())] = e.at("args").at("name");
+    for (const std::string& range : ranges) {
+      std::set<int> pids;
+      for (const auto& e : trace.at("traceEvents")) {
+        if (e.at("ph") != "X" || e.at("name") != range) continue;
+        const int pid = e.at("pid").get<int>(), tid = e.at("tid").get<int>();
+        pids.insert(pid);
+        EXPECT_EQ(track_names[std::make_pair(pid, tid)], "comm") << scheme << " " << range << " on pid " << pid;
+      }
+      EXPECT_EQ(pids, (std::set<int>{kTraceIdOffset, kTraceIdOffset + 1})) << scheme << " " << range;
+    }
   }
 }
