@@ -70,7 +70,7 @@ class Scheme {
   virtual MemSplit estimated_state_bytes() const = 0;
   int data_parallel_ranks() const { return dp_; }
   int accumulation_steps() const { return accum_; }
-  virtual ParallelShape shape() const { return {dp_, 1, 1, {}, accum_, 1}; }
+  virtual ParallelShape shape() const { return {dp_, 1, 1, {}, accum_, 1, {}}; }
   // The last step's pipeline timing of this rank; null for schemes without a pipeline.
   virtual const PipelineTiming* last_step_pipeline() const { return nullptr; }
 

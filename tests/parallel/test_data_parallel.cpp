@@ -143,7 +143,7 @@ TEST(SchemeRegistry, EveryKindHasAnImplementation) {
   for (const SchemeKind& k : scheme_kinds()) EXPECT_NE(scheme_implementation(k), nullptr) << k.name;
   EXPECT_EQ(scheme_implementation(find_scheme_kind("fsdp")), scheme_implementation(find_scheme_kind("zero3")));
   try {
-    scheme_implementation(SchemeKind{.name = "zero4"});
+    scheme_implementation(SchemeKind{.name = "zero4", .summary = {}});
     ADD_FAILURE() << "a kind without an implementation was accepted";
   } catch (const std::logic_error& e) {
     EXPECT_NE(std::string(e.what()).find("scheme 'zero4' has no implementation"), std::string::npos) << e.what();
