@@ -30,7 +30,7 @@ Event& CommQueue::event(std::vector<std::unique_ptr<Event>>& pool, std::size_t i
 // host ranges on the rank's "comm" track (the communication thread has no rank of its own), and on a GPU its traced
 // ranges timed by events there and shown on its row.
 void CommQueue::run(const std::function<void(const Stream& s)>& collective) {
-  TraceTrack track(comm_.rank(), "comm");
+  TraceTrack track(comm_.world_rank_of(comm_.rank()), "comm");  // a split group's member keeps its world rank
   TimelineSpan span(timeline_, Lane::communication, communication_);
   CurrentStream allocating_for(communication_.native());
   std::optional<TraceStream> traced_on;
