@@ -1,5 +1,5 @@
 // The data-parallel family on cpu threads: every scheme matches the single-rank run, replicas stay identical,
-// memory per category and communication per step match the closed forms, the simt device matches cpu, and bad
+// memory per category and communication per step match the closed forms, the simt device matches cpu, bad
 // configurations are refused, and the overlapped collectives are traced on their rank's communication track.
 #include <gtest/gtest.h>
 
