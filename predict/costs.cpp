@@ -36,6 +36,11 @@ double memory_seconds(const SystemModel& sys, double bytes) {
   return bytes / (sys.gpu.hbm_gbps * 1e9 * sys.gpu.hbm_efficiency.at(bytes));
 }
 
+double measured_rate_seconds(const SystemModel& sys, double bytes, double gbps) {
+  if (bytes <= 0) return 0;
+  return gbps > 0 ? bytes / (gbps * 1e9) : memory_seconds(sys, bytes);
+}
+
 double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes) {
   const double flops = 2 * batch * m * n * k, bytes = batch * (m * k + k * n + m * n) * dtype_bytes;
   const double compute = matmul_seconds(sys, flops, dtype_bytes), memory = memory_seconds(sys, bytes);
@@ -135,10 +140,10 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const double weight_mm = column_mm[0] + gemm_seconds(sys, 1, tokens, h, h / t, p) + column_mm[1] +
                            gemm_seconds(sys, 1, tokens, h, f / t, p);
   // Elementwise: two layernorms, two dropout + residual adds on the replicated (b, s, h) (a 1/t share under
-  // sequence parallelism), bias + GeLU on (b, s, f/t).
+  // sequence parallelism), bias + GeLU on (b, s, f/t) (at the GeLU's own rate when the system has one).
   const double local = tokens * h * p / (l.sequence_parallel ? t : 1);
   const double elementwise = memory_seconds(sys, 2 * 2 * local) + 2 * memory_seconds(sys, 3.5 * local) +
-                             memory_seconds(sys, 2 * tokens * f / t * p);
+                             measured_rate_seconds(sys, 2 * tokens * f / t * p, sys.gpu.gelu_gbps);
   const double core = attention_core_seconds(l, sys);
   PassCosts c;
   c.forward = weight_mm + elementwise + core;

@@ -24,6 +24,8 @@ struct PassCosts {
 // Time of an op on the GPU: matrix FLOPs at the matrix-efficiency curve; memory-bound ops by bytes moved.
 double matmul_seconds(const SystemModel& sys, double flops, int dtype_bytes);
 double memory_seconds(const SystemModel& sys, double bytes);
+// `bytes` of an op whose rate was measured on its own kernel (`gbps` > 0, 1e9 B/s), else at the HBM figures.
+double measured_rate_seconds(const SystemModel& sys, double bytes, double gbps);
 // A (batched) GEMM of (m x k) by (k x n): its FLOPs' time and its bytes' time (inputs read, output written),
 // the slower of the two or their sum by the GPU's processing mode.
 double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes);

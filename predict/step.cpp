@@ -104,8 +104,7 @@ double optimizer_seconds(const Layout& l, const SystemModel& sys, double psi) {
   // State read and written, gradient read, parameter written; without a 32-bit master copy in the state (32-bit
   // weights) the update reads the parameter too.
   const double bytes = shard * (2 * k + 2 * p + (l.model.dtype == DType::f32 ? p : 0));
-  if (sys.gpu.optimizer_gbps > 0) return bytes / (sys.gpu.optimizer_gbps * 1e9);
-  return memory_seconds(sys, bytes);
+  return measured_rate_seconds(sys, bytes, sys.gpu.optimizer_gbps);
 }
 
 // The pipeline's schedule: the registered or file schedule, or one stage running each microbatch's forward and

@@ -46,6 +46,10 @@ struct GpuModel {
   // them), measured on the update kernel itself; 0: the HBM bandwidth at the HBM curve's efficiency. A CPU's update
   // runs at its own rate, far from that of the elementwise ops the HBM figures come from there.
   double optimizer_gbps = 0;
+  // Bytes per second of the bias + GeLU ops (as the cost model counts them: the (b, s, f) input read and output
+  // written forward, twice that backward), measured on the GeLU kernels; 0: the HBM figures. A CPU computes a tanh
+  // per element, so its GeLU runs far slower per byte than its layernorms and residual adds.
+  double gelu_gbps = 0;
 };
 
 // One level of the network: `size` GPUs share it (a node's NVLink domain; the whole cluster for the last level).

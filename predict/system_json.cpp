@@ -98,7 +98,8 @@ json link_efficiency_json(const Curve& c) {
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "hbm_gbps", "hbm_gb", "matrix_efficiency",
-                "hbm_efficiency", "compute_units", "processing", "op_overhead_us", "optimizer_gbps"},
+                "hbm_efficiency", "compute_units", "processing", "op_overhead_us", "optimizer_gbps",
+                "gelu_gbps"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -111,6 +112,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   if (g.contains("compute_units")) m.compute_units = number(g, "compute_units", where, at, 0, 1 << 20);
   if (g.contains("op_overhead_us")) m.op_overhead_s = number(g, "op_overhead_us", where, at, 0, 1e6) * 1e-6;
   if (g.contains("optimizer_gbps")) m.optimizer_gbps = number(g, "optimizer_gbps", where, at, 1e-6, 1e6);
+  if (g.contains("gelu_gbps")) m.gelu_gbps = number(g, "gelu_gbps", where, at, 1e-6, 1e6);
   if (g.contains("processing")) {
     const std::string p = text(g, "processing", where, at);
     if (p != "roofline" && p != "no_overlap")
@@ -161,7 +163,9 @@ json system_to_json(const SystemModel& s) {
               {"matrix_efficiency", curve_json(g.matrix_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
               {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)},
               {"op_overhead_us", g.op_overhead_s * 1e6}};
-  if (g.optimizer_gbps > 0) gpu["optimizer_gbps"] = g.optimizer_gbps;  // optional: absent means the HBM figures
+  // Optional measured rates: absent means the HBM figures.
+  if (g.optimizer_gbps > 0) gpu["optimizer_gbps"] = g.optimizer_gbps;
+  if (g.gelu_gbps > 0) gpu["gelu_gbps"] = g.gelu_gbps;
   return {{"name", s.name}, {"source", s.source}, {"gpu", gpu}, {"network", net}};
 }
 

@@ -1,6 +1,6 @@
 # The kernel half of scripts/calibrate.sh: bench_kernels --device cpu --benchmark_format=csv rows (f32) at several
 # shapes in, the system file's matmul and elementwise figures out, as one line of shell assignments:
-#   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' peak_bytes=.. hbm_curve='[[..]]' optimizer_bytes=..
+#   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' peak_bytes=.. hbm_curve='[[..]]' gelu_bytes=.. optimizer_bytes=..
 # -v overhead_shape=NAME names the shape (B1_T1_C4_NH1_V4 style) whose ops do almost no work: the median time of its
 # rows is the fixed cost of one op (op_overhead_us). -v time_column=cpu_time reads that column instead of real_time. Every other shape gives one point of each curve:
 # - matrix: a block's matmul work as a training step runs it, the forward of qkv, fc and fc projection and each
@@ -8,10 +8,13 @@
 #   row, plus attention forward and backward (flash_attention rows) for the FLOPs the cost model counts for them
 #   (two batched matmuls, 4 B T^2 C forward, twice that backward): the FLOPs over the time, placed at the mean
 #   forward weight matmul's GFLOP;
-# - elementwise: the bytes the cost model counts for a block's layernorms, residual adds and GeLU, forward and
-#   backward (57 x the (B, T, C) activation's bytes, predict/README.md), over the time of the ops that do that work
-#   (layernorm forward and backward twice each, residual forward twice, GeLU forward and backward), placed at the
-#   mean bytes of one such op (4.75 x the activation);
+# - elementwise: the bytes the cost model counts for a block's layernorms and residual adds, forward and backward
+#   (33 x the (B, T, C) activation's bytes, predict/README.md), over the time of the ops that do that work
+#   (layernorm forward and backward twice each, residual forward twice), placed at the mean bytes of one such op
+#   (11/3 x the activation);
+# - GeLU: the bytes the cost model counts for a block's bias + GeLU, forward and backward (24 x the activation: the
+#   (B, T, 4C) input read and output written, twice that backward), over the gelu_forward and gelu_backward rows'
+#   time; gelu_bytes is the median over the shapes (the cpu's GeLU is bound by its tanh, not by its bytes);
 # - optimizer: the adamw_update row's bytes over its time; optimizer_bytes is the median over the shapes (the row
 #   updates one block's parameters, 12 C^2, whatever B and T).
 # Each op's fixed cost is taken off its time first (the predictor adds it back per op). Each curve is the rates
@@ -43,7 +46,7 @@ NR == 1 {
   } else if (op == "layernorm_forward" || op == "layernorm_backward" || op == "residual_forward") {
     ew_time[shape] += 2 * t; ew_ops[shape] += 2
   } else if (op == "gelu_forward" || op == "gelu_backward") {
-    ew_time[shape] += t; ew_ops[shape]++
+    gelu_time[shape] += t; gelu_ops[shape]++
   } else if (op == "adamw_update") {
     opt_bytes[shape] = $col["bytes/s"] * real; opt_time[shape] = t
   } else next
@@ -82,8 +85,8 @@ END {
   nm = 0; ne = 0; pm = 0; pe = 0
   for (s in shapes) {
     if (s == overhead_shape) continue
-    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 8 || att_ops[s] != 2 || !(s in opt_time)) {
-      print "calibrate_kernels.awk: shape " s " lacks matmul, elementwise or optimizer rows" > "/dev/stderr"; exit 1
+    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 6 || gelu_ops[s] != 2 || att_ops[s] != 2 || !(s in opt_time)) {
+      print "calibrate_kernels.awk: shape " s " lacks matmul, elementwise, GeLU or optimizer rows" > "/dev/stderr"; exit 1
     }
     ff = fwd_flops[s]; tb = bwd_time[s] - ovh
     if (tb <= 0) tb = bwd_time[s]
@@ -94,15 +97,18 @@ END {
     if (ta <= 0) ta = att_time[s]
     msz[++nm] = ff / 3 / 1e9; mrt[nm] = 3 * (ff + fa) / (tf + 2 * ff / bwd_rate + ta)
     if (mrt[nm] > pm) pm = mrt[nm]
-    a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4; te = ew_time[s] - 8 * ovh
+    a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4; te = ew_time[s] - 6 * ovh
     if (te <= 0) te = ew_time[s]
-    esz[++ne] = 4.75 * a; ert[ne] = 57 * a / te
+    esz[++ne] = 11 / 3 * a; ert[ne] = 33 * a / te
+    tg = gelu_time[s] - 2 * ovh
+    if (tg <= 0) tg = gelu_time[s]
+    grt[ne] = 24 * a / tg
     if (ert[ne] > pe) pe = ert[ne]
     to = opt_time[s] - ovh
     if (to <= 0) to = opt_time[s]
     ort[ne] = opt_bytes[s] / to
   }
   if (nm == 0) { print "calibrate_kernels.awk: no shape besides the overhead shape" > "/dev/stderr"; exit 1 }
-  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' peak_bytes=%.6g hbm_curve='%s' optimizer_bytes=%.6g\n",
-         ovh * 1e6, pm, curve(nm, msz, mrt, pm), pe, curve(ne, esz, ert, pe), median(ort, ne)
+  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' peak_bytes=%.6g hbm_curve='%s' gelu_bytes=%.6g optimizer_bytes=%.6g\n",
+         ovh * 1e6, pm, curve(nm, msz, mrt, pm), pe, curve(ne, esz, ert, pe), median(grt, ne), median(ort, ne)
 }

@@ -1,9 +1,10 @@
 #!/bin/sh
 # Predicted step times against bench_train runs on this machine's cpu device: ddp, zero3, tp, pp (1f1b) and hybrid
 # at 1, 2 and 4 ranks (threads). The system file comes from scripts/calibrate.sh at this model's own shapes (the
-# microbatches the rows run: 1, 2, 4 and 8 samples), unless one is given. Each measured step is the median of three
-# runs (four threads on two cores move by 10-30% between runs). Prints each pair and fails when one differs from the
-# measured time by more than the tolerance (default 15%).
+# microbatches the rows run: 1, 2, 4 and 8 samples), unless one is given. Each rank thread is bound to a core (--pin,
+# rank mod cores), the fixed placement the model's shared compute units assume; unbound, the same 2-rank pipeline
+# measured 83-109 ms from one run to the next, bound 80-82. Each measured step is the median of three runs. Prints
+# each pair and fails when one differs from the measured time by more than the tolerance (default 15%).
 #   prediction_vs_cpu_runs.sh BIN_DIR [SYSTEM.json|calibrate] [TOLERANCE]
 set -eu
 bin=$1 system=${2:-calibrate} tol=${3:-0.15}
@@ -23,7 +24,7 @@ step_ms() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "step_ms") c 
 measured_ms() {
   for run in 1 2 3; do
     rm -f "$dir/run.csv"
-    "$bin/bench_train" $model --device cpu --ranks "$1" --steps 7 --warmup 1 --quiet --csv "$dir/run.csv" $2
+    "$bin/bench_train" $model --device cpu --ranks "$1" --steps 7 --warmup 1 --quiet --pin --csv "$dir/run.csv" $2
     step_ms "$dir/run.csv"
   done | sort -g | sed -n 2p
 }

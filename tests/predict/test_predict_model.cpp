@@ -194,29 +194,39 @@ TEST(PredictSystem, OpOverheadIsOptionalAndChecked) {
   }
 }
 
-// optimizer_gbps: optional (absent on every built-in system, and not written back then), refused when not a number
-// > 0; when given the update takes its bytes at that rate instead of the HBM curve's: fp32 AdamW moves 28 bytes per
-// parameter (m and v read and written, gradient read, parameter read and written), bf16 with master weights 28 too
-// (master, m and v read and written, gradient read, parameter written), ZeRO-1 a 1/dp shard of them.
-TEST(PredictSystem, OptimizerRateIsOptionalAndTimesTheUpdate) {
-  for (const std::string& name : builtin_system_names()) {
-    EXPECT_EQ(builtin_system(name).gpu.optimizer_gbps, 0) << name;
-    EXPECT_FALSE(system_to_json(builtin_system(name))["gpu"].contains("optimizer_gbps")) << name;
-  }
-  nlohmann::json j = system_to_json(builtin_system("dgx-a100"));
-  j["gpu"]["optimizer_gbps"] = 6.5;
-  SystemModel sys = system_from_json(j, "sys.json");
-  EXPECT_DOUBLE_EQ(sys.gpu.optimizer_gbps, 6.5);
-  EXPECT_DOUBLE_EQ(system_from_json(system_to_json(sys), "x.json").gpu.optimizer_gbps, 6.5);
-  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-2), nlohmann::json("fast")}) {
-    j["gpu"]["optimizer_gbps"] = bad;
-    try {
-      system_from_json(j, "sys.json");
-      ADD_FAILURE() << "accepted optimizer_gbps = " << bad.dump();
-    } catch (const UsageError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("field 'gpu.optimizer_gbps'"));
+// The rates measured on an op's own kernel (optimizer_gbps, gelu_gbps): optional (absent on every built-in system,
+// and not written back then), read and written back when given, refused when not a number > 0.
+TEST(PredictSystem, MeasuredOpRatesAreOptional) {
+  for (auto [field, member] : {std::pair{"optimizer_gbps", &GpuModel::optimizer_gbps},
+                               std::pair{"gelu_gbps", &GpuModel::gelu_gbps}}) {
+    SCOPED_TRACE(field);
+    for (const std::string& name : builtin_system_names()) {
+      EXPECT_EQ(builtin_system(name).gpu.*member, 0) << name;
+      EXPECT_FALSE(system_to_json(builtin_system(name))["gpu"].contains(field)) << name;
+    }
+    nlohmann::json j = system_to_json(builtin_system("dgx-a100"));
+    j["gpu"][field] = 6.5;
+    const SystemModel sys = system_from_json(j, "sys.json");
+    EXPECT_DOUBLE_EQ(sys.gpu.*member, 6.5);
+    EXPECT_DOUBLE_EQ(system_from_json(system_to_json(sys), "x.json").gpu.*member, 6.5);
+    for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-2), nlohmann::json("fast")}) {
+      j["gpu"][field] = bad;
+      try {
+        system_from_json(j, "sys.json");
+        ADD_FAILURE() << "accepted " << field << " = " << bad.dump();
+      } catch (const UsageError& e) {
+        EXPECT_THAT(e.what(), HasSubstr("field 'gpu." + std::string(field) + "'"));
+      }
     }
   }
+}
+
+// With optimizer_gbps the update takes its bytes at that rate instead of the HBM curve's: fp32 AdamW moves 28 bytes
+// per parameter (m and v read and written, gradient read, parameter read and written), bf16 with master weights 28
+// too (master, m and v read and written, gradient read, parameter written), ZeRO-1 a 1/dp shard of them.
+TEST(PredictSystem, OptimizerRateTimesTheUpdate) {
+  SystemModel sys = builtin_system("dgx-a100");
+  sys.gpu.optimizer_gbps = 6.5;
   for (DType dtype : {DType::f32, DType::bf16})
     for (int zero : {0, 1}) {
       Layout l = small_gpt(2, 1, 1);  // dp 2
@@ -224,6 +234,26 @@ TEST(PredictSystem, OptimizerRateIsOptionalAndTimesTheUpdate) {
       const double params = stage_parameter_counts(l)[0] / (zero ? 2.0 : 1.0);
       EXPECT_NEAR(predict_step(l, sys).time.optimizer, params * 28 / 6.5e9, 1e-12) << dtype_name(dtype) << zero;
     }
+}
+
+// With gelu_gbps a block's bias + GeLU takes its bytes (the (b, s, f/t) input read and output written; twice that
+// in the input gradient) at that rate instead of the HBM curve's, and nothing else in the block changes.
+TEST(PredictCosts, GeluRateTimesTheBlocksGeluAlone) {
+  SystemModel sys = builtin_system("dgx-a100");
+  for (int tp : {1, 4}) {
+    const Layout l = small_gpt(tp, tp, 1);
+    const double bytes = 2.0 * l.micro_batch * l.model.seq * l.model.ffn_dim() / tp * 2;  // bf16
+    sys.gpu.gelu_gbps = 0;
+    const PassCosts hbm = block_costs(l, sys);
+    sys.gpu.gelu_gbps = 0.5;
+    const PassCosts rate = block_costs(l, sys);
+    const double change = bytes / 0.5e9 - memory_seconds(sys, bytes);
+    EXPECT_GT(change, 0);  // 0.5 GB/s is slower than any HBM
+    EXPECT_NEAR(rate.forward - hbm.forward, change, 1e-12 + 1e-9 * change) << tp;
+    EXPECT_NEAR(rate.backward_input - hbm.backward_input, 2 * change, 1e-12 + 1e-9 * change) << tp;
+    EXPECT_DOUBLE_EQ(rate.backward_weight, hbm.backward_weight) << tp;
+    EXPECT_DOUBLE_EQ(rate.forward_tp, hbm.forward_tp) << tp;
+  }
 }
 
 // The per-op overhead adds exactly (ops per microbatch) x microbatches x overhead to a one-GPU step: per block 10
