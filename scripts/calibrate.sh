@@ -70,7 +70,7 @@ flops16=$(awk -v f="$flops32" -v r="$bf16_ratio" 'BEGIN { printf "%.6g", f * r }
 
 # Compute units: one matmul benchmark alone, then one copy per core at once; the copies' summed rate over the
 # lone rate is how many ranks can compute together now (the core count on an idle machine, fewer when other jobs
-# hold cores). The median of three such trials: one trial moves by several percent on a VM.
+# hold cores). The median of five such trials: one trial moves by several percent on a VM.
 matmul_rate() {
   "$bin/bench_kernels" --device cpu --shape small --benchmark_filter='matmul_forward_fc/reference/cpu/f32' \
     --benchmark_min_time=0.3 --benchmark_format=csv 2>/dev/null |
@@ -78,7 +78,7 @@ matmul_rate() {
              { print $c + 0 }'
 }
 cores=$(nproc)
-for trial in 1 2 3; do
+for trial in 1 2 3 4 5; do
   alone=$(matmul_rate)
   for i in $(seq "$cores"); do matmul_rate > "$tmp/rate$i" & done
   wait
