@@ -34,7 +34,7 @@ mkdir -p "$(dirname "$out")"
 # Kernels (f32) at each --shapes entry and at a shape doing almost no work (the fixed cost of an op): matmul and
 # elementwise rates of a block's op mix, as efficiency curves by op size (scripts/calibrate_kernels.awk says how).
 overhead_shape=B=1,T=1,C=4,NH=1,V=4
-f32_rows='^(matmul_forward_(qkv|fc|fcproj)/reference|matmul_backward_fc|layernorm_(forward|backward)|residual_forward|gelu_(forward|backward)|flash_attention_(forward|backward)|adamw_update)/cpu/f32/'
+f32_rows='^(matmul_forward_(qkv|fc|fcproj)/reference|matmul_backward_fc|layernorm_(forward|backward)|residual_forward|gelu_(forward|backward)|adamw_update)/cpu/f32/'
 # kernels_at SHAPE FILTER: bench_kernels' CSV rows (header first) at one shape; of three runs, each benchmark's row
 # with the median real_time (one run moves by several percent on a VM).
 kernels_at() {

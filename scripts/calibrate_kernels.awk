@@ -3,11 +3,11 @@
 #   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' peak_bytes=.. hbm_curve='[[..]]' gelu_bytes=.. optimizer_bytes=..
 # -v overhead_shape=NAME names the shape (B1_T1_C4_NH1_V4 style) whose ops do almost no work: the median time of its
 # rows is the fixed cost of one op (op_overhead_us). -v time_column=cpu_time reads that column instead of real_time. Every other shape gives one point of each curve:
-# - matrix: a block's matmul work as a training step runs it, the forward of qkv, fc and fc projection and each
-#   one's backward (input and weight gradients, twice the forward's FLOPs) at the rate of the matmul_backward_fc
-#   row, plus attention forward and backward (flash_attention rows) for the FLOPs the cost model counts for them
-#   (two batched matmuls, 4 B T^2 C forward, twice that backward): the FLOPs over the time, placed at the mean
-#   forward weight matmul's GFLOP;
+# - matrix: a block's weight matmuls as a training step runs them, the forward of qkv, fc and fc projection and
+#   each one's backward (input and weight gradients, twice the forward's FLOPs) at the rate of the
+#   matmul_backward_fc row: the FLOPs over the time, placed at the mean forward weight matmul's GFLOP. Attention
+#   stays out: the cost model times its batched matmuls by their own (smaller) size on this curve, so a rate that
+#   blended attention in would count its speed twice;
 # - elementwise: the bytes the cost model counts for a block's layernorms and residual adds, forward and backward
 #   (33 x the (B, T, C) activation's bytes, predict/README.md), over the time of the ops that do that work
 #   (layernorm forward and backward twice each, residual forward twice), placed at the mean bytes of one such op
@@ -39,8 +39,6 @@ NR == 1 {
   if (op == "matmul_forward_qkv" || op == "matmul_forward_fc" || op == "matmul_forward_fcproj") {
     if (part[2] != "reference") next
     fwd_flops[shape] += $col["FLOP/s"] * real; fwd_time[shape] += t; fwd_ops[shape]++
-  } else if (op == "flash_attention_forward" || op == "flash_attention_backward") {
-    att_time[shape] += t; att_ops[shape]++
   } else if (op == "matmul_backward_fc") {
     bwd_flops[shape] = $col["FLOP/s"] * real; bwd_time[shape] = t
   } else if (op == "layernorm_forward" || op == "layernorm_backward" || op == "residual_forward") {
@@ -85,7 +83,7 @@ END {
   nm = 0; ne = 0; pm = 0; pe = 0
   for (s in shapes) {
     if (s == overhead_shape) continue
-    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 6 || gelu_ops[s] != 2 || att_ops[s] != 2 || !(s in opt_time)) {
+    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 6 || gelu_ops[s] != 2 || !(s in opt_time)) {
       print "calibrate_kernels.awk: shape " s " lacks matmul, elementwise, GeLU or optimizer rows" > "/dev/stderr"; exit 1
     }
     ff = fwd_flops[s]; tb = bwd_time[s] - ovh
@@ -93,9 +91,7 @@ END {
     bwd_rate = bwd_flops[s] / tb
     tf = fwd_time[s] - 3 * ovh
     if (tf <= 0) tf = fwd_time[s]
-    fa = 4 * dim(s, "B") * dim(s, "T") ^ 2 * dim(s, "C"); ta = att_time[s] - 2 * ovh
-    if (ta <= 0) ta = att_time[s]
-    msz[++nm] = ff / 3 / 1e9; mrt[nm] = 3 * (ff + fa) / (tf + 2 * ff / bwd_rate + ta)
+    msz[++nm] = ff / 3 / 1e9; mrt[nm] = 3 * ff / (tf + 2 * ff / bwd_rate)
     if (mrt[nm] > pm) pm = mrt[nm]
     a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4; te = ew_time[s] - 6 * ovh
     if (te <= 0) te = ew_time[s]

@@ -2,8 +2,8 @@
 # scripts/calibrate_kernels.awk on bench_kernels rows made up so that the answer is known by hand: a fixed cost of
 # 2 us per op (the near-empty shape), and a second shape with 4x the work of the first taking 8x its time (less the
 # fixed cost), so half its rates. Shape 1 (B1 T32 C64): forward matmuls 3 x 1 MFLOP in 3 x 100 us, the backward row
-# 2 MFLOP in 200 us (1e10 FLOP/s), attention 4 B T^2 C = 262144 FLOPs in 2 x 50 us: 3 (3e6 + 262144) FLOPs over
-# 300 + 6e6 / 1e10 s + 100 us = 9.786432e9 FLOP/s at 0.001 GFLOP; elementwise 33 x 8192 bytes over 2 x (3 x 10) =
+# 2 MFLOP in 200 us (1e10 FLOP/s): 3 x 3e6 FLOPs over 300 us + 6e6 / 1e10 s = 1e10 FLOP/s at 0.001 GFLOP (the
+# attention rows, 2 x 50 us, stay out of it); elementwise 33 x 8192 bytes over 2 x (3 x 10) =
 # 60 us = 4.5056e9 B/s at 11/3 x 8192 bytes; GeLU 24 x 8192 bytes over 2 x 20 us = 4.9152e9 B/s (2.4576e9 at the
 # second shape: the median of the two, 3.6864e9); the AdamW update 1e6 bytes in 100 us (1e10 B/s, 5e9 at the second
 # shape: 7.5e9). Thresholds halfway in log size: 0.002 GFLOP, 60074.7 bytes. Then rows missing at a shape are
@@ -37,7 +37,7 @@ rows() {  # rows SHAPE K W: every op of the mix at SHAPE taking (t - 2) x K + 2 
   rows B4_T32_C64_NH4_V256 8 4
 } > "$dir/k.csv"
 got=$(awk -v overhead_shape=B1_T1_C4_NH1_V4 -f "$awk_file" "$dir/k.csv")
-want="overhead_us=2 peak_flops=9.78643e+09 matrix_curve='[[0.002, 0.5000], [0, 1.0000]]' peak_bytes=4.5056e+09 hbm_curve='[[60074.7, 0.5000], [0, 1.0000]]' gelu_bytes=3.6864e+09 optimizer_bytes=7.5e+09"
+want="overhead_us=2 peak_flops=1e+10 matrix_curve='[[0.002, 0.5000], [0, 1.0000]]' peak_bytes=4.5056e+09 hbm_curve='[[60074.7, 0.5000], [0, 1.0000]]' gelu_bytes=3.6864e+09 optimizer_bytes=7.5e+09"
 [ "$got" = "$want" ] || { echo "got:  $got"; echo "want: $want"; exit 1; }
 grep -v 'B4_T32_C64_NH4_V256.*gelu_backward\|gelu_backward/cpu/f32/B4_T32' "$dir/k.csv" > "$dir/short.csv"
 if err=$(awk -v overhead_shape=B1_T1_C4_NH1_V4 -f "$awk_file" "$dir/short.csv" 2>&1); then
