@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Writes a system file for the predictor (bench_train --simulate --system FILE) from measurements of this machine:
-# bench_kernels on the cpu device at several shapes (matmul FLOP/s and elementwise bytes/s by op size, the fixed
-# cost of one op) and bench_allreduce over threads (alpha and beta fitted by bench_train --calibrate).
+# bench_kernels on the cpu device at several shapes (matmul FLOP/s and elementwise bytes/s by op size, GeLU's and
+# the AdamW update's own rates, an op's fixed cost) and bench_allreduce over threads (alpha, beta: bench_train --calibrate).
 #   scripts/calibrate.sh [--bin DIR] [--out FILE] [--ranks 2,4] [--shapes 'B=1,T=32,C=64,NH=4,V=256;...']
 # Default: build/bin, results/this-machine.json. Then: PARBENCH_THIS_MACHINE=FILE bench_train --simulate
 # --system this-machine ..., or --system FILE directly.
