@@ -96,10 +96,10 @@ END {
     a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4; te = ew_time[s] - 6 * ovh
     if (te <= 0) te = ew_time[s]
     esz[++ne] = 11 / 3 * a; ert[ne] = 33 * a / te
+    if (ert[ne] > pe) pe = ert[ne]
     tg = gelu_time[s] - 2 * ovh
     if (tg <= 0) tg = gelu_time[s]
     grt[ne] = 24 * a / tg
-    if (ert[ne] > pe) pe = ert[ne]
     to = opt_time[s] - ovh
     if (to <= 0) to = opt_time[s]
     ort[ne] = opt_bytes[s] / to
