@@ -229,18 +229,43 @@ Work matmul_forward_fc_gelu_workload(OpCase& c, const OpShape& s) {
   return wk;
 }
 
-Work matmul_backward_fc_workload(OpCase& c, const OpShape& s) {
+// The fc's backward, (BT, C) -> (BT, 4C): all of it (input, weight and bias gradients), or the input gradient alone
+// (a chain of k = 4C per element) or the weight gradient alone (k = BT), whose rates the predictor's calibration
+// takes apart.
+enum class FcGradients { all, input, weight };
+static Work matmul_backward_workload(OpCase& c, const OpShape& s, FcGradients which) {
   int BT = s.B * s.T, C = s.C, OC = 4 * s.C;
   DType t = c.dtype();
+  const bool input = which != FcGradients::weight, weight = which != FcGradients::input;
+  const bool bias = which == FcGradients::all;
   Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2), dout = c.in(t, {BT, OC}, -0.2, 0.2);
-  Arg dinp = c.out(t, {BT, C}), dw = c.out(t, {OC, C}), db = c.out(t, {OC});
+  std::vector<Arg> outs;
+  Arg dinp, dw, db;
+  if (input) outs.push_back(dinp = c.out(t, {BT, C}));
+  if (weight) outs.push_back(dw = c.out(t, {OC, C}));
+  if (bias) outs.push_back(db = c.out(t, {OC}));
   auto call = [=](int i, const Stream& st) mutable {
-    ops::matmul_backward(&dinp[i], &dw[i], &db[i], dout[i], inp[i], w[i], false, st);
+    ops::matmul_backward(input ? &dinp[i] : nullptr, weight ? &dw[i] : nullptr, bias ? &db[i] : nullptr, dout[i],
+                         inp[i], w[i], false, st);
   };
-  return Work{call,
-              {dinp, dw, db},
-              4.0 * BT * C * OC + double(BT) * OC,
-              (2.0 * BT * C + 2.0 * OC * C + 2.0 * BT * OC + OC) * elem_bytes(t)};
+  // Bytes: dout read by each part, the weight (input gradient) or the input (weight gradient) read, the result
+  // written.
+  const double e = elem_bytes(t);
+  double flops = 0, bytes = double(BT) * OC * e;
+  if (input) flops += 2.0 * BT * C * OC, bytes += (double(OC) * C + double(BT) * C) * e;
+  if (weight) flops += 2.0 * BT * C * OC, bytes += (double(BT) * C + double(OC) * C) * e;
+  if (bias) flops += double(BT) * OC, bytes += OC * e;
+  return Work{call, outs, flops, bytes};
+}
+
+Work matmul_backward_fc_workload(OpCase& c, const OpShape& s) {
+  return matmul_backward_workload(c, s, FcGradients::all);
+}
+Work matmul_backward_input_fc_workload(OpCase& c, const OpShape& s) {
+  return matmul_backward_workload(c, s, FcGradients::input);
+}
+Work matmul_backward_weight_fc_workload(OpCase& c, const OpShape& s) {
+  return matmul_backward_workload(c, s, FcGradients::weight);
 }
 
 }  // namespace parbench::optable

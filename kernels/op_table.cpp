@@ -18,6 +18,8 @@
   X(encoder_forward, OpKind::per_dtype)                \
   X(encoder_backward, OpKind::per_dtype)               \
   X(matmul_backward_fc, OpKind::per_dtype)             \
+  X(matmul_backward_input_fc, OpKind::per_dtype)       \
+  X(matmul_backward_weight_fc, OpKind::per_dtype)      \
   X(gelu_forward, OpKind::per_dtype)                   \
   X(gelu_backward, OpKind::per_dtype)                  \
   X(bias_gelu_forward, OpKind::per_dtype)              \

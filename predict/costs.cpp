@@ -26,11 +26,6 @@ PassCosts PassCosts::times(double k) const {
   return c;
 }
 
-double matmul_seconds(const SystemModel& sys, double flops, int dtype_bytes) {
-  if (flops <= 0) return 0;
-  return flops / (sys.matrix_tflops(dtype_bytes) * 1e12 * sys.gpu.matrix_efficiency.at(flops / 1e9));
-}
-
 double memory_seconds(const SystemModel& sys, double bytes) {
   if (bytes <= 0) return 0;
   return bytes / (sys.gpu.hbm_gbps * 1e9 * sys.gpu.hbm_efficiency.at(bytes));
@@ -41,10 +36,25 @@ double measured_rate_seconds(const SystemModel& sys, double bytes, double gbps) 
   return gbps > 0 ? bytes / (gbps * 1e9) : memory_seconds(sys, bytes);
 }
 
-double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes) {
+double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes,
+                    GemmKind kind) {
   const double flops = 2 * batch * m * n * k, bytes = batch * (m * k + k * n + m * n) * dtype_bytes;
-  const double compute = matmul_seconds(sys, flops, dtype_bytes), memory = memory_seconds(sys, bytes);
-  return sys.gpu.processing == Processing::no_overlap ? compute + memory : std::max(compute, memory);
+  if (flops <= 0) return 0;
+  const GpuModel& g = sys.gpu;
+  const GemmCurvesByK& by_k = g.matrix_efficiency_by_k;
+  const double efficiency = by_k.empty()                         ? g.matrix_efficiency.at(flops / 1e9)
+                            : kind == GemmKind::input_gradient  ? by_k.input_gradient.at(k)
+                            : kind == GemmKind::weight_gradient ? by_k.weight_gradient.at(k)
+                                                                : by_k.forward.at(k);
+  const double compute = flops / (sys.matrix_tflops(dtype_bytes) * 1e12 * efficiency);
+  const double memory = memory_seconds(sys, bytes);
+  return g.processing == Processing::no_overlap ? compute + memory : std::max(compute, memory);
+}
+
+LinearSeconds linear_seconds(const SystemModel& sys, double tokens, double in, double out, int dtype_bytes) {
+  return {gemm_seconds(sys, 1, tokens, out, in, dtype_bytes),
+          gemm_seconds(sys, 1, tokens, in, out, dtype_bytes, GemmKind::input_gradient),
+          gemm_seconds(sys, 1, out, in, tokens, dtype_bytes, GemmKind::weight_gradient)};
 }
 
 namespace {
@@ -88,25 +98,31 @@ double tp_region_seconds(const Layout& l, const SystemModel& sys) {
          collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
 }
 
-// Attention core without flash attention: the two batched matmuls and the softmax, mask and dropout on the
-// (a/t, s, s) scores (Korthikanti's 5 a s^2 b bytes of activations; read and written: 9 bytes per score).
-double attention_core_seconds(const Layout& l, const SystemModel& sys) {
+// Attention core: the batched matmuls and, without flash attention, the softmax, mask and dropout on the (a/t, s, s)
+// scores (Korthikanti's 5 a s^2 b bytes of activations; read and written: 9 bytes per score), forward and backward.
+struct AttentionSeconds {
+  double forward = 0, backward = 0;
+};
+AttentionSeconds attention_core_seconds(const Layout& l, const SystemModel& sys) {
   const double b = l.micro_batch, s = l.model.seq, h = l.model.hidden, a = l.model.heads, t = l.tp;
-  // Scores Q K^T (s x d by d x s) and the weighted sum P V (s x s by s x d) per head, d = h / a: with d near 128
-  // they move as many bytes as they compute (the roofline's memory side).
+  const int p = dtype_bytes(l);
+  // Per head, d = h / a: the scores Q K^T (s x d by d x s, k = d) and the weighted sum P V (s x s by s x d, k = s);
+  // with d near 128 they move as many bytes as they compute (the roofline's memory side). Backward: dP = dO V^T
+  // (k = d), and dV = P^T dO, dQ = dS K, dK = dS^T Q (k = s each).
   const double heads = b * a / t, d = h / a;
-  const double mm = gemm_seconds(sys, heads, s, s, d, dtype_bytes(l)) + gemm_seconds(sys, heads, s, d, s, dtype_bytes(l));
-  if (l.model.flash_attention) return mm;
-  const double scores = a / t * s * s * b;
-  return mm + memory_seconds(sys, 4.5 * scores * dtype_bytes(l));
+  const double short_k = gemm_seconds(sys, heads, s, s, d, p), long_k = gemm_seconds(sys, heads, s, d, s, p);
+  AttentionSeconds c{short_k + long_k, short_k + 3 * long_k};
+  if (l.model.flash_attention) return c;
+  const double elementwise = memory_seconds(sys, 4.5 * (a / t * s * s * b) * p);
+  c.forward += elementwise, c.backward += 2 * elementwise;
+  return c;
 }
 
 // The tensor-parallel communication of a block's backward: per region (attention, MLP) the row-parallel output's
 // gradient collective (allreduce's backward is nothing; reduce-scatter's is an all-gather), and at the
 // column-parallel input the input gradient's allreduce (or reduce-scatter), plus sequence parallelism's all-gather of
-// the input again. With the overlap the column-parallel ones run beside that linear's GEMMs (`column_gemm`: one
-// gradient GEMM of the region's column-parallel linear, the same time for input and weight gradients), so only what
-// exceeds the GEMM is exposed.
+// the input again. With the overlap the column-parallel ones run beside that linear's weight-gradient GEMM
+// (`column_gemm`), so only what exceeds the GEMM is exposed.
 double backward_tp_seconds(const Layout& l, const SystemModel& sys, const std::array<double, 2>& column_gemm) {
   if (l.tp <= 1) return 0;
   const double bytes = activation_bytes(l);
@@ -135,29 +151,30 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const double tokens = b * s;
   // Weight matmuls: qkv (h -> 3h/t), projection (h/t -> h), fc (h -> f/t), fc projection (f/t -> h); qkv and fc are
   // the column-parallel ones.
-  const std::array<double, 2> column_mm = {gemm_seconds(sys, 1, tokens, 3 * h / t, h, p),
-                                           gemm_seconds(sys, 1, tokens, f / t, h, p)};
-  const double weight_mm = column_mm[0] + gemm_seconds(sys, 1, tokens, h, h / t, p) + column_mm[1] +
-                           gemm_seconds(sys, 1, tokens, h, f / t, p);
+  const std::array<LinearSeconds, 4> linears = {
+      linear_seconds(sys, tokens, h, 3 * h / t, p), linear_seconds(sys, tokens, h / t, h, p),
+      linear_seconds(sys, tokens, h, f / t, p), linear_seconds(sys, tokens, f / t, h, p)};
+  LinearSeconds mm;
+  for (const LinearSeconds& x : linears)
+    mm.forward += x.forward, mm.input_gradient += x.input_gradient, mm.weight_gradient += x.weight_gradient;
   // Elementwise: two layernorms, two dropout + residual adds on the replicated (b, s, h) (a 1/t share under
   // sequence parallelism), bias + GeLU on (b, s, f/t) (at the GeLU's own rate when the system has one).
   const double local = tokens * h * p / (l.sequence_parallel ? t : 1);
   const double elementwise = memory_seconds(sys, 2 * 2 * local) + 2 * memory_seconds(sys, 3.5 * local) +
                              measured_rate_seconds(sys, 2 * tokens * f / t * p, sys.gpu.gelu_gbps);
-  const double core = attention_core_seconds(l, sys);
+  const AttentionSeconds core = attention_core_seconds(l, sys);
   PassCosts c;
-  c.forward = weight_mm + elementwise + core;
+  c.forward = mm.forward + elementwise + core.forward;
   c.forward_tp = 2 * tp_region_seconds(l, sys);
-  // Backward: each weight matmul twice (input and weight gradients), the attention core's two gradients per
-  // matmul and its elementwise work twice, elementwise work twice.
-  c.backward_input = weight_mm + 2 * core + 2 * elementwise;
-  c.backward_weight = weight_mm;
+  // Backward: each linear's input and weight gradients, the attention core's, elementwise work twice.
+  c.backward_input = mm.input_gradient + core.backward + 2 * elementwise;
+  c.backward_weight = mm.weight_gradient;
   // Sequence parallelism keeps only the 1/t slice of each region's input, so the backward all-gathers it again for
   // the weight gradient (Korthikanti et al. 2022, Table 4: sequence parallelism saves the 22B layer 0.5 ms forward
   // but only 0.1 ms backward, though the backward moves twice the elementwise bytes it divides).
-  c.backward_tp = backward_tp_seconds(l, sys, column_mm);
+  c.backward_tp = backward_tp_seconds(l, sys, {linears[0].weight_gradient, linears[2].weight_gradient});
   add_op_overhead(c, sys, kBlockOps);
-  if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core;
+  if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core.forward;
   if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
   return c;
 }
@@ -177,13 +194,13 @@ PassCosts embedding_costs(const Layout& l, const SystemModel& sys) {
 PassCosts head_costs(const Layout& l, const SystemModel& sys) {
   const double tokens = double(l.micro_batch) * l.model.seq, h = l.model.hidden, V = l.model.vocab, t = l.tp;
   const int p = dtype_bytes(l);
-  const double logits_mm = gemm_seconds(sys, 1, tokens, V / t, h, p);
+  const LinearSeconds logits = linear_seconds(sys, tokens, h, V / t, p);
   // fp32 logits: written, read for max/sum and the loss, gradient written (4 bytes each).
   const double loss = memory_seconds(sys, 4 * tokens * V / t * 4);
   PassCosts c;
-  c.forward = logits_mm + loss + memory_seconds(sys, 2 * tokens * h * p / (l.sequence_parallel ? t : 1));
-  c.backward_input = logits_mm + loss;
-  c.backward_weight = logits_mm;
+  c.forward = logits.forward + loss + memory_seconds(sys, 2 * tokens * h * p / (l.sequence_parallel ? t : 1));
+  c.backward_input = logits.input_gradient + loss;
+  c.backward_weight = logits.weight_gradient;
   if (l.sequence_parallel) c.forward_tp = c.backward_tp = tp_region_seconds(l, sys) / 2;  // gather before the head
   add_op_overhead(c, sys, kHeadOps);
   if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;

@@ -21,14 +21,24 @@ struct PassCosts {
   double w() const { return backward_weight; }
 };
 
-// Time of an op on the GPU: matrix FLOPs at the matrix-efficiency curve; memory-bound ops by bytes moved.
-double matmul_seconds(const SystemModel& sys, double flops, int dtype_bytes);
+// Time of an op on the GPU: memory-bound ops by bytes moved.
 double memory_seconds(const SystemModel& sys, double bytes);
 // `bytes` of an op whose rate was measured on its own kernel (`gbps` > 0, 1e9 B/s), else at the HBM figures.
 double measured_rate_seconds(const SystemModel& sys, double bytes, double gbps);
-// A (batched) GEMM of (m x k) by (k x n): its FLOPs' time and its bytes' time (inputs read, output written),
-// the slower of the two or their sum by the GPU's processing mode.
-double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes);
+// Which curve a k-keyed system times a GEMM on (GemmCurvesByK).
+enum class GemmKind { forward, input_gradient, weight_gradient };
+// A (batched) GEMM of (m x k) by (k x n): its FLOPs' time at the matrix efficiency (by its GFLOP, or by k where the
+// system has k-keyed curves) and its bytes' time (inputs read, output written), the slower of the two or their sum
+// by the GPU's processing mode.
+double gemm_seconds(const SystemModel& sys, double batch, double m, double n, double k, int dtype_bytes,
+                    GemmKind kind = GemmKind::forward);
+// A linear layer's three GEMMs over `tokens` rows, `in` -> `out` features: the forward (k = in), the input gradient
+// (k = out) and the weight gradient ((out x in), k = tokens). Their FLOPs and bytes are the same; only k-keyed
+// efficiencies tell them apart.
+struct LinearSeconds {
+  double forward = 0, input_gradient = 0, weight_gradient = 0;
+};
+LinearSeconds linear_seconds(const SystemModel& sys, double tokens, double in, double out, int dtype_bytes);
 
 // Bytes of one microbatch's (b, s, h) activation: what tensor-parallel collectives and stage sends move.
 double activation_bytes(const Layout& l);

@@ -40,7 +40,10 @@ Curve Curve::shifted(int sign) const {
 
 SystemModel shifted_system(const SystemModel& s, int sign) {
   SystemModel out = s;
-  for (Curve* c : {&out.gpu.matrix_efficiency, &out.gpu.hbm_efficiency}) *c = c->shifted(sign);
+  GemmCurvesByK& by_k = out.gpu.matrix_efficiency_by_k;
+  for (Curve* c : {&out.gpu.matrix_efficiency, &out.gpu.hbm_efficiency, &by_k.forward, &by_k.input_gradient,
+                   &by_k.weight_gradient})
+    *c = c->shifted(sign);
   for (NetLevel& l : out.levels) l.efficiency = l.efficiency.shifted(sign);
   return out;
 }

@@ -27,6 +27,14 @@ struct Curve {
 enum class Processing { roofline, no_overlap };
 std::string processing_name(Processing p);
 
+// Efficiency by a GEMM's inner dimension k, per kind of GEMM: `forward` (a linear's forward and attention's batched
+// matmuls), a linear's input gradient (k = its output width; the weight read down its columns) and its weight
+// gradient (k = the tokens; both operands read down their columns).
+struct GemmCurvesByK {
+  Curve forward, input_gradient, weight_gradient;
+  bool empty() const { return forward.points.empty(); }
+};
+
 struct GpuModel {
   std::string name;
   double matrix_tflops_16 = 0;  // dense 16-bit (bf16/fp16) tensor-core peak
@@ -35,6 +43,11 @@ struct GpuModel {
   double hbm_bytes = 0;         // capacity
   Curve matrix_efficiency;      // by the op's size in GFLOP
   Curve hbm_efficiency;         // by the bytes one op moves
+  // A CPU's reference loops run at a rate set by a GEMM's inner dimension k (each output element one dependent
+  // chain of k multiply-adds) and by its loop's reads, not by its FLOPs. When these curves have points a GEMM's
+  // efficiency is read at its k on the curve of its kind instead of from matrix_efficiency. Empty on the built-in
+  // GPUs.
+  GemmCurvesByK matrix_efficiency_by_k{};
   // Ranks that can compute at once on one node (0: one per GPU). A CPU "GPU" is a core: with more ranks than
   // cores they take turns, and compute stretches by ranks / compute_units.
   double compute_units = 0;

@@ -99,7 +99,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "hbm_gbps", "hbm_gb", "matrix_efficiency",
                 "hbm_efficiency", "compute_units", "processing", "op_overhead_us", "optimizer_gbps",
-                "gelu_gbps"},
+                "gelu_gbps", "matrix_efficiency_by_k"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -113,6 +113,14 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   if (g.contains("op_overhead_us")) m.op_overhead_s = number(g, "op_overhead_us", where, at, 0, 1e6) * 1e-6;
   if (g.contains("optimizer_gbps")) m.optimizer_gbps = number(g, "optimizer_gbps", where, at, 1e-6, 1e6);
   if (g.contains("gelu_gbps")) m.gelu_gbps = number(g, "gelu_gbps", where, at, 1e-6, 1e6);
+  if (g.contains("matrix_efficiency_by_k")) {
+    // All three kinds or none: a missing one would leave its GEMMs on a curve keyed by something else.
+    const json& k = g.at("matrix_efficiency_by_k");
+    const std::string kat = at + "matrix_efficiency_by_k.";
+    only_keys(k, {"forward", "input_gradient", "weight_gradient"}, where, kat);
+    m.matrix_efficiency_by_k = {curve(k, "forward", where, kat), curve(k, "input_gradient", where, kat),
+                                curve(k, "weight_gradient", where, kat)};
+  }
   if (g.contains("processing")) {
     const std::string p = text(g, "processing", where, at);
     if (p != "roofline" && p != "no_overlap")
@@ -163,9 +171,13 @@ json system_to_json(const SystemModel& s) {
               {"matrix_efficiency", curve_json(g.matrix_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
               {"compute_units", g.compute_units}, {"processing", processing_name(g.processing)},
               {"op_overhead_us", g.op_overhead_s * 1e6}};
-  // Optional measured rates: absent means the HBM figures.
+  // Optional measured rates and k-keyed curves: absent means the HBM figures and the GFLOP curve.
   if (g.optimizer_gbps > 0) gpu["optimizer_gbps"] = g.optimizer_gbps;
   if (g.gelu_gbps > 0) gpu["gelu_gbps"] = g.gelu_gbps;
+  if (const GemmCurvesByK& k = g.matrix_efficiency_by_k; !k.empty())
+    gpu["matrix_efficiency_by_k"] = {{"forward", curve_json(k.forward)},
+                                     {"input_gradient", curve_json(k.input_gradient)},
+                                     {"weight_gradient", curve_json(k.weight_gradient)}};
   return {{"name", s.name}, {"source", s.source}, {"gpu", gpu}, {"network", net}};
 }
 

@@ -34,7 +34,7 @@ mkdir -p "$(dirname "$out")"
 # Kernels (f32) at each --shapes entry and at a shape doing almost no work (the fixed cost of an op): matmul and
 # elementwise rates of a block's op mix, as efficiency curves by op size (scripts/calibrate_kernels.awk says how).
 overhead_shape=B=1,T=1,C=4,NH=1,V=4
-f32_rows='^(matmul_forward_(qkv|fc|fcproj)/reference|matmul_backward_fc|layernorm_(forward|backward)|residual_forward|gelu_(forward|backward)|adamw_update)/cpu/f32/'
+f32_rows='^(matmul_forward_(qkv|fc|fcproj)/reference|matmul_backward_(input|weight)_fc|layernorm_(forward|backward)|residual_forward|gelu_(forward|backward)|adamw_update)/cpu/f32/'
 # kernels_at SHAPE FILTER: bench_kernels' CSV rows (header first) at one shape; of three runs, each benchmark's row
 # with the median real_time (one run moves by several percent on a VM).
 kernels_at() {
@@ -56,9 +56,18 @@ kernels_at() {
 kernels_at "$overhead_shape" "$f32_rows" > "$tmp/kernels.csv"
 IFS=';' read -r -a shape_list <<< "$shapes"
 for shape in "${shape_list[@]}"; do kernels_at "$shape" "$f32_rows" | tail -n +2 >> "$tmp/kernels.csv"; done
-fit=$(awk -v overhead_shape="$(echo "$overhead_shape" | sed 's/=//g; s/,/_/g')" -f "$here/scripts/calibrate_kernels.awk" \
-      "$tmp/kernels.csv") || { echo "calibrate.sh: bench_kernels rows could not be fitted" >&2; exit 1; }
-eval "$fit"  # overhead_us peak_flops matrix_curve peak_bytes hbm_curve gelu_bytes optimizer_bytes
+# The forward and input-gradient matmuls at C = 16, 32 and 128 as well: the rates by k (16 to 512) that tensor
+# parallelism's narrower linears and attention's short heads run at.
+depth_shapes=""
+for c in 16 32 128; do
+  kernels_at "B=1,T=32,C=$c,NH=4,V=64" '^matmul_(forward_(qkv|fc|fcproj)/reference|backward_input_fc)/cpu/f32/' |
+    tail -n +2 >> "$tmp/kernels.csv"
+  depth_shapes="$depth_shapes B1_T32_C${c}_NH4_V64"
+done
+fit=$(awk -v overhead_shape="$(echo "$overhead_shape" | sed 's/=//g; s/,/_/g')" -v depth_shapes="$depth_shapes" \
+      -f "$here/scripts/calibrate_kernels.awk" "$tmp/kernels.csv") ||
+  { echo "calibrate.sh: bench_kernels rows could not be fitted" >&2; exit 1; }
+eval "$fit"  # overhead_us peak_flops matrix_curve matrix_by_k peak_bytes hbm_curve gelu_bytes optimizer_bytes
 # bf16: the f32 peak scaled by the ratio of the forward matmul rows' summed rates at the middle shape.
 middle=${shape_list[$(( ${#shape_list[@]} / 2 ))]}
 bf16_ratio=$(kernels_at "$middle" '^matmul_forward_(qkv|fc|fcproj)/reference/cpu/(f32|bf16)/' | awk -F, '
@@ -96,15 +105,16 @@ done
 read -r alpha_us gbps < <(awk -F, 'NR > 1 && $2 == "ring" { a += $5; g += $6; n++ } END { printf "%g %g\n", a / n, g / n }' "$tmp/fit.csv")
 
 awk -v f32="$flops32" -v f16="$flops16" -v b="$bytes32" -v a="$alpha_us" -v g="$gbps" -v host="$(hostname)" -v units="$units" \
-    -v mc="$matrix_curve" -v hc="$hbm_curve" -v ovh="$overhead_us" -v opt="$optimizer_bytes" -v gelu="$gelu_bytes" -v shapes="$shapes" 'BEGIN {
+    -v mc="$matrix_curve" -v mk="$matrix_by_k" -v hc="$hbm_curve" -v ovh="$overhead_us" -v opt="$optimizer_bytes" -v gelu="$gelu_bytes" -v shapes="$shapes" 'BEGIN {
   printf "{\n  \"name\": \"this-machine\",\n"
   printf "  \"source\": \"scripts/calibrate.sh on %s: bench_kernels --device cpu at %s (a block'"'"'s matmul and elementwise op mix per shape, its GeLU, the AdamW update, the fixed cost of an op at B=1,T=1,C=4), bench_allreduce ring over threads (alpha-beta fit)\",\n", host, shapes
   printf "  \"gpu\": {\"name\": \"cpu\", \"matrix_tflops_16\": %.6g, \"matrix_tflops_32\": %.6g,\n", f16 / 1e12, f32 / 1e12
   printf "          \"hbm_gbps\": %.6g, \"hbm_gb\": 8, \"matrix_efficiency\": %s,\n", b / 1e9, mc
+  printf "          \"matrix_efficiency_by_k\": %s,\n", mk
   printf "          \"hbm_efficiency\": %s, \"compute_units\": %s, \"op_overhead_us\": %s,\n", hc, units, ovh
   printf "          \"gelu_gbps\": %.6g, \"optimizer_gbps\": %.6g},\n", gelu / 1e9, opt / 1e9
   printf "  \"network\": [{\"name\": \"threads\", \"gpus\": 1024, \"gbps\": %.6g, \"efficiency\": 1, \"latency_us\": %.6g}]\n}\n", g, a
 }' > "$tmp/system.json"
 "$bin/bench_train" --simulate --gpus 1 --system "$tmp/system.json" --quiet  # the schema check
 mv "$tmp/system.json" "$out"
-echo "calibrate.sh: wrote $out (matmul $flops32 FLOP/s f32 $matrix_curve, elementwise $bytes32 B/s $hbm_curve, GeLU $gelu_bytes B/s, AdamW update $optimizer_bytes B/s, op overhead $overhead_us us, allreduce link ${gbps} GB/s, alpha ${alpha_us} us, $units of $cores cores free for compute)"
+echo "calibrate.sh: wrote $out (matmul $flops32 FLOP/s f32 $matrix_curve, by k $matrix_by_k, elementwise $bytes32 B/s $hbm_curve, GeLU $gelu_bytes B/s, AdamW update $optimizer_bytes B/s, op overhead $overhead_us us, allreduce link ${gbps} GB/s, alpha ${alpha_us} us, $units of $cores cores free for compute)"

@@ -1,13 +1,17 @@
 # The kernel half of scripts/calibrate.sh: bench_kernels --device cpu --benchmark_format=csv rows (f32) at several
 # shapes in, the system file's matmul and elementwise figures out, as one line of shell assignments:
-#   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' peak_bytes=.. hbm_curve='[[..]]' gelu_bytes=.. optimizer_bytes=..
+#   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' matrix_by_k='{..}' peak_bytes=.. hbm_curve='[[..]]'
+#   gelu_bytes=.. optimizer_bytes=..
 # -v overhead_shape=NAME names the shape (B1_T1_C4_NH1_V4 style) whose ops do almost no work: the median time of its
-# rows is the fixed cost of one op (op_overhead_us). -v time_column=cpu_time reads that column instead of real_time. Every other shape gives one point of each curve:
-# - matrix: a block's weight matmuls as a training step runs them, the forward of qkv, fc and fc projection and
-#   each one's backward (input and weight gradients, twice the forward's FLOPs) at the rate of the
-#   matmul_backward_fc row: the FLOPs over the time, placed at the mean forward weight matmul's GFLOP. Attention
-#   stays out: the cost model times its batched matmuls by their own (smaller) size on this curve, so a rate that
-#   blended attention in would count its speed twice;
+# rows is the fixed cost of one op (op_overhead_us). -v time_column=cpu_time reads that column instead of
+# real_time. -v depth_shapes='NAME ...' names shapes whose forward and input-gradient matmul rows serve the curves
+# by k alone (a sweep of C, for more values of k); they need no other rows. Every other shape gives one point of
+# each curve:
+# - matrix (by GFLOP): a block's weight matmuls as a training step runs them, the forward of qkv, fc and fc
+#   projection and each one's backward (input and weight gradients, twice the forward's FLOPs) at the rate of the
+#   fc's matmul_backward_input_fc and matmul_backward_weight_fc rows together: the FLOPs over the time, placed at
+#   the mean forward weight matmul's GFLOP. Attention stays out: the cost model times its batched matmuls by their
+#   own (smaller) size on this curve, so a rate that blended attention in would count its speed twice;
 # - elementwise: the bytes the cost model counts for a block's layernorms and residual adds, forward and backward
 #   (33 x the (B, T, C) activation's bytes, predict/README.md), over the time of the ops that do that work
 #   (layernorm forward and backward twice each, residual forward twice), placed at the mean bytes of one such op
@@ -17,10 +21,19 @@
 #   time; gelu_bytes is the median over the shapes (the cpu's GeLU is bound by its tanh, not by its bytes);
 # - optimizer: the adamw_update row's bytes over its time; optimizer_bytes is the median over the shapes (the row
 #   updates one block's parameters, 12 C^2, whatever B and T).
+# The curves by k (the reference loops' rate follows a GEMM's inner dimension k and its kind, not its FLOPs), each
+# point the median rate of the rows at one k, the depth shapes' rows included: forward from the forward rows (k = C
+# for qkv and fc, 4C for fc projection); input_gradient from the matmul_backward_input_fc rows (k = 4C);
+# weight_gradient from the matmul_backward_weight_fc rows (k = B x T; not the depth shapes': the weight gradient's
+# rate depends on its strides, so only the model's own widths count).
 # Each op's fixed cost is taken off its time first (the predictor adds it back per op). Each curve is the rates
-# over the best one, with thresholds halfway (in log size) between neighbouring shapes: an op takes the nearest
-# measured shape's efficiency.
-BEGIN { FS = "," }
+# over the best one (of the matrix curves together), with thresholds halfway (in log size) between neighbouring
+# sizes: an op takes the nearest measured size's efficiency.
+BEGIN {
+  FS = ","
+  n_depth = split(depth_shapes, d_list, " ")
+  for (i = 1; i <= n_depth; i++) depth_only[d_list[i]] = 1
+}
 NR == 1 {
   for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); col[h] = i }
   next
@@ -39,8 +52,11 @@ NR == 1 {
   if (op == "matmul_forward_qkv" || op == "matmul_forward_fc" || op == "matmul_forward_fcproj") {
     if (part[2] != "reference") next
     fwd_flops[shape] += $col["FLOP/s"] * real; fwd_time[shape] += t; fwd_ops[shape]++
-  } else if (op == "matmul_backward_fc") {
-    bwd_flops[shape] = $col["FLOP/s"] * real; bwd_time[shape] = t
+    sample("forward", (op == "matmul_forward_fcproj" ? 4 : 1) * dim(shape, "C"), $col["FLOP/s"] * real, t, shape)
+  } else if (op == "matmul_backward_input_fc" || op == "matmul_backward_weight_fc") {
+    bwd_flops[shape] += $col["FLOP/s"] * real; bwd_time[shape] += t; bwd_ops[shape]++
+    if (op ~ /input/) sample("input_gradient", 4 * dim(shape, "C"), $col["FLOP/s"] * real, t, shape)
+    else if (!(shape in depth_only)) sample("weight_gradient", dim(shape, "B") * dim(shape, "T"), $col["FLOP/s"] * real, t, shape)
   } else if (op == "layernorm_forward" || op == "layernorm_backward" || op == "residual_forward") {
     ew_time[shape] += 2 * t; ew_ops[shape] += 2
   } else if (op == "gelu_forward" || op == "gelu_backward") {
@@ -50,6 +66,10 @@ NR == 1 {
   } else next
   all_time[shape, ++rows[shape]] = t
   shapes[shape] = 1
+}
+# One row's point for a curve by k: its kind, k, FLOPs, time and shape.
+function sample(kind, k, flops, t, shape) {
+  k_kind[++nk] = kind; k_of[nk] = k; k_flops[nk] = flops; k_time[nk] = t; k_shape[nk] = shape
 }
 function median(v, m,    i, j, tmp) {  # of v[1..m]; sorts v
   for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { tmp = v[j]; v[j] = v[j - 1]; v[j - 1] = tmp }
@@ -63,6 +83,17 @@ function dim(s, key,    d, k) {  # dim("B2_T32_C64_NH4_V256", "T") = 32
   split(s, d, "_")
   for (k in d) if (substr(d[k], 1, 1) == key) return substr(d[k], 2) + 0
   return 0
+}
+# The median rate at each size: from sizes key[1..n] and rates val[1..n] into sz[] and rt[]; returns their count.
+function median_by(n, key, val, sz, rt,    i, j, m, seen, v, c) {
+  m = 0
+  for (i = 1; i <= n; i++) {
+    if (key[i] in seen) continue
+    seen[key[i]] = 1; c = 0
+    for (j = i; j <= n; j++) if (key[j] == key[i]) v[++c] = val[j]
+    sz[++m] = key[i]; rt[m] = median(v, c)
+  }
+  return m
 }
 # Sorts the n sizes in sz[] (with their rates in rt[]) descending and prints the curve, rates over `peak`.
 function curve(n, sz, rt, peak,    i, j, tmp, out, thr) {
@@ -82,11 +113,11 @@ END {
   ovh = median_time(overhead_shape)
   nm = 0; ne = 0; pm = 0; pe = 0
   for (s in shapes) {
-    if (s == overhead_shape) continue
-    if (fwd_ops[s] != 3 || !(s in bwd_time) || ew_ops[s] != 6 || gelu_ops[s] != 2 || !(s in opt_time)) {
+    if (s == overhead_shape || (s in depth_only)) continue
+    if (fwd_ops[s] != 3 || bwd_ops[s] != 2 || ew_ops[s] != 6 || gelu_ops[s] != 2 || !(s in opt_time)) {
       print "calibrate_kernels.awk: shape " s " lacks matmul, elementwise, GeLU or optimizer rows" > "/dev/stderr"; exit 1
     }
-    ff = fwd_flops[s]; tb = bwd_time[s] - ovh
+    ff = fwd_flops[s]; tb = bwd_time[s] - 2 * ovh
     if (tb <= 0) tb = bwd_time[s]
     bwd_rate = bwd_flops[s] / tb
     tf = fwd_time[s] - 3 * ovh
@@ -105,6 +136,22 @@ END {
     ort[ne] = opt_bytes[s] / to
   }
   if (nm == 0) { print "calibrate_kernels.awk: no shape besides the overhead shape" > "/dev/stderr"; exit 1 }
-  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' peak_bytes=%.6g hbm_curve='%s' gelu_bytes=%.6g optimizer_bytes=%.6g\n",
-         ovh * 1e6, pm, curve(nm, msz, mrt, pm), pe, curve(ne, esz, ert, pe), median(grt, ne), median(ort, ne)
+  split("forward input_gradient weight_gradient", kinds, " ")
+  for (c = 1; c <= 3; c++) {
+    nr = 0
+    for (i = 1; i <= nk; i++) {
+      if (k_kind[i] != kinds[c] || k_shape[i] == overhead_shape) continue
+      tk = k_time[i] - ovh; r_k[++nr] = k_of[i]; r_rate[nr] = k_flops[i] / (tk > 0 ? tk : k_time[i])
+    }
+    if (nr == 0) { print "calibrate_kernels.awk: no " kinds[c] " matmul rows for the curves by k" > "/dev/stderr"; exit 1 }
+    kn[c] = median_by(nr, r_k, r_rate, ksz, krt)
+    for (i = 1; i <= kn[c]; i++) { by_k_size[c, i] = ksz[i]; by_k_rate[c, i] = krt[i]; if (krt[i] > pm) pm = krt[i] }
+  }
+  by_k = "{"
+  for (c = 1; c <= 3; c++) {
+    for (i = 1; i <= kn[c]; i++) { ksz[i] = by_k_size[c, i]; krt[i] = by_k_rate[c, i] }
+    by_k = by_k (c > 1 ? ", " : "") "\"" kinds[c] "\": " curve(kn[c], ksz, krt, pm)
+  }
+  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' matrix_by_k='%s}' peak_bytes=%.6g hbm_curve='%s' gelu_bytes=%.6g optimizer_bytes=%.6g\n",
+         ovh * 1e6, pm, curve(nm, msz, mrt, pm), by_k, pe, curve(ne, esz, ert, pe), median(grt, ne), median(ort, ne)
 }

@@ -256,6 +256,73 @@ TEST(PredictCosts, GeluRateTimesTheBlocksGeluAlone) {
   }
 }
 
+// The curves by k are optional and come as three: absent on the built-ins and not written back, a round trip keeps
+// them, and a missing or unknown kind is refused by name.
+TEST(PredictSystem, CurvesByKComeAsThreeKinds) {
+  for (const std::string& name : builtin_system_names()) {
+    EXPECT_TRUE(builtin_system(name).gpu.matrix_efficiency_by_k.empty()) << name;
+    EXPECT_FALSE(system_to_json(builtin_system(name))["gpu"].contains("matrix_efficiency_by_k")) << name;
+  }
+  nlohmann::json j = system_to_json(builtin_system("dgx-a100"));
+  j["gpu"]["matrix_efficiency_by_k"] = {
+      {"forward", {{0, 1.0}, {48, 0.5}}}, {"input_gradient", {{0, 0.8}}}, {"weight_gradient", {{0, 0.4}, {100, 0.2}}}};
+  const SystemModel sys = system_from_json(j, "sys.json");
+  const GemmCurvesByK& k = sys.gpu.matrix_efficiency_by_k;
+  EXPECT_DOUBLE_EQ(k.forward.at(32), 1.0);
+  EXPECT_DOUBLE_EQ(k.forward.at(64), 0.5);
+  EXPECT_DOUBLE_EQ(k.input_gradient.at(1e6), 0.8);
+  EXPECT_DOUBLE_EQ(k.weight_gradient.at(256), 0.2);
+  const GemmCurvesByK back = system_from_json(system_to_json(sys), "x.json").gpu.matrix_efficiency_by_k;
+  EXPECT_EQ(back.weight_gradient.points, k.weight_gradient.points);
+  EXPECT_EQ(back.forward.points, k.forward.points);
+  auto refused = [&](const nlohmann::json& bad, const std::string& field) {
+    nlohmann::json b = j;
+    b["gpu"]["matrix_efficiency_by_k"] = bad;
+    try {
+      system_from_json(b, "sys.json");
+      ADD_FAILURE() << "accepted " << bad.dump();
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("field 'gpu.matrix_efficiency_by_k." + field + "'"));
+    }
+  };
+  nlohmann::json two = j["gpu"]["matrix_efficiency_by_k"];
+  two.erase("input_gradient");
+  refused(two, "input_gradient");
+  nlohmann::json extra = j["gpu"]["matrix_efficiency_by_k"];
+  extra["attention"] = {{0, 1.0}};
+  refused(extra, "attention");
+  nlohmann::json over = j["gpu"]["matrix_efficiency_by_k"];
+  over["forward"] = {{0, 1.5}};
+  refused(over, "forward");
+}
+
+// On a k-keyed system a linear's three GEMMs (tokens 256, 64 -> 192 features) each take their kind's efficiency at
+// their own k: the forward at k = 64, the input gradient at k = 192, the weight gradient at k = 256. Memory is made
+// negligible (the roofline takes the compute). Without the curves the three take the same time: the same FLOPs and
+// bytes on the GFLOP curve.
+TEST(PredictCosts, LinearGemmsTakeTheirKindsEfficiencyAtTheirOwnK) {
+  SystemModel sys = builtin_system("dgx-a100");  // no per-op overhead
+  sys.gpu.processing = Processing::roofline, sys.gpu.hbm_gbps = 1e9, sys.gpu.matrix_tflops_32 = 1e-3;
+  sys.gpu.matrix_efficiency_by_k = {Curve{{{100, 0.5}, {0, 1.0}}, {}}, Curve{{{150, 0.25}, {0, 0.8}}, {}},
+                                    Curve{{{300, 0.1}, {200, 0.4}, {0, 0.9}}, {}}};
+  const double flops = 2.0 * 256 * 64 * 192, peak = 1e9;
+  const LinearSeconds t = linear_seconds(sys, 256, 64, 192, 4);
+  EXPECT_NEAR(t.forward, flops / (peak * 1.0), 1e-12);
+  EXPECT_NEAR(t.input_gradient, flops / (peak * 0.25), 1e-12);
+  EXPECT_NEAR(t.weight_gradient, flops / (peak * 0.4), 1e-12);
+  // A block's weight gradient is its four linears' (qkv, projection, fc, fc projection at tokens b s).
+  Layout l = small_gpt(1, 1, 1);
+  l.model.dtype = DType::f32, l.model.hidden = 64, l.model.heads = 4, l.model.seq = 32, l.micro_batch = 8;
+  const double block_flops = 2.0 * 256 * (3 * 64 * 64 + 64 * 64 + 2 * 4 * 64 * 64);
+  EXPECT_NEAR(block_costs(l, sys).backward_weight, block_flops / (peak * 0.4), 1e-12);
+  l.micro_batch = 16;  // 512 tokens: past the weight gradient's last threshold
+  EXPECT_NEAR(block_costs(l, sys).backward_weight, 2 * block_flops / (peak * 0.1), 1e-12);
+  const SystemModel gpu = builtin_system("dgx-a100");
+  const LinearSeconds g = linear_seconds(gpu, 8192, 6144, 2304, 2);
+  EXPECT_NEAR(g.input_gradient, g.forward, 1e-12 * g.forward);
+  EXPECT_NEAR(g.weight_gradient, g.forward, 1e-12 * g.forward);
+}
+
 // The per-op overhead adds exactly (ops per microbatch) x microbatches x overhead to a one-GPU step: per block 10
 // forward, 12 input-gradient and 4 weight-gradient ops, the embedding 2 and the head 8 (predict/costs.cpp).
 TEST(PredictCosts, OpOverheadIsChargedPerOpAndMicrobatch) {
