@@ -2,7 +2,8 @@
 // version) at a few GPT-2-like shapes on Google Benchmark, on cpu (references), simt (the CUDA kernels on the emulator)
 // or cuda, with FLOP/s and bytes/s counters and, on cuda, the percentage of cuBLAS and of the roofline. Each benchmark
 // first checks its result against the reference (float64 on cpu) and reports an error instead of a time when it is
-// wrong. Times are per call, taken over batches of back-to-back calls.
+// wrong. Times are per call, taken over batches of back-to-back calls. --linear TOKENSxINxOUT,... times linear layers
+// of any widths instead (forward, input gradient and weight gradient each; the predictor's measured linears).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -11,8 +12,10 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/program.h"
@@ -77,8 +80,14 @@ OpCase make_case(Bench& b, DType dtype, ops::MatmulAlgo algo) {
                 b.rng, algo);
 }
 
+// A --linear benchmark instead of a table entry: one part of one linear layer.
+struct LinearSpec {
+  kernels_bench::LinearShape shape;
+  optable::LinearPart part;
+};
+
 // One benchmark: a table entry at a dtype and shape, with its matmul version and the key of the cuBLAS and cuBLASLt
-// times it is compared with (matmul forwards only).
+// times it is compared with (matmul forwards only); or a --linear part.
 struct Spec {
   const optable::OpEntry* entry;
   DType dtype;
@@ -86,18 +95,26 @@ struct Spec {
   ops::MatmulAlgo algo = ops::MatmulAlgo::automatic;
   std::string cublas_key{};
   bool is_cublas = false, is_cublaslt = false;
+  std::optional<LinearSpec> linear{};
 };
 
-// The check, once before the timing: at the full shape on host devices and at B=1, T<=128 on cuda (a host
-// reference of a full GPT-2 shape would take minutes). Returns what is wrong, or nothing.
-std::string check_result(Bench& b, const Spec& sp) {
-  OpShape cs = sp.shape.dims;
-  if (b.cuda()) {
-    cs.B = 1;
-    cs.T = std::min(cs.T, 128);
+// The benchmark's workload; for the check on cuda at B=1, T<=128 (a linear: at most 128 tokens), since a host
+// reference of a full GPT-2 shape would take minutes.
+Work make_work(Bench& b, OpCase& c, const Spec& sp, bool for_check) {
+  const bool small = for_check && b.cuda();
+  if (sp.linear) {
+    const kernels_bench::LinearShape& l = sp.linear->shape;
+    return optable::linear_workload(c, small ? std::min(l.tokens, 128) : l.tokens, l.in, l.out, sp.linear->part);
   }
+  OpShape s = sp.shape.dims;
+  if (small) s.B = 1, s.T = std::min(s.T, 128);
+  return sp.entry->make(c, s);
+}
+
+// The check, once before the timing (at the full shape on host devices). Returns what is wrong, or nothing.
+std::string check_result(Bench& b, const Spec& sp) {
   OpCase c = make_case(b, sp.dtype, sp.algo);
-  Work w = sp.entry->make(c, cs);
+  Work w = make_work(b, c, sp, true);
   w.call(kDeviceSide, *b.stream);
   b.stream->synchronize();
   Stream host{Device{}};
@@ -112,7 +129,7 @@ std::string check_result(Bench& b, const Spec& sp) {
 
 void time_benchmark(benchmark::State& state, Bench& b, const Spec& sp) {
   OpCase c = make_case(b, sp.dtype, sp.algo);
-  Work w = sp.entry->make(c, sp.shape.dims);
+  Work w = make_work(b, c, sp, false);
   w.call(kDeviceSide, *b.stream);  // warm-up
   b.stream->synchronize();
   // One timed sample is a batch of `batch` back-to-back calls between one event pair and one host wait:
@@ -210,12 +227,16 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
   if (!ops::kernels_available(b.dev.kind))
     throw UsageError("--device " + o.common.device + ": this build has no kernels for " + device_name(b.dev));
-  const auto shapes = kernels_bench::shapes_to_run(o.filter_shapes, b.cuda());
+  const auto linears = kernels_bench::parse_linears(o.linears);
+  if (!linears.empty() && !o.filter_shapes.empty()) throw UsageError("--linear and --shape exclude each other");
+  const auto shapes = linears.empty() ? kernels_bench::shapes_to_run(o.filter_shapes, b.cuda()) : std::vector<GptShape>{};
   const auto dtypes = kernels_bench::checked_dtypes(o);
   std::vector<optable::OpShape> dims;
   for (const auto& s : shapes) dims.push_back(s.dims);
-  check_memory_fits("bench_kernels' largest workload (closed form)", kernels_bench::memory_need(dims, dtypes, b.dev),
-                    b.dev, kernels_bench::max_memory_bytes(o), 1, "use a smaller --shape");
+  check_memory_fits("bench_kernels' largest workload (closed form)",
+                    std::max(kernels_bench::memory_need(dims, dtypes, b.dev),
+                             kernels_bench::memory_need(linears, dtypes, b.dev)),
+                    b.dev, kernels_bench::max_memory_bytes(o), 1, "use a smaller --shape or --linear");
   b.stream = std::make_unique<Stream>(b.dev, b.cuda());
   // The stream is non-blocking: the inputs' and results' synchronous copies run on it too (core/stream.h's
   // synchronous_stream), ordered with the kernels, and the pool's blocks belong to it.
@@ -257,6 +278,14 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
       add(e.name + "/" + vname + tail, {.entry = &e, .dtype = dt, .shape = shape, .algo = algo, .cublas_key = key});
     }
   };
+  // --linear: each linear's forward, input gradient and weight gradient, on the device's default algorithm.
+  for (const auto& l : linears)
+    for (DType dt : dtypes)
+      for (auto [part, what] : {std::pair{optable::LinearPart::forward, "linear_forward"},
+                                std::pair{optable::LinearPart::input_gradient, "linear_input_gradient"},
+                                std::pair{optable::LinearPart::weight_gradient, "linear_weight_gradient"}})
+        add(std::string(what) + "/" + dev_name + "/" + std::string(dtype_name(dt)) + "/" + l.name(),
+            {.entry = nullptr, .dtype = dt, .shape = {}, .linear = LinearSpec{l, part}});
   for (const auto& shape : shapes) {
     for (DType dt : dtypes) {
       std::string tail = "/" + dev_name + "/" + std::string(dtype_name(dt)) + "/" + shape.name;

@@ -28,22 +28,44 @@ std::uint64_t workload_bytes(const optable::OpShape& s, std::uint64_t e, std::ui
   });
 }
 
+namespace {
+
+// What one workload needs on `dev`, from its bytes on one side at (element bytes, statistics bytes).
+template <class BytesOf>
+std::uint64_t need_on(const BytesOf& bytes_of, DType dt, const Device& dev) {
+  const std::uint64_t benchmarked = bytes_of(dtype_size(dt), 4);
+  if (!dev.on_host()) return benchmarked;
+  // The reference side is float64 on cpu, of the benchmarked dtypes on simt; the staging holds one input at a
+  // time, at most the benchmarked side again.
+  const std::uint64_t reference = dev.kind == DeviceKind::cpu ? bytes_of(8, 8) : benchmarked;
+  return 2 * benchmarked + reference;
+}
+
+}  // namespace
+
 std::uint64_t memory_need(const std::vector<optable::OpShape>& shapes, const std::vector<DType>& dtypes,
                           const Device& dev) {
   std::uint64_t need = 0;
   for (const auto& s : shapes)
-    for (DType dt : dtypes) {
-      const std::uint64_t e = dtype_size(dt), benchmarked = workload_bytes(s, e, 4);
-      if (!dev.on_host()) {
-        need = std::max(need, benchmarked);
-        continue;
-      }
-      // The reference side is float64 on cpu, of the benchmarked dtypes on simt; the staging holds one input at a
-      // time, at most the benchmarked side again.
-      const bool cpu = dev.kind == DeviceKind::cpu;
-      const std::uint64_t reference = cpu ? workload_bytes(s, 8, 8) : benchmarked;
-      need = std::max(need, 2 * benchmarked + reference);
-    }
+    for (DType dt : dtypes)
+      need = std::max(need, need_on([&](std::uint64_t e, std::uint64_t acc) { return workload_bytes(s, e, acc); },
+                                    dt, dev));
+  return need;
+}
+
+std::uint64_t linear_bytes(const LinearShape& l, std::uint64_t e) {
+  const std::uint64_t t = std::uint64_t(l.tokens), in = std::uint64_t(l.in), out = std::uint64_t(l.out);
+  // Every part holds the input, the weight and the output or its gradient; then the forward its bias, the input
+  // gradient its result (t x in), the weight gradient its result (out x in).
+  return e * (t * in + out * in + t * out + std::max({out, t * in, out * in}));
+}
+
+std::uint64_t memory_need(const std::vector<LinearShape>& linears, const std::vector<DType>& dtypes,
+                          const Device& dev) {
+  std::uint64_t need = 0;
+  for (const auto& l : linears)
+    for (DType dt : dtypes)
+      need = std::max(need, need_on([&](std::uint64_t e, std::uint64_t) { return linear_bytes(l, e); }, dt, dev));
   return need;
 }
 

@@ -9,6 +9,7 @@
 
 #include "core/device.h"
 #include "base/dtype.h"
+#include "benchmarks/kernels_options.h"
 #include "kernels/op_params.h"
 
 namespace parbench::kernels_bench {
@@ -20,6 +21,11 @@ std::uint64_t workload_bytes(const optable::OpShape& s, std::uint64_t elem_bytes
 // What a run of these shapes and dtypes needs on `dev`: the benchmarked side alone on a GPU; on host devices the
 // benchmarked side, the reference side (float64 on cpu) and the host staging of the inputs, all in host memory.
 std::uint64_t memory_need(const std::vector<optable::OpShape>& shapes, const std::vector<DType>& dtypes,
+                          const Device& dev);
+
+// The same for --linear: the bytes of a linear's largest part (optable::linear_workload) on one side, and the need.
+std::uint64_t linear_bytes(const LinearShape& l, std::uint64_t elem_bytes);
+std::uint64_t memory_need(const std::vector<LinearShape>& linears, const std::vector<DType>& dtypes,
                           const Device& dev);
 
 }  // namespace parbench::kernels_bench

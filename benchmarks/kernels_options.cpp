@@ -30,6 +30,10 @@ void add_options(CLI::App& app, Options& o) {
       ->check(greater_than(0));
   app.add_option("--min-time", o.min_time, "seconds per benchmark (default 0.05 on host devices, 0.5 on cuda)")
       ->check(greater_than(0));
+  app.add_option("--linear", o.linears,
+                 "instead of the op table, time these linear layers' forward, input-gradient and weight-gradient "
+                 "GEMMs: TOKENSxINxOUT, comma-separated (e.g. 256x64x192)")
+      ->delimiter(',');
   app.add_flag("--resume", o.resume, "skip the benchmarks already in --csv (by name), append the rest");
   app.add_option("--max-memory", o.max_memory,
                  "refuse, before allocating, shapes whose largest workload exceeds BYTES (K/M/G; default: the "

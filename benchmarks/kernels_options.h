@@ -26,8 +26,18 @@ bool is_explicit_shape(const std::string& text);
 // naming the bad item and the accepted form.
 GptShape parse_explicit_shape(const std::string& text);
 
+// A linear layer to time on its own (--linear TOKENSxINxOUT): a (TOKENS, IN) input times an (OUT, IN) weight.
+struct LinearShape {
+  int tokens = 0, in = 0, out = 0;
+  std::string name() const;  // "T256_I64_O192"
+};
+// Each item "TOKENSxINxOUT" (integers >= 1, each product of two within int); UsageError naming the bad item and the
+// accepted form.
+std::vector<LinearShape> parse_linears(const std::vector<std::string>& items);
+
 struct Options {
   CommonOptions common;
+  std::vector<std::string> linears;  // --linear: these linears' GEMMs instead of the op table
   std::vector<std::string> dtypes{"f32", "bf16"};
   std::string filter_shapes;
   double peak_tflops = 0, peak_gbps = 0;

@@ -1,8 +1,11 @@
-// bench_kernels' --shape: a named shape or explicit dimensions, "B=4,T=1000,C=768,NH=12,V=50257".
+// bench_kernels' --shape (a named shape or explicit dimensions, "B=4,T=1000,C=768,NH=12,V=50257") and --linear
+// ("256x64x192").
 #include <array>
 #include <climits>
 #include <cstdint>
 #include <optional>
+#include <string>
+#include <utility>
 #include <string_view>
 
 #include "base/error.h"
@@ -61,6 +64,38 @@ GptShape parse_explicit_shape(const std::string& text) {
   std::string name = "B" + std::to_string(B) + "_T" + std::to_string(T) + "_C" + std::to_string(C) + "_NH" +
                      std::to_string(NH) + "_V" + std::to_string(V);
   return GptShape{name, true, {B, T, C, NH, V}};
+}
+
+std::string LinearShape::name() const {
+  return "T" + std::to_string(tokens) + "_I" + std::to_string(in) + "_O" + std::to_string(out);
+}
+
+std::vector<LinearShape> parse_linears(const std::vector<std::string>& items) {
+  std::vector<LinearShape> out;
+  for (const std::string& item : items) {
+    auto bad = [&](const std::string& why) {
+      throw UsageError("--linear '" + item + "': " + why +
+                       "; accepted: TOKENSxINxOUT, integers >= 1 (e.g. 256x64x192), comma-separated");
+    };
+    std::array<std::int64_t, 3> v{};
+    std::size_t at = 0;
+    for (int i = 0; i < 3; ++i) {
+      const std::size_t end = i < 2 ? item.find('x', at) : item.size();
+      if (end == std::string::npos) bad("not three numbers");
+      const std::string digits = item.substr(at, end - at);
+      if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+        bad("'" + digits + "' is not an integer >= 1");
+      v[std::size_t(i)] = std::stoll(digits);
+      if (v[std::size_t(i)] < 1) bad("'" + digits + "' is not an integer >= 1");
+      at = end + 1;
+    }
+    for (auto [a, b] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 2}})
+      if (v[std::size_t(a)] * v[std::size_t(b)] > INT_MAX)
+        bad("a matrix of " + std::to_string(v[std::size_t(a)] * v[std::size_t(b)]) + " elements exceeds " +
+            std::to_string(INT_MAX));
+    out.push_back({int(v[0]), int(v[1]), int(v[2])});
+  }
+  return out;
 }
 
 }  // namespace parbench::kernels_bench

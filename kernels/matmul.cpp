@@ -186,23 +186,51 @@ void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor&
 // The workloads of the op table (kernels/op_table.h), run by the kernel tests and bench_kernels.
 namespace parbench::optable {
 
-// A matmul of the model, (BT, C * in_mult) -> (BT, C * out_mult), with the version c.algo() on the kernels' sides
-// (the cpu runs the reference whatever the version).
-static Work matmul_forward_workload(OpCase& c, const OpShape& s, int in_mult, int out_mult) {
-  int BT = s.B * s.T, C = s.C * in_mult, OC = s.C * out_mult;
+// A linear layer (BT, C) -> (BT, OC): its forward (bias included) with the version c.algo() on the kernels' sides
+// (the cpu runs the reference whatever the version), or its backward: all of it (input, weight and bias
+// gradients), the input gradient alone (a chain of k = OC per element) or the weight gradient alone (k = BT).
+Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part) {
   DType t = c.dtype();
-  ops::MatmulAlgo algo = c.algo();
-  Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2), bias = c.in(t, {OC}), out = c.out(t, {BT, OC});
-  Work wk{[=](int i, const Stream& st) mutable {
-            bool cpu = st.device().kind == DeviceKind::cpu;
-            ops::matmul_forward(out[i], inp[i], w[i], &bias[i], st, cpu ? ops::MatmulAlgo::automatic : algo);
-          },
-          {out},
-          2.0 * BT * C * OC,
-          (double(BT) * C + double(OC) * C + double(BT) * OC + OC) * elem_bytes(t)};
-  // The tensor-core versions round fp32 inputs to bf16.
-  if ((algo == ops::MatmulAlgo::wmma || algo == ops::MatmulAlgo::mma) && t == DType::f32) wk.tol = 2e-2;
-  return wk;
+  const double e = elem_bytes(t);
+  Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2);
+  if (part == LinearPart::forward) {
+    ops::MatmulAlgo algo = c.algo();
+    Arg bias = c.in(t, {OC}), out = c.out(t, {BT, OC});
+    Work wk{[=](int i, const Stream& st) mutable {
+              bool cpu = st.device().kind == DeviceKind::cpu;
+              ops::matmul_forward(out[i], inp[i], w[i], &bias[i], st, cpu ? ops::MatmulAlgo::automatic : algo);
+            },
+            {out},
+            2.0 * BT * C * OC,
+            (double(BT) * C + double(OC) * C + double(BT) * OC + OC) * e};
+    // The tensor-core versions round fp32 inputs to bf16.
+    if ((algo == ops::MatmulAlgo::wmma || algo == ops::MatmulAlgo::mma) && t == DType::f32) wk.tol = 2e-2;
+    return wk;
+  }
+  const bool input = part != LinearPart::weight_gradient, weight = part != LinearPart::input_gradient;
+  const bool bias = part == LinearPart::backward;
+  Arg dout = c.in(t, {BT, OC}, -0.2, 0.2);
+  std::vector<Arg> outs;
+  Arg dinp, dw, db;
+  if (input) outs.push_back(dinp = c.out(t, {BT, C}));
+  if (weight) outs.push_back(dw = c.out(t, {OC, C}));
+  if (bias) outs.push_back(db = c.out(t, {OC}));
+  auto call = [=](int i, const Stream& st) mutable {
+    ops::matmul_backward(input ? &dinp[i] : nullptr, weight ? &dw[i] : nullptr, bias ? &db[i] : nullptr, dout[i],
+                         inp[i], w[i], false, st);
+  };
+  // Bytes: dout read by each part, the weight (input gradient) or the input (weight gradient) read, the result
+  // written.
+  double flops = 0, bytes = double(BT) * OC * e;
+  if (input) flops += 2.0 * BT * C * OC, bytes += (double(OC) * C + double(BT) * C) * e;
+  if (weight) flops += 2.0 * BT * C * OC, bytes += (double(BT) * C + double(OC) * C) * e;
+  if (bias) flops += double(BT) * OC, bytes += OC * e;
+  return Work{call, outs, flops, bytes};
+}
+
+// The model's matmuls, (BT, C * in_mult) -> (BT, C * out_mult).
+static Work matmul_forward_workload(OpCase& c, const OpShape& s, int in_mult, int out_mult) {
+  return linear_workload(c, s.B * s.T, s.C * in_mult, s.C * out_mult, LinearPart::forward);
 }
 
 Work matmul_forward_qkv_workload(OpCase& c, const OpShape& s) { return matmul_forward_workload(c, s, 1, 3); }
@@ -229,43 +257,16 @@ Work matmul_forward_fc_gelu_workload(OpCase& c, const OpShape& s) {
   return wk;
 }
 
-// The fc's backward, (BT, C) -> (BT, 4C): all of it (input, weight and bias gradients), or the input gradient alone
-// (a chain of k = 4C per element) or the weight gradient alone (k = BT), whose rates the predictor's calibration
-// takes apart.
-enum class FcGradients { all, input, weight };
-static Work matmul_backward_workload(OpCase& c, const OpShape& s, FcGradients which) {
-  int BT = s.B * s.T, C = s.C, OC = 4 * s.C;
-  DType t = c.dtype();
-  const bool input = which != FcGradients::weight, weight = which != FcGradients::input;
-  const bool bias = which == FcGradients::all;
-  Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2), dout = c.in(t, {BT, OC}, -0.2, 0.2);
-  std::vector<Arg> outs;
-  Arg dinp, dw, db;
-  if (input) outs.push_back(dinp = c.out(t, {BT, C}));
-  if (weight) outs.push_back(dw = c.out(t, {OC, C}));
-  if (bias) outs.push_back(db = c.out(t, {OC}));
-  auto call = [=](int i, const Stream& st) mutable {
-    ops::matmul_backward(input ? &dinp[i] : nullptr, weight ? &dw[i] : nullptr, bias ? &db[i] : nullptr, dout[i],
-                         inp[i], w[i], false, st);
-  };
-  // Bytes: dout read by each part, the weight (input gradient) or the input (weight gradient) read, the result
-  // written.
-  const double e = elem_bytes(t);
-  double flops = 0, bytes = double(BT) * OC * e;
-  if (input) flops += 2.0 * BT * C * OC, bytes += (double(OC) * C + double(BT) * C) * e;
-  if (weight) flops += 2.0 * BT * C * OC, bytes += (double(BT) * C + double(OC) * C) * e;
-  if (bias) flops += double(BT) * OC, bytes += OC * e;
-  return Work{call, outs, flops, bytes};
-}
-
+// The fc's backward, (BT, C) -> (BT, 4C): all of it, or its input or weight gradient alone (the predictor's
+// calibration times them apart).
 Work matmul_backward_fc_workload(OpCase& c, const OpShape& s) {
-  return matmul_backward_workload(c, s, FcGradients::all);
+  return linear_workload(c, s.B * s.T, s.C, 4 * s.C, LinearPart::backward);
 }
 Work matmul_backward_input_fc_workload(OpCase& c, const OpShape& s) {
-  return matmul_backward_workload(c, s, FcGradients::input);
+  return linear_workload(c, s.B * s.T, s.C, 4 * s.C, LinearPart::input_gradient);
 }
 Work matmul_backward_weight_fc_workload(OpCase& c, const OpShape& s) {
-  return matmul_backward_workload(c, s, FcGradients::weight);
+  return linear_workload(c, s.B * s.T, s.C, 4 * s.C, LinearPart::weight_gradient);
 }
 
 }  // namespace parbench::optable

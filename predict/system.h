@@ -35,6 +35,14 @@ struct GemmCurvesByK {
   bool empty() const { return forward.points.empty(); }
 };
 
+// A linear layer's three GEMMs timed on their own (bench_kernels --linear), less the fixed cost of an op: the cost
+// model takes these for a linear of exactly this shape and element size instead of reading any curve.
+struct MeasuredLinear {
+  double tokens = 0, in = 0, out = 0;
+  int dtype_bytes = 4;
+  double forward_s = 0, input_gradient_s = 0, weight_gradient_s = 0;
+};
+
 struct GpuModel {
   std::string name;
   double matrix_tflops_16 = 0;  // dense 16-bit (bf16/fp16) tensor-core peak
@@ -48,6 +56,7 @@ struct GpuModel {
   // efficiency is read at its k on the curve of its kind instead of from matrix_efficiency. Empty on the built-in
   // GPUs.
   GemmCurvesByK matrix_efficiency_by_k{};
+  std::vector<MeasuredLinear> measured_linears{};  // empty on the built-in GPUs
   // Ranks that can compute at once on one node (0: one per GPU). A CPU "GPU" is a core: with more ranks than
   // cores they take turns, and compute stretches by ranks / compute_units.
   double compute_units = 0;

@@ -95,11 +95,47 @@ json link_efficiency_json(const Curve& c) {
   return flat ? json(c.points[0].second) : curve_json(c);
 }
 
+// gpu.linears: [{"tokens", "in", "out", "dtype": "f32" | "bf16", "forward_us", "input_gradient_us",
+// "weight_gradient_us"}, ...], no shape and dtype twice.
+std::vector<MeasuredLinear> linears_from_json(const json& v, const std::string& where) {
+  if (!v.is_array()) bad(where, "gpu.linears", "must be a list of measured linear layers");
+  std::vector<MeasuredLinear> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const std::string at = "gpu.linears[" + std::to_string(i) + "].";
+    only_keys(v[i], {"tokens", "in", "out", "dtype", "forward_us", "input_gradient_us", "weight_gradient_us"}, where,
+              at);
+    MeasuredLinear m;
+    m.tokens = number(v[i], "tokens", where, at, 1, 1e12);
+    m.in = number(v[i], "in", where, at, 1, 1e9);
+    m.out = number(v[i], "out", where, at, 1, 1e9);
+    const std::string dtype = text(v[i], "dtype", where, at);
+    if (dtype != "f32" && dtype != "bf16") bad(where, at + "dtype", "= \"" + dtype + "\" is unknown; accepted: f32, bf16");
+    m.dtype_bytes = dtype == "f32" ? 4 : 2;
+    m.forward_s = number(v[i], "forward_us", where, at, 1e-6, 1e12) * 1e-6;
+    m.input_gradient_s = number(v[i], "input_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
+    m.weight_gradient_s = number(v[i], "weight_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
+    for (const MeasuredLinear& o : out)
+      if (o.tokens == m.tokens && o.in == m.in && o.out == m.out && o.dtype_bytes == m.dtype_bytes)
+        bad(where, at + "tokens", "repeats an earlier entry's shape and dtype");
+    out.push_back(m);
+  }
+  return out;
+}
+
+json linears_json(const std::vector<MeasuredLinear>& linears) {
+  json a = json::array();
+  for (const MeasuredLinear& m : linears)
+    a.push_back({{"tokens", m.tokens}, {"in", m.in}, {"out", m.out}, {"dtype", m.dtype_bytes == 4 ? "f32" : "bf16"},
+                 {"forward_us", m.forward_s * 1e6}, {"input_gradient_us", m.input_gradient_s * 1e6},
+                 {"weight_gradient_us", m.weight_gradient_s * 1e6}});
+  return a;
+}
+
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "hbm_gbps", "hbm_gb", "matrix_efficiency",
                 "hbm_efficiency", "compute_units", "processing", "op_overhead_us", "optimizer_gbps",
-                "gelu_gbps", "matrix_efficiency_by_k"},
+                "gelu_gbps", "matrix_efficiency_by_k", "linears"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -121,6 +157,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
     m.matrix_efficiency_by_k = {curve(k, "forward", where, kat), curve(k, "input_gradient", where, kat),
                                 curve(k, "weight_gradient", where, kat)};
   }
+  if (g.contains("linears")) m.measured_linears = linears_from_json(g.at("linears"), where);
   if (g.contains("processing")) {
     const std::string p = text(g, "processing", where, at);
     if (p != "roofline" && p != "no_overlap")
@@ -174,6 +211,7 @@ json system_to_json(const SystemModel& s) {
   // Optional measured rates and k-keyed curves: absent means the HBM figures and the GFLOP curve.
   if (g.optimizer_gbps > 0) gpu["optimizer_gbps"] = g.optimizer_gbps;
   if (g.gelu_gbps > 0) gpu["gelu_gbps"] = g.gelu_gbps;
+  if (!g.measured_linears.empty()) gpu["linears"] = linears_json(g.measured_linears);
   if (const GemmCurvesByK& k = g.matrix_efficiency_by_k; !k.empty())
     gpu["matrix_efficiency_by_k"] = {{"forward", curve_json(k.forward)},
                                      {"input_gradient", curve_json(k.input_gradient)},

@@ -3,23 +3,28 @@
 # bench_kernels on the cpu device at several shapes (matmul FLOP/s and elementwise bytes/s by op size, GeLU's and
 # the AdamW update's own rates, an op's fixed cost) and bench_allreduce over threads (alpha, beta: bench_train --calibrate).
 #   scripts/calibrate.sh [--bin DIR] [--out FILE] [--ranks 2,4] [--shapes 'B=1,T=32,C=64,NH=4,V=256;...']
+#                        [--linears 256x64x192,...]
+# --linears: linear layers (TOKENSxINxOUT) whose GEMMs are timed as they are, for a model's own shapes.
 # Default: build/bin, results/this-machine.json. Then: PARBENCH_THIS_MACHINE=FILE bench_train --simulate
 # --system this-machine ..., or --system FILE directly.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-bin=$here/build/bin out=results/this-machine.json ranks=2,4
+bin=$here/build/bin out=results/this-machine.json ranks=2,4 linears=""
 shapes='B=1,T=32,C=64,NH=4,V=256;B=2,T=64,C=64,NH=4,V=256;B=4,T=128,C=64,NH=4,V=256'
-usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) bin=${2:?--bin needs a directory}; shift 2 ;;
     --out) out=${2:?--out needs a file}; shift 2 ;;
     --ranks) ranks=${2:?--ranks needs a list like 2,4}; shift 2 ;;
     --shapes) shapes=${2:?--shapes needs bench_kernels shapes separated by ;}; shift 2 ;;
+    --linears) linears=${2:?--linears needs a list like 256x64x192,256x64x64}; shift 2 ;;
     -h|--help) usage ;;
     *) echo "calibrate.sh: unknown option '$1'" >&2; usage ;;
   esac
 done
+[ -z "$linears" ] || [[ "$linears" =~ ^[0-9]+x[0-9]+x[0-9]+(,[0-9]+x[0-9]+x[0-9]+)*$ ]] ||
+  { echo "calibrate.sh: --linears '$linears' is not a list like 256x64x192,256x64x64" >&2; exit 2; }
 [[ "$ranks" =~ ^[1-9][0-9]*(,[1-9][0-9]*)*$ ]] || { echo "calibrate.sh: --ranks '$ranks' is not a list like 2,4" >&2; exit 2; }
 shape_form='B=[0-9]+,T=[0-9]+,C=[0-9]+,NH=[0-9]+,V=[0-9]+'
 [[ "$shapes" =~ ^$shape_form(\;$shape_form)*$ ]] ||
@@ -35,11 +40,11 @@ mkdir -p "$(dirname "$out")"
 # elementwise rates of a block's op mix, as efficiency curves by op size (scripts/calibrate_kernels.awk says how).
 overhead_shape=B=1,T=1,C=4,NH=1,V=4
 f32_rows='^(matmul_forward_(qkv|fc|fcproj)/reference|matmul_backward_(input|weight)_fc|layernorm_(forward|backward)|residual_forward|gelu_(forward|backward)|adamw_update)/cpu/f32/'
-# kernels_at SHAPE FILTER: bench_kernels' CSV rows (header first) at one shape; of three runs, each benchmark's row
+# kernels_at FILTER BENCH_KERNELS_ARGS...: bench_kernels' CSV rows (header first); of three runs, each benchmark's row
 # with the median real_time (one run moves by several percent on a VM).
 kernels_at() {
   for run in 1 2 3; do
-    "$bin/bench_kernels" --device cpu --shape "$1" --benchmark_filter="$2" --benchmark_format=csv 2>/dev/null
+    "$bin/bench_kernels" --device cpu "${@:2}" --benchmark_filter="$1" --benchmark_format=csv 2>/dev/null
   done | awk -F, 'NR == 1 { print; header = $0; next }
     $0 == header { next }
     { if (!($1 in runs)) order[++names] = $1
@@ -53,24 +58,26 @@ kernels_at() {
       }
     }'
 }
-kernels_at "$overhead_shape" "$f32_rows" > "$tmp/kernels.csv"
+kernels_at "$f32_rows" --shape "$overhead_shape" > "$tmp/kernels.csv"
 IFS=';' read -r -a shape_list <<< "$shapes"
-for shape in "${shape_list[@]}"; do kernels_at "$shape" "$f32_rows" | tail -n +2 >> "$tmp/kernels.csv"; done
+for shape in "${shape_list[@]}"; do kernels_at "$f32_rows" --shape "$shape" | tail -n +2 >> "$tmp/kernels.csv"; done
 # The forward and input-gradient matmuls at C = 16, 32 and 128 as well: the rates by k (16 to 512) that tensor
 # parallelism's narrower linears and attention's short heads run at.
 depth_shapes=""
 for c in 16 32 128; do
-  kernels_at "B=1,T=32,C=$c,NH=4,V=64" '^matmul_(forward_(qkv|fc|fcproj)/reference|backward_input_fc)/cpu/f32/' |
+  kernels_at '^matmul_(forward_(qkv|fc|fcproj)/reference|backward_input_fc)/cpu/f32/' --shape "B=1,T=32,C=$c,NH=4,V=64" |
     tail -n +2 >> "$tmp/kernels.csv"
   depth_shapes="$depth_shapes B1_T32_C${c}_NH4_V64"
 done
+# --linears: each layer's three GEMMs as they are (the system file's measured linears).
+[ -z "$linears" ] || kernels_at '^linear_' --linear "$linears" --dtype f32 | tail -n +2 >> "$tmp/kernels.csv"
 fit=$(awk -v overhead_shape="$(echo "$overhead_shape" | sed 's/=//g; s/,/_/g')" -v depth_shapes="$depth_shapes" \
       -f "$here/scripts/calibrate_kernels.awk" "$tmp/kernels.csv") ||
   { echo "calibrate.sh: bench_kernels rows could not be fitted" >&2; exit 1; }
-eval "$fit"  # overhead_us peak_flops matrix_curve matrix_by_k peak_bytes hbm_curve gelu_bytes optimizer_bytes
+eval "$fit"  # overhead_us peak_flops matrix_curve matrix_by_k peak_bytes hbm_curve gelu_bytes optimizer_bytes measured_linears
 # bf16: the f32 peak scaled by the ratio of the forward matmul rows' summed rates at the middle shape.
 middle=${shape_list[$(( ${#shape_list[@]} / 2 ))]}
-bf16_ratio=$(kernels_at "$middle" '^matmul_forward_(qkv|fc|fcproj)/reference/cpu/(f32|bf16)/' | awk -F, '
+bf16_ratio=$(kernels_at '^matmul_forward_(qkv|fc|fcproj)/reference/cpu/(f32|bf16)/' --shape "$middle" | awk -F, '
   NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "FLOP/s") c = i }; next }
   $1 ~ /\/f32\// { f += $c } $1 ~ /\/bf16\// { b += $c } END { if (f > 0 && b > 0) printf "%.6g", b / f; else print "none" }')
 [ "$bf16_ratio" != none ] || { echo "calibrate.sh: bench_kernels printed no bf16 matmul rows" >&2; exit 1; }
@@ -105,12 +112,13 @@ done
 read -r alpha_us gbps < <(awk -F, 'NR > 1 && $2 == "ring" { a += $5; g += $6; n++ } END { printf "%g %g\n", a / n, g / n }' "$tmp/fit.csv")
 
 awk -v f32="$flops32" -v f16="$flops16" -v b="$bytes32" -v a="$alpha_us" -v g="$gbps" -v host="$(hostname)" -v units="$units" \
-    -v mc="$matrix_curve" -v mk="$matrix_by_k" -v hc="$hbm_curve" -v ovh="$overhead_us" -v opt="$optimizer_bytes" -v gelu="$gelu_bytes" -v shapes="$shapes" 'BEGIN {
+    -v mc="$matrix_curve" -v mk="$matrix_by_k" -v lin="$measured_linears" -v hc="$hbm_curve" -v ovh="$overhead_us" -v opt="$optimizer_bytes" -v gelu="$gelu_bytes" -v shapes="$shapes" 'BEGIN {
   printf "{\n  \"name\": \"this-machine\",\n"
   printf "  \"source\": \"scripts/calibrate.sh on %s: bench_kernels --device cpu at %s (a block'"'"'s matmul and elementwise op mix per shape, its GeLU, the AdamW update, the fixed cost of an op at B=1,T=1,C=4), bench_allreduce ring over threads (alpha-beta fit)\",\n", host, shapes
   printf "  \"gpu\": {\"name\": \"cpu\", \"matrix_tflops_16\": %.6g, \"matrix_tflops_32\": %.6g,\n", f16 / 1e12, f32 / 1e12
   printf "          \"hbm_gbps\": %.6g, \"hbm_gb\": 8, \"matrix_efficiency\": %s,\n", b / 1e9, mc
   printf "          \"matrix_efficiency_by_k\": %s,\n", mk
+  if (lin != "[]") printf "          \"linears\": %s,\n", lin
   printf "          \"hbm_efficiency\": %s, \"compute_units\": %s, \"op_overhead_us\": %s,\n", hc, units, ovh
   printf "          \"gelu_gbps\": %.6g, \"optimizer_gbps\": %.6g},\n", gelu / 1e9, opt / 1e9
   printf "  \"network\": [{\"name\": \"threads\", \"gpus\": 1024, \"gbps\": %.6g, \"efficiency\": 1, \"latency_us\": %.6g}]\n}\n", g, a

@@ -1,7 +1,7 @@
 # The kernel half of scripts/calibrate.sh: bench_kernels --device cpu --benchmark_format=csv rows (f32) at several
 # shapes in, the system file's matmul and elementwise figures out, as one line of shell assignments:
 #   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' matrix_by_k='{..}' peak_bytes=.. hbm_curve='[[..]]'
-#   gelu_bytes=.. optimizer_bytes=..
+#   gelu_bytes=.. optimizer_bytes=.. measured_linears='[..]'
 # -v overhead_shape=NAME names the shape (B1_T1_C4_NH1_V4 style) whose ops do almost no work: the median time of its
 # rows is the fixed cost of one op (op_overhead_us). -v time_column=cpu_time reads that column instead of
 # real_time. -v depth_shapes='NAME ...' names shapes whose forward and input-gradient matmul rows serve the curves
@@ -26,6 +26,9 @@
 # for qkv and fc, 4C for fc projection); input_gradient from the matmul_backward_input_fc rows (k = 4C);
 # weight_gradient from the matmul_backward_weight_fc rows (k = B x T; not the depth shapes': the weight gradient's
 # rate depends on its strides, so only the model's own widths count).
+# linear_forward, linear_input_gradient and linear_weight_gradient rows (bench_kernels --linear) come out as
+# measured_linears='[{"tokens": .., "in": .., "out": .., "dtype": "f32", "forward_us": .., ...}, ...]', the system file's
+# measured linears ('[]' without such rows).
 # Each op's fixed cost is taken off its time first (the predictor adds it back per op). Each curve is the rates
 # over the best one (of the matrix curves together), with thresholds halfway (in log size) between neighbouring
 # sizes: an op takes the nearest measured size's efficiency.
@@ -57,6 +60,10 @@ NR == 1 {
     bwd_flops[shape] += $col["FLOP/s"] * real; bwd_time[shape] += t; bwd_ops[shape]++
     if (op ~ /input/) sample("input_gradient", 4 * dim(shape, "C"), $col["FLOP/s"] * real, t, shape)
     else if (!(shape in depth_only)) sample("weight_gradient", dim(shape, "B") * dim(shape, "T"), $col["FLOP/s"] * real, t, shape)
+  } else if (op == "linear_forward" || op == "linear_input_gradient" || op == "linear_weight_gradient") {
+    if (!(shape in linear_parts)) linear_names[++n_linears] = shape
+    linear_time[shape, substr(op, 8)] = t; linear_parts[shape]++
+    next
   } else if (op == "layernorm_forward" || op == "layernorm_backward" || op == "residual_forward") {
     ew_time[shape] += 2 * t; ew_ops[shape] += 2
   } else if (op == "gelu_forward" || op == "gelu_backward") {
@@ -152,6 +159,26 @@ END {
     for (i = 1; i <= kn[c]; i++) { ksz[i] = by_k_size[c, i]; krt[i] = by_k_rate[c, i] }
     by_k = by_k (c > 1 ? ", " : "") "\"" kinds[c] "\": " curve(kn[c], ksz, krt, pm)
   }
-  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' matrix_by_k='%s}' peak_bytes=%.6g hbm_curve='%s' gelu_bytes=%.6g optimizer_bytes=%.6g\n",
-         ovh * 1e6, pm, curve(nm, msz, mrt, pm), by_k, pe, curve(ne, esz, ert, pe), median(grt, ne), median(ort, ne)
+  printf "overhead_us=%.4g peak_flops=%.6g matrix_curve='%s' matrix_by_k='%s}' peak_bytes=%.6g hbm_curve='%s' gelu_bytes=%.6g optimizer_bytes=%.6g measured_linears='%s'\n",
+         ovh * 1e6, pm, curve(nm, msz, mrt, pm), by_k, pe, curve(ne, esz, ert, pe), median(grt, ne), median(ort, ne),
+         linears_json()
+}
+# The --linear rows as the system file's gpu.linears, in the order they came, each time less the fixed cost.
+function linears_json(    i, k, s, out, p, t) {
+  out = "["
+  for (i = 1; i <= n_linears; i++) {
+    s = linear_names[i]
+    if (linear_parts[s] != 3) {
+      print "calibrate_kernels.awk: linear " s " lacks its forward, input or weight gradient row" > "/dev/stderr"; exit 1
+    }
+    out = out (i > 1 ? ", " : "") sprintf("{\"tokens\": %d, \"in\": %d, \"out\": %d, \"dtype\": \"f32\"", dim(s, "T"), dim(s, "I"), dim(s, "O"))
+    split("forward input_gradient weight_gradient", p, " ")
+    for (k = 1; k <= 3; k++) {
+      t = linear_time[s, p[k]] - ovh
+      if (t <= 0) t = linear_time[s, p[k]]
+      out = out sprintf(", \"%s_us\": %.6g", p[k], t * 1e6)
+    }
+    out = out "}"
+  }
+  return out "]"
 }

@@ -39,6 +39,30 @@ TEST(KernelsMemory, EstimateCoversEveryWorkloadAndTheLargestReachesIt) {
   }
 }
 
+// A --linear's estimate covers each of its three parts on both sides and the largest part reaches it, whichever
+// of the input, the weight or the output is the largest matrix.
+TEST(KernelsMemory, LinearEstimateCoversEachPartAndTheLargestReachesIt) {
+  std::mt19937_64 rng{7};
+  for (const kernels_bench::LinearShape& l : kernels_bench::parse_linears({"256x64x192", "8x96x32", "64x16x512"}))
+    for (DType dt : {DType::f32, DType::bf16}) {
+      const std::uint64_t bench_bound = kernels_bench::linear_bytes(l, dtype_size(dt)),
+                          ref_bound = kernels_bench::linear_bytes(l, 8);
+      std::uint64_t bench_most = 0, ref_most = 0;
+      for (auto part : {optable::LinearPart::forward, optable::LinearPart::input_gradient,
+                        optable::LinearPart::weight_gradient}) {
+        TrackedAllocator bench{Device{DeviceKind::cpu}}, ref{Device{DeviceKind::cpu}};
+        optable::OpCase c({{Device{DeviceKind::cpu}, &bench}, {Device{DeviceKind::cpu}, &ref, true}}, dt, rng);
+        optable::Work w = optable::linear_workload(c, l.tokens, l.in, l.out, part);
+        EXPECT_LE(bench.peak_total(), bench_bound) << l.name() << " " << int(part);
+        EXPECT_LE(ref.peak_total(), ref_bound) << l.name() << " " << int(part) << " (float64 side)";
+        bench_most = std::max<std::uint64_t>(bench_most, bench.peak_total());
+        ref_most = std::max<std::uint64_t>(ref_most, ref.peak_total());
+      }
+      EXPECT_EQ(bench_most, bench_bound) << l.name() << " " << dtype_name(dt);
+      EXPECT_EQ(ref_most, ref_bound) << l.name() << " float64 side";
+    }
+}
+
 // A GPU holds the benchmarked side alone; a host device holds both sides and the staging of the inputs.
 TEST(KernelsMemory, NeedPerDeviceKind) {
   const auto dims = kernels_bench::gpt_shapes()[2].dims;  // gpt2-124M

@@ -11,8 +11,9 @@
 # 100x that, which the curves by k must leave out. By k, each point the median of its rows: forward k = 16 (C16's
 # qkv and fc) 2e10; k = 64 (C64's qkv and fc at 1e10 and 5e9, C16's fc projection at 2e10) 1e10; k = 256 (C64's fc
 # projection) 7.5e9; input gradient k = 64 2e10, k = 256 7.5e9; weight gradient k = B x T = 32 1e10, 128 5e9. The
-# peak is the best of all: 2e10, so the GFLOP curve's points are 0.5 and 0.25. Then rows missing at a shape are
-# refused.
+# peak is the best of all: 2e10, so the GFLOP curve's points are 0.5 and 0.25. Two --linear layers, their parts in
+# 102, 52 and 202 us and 12, 22 and 32 us, come out as measured linears in the order they came, less the fixed cost.
+# Then rows missing at a shape, or a linear's part, are refused.
 #   calibrate_mix.sh SCRIPTS_DIR
 set -eu
 awk_file=$1/calibrate_kernels.awk
@@ -45,13 +46,23 @@ rows() {
   rows B4_T32_C64_NH4_V256 8 4
   rows B1_T32_C16_NH4_V64 0.5 1 'forward|input'
   rows B1_T32_C16_NH4_V64 0.01 1 'weight'
+  linear() {  # linear NAME FORWARD_US INPUT_US WEIGHT_US
+    for part in "forward $2" "input_gradient $3" "weight_gradient $4"; do
+      set -- "$1" $part
+      echo "\"linear_$2/cpu/f32/$1/min_time:0.050/manual_time\",10,$3,$3,us,,,,,,1,1,1"
+    done
+  }
+  linear T256_I64_O192 102 52 202
+  linear T32_I32_O64 12 22 32
 } > "$dir/k.csv"
 fit() { awk -v overhead_shape=B1_T1_C4_NH1_V4 -v depth_shapes='B1_T32_C16_NH4_V64' -f "$awk_file" "$1"; }
 got=$(fit "$dir/k.csv")
 want="overhead_us=2 peak_flops=2e+10 matrix_curve='[[0.002, 0.2500], [0, 0.5000]]'\
  matrix_by_k='{\"forward\": [[128, 0.3750], [32, 0.5000], [0, 1.0000]], \"input_gradient\": [[128, 0.3750], [0, 1.0000]],\
  \"weight_gradient\": [[64, 0.2500], [0, 0.5000]]}' peak_bytes=4.5056e+09 hbm_curve='[[60074.7, 0.5000], [0, 1.0000]]'\
- gelu_bytes=3.6864e+09 optimizer_bytes=7.5e+09"
+ gelu_bytes=3.6864e+09 optimizer_bytes=7.5e+09 measured_linears='[{\"tokens\": 256, \"in\": 64, \"out\": 192, \"dtype\": \"f32\",\
+ \"forward_us\": 100, \"input_gradient_us\": 50, \"weight_gradient_us\": 200}, {\"tokens\": 32, \"in\": 32, \"out\": 64,\
+ \"dtype\": \"f32\", \"forward_us\": 10, \"input_gradient_us\": 20, \"weight_gradient_us\": 30}]'"
 [ "$got" = "$want" ] || { echo "got:  $got"; echo "want: $want"; exit 1; }
 grep -v 'B4_T32_C64_NH4_V256.*gelu_backward\|gelu_backward/cpu/f32/B4_T32' "$dir/k.csv" > "$dir/short.csv"
 if err=$(fit "$dir/short.csv" 2>&1); then
@@ -64,4 +75,9 @@ if err=$(fit "$dir/short.csv" 2>&1); then
   echo "a shape without its adamw_update row was accepted: $err"; exit 1
 fi
 echo "$err" | grep -q "shape B1_T32_C64_NH4_V256 lacks" || { echo "unexpected: $err"; exit 1; }
+grep -v 'linear_input_gradient/cpu/f32/T32_I32' "$dir/k.csv" > "$dir/short.csv"
+if err=$(fit "$dir/short.csv" 2>&1); then
+  echo "a linear without its input-gradient row was accepted: $err"; exit 1
+fi
+echo "$err" | grep -q "linear T32_I32_O64 lacks" || { echo "unexpected: $err"; exit 1; }
 echo "calibrate_mix: ok"

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Predicted step times against bench_train runs on this machine's cpu device: ddp, zero3, tp, pp (1f1b) and hybrid
 # at 1, 2 and 4 ranks (threads). The system file comes from scripts/calibrate.sh at this model's own shapes (the
-# microbatches the rows run: 1, 2, 4 and 8 samples), unless one is given. Each rank thread is bound to a core (--pin,
+# microbatches the rows run: 1, 2, 4 and 8 samples; and the linear layers of every row's microbatch and
+# tensor-parallel degree, timed as they are), unless one is given. Each rank thread is bound to a core (--pin,
 # rank mod cores), the fixed placement the model's shared compute units assume; unbound, the same 2-rank pipeline
 # measured 83-109 ms from one run to the next, bound 80-82. Each measured step is the median of three runs. Prints
 # each pair and fails when one differs from the measured time by more than the tolerance (default 15%).
@@ -16,7 +17,18 @@ model="--model gpt --layers $layers --hidden $hidden --heads $heads --seq $seq -
 if [ "$system" = calibrate ]; then
   shapes=""
   for b in 1 2 4 8; do shapes="$shapes${shapes:+;}B=$b,T=$seq,C=$hidden,NH=$heads,V=$vocab"; done
-  "$here/scripts/calibrate.sh" --bin "$bin" --out "$dir/system.json" --shapes "$shapes" > /dev/null
+  # The linear layers the rows below run, timed as they are: (tokens per microbatch, tensor-parallel degree) pairs,
+  # each with qkv, projection, fc, fc projection and logits at that degree's widths.
+  linears=""
+  for pair in 256:1 128:1 64:1 256:2 256:4 128:2; do
+    n=${pair%:*} t=${pair#*:} f=$((4 * hidden))
+    for l in "$hidden $((3 * hidden / t))" "$((hidden / t)) $hidden" "$hidden $((f / t))" "$((f / t)) $hidden" \
+             "$hidden $((vocab / t))"; do
+      set -- $l
+      linears="$linears${linears:+,}${n}x$1x$2"
+    done
+  done
+  "$here/scripts/calibrate.sh" --bin "$bin" --out "$dir/system.json" --shapes "$shapes" --linears "$linears" > /dev/null
   system=$dir/system.json
 fi
 step_ms() { awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "step_ms") c = i } NR == 2 { print $c }' "$1"; }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -32,6 +33,18 @@ Layout small_gpt(int gpus, int tp, int pp) {
   l.gpus = gpus, l.tp = tp, l.pp = pp, l.dp = gpus / (tp * pp);
   l.micro_batch = 1, l.global_batch = 8 * l.dp;
   return l;
+}
+
+// `sys` with gpu.KEY = value must be refused naming gpu.FIELD.
+void expect_gpu_field_refused(nlohmann::json sys, const std::string& key, const nlohmann::json& value,
+                              const std::string& field) {
+  sys["gpu"][key] = value;
+  try {
+    system_from_json(sys, "sys.json");
+    ADD_FAILURE() << "accepted gpu." << key << " = " << value.dump();
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("field 'gpu." + field + "'"));
+  }
 }
 
 }  // namespace
@@ -209,15 +222,8 @@ TEST(PredictSystem, MeasuredOpRatesAreOptional) {
     const SystemModel sys = system_from_json(j, "sys.json");
     EXPECT_DOUBLE_EQ(sys.gpu.*member, 6.5);
     EXPECT_DOUBLE_EQ(system_from_json(system_to_json(sys), "x.json").gpu.*member, 6.5);
-    for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-2), nlohmann::json("fast")}) {
-      j["gpu"][field] = bad;
-      try {
-        system_from_json(j, "sys.json");
-        ADD_FAILURE() << "accepted " << field << " = " << bad.dump();
-      } catch (const UsageError& e) {
-        EXPECT_THAT(e.what(), HasSubstr("field 'gpu." + std::string(field) + "'"));
-      }
-    }
+    for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-2), nlohmann::json("fast")})
+      expect_gpu_field_refused(j, field, bad, field);
   }
 }
 
@@ -276,14 +282,7 @@ TEST(PredictSystem, CurvesByKComeAsThreeKinds) {
   EXPECT_EQ(back.weight_gradient.points, k.weight_gradient.points);
   EXPECT_EQ(back.forward.points, k.forward.points);
   auto refused = [&](const nlohmann::json& bad, const std::string& field) {
-    nlohmann::json b = j;
-    b["gpu"]["matrix_efficiency_by_k"] = bad;
-    try {
-      system_from_json(b, "sys.json");
-      ADD_FAILURE() << "accepted " << bad.dump();
-    } catch (const UsageError& e) {
-      EXPECT_THAT(e.what(), HasSubstr("field 'gpu.matrix_efficiency_by_k." + field + "'"));
-    }
+    expect_gpu_field_refused(j, "matrix_efficiency_by_k", bad, "matrix_efficiency_by_k." + field);
   };
   nlohmann::json two = j["gpu"]["matrix_efficiency_by_k"];
   two.erase("input_gradient");
@@ -321,6 +320,45 @@ TEST(PredictCosts, LinearGemmsTakeTheirKindsEfficiencyAtTheirOwnK) {
   const LinearSeconds g = linear_seconds(gpu, 8192, 6144, 2304, 2);
   EXPECT_NEAR(g.input_gradient, g.forward, 1e-12 * g.forward);
   EXPECT_NEAR(g.weight_gradient, g.forward, 1e-12 * g.forward);
+}
+
+// Measured linears: read back as written, refused by name when malformed or repeated; a linear of exactly a
+// measured shape and element size takes the measured times, any other the curves.
+TEST(PredictSystem, MeasuredLinearsReplaceTheCurvesForTheirShapeOnly) {
+  nlohmann::json j = system_to_json(builtin_system("dgx-a100"));
+  EXPECT_FALSE(j["gpu"].contains("linears"));
+  const nlohmann::json entry = {{"tokens", 256}, {"in", 64}, {"out", 192}, {"dtype", "f32"},
+                                {"forward_us", 100}, {"input_gradient_us", 50}, {"weight_gradient_us", 200}};
+  j["gpu"]["linears"] = {entry};
+  const SystemModel sys = system_from_json(j, "sys.json");
+  const LinearSeconds t = linear_seconds(sys, 256, 64, 192, 4);
+  EXPECT_DOUBLE_EQ(t.forward, 100e-6);
+  EXPECT_DOUBLE_EQ(t.input_gradient, 50e-6);
+  EXPECT_DOUBLE_EQ(t.weight_gradient, 200e-6);
+  const SystemModel curves = builtin_system("dgx-a100");
+  for (auto [tokens, in, out, bytes] : {std::tuple{256, 64, 96, 4}, std::tuple{128, 64, 192, 4},
+                                        std::tuple{256, 64, 192, 2}}) {
+    const LinearSeconds other = linear_seconds(sys, tokens, in, out, bytes);
+    EXPECT_DOUBLE_EQ(other.forward, linear_seconds(curves, tokens, in, out, bytes).forward) << out << bytes;
+  }
+  const LinearSeconds back = linear_seconds(system_from_json(system_to_json(sys), "x.json"), 256, 64, 192, 4);
+  EXPECT_NEAR(back.forward, 100e-6, 1e-15);
+  EXPECT_NEAR(back.input_gradient, 50e-6, 1e-15);
+  EXPECT_NEAR(back.weight_gradient, 200e-6, 1e-15);
+  auto refused = [&](const nlohmann::json& linears, const std::string& field) {
+    expect_gpu_field_refused(j, "linears", linears, field);
+  };
+  nlohmann::json e = entry;
+  e["dtype"] = "f16";
+  refused(nlohmann::json::array({e}), "linears[0].dtype");
+  e = entry;
+  e["weight_gradient_us"] = 0;
+  refused(nlohmann::json::array({e}), "linears[0].weight_gradient_us");
+  e = entry;
+  e.erase("in");
+  refused(nlohmann::json::array({e}), "linears[0].in");
+  refused({entry, entry}, "linears[1].tokens");
+  refused(entry, "linears");
 }
 
 // The per-op overhead adds exactly (ops per microbatch) x microbatches x overhead to a one-GPU step: per block 10
