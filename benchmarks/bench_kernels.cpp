@@ -216,36 +216,11 @@ Peak detect_peak(const Device& dev) {
   return {0, 0, 0};
 }
 
-int run(Bench& b, const Options& o, int argc, char** argv) {
-  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
-  if (o.resume && o.common.csv.empty()) throw UsageError("--resume needs --csv FILE: the benchmarks to skip are its rows");
-  KernelRowsReporter reporter(o.common.csv, o.common.json, o.resume);
-  install_stop_handlers("bench_kernels: stopped at once by a second SIGNAL" +
-                        (o.common.csv.empty() ? std::string() : "; completed rows are in " + o.common.csv));
-  std::string why;
-  b.dev = resolve_device(o.common.device, &why);
-  if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
-  if (!ops::kernels_available(b.dev.kind))
-    throw UsageError("--device " + o.common.device + ": this build has no kernels for " + device_name(b.dev));
-  const auto linears = kernels_bench::parse_linears(o.linears);
-  if (!linears.empty() && !o.filter_shapes.empty()) throw UsageError("--linear and --shape exclude each other");
-  const auto shapes = linears.empty() ? kernels_bench::shapes_to_run(o.filter_shapes, b.cuda()) : std::vector<GptShape>{};
-  const auto dtypes = kernels_bench::checked_dtypes(o);
-  std::vector<optable::OpShape> dims;
-  for (const auto& s : shapes) dims.push_back(s.dims);
-  check_memory_fits("bench_kernels' largest workload (closed form)",
-                    std::max(kernels_bench::memory_need(dims, dtypes, b.dev),
-                             kernels_bench::memory_need(linears, dtypes, b.dev)),
-                    b.dev, kernels_bench::max_memory_bytes(o), 1, "use a smaller --shape or --linear");
-  b.stream = std::make_unique<Stream>(b.dev, b.cuda());
-  // The stream is non-blocking: the inputs' and results' synchronous copies run on it too (core/stream.h's
-  // synchronous_stream), ordered with the kernels, and the pool's blocks belong to it.
-  const CurrentStream on_stream(b.stream->native());
-  b.dev_alloc = std::make_unique<TrackedAllocator>(b.dev);
-  b.host_alloc = std::make_unique<TrackedAllocator>(Device{});
-  b.peak = detect_peak(b.dev);
-  b.peak_tflops_override = o.peak_tflops;
-  b.peak_gbps_override = o.peak_gbps;
+// Registers the run's benchmarks with Google Benchmark: each --linear's three parts, or every table entry at each
+// shape and dtype (a matmul forward per version), leaving out what --resume finds done.
+void register_benchmarks(Bench& b, const Options& o, KernelRowsReporter& reporter,
+                         const std::vector<kernels_bench::LinearShape>& linears, const std::vector<GptShape>& shapes,
+                         const std::vector<DType>& dtypes) {
   double min_time = o.min_time > 0 ? o.min_time : (b.cuda() ? 0.5 : 0.05);
   std::string dev_name = device_name(b.dev);
   auto add = [&](const std::string& name, const Spec& sp) {
@@ -298,6 +273,39 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
       if (e.kind == optable::OpKind::fixed_dtype)
         add(e.name + "/" + dev_name + "/f32/" + shape.name, {.entry = &e, .dtype = DType::f32, .shape = shape});
   }
+}
+
+int run(Bench& b, const Options& o, int argc, char** argv) {
+  check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
+  if (o.resume && o.common.csv.empty()) throw UsageError("--resume needs --csv FILE: the benchmarks to skip are its rows");
+  KernelRowsReporter reporter(o.common.csv, o.common.json, o.resume);
+  install_stop_handlers("bench_kernels: stopped at once by a second SIGNAL" +
+                        (o.common.csv.empty() ? std::string() : "; completed rows are in " + o.common.csv));
+  std::string why;
+  b.dev = resolve_device(o.common.device, &why);
+  if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
+  if (!ops::kernels_available(b.dev.kind))
+    throw UsageError("--device " + o.common.device + ": this build has no kernels for " + device_name(b.dev));
+  const auto linears = kernels_bench::parse_linears(o.linears);
+  if (!linears.empty() && !o.filter_shapes.empty()) throw UsageError("--linear and --shape exclude each other");
+  const auto shapes = linears.empty() ? kernels_bench::shapes_to_run(o.filter_shapes, b.cuda()) : std::vector<GptShape>{};
+  const auto dtypes = kernels_bench::checked_dtypes(o);
+  std::vector<optable::OpShape> dims;
+  for (const auto& s : shapes) dims.push_back(s.dims);
+  check_memory_fits("bench_kernels' largest workload (closed form)",
+                    std::max(kernels_bench::memory_need(dims, dtypes, b.dev),
+                             kernels_bench::memory_need(linears, dtypes, b.dev)),
+                    b.dev, kernels_bench::max_memory_bytes(o), 1, "use a smaller --shape or --linear");
+  b.stream = std::make_unique<Stream>(b.dev, b.cuda());
+  // The stream is non-blocking: the inputs' and results' synchronous copies run on it too (core/stream.h's
+  // synchronous_stream), ordered with the kernels, and the pool's blocks belong to it.
+  const CurrentStream on_stream(b.stream->native());
+  b.dev_alloc = std::make_unique<TrackedAllocator>(b.dev);
+  b.host_alloc = std::make_unique<TrackedAllocator>(Device{});
+  b.peak = detect_peak(b.dev);
+  b.peak_tflops_override = o.peak_tflops;
+  b.peak_gbps_override = o.peak_gbps;
+  register_benchmarks(b, o, reporter, linears, shapes, dtypes);
   (void)argc;
   (void)argv;
   benchmark::RunSpecifiedBenchmarks(&reporter);
