@@ -42,6 +42,9 @@ struct Layout {
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;
+  // Each rank bound to one compute unit (bench_train --pin: node-local rank mod the units, ranks numbered stage by
+  // stage), so that ranks outnumbering the units share their own unit, not all of them (GpuModel::compute_units).
+  bool pinned = false;
   // Transformer blocks of each virtual stage (pp x virtual_stages counts summing to the layers, as bench_train's
   // --partition gives them); empty: layers / (pp x virtual_stages) each.
   std::vector<int> stage_blocks;

@@ -219,7 +219,9 @@ void add_options(CLI::App& app, Options& o) {
       ->check(greater_than(0));
   app.add_option("--peak-tflops", o.peak_tflops, "peak TFLOP/s per rank for MFU (0: leave mfu empty)")
       ->check(at_least(0));
-  app.add_flag("--pin", o.pin, "bind each rank to core (node-local rank mod cores)");
+  app.add_flag("--pin", o.pin,
+               "bind each rank to core (node-local rank mod cores); with --simulate, predict such a run (ranks that "
+               "outnumber the compute units share their own unit)");
   app.add_flag("--check", o.check, "compare parameters with a single-rank run on the same global batch");
   app.add_option("--check-tolerance", o.check_tolerance,
                  "with --check: fail (exit 1) when the relative parameter difference exceeds this");

@@ -75,6 +75,16 @@ double PipeSimulation::mean_bubble() const {
 
 namespace {
 
+void check_stage_units(const PipeSchedule& s, const PipeCosts& costs) {
+  if (costs.stage_units.empty()) return;
+  PB_CHECK(int(costs.stage_units.size()) == s.stages, "bound units for " + std::to_string(costs.stage_units.size()) +
+                                                          " stages, the schedule has " + std::to_string(s.stages));
+  const double units = std::max(1.0, std::round(costs.compute_units));
+  for (const auto& list : costs.stage_units)
+    for (int u : list)
+      PB_CHECK(u >= 0 && u < units, "a rank bound to unit " + std::to_string(u) + " of " + std::to_string(int(units)));
+}
+
 void check_per_action_costs(const PipeSchedule& s, const PipeCosts& costs) {
   if (costs.per_action.empty()) return;
   const int p = s.stages;
@@ -101,6 +111,7 @@ class Player {
     PB_CHECK(int(s.actions.size()) == p_, "schedule has " + std::to_string(s.actions.size()) +
                                               " stage lists for " + std::to_string(p_) + " stages");
     check_per_action_costs(s, costs);
+    check_stage_units(s, costs);
     sim_.busy.assign(p_, 0);
     sim_.peak_in_flight.assign(p_, 0);
     sim_.timeline.resize(p_);
@@ -170,12 +181,12 @@ class Player {
         if (remaining == 0) break;
         throw Error(deadlock_message());
       }
-      const double rate = running == 0 ? 1 : std::min(1.0, costs_.compute_units / (running * costs_.ranks_per_stage));
-      for (double w : left)
-        if (w != kNone) next = std::min(next, now + w / rate);
+      const std::vector<double> rate = shares(left, running);
+      for (int st = 0; st < p_; ++st)
+        if (left[st] != kNone) next = std::min(next, now + left[st] / rate[st]);
       for (int st = 0; st < p_; ++st) {
         if (left[st] == kNone) continue;
-        left[st] = std::max(0.0, left[st] - (next - now) * rate);
+        left[st] = std::max(0.0, left[st] - (next - now) * rate[st]);
         if (left[st] > 1e-12 * std::max(1.0, next)) continue;
         record(st, s_.actions[st][next_[st]], began[st], next);
         left[st] = kNone;
@@ -184,6 +195,28 @@ class Player {
       now = next;
     }
     return finished_simulation();
+  }
+
+  // The speed of each stage's running action (`left` not kNone), `running` of them: the units' share among all the
+  // running stages' ranks, or with bound ranks each unit's among the ranks bound to it, a stage at its slowest
+  // rank's share.
+  std::vector<double> shares(const std::vector<double>& left, double running) const {
+    constexpr double kNone = -1;
+    std::vector<double> rate(std::size_t(p_), 1.0);
+    if (costs_.stage_units.empty()) {
+      const double r = running == 0 ? 1 : std::min(1.0, costs_.compute_units / (running * costs_.ranks_per_stage));
+      std::fill(rate.begin(), rate.end(), r);
+      return rate;
+    }
+    std::vector<double> load(std::size_t(std::max(1.0, std::round(costs_.compute_units))), 0);
+    for (int st = 0; st < p_; ++st)
+      for (int u : costs_.stage_units[std::size_t(st)])
+        if (left[st] != kNone) load.at(std::size_t(u)) += 1;
+    const double per_unit = costs_.compute_units / std::max(1.0, std::round(costs_.compute_units));
+    for (int st = 0; st < p_; ++st)
+      for (int u : costs_.stage_units[std::size_t(st)])
+        if (load[std::size_t(u)] > 0) rate[st] = std::min(rate[st], std::min(1.0, per_unit / load[std::size_t(u)]));
+    return rate;
   }
 
   bool finished(PipeOp op, int mb, int vs, double* at) const {

@@ -2,6 +2,8 @@
 // in-flight peaks match 1F1B's bound, and broken lists are caught.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <fstream>
 #include <unistd.h>
@@ -114,6 +116,33 @@ TEST(Schedules, ZeroBubbleBeatsOneFOneB) {
       auto sim = simulate_schedule(make_schedule("zb-h1", p, m), unit);
       for (int st = 0; st < p; ++st) ASSERT_NEAR(sim.bubble[st], find_schedule_kind("zb-h1").bubble(p, m, 1), 1e-12);
     }
+}
+
+// Ranks bound to units share their own unit only. GPipe, 2 stages, 2 microbatches, F = 1, B = 2: each stage on a
+// unit of its own plays as unshared (9); both bound to one of 2 units play as on one unit (fully serial, 12). 1F1B,
+// 4 stages, 4 microbatches, on 2 units bound 0, 1, 0, 1 (as bench_train --pin binds ranks): 32, where the shared
+// play takes 27 (a bound stage cannot use the other unit while it idles). From t = 2 stages 0 and 2 halve unit 0
+// (their forwards end at 4, stage 1's at 3), from 4 both units are halved (all four forwards end at 6), stage 3's
+// first backward runs alone 6-8, stage 2's 8-10, and so on. A unit outside the rounded count is refused.
+TEST(Schedules, BoundComputeUnits) {
+  PipeCosts bound;
+  bound.compute_units = 2;
+  bound.stage_units = {{0}, {1}};
+  EXPECT_NEAR(simulate_schedule(make_schedule("gpipe", 2, 2), bound).makespan, 9, 1e-9);
+  EXPECT_NEAR(simulate_schedule(make_schedule("gpipe", 2, 2)).makespan, 9, 1e-9);
+  bound.stage_units = {{0}, {0}};
+  EXPECT_NEAR(simulate_schedule(make_schedule("gpipe", 2, 2), bound).makespan, 12, 1e-9);
+  bound.stage_units = {{0}, {1}, {0}, {1}};
+  const PipeSimulation alternating = simulate_schedule(make_schedule("1f1b", 4, 4), bound);
+  EXPECT_NEAR(alternating.makespan, 32, 1e-9);
+  const auto& stage2 = alternating.timeline[2];
+  const auto first_forward = std::find_if(stage2.begin(), stage2.end(),
+                                          [](const TimedAction& a) { return a.action.op == PipeOp::forward; });
+  ASSERT_NE(first_forward, stage2.end());
+  EXPECT_NEAR(first_forward->start, 2, 1e-9);
+  EXPECT_NEAR(first_forward->end, 4, 1e-9);  // at half speed: stage 0 shares unit 0
+  bound.stage_units = {{0}, {1}, {2}, {1}};
+  EXPECT_THROW(simulate_schedule(make_schedule("1f1b", 4, 4), bound), Error);
 }
 
 // Stages sharing compute units (processor sharing), by hand. 1F1B, 4 stages, 4 microbatches, F = 1, B = 2 on 2

@@ -3,9 +3,10 @@
 # at 1, 2 and 4 ranks (threads). The system file comes from scripts/calibrate.sh at this model's own shapes (the
 # microbatches the rows run: 1, 2, 4 and 8 samples; and the linear layers of every row's microbatch and
 # tensor-parallel degree, timed as they are), unless one is given. Each rank thread is bound to a core (--pin,
-# rank mod cores), the fixed placement the model's shared compute units assume; unbound, the same 2-rank pipeline
-# measured 83-109 ms from one run to the next, bound 80-82. Each measured step is the median of three runs. Prints
-# each pair and fails when one differs from the measured time by more than the tolerance (default 15%).
+# rank mod cores), and the prediction plays the pipeline with that binding (--simulate --pin: ranks bound to one core
+# share that core alone); unbound, the same 2-rank pipeline measured 83-109 ms from one run to the next, bound
+# 80-82. Each measured step is the median of three runs. Prints each pair and fails when one differs from the
+# measured time by more than the tolerance (default 15%).
 #   prediction_vs_cpu_runs.sh BIN_DIR [SYSTEM.json|calibrate] [TOLERANCE]
 set -eu
 bin=$1 system=${2:-calibrate} tol=${3:-0.15}
@@ -43,7 +44,7 @@ measured_ms() {
 rows=0 outside=0
 compare() {  # compare LABEL RANKS "RUN ARGS" "SIMULATE ARGS"
   rm -f "$dir/sim.csv"
-  "$bin/bench_train" $model --simulate --gpus "$2" --system "$system" --quiet --csv "$dir/sim.csv" $4
+  "$bin/bench_train" $model --simulate --gpus "$2" --system "$system" --pin --quiet --csv "$dir/sim.csv" $4
   awk -v label="$1" -v n="$2" -v m="$(measured_ms "$2" "$3")" -v p="$(step_ms "$dir/sim.csv")" -v tol="$tol" 'BEGIN {
     err = (p - m) / m
     printf "%-8s %d ranks: measured %9.2f ms  predicted %9.2f ms  %+6.1f%%%s\n", label, n, m, p, 100 * err,

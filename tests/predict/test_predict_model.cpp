@@ -361,6 +361,27 @@ TEST(PredictSystem, MeasuredLinearsReplaceTheCurvesForTheirShapeOnly) {
   refused(entry, "linears");
 }
 
+// Pinned ranks on a node with fewer compute units than ranks: a 4-stage pipeline on 2 units bound 0, 1, 0, 1 plays
+// slower than with the units shared among all ranks (an idle stage's unit is not lent to the other's stages);
+// where every stage runs at once (one stage of 4 data-parallel ranks) or there are units enough (2 stages), the
+// binding changes nothing.
+TEST(PredictStep, PinnedRanksShareOnlyTheirOwnUnit) {
+  SystemModel sys = builtin_system("dgx-a100");
+  sys.gpu.compute_units = 2;
+  Layout l = small_gpt(4, 1, 4);
+  l.model.layers = 4, l.global_batch = 4;
+  const double shared = predict_step(l, sys).time.step;
+  l.pinned = true;
+  EXPECT_GT(predict_step(l, sys).time.step, shared * 1.01);
+  for (auto [tp, pp] : {std::pair{1, 1}, std::pair{2, 2}}) {
+    Layout m = small_gpt(4, tp, pp);  // dp 4, or tp 2 x pp 2
+    m.model.layers = 4, m.global_batch = 8;
+    const double unpinned = predict_step(m, sys).time.step;
+    m.pinned = true;
+    EXPECT_DOUBLE_EQ(predict_step(m, sys).time.step, unpinned) << tp << " " << pp;
+  }
+}
+
 // The per-op overhead adds exactly (ops per microbatch) x microbatches x overhead to a one-GPU step: per block 10
 // forward, 12 input-gradient and 4 weight-gradient ops, the embedding 2 and the head 8 (predict/costs.cpp).
 TEST(PredictCosts, OpOverheadIsChargedPerOpAndMicrobatch) {
