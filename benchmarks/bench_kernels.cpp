@@ -228,44 +228,42 @@ void register_benchmarks(Bench& b, const Options& o, KernelRowsReporter& reporte
     auto* bm = benchmark::RegisterBenchmark(name.c_str(), [&b, sp](benchmark::State& st) { run_benchmark(st, b, sp); });
     bm->UseManualTime()->Unit(benchmark::kMicrosecond)->MinTime(min_time);
   };
-  // A matmul forward once per version (the cpu runs the reference whatever the version: one entry is enough
-  // there), after cuBLAS and cuBLASLt on cuda.
-  auto add_matmul_versions = [&](const optable::OpEntry& e, DType dt, const GptShape& shape, const std::string& tail) {
-    std::string key = e.name + tail;
-    if (b.cuda())
-      add(e.name + "/cublas" + tail, {.entry = &e,
-                                      .dtype = dt,
-                                      .shape = shape,
-                                      .algo = ops::MatmulAlgo::cublas,
-                                      .cublas_key = key,
-                                      .is_cublas = true});
-    if (b.cuda())
-      add(e.name + "/cublaslt" + tail, {.entry = &e,
-                                        .dtype = dt,
-                                        .shape = shape,
-                                        .algo = ops::MatmulAlgo::cublaslt,
-                                        .cublas_key = key,
-                                        .is_cublaslt = true});
+  // A matmul forward (`base`: a table entry at a shape, or a --linear's forward) once per version (the cpu runs the
+  // reference whatever the version: one entry is enough there), after cuBLAS and cuBLASLt on cuda.
+  auto add_matmul_versions = [&](const std::string& op, Spec base, const std::string& tail) {
+    base.cublas_key = op + tail;
+    auto version = [&](ops::MatmulAlgo algo, bool is_cublas, bool is_cublaslt) {
+      Spec sp = base;
+      sp.algo = algo, sp.is_cublas = is_cublas, sp.is_cublaslt = is_cublaslt;
+      return sp;
+    };
+    if (b.cuda()) add(op + "/cublas" + tail, version(ops::MatmulAlgo::cublas, true, false));
+    if (b.cuda()) add(op + "/cublaslt" + tail, version(ops::MatmulAlgo::cublaslt, false, true));
     bool cpu = b.dev.kind == DeviceKind::cpu;
     for (int v = 1; v <= (cpu ? 1 : 5); ++v) {
       auto algo = cpu ? ops::MatmulAlgo::automatic : ops::MatmulAlgo(v);
       std::string vname = cpu ? "reference" : std::string(ops::matmul_algo_name(algo));
-      add(e.name + "/" + vname + tail, {.entry = &e, .dtype = dt, .shape = shape, .algo = algo, .cublas_key = key});
+      add(op + "/" + vname + tail, version(algo, false, false));
     }
   };
-  // --linear: each linear's forward, input gradient and weight gradient, on the device's default algorithm.
+  // --linear: each linear's forward (per version, as the table's matmul forwards), input gradient and weight
+  // gradient (the device's default kernels).
   for (const auto& l : linears)
-    for (DType dt : dtypes)
-      for (auto [part, what] : {std::pair{optable::LinearPart::forward, "linear_forward"},
-                                std::pair{optable::LinearPart::input_gradient, "linear_input_gradient"},
-                                std::pair{optable::LinearPart::weight_gradient, "linear_weight_gradient"}})
-        add(std::string(what) + "/" + dev_name + "/" + std::string(dtype_name(dt)) + "/" + l.name(),
-            {.entry = nullptr, .dtype = dt, .shape = {}, .linear = LinearSpec{l, part}});
+    for (DType dt : dtypes) {
+      const std::string tail = "/" + dev_name + "/" + std::string(dtype_name(dt)) + "/" + l.name();
+      auto part = [&](optable::LinearPart p) {
+        return Spec{.entry = nullptr, .dtype = dt, .shape = {}, .linear = LinearSpec{l, p}};
+      };
+      add_matmul_versions("linear_forward", part(optable::LinearPart::forward), tail);
+      add("linear_input_gradient" + tail, part(optable::LinearPart::input_gradient));
+      add("linear_weight_gradient" + tail, part(optable::LinearPart::weight_gradient));
+    }
   for (const auto& shape : shapes) {
     for (DType dt : dtypes) {
       std::string tail = "/" + dev_name + "/" + std::string(dtype_name(dt)) + "/" + shape.name;
       for (const auto& e : optable::op_table()) {
-        if (e.kind == optable::OpKind::matmul_versions) add_matmul_versions(e, dt, shape, tail);
+        if (e.kind == optable::OpKind::matmul_versions)
+          add_matmul_versions(e.name, {.entry = &e, .dtype = dt, .shape = shape}, tail);
         if (e.kind == optable::OpKind::per_dtype) add(e.name + tail, {.entry = &e, .dtype = dt, .shape = shape});
       }
     }

@@ -49,7 +49,8 @@ rows() {
   linear() {  # linear NAME FORWARD_US INPUT_US WEIGHT_US
     for part in "forward $2" "input_gradient $3" "weight_gradient $4"; do
       set -- "$1" $part
-      echo "\"linear_$2/cpu/f32/$1/min_time:0.050/manual_time\",10,$3,$3,us,,,,,,1,1,1"
+      version=; [ "$2" = forward ] && version=/reference
+      echo "\"linear_$2$version/cpu/f32/$1/min_time:0.050/manual_time\",10,$3,$3,us,,,,,,1,1,1"
     done
   }
   linear T256_I64_O192 102 52 202
