@@ -1,6 +1,6 @@
 // Fuzzes bench_kernels' command line: the input, split at NUL bytes into an argument vector, goes through its
-// options (CLI11 and our validators), the shapes and dtypes they pick on a host and a GPU device, --max-memory
-// and the memory estimate of what they pick, without running anything. A bad vector is a CLI11 ParseError or a
+// options (CLI11 and our validators), the shapes, linears and dtypes they pick on a host and a GPU device,
+// --max-memory and the memory estimate of what they pick, without running anything. A bad vector is a CLI11 ParseError or a
 // UsageError.
 #include "benchmarks/kernels_memory.h"
 #include "benchmarks/kernels_options.h"
@@ -15,11 +15,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       [&] {
         const auto dtypes = kernels_bench::checked_dtypes(o);
         (void)kernels_bench::max_memory_bytes(o);
+        const auto linears = kernels_bench::parse_linears(o.linears);
         for (const Device dev : {Device{DeviceKind::cpu, 0}, Device{DeviceKind::cuda, 0}}) {
           std::vector<optable::OpShape> dims;
           for (const auto& s : kernels_bench::shapes_to_run(o.filter_shapes, dev.kind == DeviceKind::cuda))
             dims.push_back(s.dims);
           (void)kernels_bench::memory_need(dims, dtypes, dev);
+          (void)kernels_bench::memory_need(linears, dtypes, dev);
         }
       });
 }
