@@ -208,11 +208,11 @@ class Player {
       std::fill(rate.begin(), rate.end(), r);
       return rate;
     }
-    std::vector<double> load(std::size_t(std::max(1.0, std::round(costs_.compute_units))), 0);
+    const double units = std::max(1.0, std::round(costs_.compute_units)), per_unit = costs_.compute_units / units;
+    std::vector<double> load(std::size_t(units), 0);  // running ranks bound to each unit
     for (int st = 0; st < p_; ++st)
       for (int u : costs_.stage_units[std::size_t(st)])
-        if (left[st] != kNone) load.at(std::size_t(u)) += 1;
-    const double per_unit = costs_.compute_units / std::max(1.0, std::round(costs_.compute_units));
+        if (left[st] != kNone) load[std::size_t(u)] += 1;
     for (int st = 0; st < p_; ++st)
       for (int u : costs_.stage_units[std::size_t(st)])
         if (load[std::size_t(u)] > 0) rate[st] = std::min(rate[st], std::min(1.0, per_unit / load[std::size_t(u)]));

@@ -27,8 +27,8 @@ struct PipeCosts {
   double ranks_per_stage = 1;  // ranks (threads) that compute for one stage at once
   // When not empty (one list per stage): the unit each of the stage's ranks is bound to, 0 to U - 1 (U:
   // compute_units rounded, at least 1). A unit's share (compute_units / U) then goes to the running ranks bound to it
-  // alone, and a stage progresses at its slowest
-  // rank's share: bound threads keep their core even while another core idles.
+  // alone, and a stage progresses at its slowest rank's share: bound threads keep their core even while another
+  // core idles.
   std::vector<std::vector<int>> stage_units;
 };
 
