@@ -53,7 +53,7 @@ double gemm_seconds(const SystemModel& sys, double batch, double m, double n, do
 
 LinearSeconds linear_seconds(const SystemModel& sys, double tokens, double in, double out, int dtype_bytes) {
   for (const MeasuredLinear& m : sys.gpu.measured_linears)
-    if (m.tokens == tokens && m.in == in && m.out == out && m.dtype_bytes == dtype_bytes)
+    if (m.measures(tokens, in, out, dtype_bytes))
       return {m.forward_s, m.input_gradient_s, m.weight_gradient_s};
   return {gemm_seconds(sys, 1, tokens, out, in, dtype_bytes),
           gemm_seconds(sys, 1, tokens, in, out, dtype_bytes, GemmKind::input_gradient),

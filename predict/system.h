@@ -41,6 +41,9 @@ struct MeasuredLinear {
   double tokens = 0, in = 0, out = 0;
   int dtype_bytes = 4;
   double forward_s = 0, input_gradient_s = 0, weight_gradient_s = 0;
+  bool measures(double t, double i, double o, int bytes) const {
+    return tokens == t && in == i && out == o && dtype_bytes == bytes;
+  }
 };
 
 struct GpuModel {

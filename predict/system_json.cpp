@@ -115,7 +115,7 @@ std::vector<MeasuredLinear> linears_from_json(const json& v, const std::string& 
     m.input_gradient_s = number(v[i], "input_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
     m.weight_gradient_s = number(v[i], "weight_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
     for (const MeasuredLinear& o : out)
-      if (o.tokens == m.tokens && o.in == m.in && o.out == m.out && o.dtype_bytes == m.dtype_bytes)
+      if (o.measures(m.tokens, m.in, m.out, m.dtype_bytes))
         bad(where, at + "tokens", "repeats an earlier entry's shape and dtype");
     out.push_back(m);
   }

@@ -78,6 +78,8 @@ NR == 1 {
 function sample(kind, k, flops, t, shape) {
   k_kind[++nk] = kind; k_of[nk] = k; k_flops[nk] = flops; k_time[nk] = t; k_shape[nk] = shape
 }
+# Time t of `calls` ops less their fixed cost (ovh each), or t itself where that would leave nothing.
+function net(t, calls) { return t - calls * ovh > 0 ? t - calls * ovh : t }
 function median(v, m,    i, j, tmp) {  # of v[1..m]; sorts v
   for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { tmp = v[j]; v[j] = v[j - 1]; v[j - 1] = tmp }
   return m % 2 ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
@@ -124,23 +126,14 @@ END {
     if (fwd_ops[s] != 3 || bwd_ops[s] != 2 || ew_ops[s] != 6 || gelu_ops[s] != 2 || !(s in opt_time)) {
       print "calibrate_kernels.awk: shape " s " lacks matmul, elementwise, GeLU or optimizer rows" > "/dev/stderr"; exit 1
     }
-    ff = fwd_flops[s]; tb = bwd_time[s] - 2 * ovh
-    if (tb <= 0) tb = bwd_time[s]
-    bwd_rate = bwd_flops[s] / tb
-    tf = fwd_time[s] - 3 * ovh
-    if (tf <= 0) tf = fwd_time[s]
-    msz[++nm] = ff / 3 / 1e9; mrt[nm] = 3 * ff / (tf + 2 * ff / bwd_rate)
+    ff = fwd_flops[s]; bwd_rate = bwd_flops[s] / net(bwd_time[s], 2)
+    msz[++nm] = ff / 3 / 1e9; mrt[nm] = 3 * ff / (net(fwd_time[s], 3) + 2 * ff / bwd_rate)
     if (mrt[nm] > pm) pm = mrt[nm]
-    a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4; te = ew_time[s] - 6 * ovh
-    if (te <= 0) te = ew_time[s]
-    esz[++ne] = 11 / 3 * a; ert[ne] = 33 * a / te
+    a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4
+    esz[++ne] = 11 / 3 * a; ert[ne] = 33 * a / net(ew_time[s], 6)
     if (ert[ne] > pe) pe = ert[ne]
-    tg = gelu_time[s] - 2 * ovh
-    if (tg <= 0) tg = gelu_time[s]
-    grt[ne] = 24 * a / tg
-    to = opt_time[s] - ovh
-    if (to <= 0) to = opt_time[s]
-    ort[ne] = opt_bytes[s] / to
+    grt[ne] = 24 * a / net(gelu_time[s], 2)
+    ort[ne] = opt_bytes[s] / net(opt_time[s], 1)
   }
   if (nm == 0) { print "calibrate_kernels.awk: no shape besides the overhead shape" > "/dev/stderr"; exit 1 }
   split("forward input_gradient weight_gradient", kinds, " ")
@@ -148,7 +141,7 @@ END {
     nr = 0
     for (i = 1; i <= nk; i++) {
       if (k_kind[i] != kinds[c] || k_shape[i] == overhead_shape) continue
-      tk = k_time[i] - ovh; r_k[++nr] = k_of[i]; r_rate[nr] = k_flops[i] / (tk > 0 ? tk : k_time[i])
+      r_k[++nr] = k_of[i]; r_rate[nr] = k_flops[i] / net(k_time[i], 1)
     }
     if (nr == 0) { print "calibrate_kernels.awk: no " kinds[c] " matmul rows for the curves by k" > "/dev/stderr"; exit 1 }
     kn[c] = median_by(nr, r_k, r_rate, ksz, krt)
@@ -164,7 +157,7 @@ END {
          linears_json()
 }
 # The --linear rows as the system file's gpu.linears, in the order they came, each time less the fixed cost.
-function linears_json(    i, k, s, out, p, t) {
+function linears_json(    i, k, s, out, p) {
   out = "["
   for (i = 1; i <= n_linears; i++) {
     s = linear_names[i]
@@ -173,11 +166,7 @@ function linears_json(    i, k, s, out, p, t) {
     }
     out = out (i > 1 ? ", " : "") sprintf("{\"tokens\": %d, \"in\": %d, \"out\": %d, \"dtype\": \"f32\"", dim(s, "T"), dim(s, "I"), dim(s, "O"))
     split("forward input_gradient weight_gradient", p, " ")
-    for (k = 1; k <= 3; k++) {
-      t = linear_time[s, p[k]] - ovh
-      if (t <= 0) t = linear_time[s, p[k]]
-      out = out sprintf(", \"%s_us\": %.6g", p[k], t * 1e6)
-    }
+    for (k = 1; k <= 3; k++) out = out sprintf(", \"%s_us\": %.6g", p[k], net(linear_time[s, p[k]], 1) * 1e6)
     out = out "}"
   }
   return out "]"
