@@ -33,6 +33,10 @@ void matmul_forward_cublas(T* out, const T* inp, const T* weight, const T* bias,
 template <class T>
 void matmul_forward_cublaslt(T* out, const T* inp, const T* weight, const T* bias, int BT, int C, int OC, bool gelu,
                              void* stream);
+// The backward's input and weight gradients as two cuBLAS GEMMs (matmul_cublas.cpp); either may be null.
+template <class T>
+void matmul_backward_cublas(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, int BT, int C, int OC,
+                            bool accumulate, void* stream);
 }  // namespace parbench::cuda_kernels
 #endif
 
@@ -175,9 +179,26 @@ void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor&
   op.optional(dinp, "dinp", d, inp.numel());
   op.optional(dweight, "dweight", d, weight.numel());
   op.optional(dbias, "dbias", d, OC);
+  check_vendor_algo(op, algo, s);
+  if (algo == MatmulAlgo::cublaslt) op.fail("the cublaslt algorithm has no backward; accepted: cublas or our kernels");
   OpScratch scratch(s, dbias ? column_partials_numel(BT, OC, 1) : 0);
-  PB_DISPATCH(op, d, matmul_backward, ptr_or_null<T>(dinp), ptr_or_null<T>(dweight), ptr_or_null<T>(dbias),
-              dout.ptr<T>(), inp.ptr<T>(), weight.ptr<T>(), scratch.data(), BT, C, OC, accumulate,
+  bool vendor_gemms = false;
+#if defined(PARBENCH_HAVE_CUDA)
+  if (algo == MatmulAlgo::cublas)
+    with_storage(d, [&]<class T>() {
+      if constexpr (!std::is_same_v<T, double>) {
+        count_launch();
+        cuda_kernels::matmul_backward_cublas(ptr_or_null<T>(dinp), ptr_or_null<T>(dweight), dout.ptr<T>(),
+                                             inp.ptr<T>(), weight.ptr<T>(), BT, C, OC, accumulate, s.native());
+        vendor_gemms = true;
+      }
+    });
+#endif
+  // Our kernels: every gradient asked for, or after cuBLAS's GEMMs the bias's column sum alone.
+  if (vendor_gemms && !dbias) return;
+  PB_DISPATCH(op, d, matmul_backward, vendor_gemms ? nullptr : ptr_or_null<T>(dinp),
+              vendor_gemms ? nullptr : ptr_or_null<T>(dweight), ptr_or_null<T>(dbias), dout.ptr<T>(), inp.ptr<T>(),
+              weight.ptr<T>(), scratch.data(), BT, C, OC, accumulate,
               algo == MatmulAlgo::mma ? 5 : algo == MatmulAlgo::automatic ? 0 : 2);
 }
 
@@ -188,7 +209,8 @@ namespace parbench::optable {
 
 // A linear layer (BT, C) -> (BT, OC): its forward (bias included) with the version c.algo() on the kernels' sides
 // (the cpu runs the reference whatever the version), or its backward: all of it (input, weight and bias
-// gradients), the input gradient alone (a chain of k = OC per element) or the weight gradient alone (k = BT).
+// gradients), the input gradient alone (a chain of k = OC per element) or the weight gradient alone (k = BT), with
+// c.algo() as ops::matmul_backward takes it (cublas: the vendor's GEMMs).
 Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part) {
   DType t = c.dtype();
   const double e = elem_bytes(t);
@@ -215,9 +237,11 @@ Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part) {
   if (input) outs.push_back(dinp = c.out(t, {BT, C}));
   if (weight) outs.push_back(dw = c.out(t, {OC, C}));
   if (bias) outs.push_back(db = c.out(t, {OC}));
+  const ops::MatmulAlgo algo = c.algo();
   auto call = [=](int i, const Stream& st) mutable {
+    bool cpu = st.device().kind == DeviceKind::cpu;
     ops::matmul_backward(input ? &dinp[i] : nullptr, weight ? &dw[i] : nullptr, bias ? &db[i] : nullptr, dout[i],
-                         inp[i], w[i], false, st);
+                         inp[i], w[i], false, st, cpu ? ops::MatmulAlgo::automatic : algo);
   };
   // Bytes: dout read by each part, the weight (input gradient) or the input (weight gradient) read, the result
   // written.

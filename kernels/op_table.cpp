@@ -2,9 +2,13 @@
 // the making and comparing of a workload's tensors on every side.
 #include "kernels/op_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
+#include <thread>
+#include <vector>
 
 #include "base/error.h"
 #include "core/memory.h"
@@ -57,14 +61,50 @@ const std::vector<OpEntry>& op_table() {
   return table;
 }
 
+namespace {
+
+// fn(begin, end) over [0, n): in one contiguous range per core from kParallelFillElements on, else at once.
+void for_ranges_on_all_cores(std::int64_t n, const std::function<void(std::int64_t, std::int64_t)>& fn) {
+  if (n < kParallelFillElements) return fn(0, n);
+  const std::int64_t threads = std::max<std::int64_t>(1, std::thread::hardware_concurrency());
+  const std::int64_t per = (n + threads - 1) / threads;
+  std::vector<std::thread> pool;
+  for (std::int64_t begin = 0; begin < n; begin += per)
+    pool.emplace_back(fn, begin, std::min(n, begin + per));
+  for (std::thread& th : pool) th.join();
+}
+
+// splitmix64: a well-mixed 64-bit value from a counter.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
 void fill_uniform(Tensor& t, std::mt19937_64& rng, double lo, double hi) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  for (std::int64_t i = 0; i < t.numel(); ++i) store_from_double(t.data(), t.dtype(), std::size_t(i), u(rng));
+  const std::int64_t n = t.numel();
+  if (n < kParallelFillElements) {
+    std::uniform_real_distribution<double> u(lo, hi);
+    for (std::int64_t i = 0; i < n; ++i) store_from_double(t.data(), t.dtype(), std::size_t(i), u(rng));
+    return;
+  }
+  const std::uint64_t seed = rng();
+  for_ranges_on_all_cores(n, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i) {
+      const double unit = double(mix(seed + std::uint64_t(i)) >> 11) * 0x1p-53;  // [0, 1)
+      store_from_double(t.data(), t.dtype(), std::size_t(i), lo + (hi - lo) * unit);
+    }
+  });
 }
 
 void fill_nan(Tensor& t) {
-  for (std::int64_t i = 0; i < t.numel(); ++i)
-    store_from_double(t.data(), t.dtype(), std::size_t(i), std::numeric_limits<double>::quiet_NaN());
+  for_ranges_on_all_cores(t.numel(), [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t i = begin; i < end; ++i)
+      store_from_double(t.data(), t.dtype(), std::size_t(i), std::numeric_limits<double>::quiet_NaN());
+  });
 }
 
 namespace {

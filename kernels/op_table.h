@@ -87,7 +87,10 @@ inline double default_tolerance(DType d) { return d == DType::f32 ? 1e-4 : 5e-2;
 
 inline double elem_bytes(DType d) { return double(dtype_size(d)); }
 
-// Uniform random values in [lo, hi) / NaN into a host tensor of any dtype.
+// Uniform random values in [lo, hi) / NaN into a host tensor of any dtype. From kParallelFillElements elements on,
+// each value is a hash of its index and one draw of `rng`, filled on every core: one draw per element would take
+// a minute for a published model's linear layer (a billion elements).
+constexpr std::int64_t kParallelFillElements = std::int64_t(1) << 22;
 void fill_uniform(Tensor& t, std::mt19937_64& rng, double lo, double hi);
 void fill_nan(Tensor& t);
 // ||out - ref|| / ||ref|| over the elements (either tensor on any device); infinity when out holds a NaN or an

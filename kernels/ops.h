@@ -42,8 +42,9 @@ void matmul_forward(Tensor& out, const Tensor& inp, const Tensor& weight, const 
 // contents afterwards unspecified) and gelu_forward from it.
 void matmul_bias_gelu_forward(Tensor& out, Tensor& pre, const Tensor& inp, const Tensor& weight, const Tensor& bias,
                               const Stream& s, MatmulAlgo algo = MatmulAlgo::automatic);
-// dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them. `algo` mma runs dinp and
-// dweight on the version-5 kernel (bf16 operands); any other on the shared-memory tiled one.
+// dinp (...,C), dweight (OC,C), dbias (OC), each may be null; accumulate adds into them. `algo` for dinp and dweight:
+// automatic the device's default (mma for bf16 on cuda), mma the version-5 kernel, cublas two cuBLAS GEMMs (cuda
+// only), cublaslt refused, any other the shared-memory tiled kernel. dbias is always our column sum.
 void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor& dout, const Tensor& inp,
                      const Tensor& weight, bool accumulate, const Stream& s,
                      MatmulAlgo algo = MatmulAlgo::automatic);

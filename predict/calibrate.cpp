@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <limits>  // fccp's integer parsing uses numeric_limits without including it
 #include <map>
+#include <optional>
 #include <tuple>
 
 // fccp copies the file name with strncpy into a fixed buffer, which g++ flags where that is inlined.
@@ -115,8 +117,9 @@ bool is_kernels_csv(const std::string& path) {
 
 namespace {
 
-// "matmul_forward_qkv/reference/cpu/f32/small/..." -> the op (first part) and the dtype (the part after the device).
-std::pair<std::string, std::string> op_and_dtype(const std::string& name) {
+// "matmul_forward_qkv/reference/cpu/f32/small" -> op matmul_forward_qkv, impl reference, dtype f32, shape small:
+// the dtype is the part after the device; the parts between the op and the device are the implementation.
+void parse_name(const std::string& name, KernelSample& k) {
   std::vector<std::string> parts;
   for (std::size_t at = 0;;) {
     const std::size_t slash = name.find('/', at);
@@ -124,9 +127,14 @@ std::pair<std::string, std::string> op_and_dtype(const std::string& name) {
     if (slash == std::string::npos) break;
     at = slash + 1;
   }
-  for (std::size_t i = 1; i < parts.size(); ++i)
-    if (parts[i] == "f32" || parts[i] == "bf16" || parts[i] == "f16") return {parts[0], parts[i]};
-  return {parts[0], ""};
+  k.op = parts[0];
+  for (std::size_t i = 2; i < parts.size(); ++i)
+    if (parts[i] == "f32" || parts[i] == "bf16" || parts[i] == "f16") {
+      k.dtype = parts[i];
+      if (i + 1 < parts.size()) k.shape = parts[i + 1];
+      for (std::size_t j = 1; j + 1 < i; ++j) k.impl += (k.impl.empty() ? "" : "/") + parts[j];
+      return;
+    }
 }
 
 double seconds_per_unit(const std::string& unit) {
@@ -140,28 +148,34 @@ double seconds_per_unit(const std::string& unit) {
 }  // namespace
 
 std::vector<KernelSample> read_kernels_csv(const std::string& path) {
-  const std::string form = "accepted: bench_kernels --benchmark_format=csv output";
+  const std::string form = "accepted: bench_kernels --csv or --benchmark_format=csv output";
   if (!std::ifstream(path)) throw UsageError("--calibrate: cannot read " + path + "; " + form);
   std::vector<KernelSample> out;
   try {
-    io::CSVReader<6, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    io::CSVReader<8, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     namespace col = csv::kernels;
     in.read_header(io::ignore_extra_column | io::ignore_missing_column, col::name, col::real_time, col::time_unit,
-                   col::error_occurred, col::counter_flops, col::counter_bytes);
-    for (const char* column : {col::name, col::real_time, col::time_unit, col::counter_flops, col::counter_bytes})
+                   col::error_occurred, col::counter_flops, col::counter_bytes, col::flops_per_s, col::bytes_per_s);
+    // The rates are Google Benchmark's counters in its CSV, flops_per_s and bytes_per_s in bench_kernels --csv.
+    const bool counters = in.has_column(col::counter_flops);
+    const char* flops = counters ? col::counter_flops : col::flops_per_s;
+    const char* bytes = counters ? col::counter_bytes : col::bytes_per_s;
+    for (const char* column : {col::name, col::real_time, col::time_unit, flops, bytes})
       if (!in.has_column(column))
         throw UsageError("--calibrate: " + path + " has no column '" + column + "'; " + form);
-    std::string name, unit, error, flop_text, byte_text;  // rates as text: a failed benchmark leaves them empty
+    // Rates as text: a failed benchmark leaves them empty.
+    std::string name, unit, error, flop_counter, byte_counter, flop_column, byte_column;
     double time = 0;
-    while (in.read_row(name, time, unit, error, flop_text, byte_text)) {
-      const double flop_rate = std::strtod(flop_text.c_str(), nullptr), byte_rate = std::strtod(byte_text.c_str(), nullptr);
-      if (error == "true" || !(flop_rate > 0) || !(byte_rate > 0)) continue;
+    while (in.read_row(name, time, unit, error, flop_counter, byte_counter, flop_column, byte_column)) {
+      const double flop_rate = std::strtod((counters ? flop_counter : flop_column).c_str(), nullptr);
+      const double byte_rate = std::strtod((counters ? byte_counter : byte_column).c_str(), nullptr);
+      if (error == "true" || error == "1" || !(flop_rate > 0) || !(byte_rate > 0)) continue;
       const double per_unit = seconds_per_unit(unit);
       if (per_unit == 0 || !(time > 0))
         throw UsageError("--calibrate: " + path + ":" + std::to_string(in.get_file_line()) + ": time " +
                          std::to_string(time) + " " + unit + " is not a time; accepted: > 0 in ns, us, ms or s");
       KernelSample k;
-      std::tie(k.op, k.dtype) = op_and_dtype(name);
+      parse_name(name, k);
       k.seconds = time * per_unit, k.flops = flop_rate * k.seconds, k.bytes = byte_rate * k.seconds;
       out.push_back(k);
     }
@@ -194,7 +208,7 @@ KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const Syst
   const double peak = sys.matrix_tflops(dtype == "f32" ? 4 : 2) * 1e12, hbm = sys.gpu.hbm_gbps * 1e9;
   std::vector<std::pair<double, double>> matrix, memory;
   for (const KernelSample& k : samples) {
-    if (k.dtype != dtype) continue;
+    if (k.dtype != dtype || k.linear()) continue;  // a --linear's rows are measured linears, not curve points
     if (k.matmul()) matrix.push_back({k.flops / 1e9, k.flops / k.seconds / peak});
     else memory.push_back({k.bytes, k.bytes / k.seconds / hbm});
   }
@@ -210,6 +224,69 @@ SystemModel with_kernel_fit(SystemModel sys, const KernelFit& fit) {
   sys.gpu.matrix_efficiency = fit.matrix.curve, sys.gpu.hbm_efficiency = fit.hbm.curve;
   sys.gpu.processing = Processing::roofline;
   sys.source += "; matrix and HBM efficiency fitted by bench_train --calibrate to bench_kernels rows";
+  return sys;
+}
+
+namespace {
+
+// "T2048_I12288_O9216" -> {2048, 12288, 9216}; nothing when the name is not of that form.
+std::optional<MeasuredLinear> linear_of_shape(const std::string& shape) {
+  int t = 0, in = 0, out = 0;
+  char rest = 0;
+  if (std::sscanf(shape.c_str(), "T%d_I%d_O%d%c", &t, &in, &out, &rest) != 3 || t < 1 || in < 1 || out < 1 ||
+      in > 1e9 || out > 1e9)  // the system file's bounds
+    return std::nullopt;
+  MeasuredLinear m;
+  m.tokens = t, m.in = in, m.out = out;
+  return m;
+}
+
+}  // namespace
+
+std::vector<MeasuredLinear> measured_linears(const std::vector<KernelSample>& samples, const std::string& dtype) {
+  const bool vendor = std::any_of(samples.begin(), samples.end(),
+                                  [&](const KernelSample& k) { return k.linear() && k.impl == "cublas"; });
+  std::vector<std::string> order;
+  std::map<std::string, MeasuredLinear> by_shape;
+  std::map<std::string, int> parts;
+  for (const KernelSample& k : samples) {
+    if (!k.linear() || k.dtype != dtype) continue;
+    const bool forward = k.op == "linear_forward";
+    if (k.impl != (vendor ? "cublas" : forward ? "reference" : "")) continue;
+    const std::optional<MeasuredLinear> shape = linear_of_shape(k.shape);
+    if (!shape) throw UsageError("--calibrate: linear row shape '" + k.shape + "' is not T<tokens>_I<in>_O<out> as "
+                                 "bench_kernels names it (widths up to 1e9), e.g. T2048_I12288_O9216");
+    if (!by_shape.count(k.shape)) order.push_back(k.shape), by_shape[k.shape] = *shape;
+    MeasuredLinear& m = by_shape[k.shape];
+    m.dtype_bytes = dtype == "f32" ? 4 : 2;
+    double* part = forward                              ? &m.forward_s
+                   : k.op == "linear_input_gradient"   ? &m.input_gradient_s
+                   : k.op == "linear_weight_gradient"  ? &m.weight_gradient_s
+                                                       : nullptr;
+    if (!part) continue;
+    if (!(k.seconds >= 1e-12))  // the system file's bound: 1e-6 us
+      throw UsageError("--calibrate: linear " + k.shape + "'s " + k.op + " time " + std::to_string(k.seconds) +
+                       " s is below a picosecond; accepted: a measured time");
+    if (*part == 0) ++parts[k.shape];
+    *part = k.seconds;
+  }
+  std::vector<MeasuredLinear> out;
+  for (const std::string& shape : order) {
+    if (parts[shape] != 3)
+      throw UsageError("--calibrate: linear " + shape + " (" + dtype + ") lacks its " +
+                       (vendor ? "cuBLAS " : "") + "forward, input or weight gradient row");
+    out.push_back(by_shape[shape]);
+  }
+  return out;
+}
+
+SystemModel with_measured_linears(SystemModel sys, const std::vector<MeasuredLinear>& linears) {
+  std::vector<MeasuredLinear>& held = sys.gpu.measured_linears;
+  for (const MeasuredLinear& m : linears) {
+    std::erase_if(held, [&](const MeasuredLinear& o) { return o.measures(m.tokens, m.in, m.out, m.dtype_bytes); });
+    held.push_back(m);
+  }
+  sys.source += "; " + std::to_string(linears.size()) + " linear layers measured by bench_kernels --linear";
   return sys;
 }
 

@@ -33,18 +33,21 @@ struct LinkFit {
 // with at least two sizes; alpha is kept >= 0.
 std::vector<LinkFit> fit_links(const std::vector<CollectiveSample>& samples);
 
-// One bench_kernels benchmark, per call: its name's op (e.g. matmul_forward_qkv) and dtype (f32, bf16), FLOPs and
-// bytes, and seconds.
+// One bench_kernels benchmark, per call: its name's op (e.g. matmul_forward_qkv), implementation (the parts between
+// the op and the device: cublas, v5_mma_cp_async, reference; empty for the device's default kernels), dtype (f32,
+// bf16) and shape (the part after the dtype, e.g. T2048_I12288_O9216 for a --linear), FLOPs and bytes, and seconds.
 struct KernelSample {
-  std::string op, dtype;
+  std::string op, impl, dtype, shape;
   double flops = 0, bytes = 0, seconds = 0;
   bool matmul() const { return op.rfind("matmul", 0) == 0; }
+  bool linear() const { return op.rfind("linear_", 0) == 0; }  // a part of a bench_kernels --linear
 };
 
 // Whether a CSV is Google Benchmark's (bench_kernels --benchmark_format=csv): its header starts with "name,".
 bool is_kernels_csv(const std::string& path);
-// Rows of a bench_kernels CSV (columns name, real_time, time_unit, "FLOP/s", "bytes/s"; rows with an error or
-// without both rates skipped). UsageError naming the file and line for a missing column or a bad value.
+// Rows of a bench_kernels CSV, its --csv (rates in flops_per_s, bytes_per_s) or Google Benchmark's
+// --benchmark_format=csv (rates in "FLOP/s", "bytes/s"); both have name, real_time and time_unit. Rows with an error
+// or without both rates are skipped. UsageError naming the file and line for a missing column or a bad value.
 std::vector<KernelSample> read_kernels_csv(const std::string& path);
 
 // A step curve fitted to (size, efficiency) samples: one point per decade of size that has samples, at the decade's
@@ -67,5 +70,14 @@ KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const Syst
 // `sys` with the fitted curves (--system-out's system): matrix and HBM efficiency from `fit`, processing roofline
 // (the rates were measured on whole kernels, memory included), and the fit named in its source.
 SystemModel with_kernel_fit(SystemModel sys, const KernelFit& fit);
+
+// The --linear rows of `dtype` as measured linears, one per shape in the order first seen: each part's time from
+// the cuBLAS row where the samples have cuBLAS rows (what a framework's linear layer calls on a GPU), else from the
+// reference forward and the default gradients (a cpu's). Times as measured (the system's op_overhead_us still
+// comes on top). UsageError naming a shape that lacks a part.
+std::vector<MeasuredLinear> measured_linears(const std::vector<KernelSample>& samples, const std::string& dtype);
+// `sys` with `linears` as its measured linears (replacing those of the same shape and element size), named in its
+// source.
+SystemModel with_measured_linears(SystemModel sys, const std::vector<MeasuredLinear>& linears);
 
 }  // namespace parbench::predict

@@ -60,6 +60,16 @@ LinearSeconds linear_seconds(const SystemModel& sys, double tokens, double in, d
           gemm_seconds(sys, 1, out, in, tokens, dtype_bytes, GemmKind::weight_gradient)};
 }
 
+LinearSeconds linear_seconds(const SystemModel& sys, const LinearDims& d, int dtype_bytes) {
+  return linear_seconds(sys, d.tokens, d.in, d.out, dtype_bytes);
+}
+
+LayoutLinears layout_linears(const Layout& l) {
+  const double tokens = double(l.micro_batch) * l.model.seq, h = l.model.hidden, f = l.model.ffn_dim(), t = l.tp;
+  return {{tokens, h, 3 * h / t}, {tokens, h / t, h}, {tokens, h, f / t}, {tokens, f / t, h},
+          {tokens, h, l.model.vocab / t}};
+}
+
 namespace {
 
 int dtype_bytes(const Layout& l) { return int(dtype_size(l.model.dtype)); }
@@ -152,11 +162,9 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const double b = l.micro_batch, s = l.model.seq, h = l.model.hidden, f = l.model.ffn_dim(), t = l.tp;
   const int p = dtype_bytes(l);
   const double tokens = b * s;
-  // Weight matmuls: qkv (h -> 3h/t), projection (h/t -> h), fc (h -> f/t), fc projection (f/t -> h); qkv and fc are
-  // the column-parallel ones.
-  const std::array<LinearSeconds, 4> linears = {
-      linear_seconds(sys, tokens, h, 3 * h / t, p), linear_seconds(sys, tokens, h / t, h, p),
-      linear_seconds(sys, tokens, h, f / t, p), linear_seconds(sys, tokens, f / t, h, p)};
+  const LayoutLinears dims = layout_linears(l);
+  const std::array<LinearSeconds, 4> linears = {linear_seconds(sys, dims.qkv, p), linear_seconds(sys, dims.proj, p),
+                                                linear_seconds(sys, dims.fc, p), linear_seconds(sys, dims.fc_proj, p)};
   LinearSeconds mm;
   for (const LinearSeconds& x : linears)
     mm.forward += x.forward, mm.input_gradient += x.input_gradient, mm.weight_gradient += x.weight_gradient;
@@ -197,7 +205,7 @@ PassCosts embedding_costs(const Layout& l, const SystemModel& sys) {
 PassCosts head_costs(const Layout& l, const SystemModel& sys) {
   const double tokens = double(l.micro_batch) * l.model.seq, h = l.model.hidden, V = l.model.vocab, t = l.tp;
   const int p = dtype_bytes(l);
-  const LinearSeconds logits = linear_seconds(sys, tokens, h, V / t, p);
+  const LinearSeconds logits = linear_seconds(sys, layout_linears(l).logits, p);
   // fp32 logits: written, read for max/sum and the loss, gradient written (4 bytes each).
   const double loss = memory_seconds(sys, 4 * tokens * V / t * 4);
   PassCosts c;

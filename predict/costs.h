@@ -1,6 +1,7 @@
 // Per-GPU costs of one microbatch through one virtual pipeline stage: compute by kind, tensor-parallel
 // communication on the critical path, and the ZeRO-3 gathers that prefetch cannot hide.
 #pragma once
+#include <array>
 #include <vector>
 
 #include "parallel/plan/partition.h"
@@ -39,6 +40,19 @@ struct LinearSeconds {
   double forward = 0, input_gradient = 0, weight_gradient = 0;
 };
 LinearSeconds linear_seconds(const SystemModel& sys, double tokens, double in, double out, int dtype_bytes);
+
+// The weight matmuls one GPU runs per microbatch of a layout: a block's qkv (h -> 3h/t), projection (h/t -> h), fc
+// (h -> f/t) and fc projection (f/t -> h), and the head's logits (h -> V/t), each over the microbatch's b s tokens.
+// qkv and fc are the column-parallel ones. What a system's measured linears would have to hold for the layout.
+struct LinearDims {
+  double tokens = 0, in = 0, out = 0;
+};
+struct LayoutLinears {
+  LinearDims qkv, proj, fc, fc_proj, logits;
+  std::array<LinearDims, 5> all() const { return {qkv, proj, fc, fc_proj, logits}; }
+};
+LayoutLinears layout_linears(const Layout& l);
+LinearSeconds linear_seconds(const SystemModel& sys, const LinearDims& d, int dtype_bytes);
 
 // Bytes of one microbatch's (b, s, h) activation: what tensor-parallel collectives and stage sends move.
 double activation_bytes(const Layout& l);

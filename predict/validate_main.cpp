@@ -1,16 +1,26 @@
 // predict_validate: every published table given (predict/published/*.csv) predicted row by row on its built-in
 // system, with the range the sources' spread gives, the mean error per table and the leave-one-table-out error.
-//   predict_validate FILE.csv... [--expect TABLE=MEAN_PERCENT]...
+//   predict_validate FILE.csv... [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]... [--list-linears SYSTEMS]
 // --expect fails (exit 1) when a table's mean |error| moves more than 0.1 percentage point from MEAN_PERCENT: the
-// predictor is deterministic, so this guards against unnoticed changes. Bad input exits 2 naming it.
+// predictor is deterministic, so this guards against unnoticed changes. --system predicts the rows of system NAME
+// on the system file FILE instead (e.g. the built-in one with measured linears). --list-linears prints, instead of
+// predicting, the weight matmuls (TOKENSxINxOUT, comma-joined, as bench_kernels --linear takes them) that the rows
+// on SYSTEMS (comma-joined names, or all) run: what a system's measured linears must hold for those rows. Bad
+// input exits 2 naming it.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
+#include <optional>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/error.h"
+#include "predict/costs.h"
 #include "predict/validate.h"
 
 using namespace parbench;
@@ -44,29 +54,94 @@ void print_table(const std::string& name, const TableSummary& t) {
               name.c_str(), 100 * t.sum_abs / n, 100 * t.max_abs, t.rows.size(), t.inside, t.rows.size());
 }
 
-int run(int argc, char** argv) {
+struct Options {
   std::vector<std::string> files;
   std::map<std::string, double> expect;
+  std::map<std::string, std::string> system_files;  // --system NAME=FILE
+  std::optional<std::string> list_linears;          // --list-linears SYSTEMS
+};
+
+constexpr const char* kAccepted =
+    "FILE.csv... [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]... [--list-linears SYSTEMS]";
+
+// "KEY=VALUE" split at its first '=', both sides non-empty; UsageError naming the option and `example` otherwise.
+std::pair<std::string, std::string> key_value(const std::string& option, const std::string& text,
+                                              const std::string& form) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    throw UsageError(option + " '" + text + "' is not " + form);
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+Options parse_options(int argc, char** argv) {
+  Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--expect" && i + 1 < argc) {
-      const std::string e = argv[++i];
-      const auto eq = e.find('=');
+    const bool has_value = i + 1 < argc;
+    if (a == "--expect" && has_value) {
+      const auto [table, percent] = key_value(a, argv[++i], "TABLE=MEAN_PERCENT, e.g. korthikanti2022-table5=2.08");
       char* end = nullptr;
-      const double v = eq == std::string::npos ? 0 : std::strtod(e.c_str() + eq + 1, &end);
-      if (eq == std::string::npos || !end || *end || end == e.c_str() + eq + 1)
-        throw UsageError("--expect '" + e + "' is not TABLE=MEAN_PERCENT, e.g. korthikanti2022-table5=2.08");
-      expect[e.substr(0, eq)] = v;
+      const double v = std::strtod(percent.c_str(), &end);
+      if (!end || *end)
+        throw UsageError("--expect '" + table + "=" + percent + "' is not TABLE=MEAN_PERCENT, e.g. "
+                         "korthikanti2022-table5=2.08");
+      o.expect[table] = v;
+    } else if (a == "--system" && has_value) {
+      const auto [name, file] = key_value(a, argv[++i], "NAME=FILE, e.g. dgx-h100=measured-h100.json");
+      o.system_files[name] = file;
+    } else if (a == "--list-linears" && has_value) {
+      o.list_linears = argv[++i];
     } else if (!a.empty() && a[0] == '-') {
-      throw UsageError("option '" + a + "' is unknown; accepted: FILE.csv... [--expect TABLE=MEAN_PERCENT]...");
+      throw UsageError("option '" + a + "' is unknown or lacks its value; accepted: " + kAccepted);
     } else {
-      files.push_back(a);
+      o.files.push_back(a);
     }
   }
-  if (files.empty()) throw UsageError("no published-table CSV given; accepted: FILE.csv... [--expect TABLE=PCT]...");
+  if (o.files.empty()) throw UsageError(std::string("no published-table CSV given; accepted: ") + kAccepted);
+  return o;
+}
+
+// The weight matmuls of the rows on `systems` (comma-joined, or "all"), each shape once, as TOKENSxINxOUT joined by
+// commas. UsageError when no row is on those systems.
+std::string linears_of(const std::vector<PublishedRow>& rows, const std::string& systems) {
+  std::set<std::string> wanted;
+  for (std::size_t at = 0; at <= systems.size();) {
+    const std::size_t comma = std::min(systems.find(',', at), systems.size());
+    wanted.insert(systems.substr(at, comma - at));
+    at = comma + 1;
+  }
+  std::set<std::tuple<double, double, double>> shapes;
+  for (const PublishedRow& r : rows) {
+    if (!wanted.count("all") && !wanted.count(r.system)) continue;
+    for (const LinearDims& d : layout_linears(r.layout).all()) shapes.insert({d.tokens, d.in, d.out});
+  }
+  if (shapes.empty())
+    throw UsageError("--list-linears '" + systems + "': no row is on those systems; accepted: system names of the "
+                     "tables' rows (e.g. dgx-h100), comma-joined, or all");
+  std::string out;
+  for (const auto& [t, in, o] : shapes) {
+    char item[96];
+    std::snprintf(item, sizeof item, "%s%.0fx%.0fx%.0f", out.empty() ? "" : ",", t, in, o);
+    out += item;
+  }
+  return out;
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse_options(argc, argv);
   std::vector<PublishedRow> rows;
-  for (const std::string& f : files)
+  for (const std::string& f : o.files)
     for (PublishedRow& r : read_published(f)) rows.push_back(std::move(r));
+  if (o.list_linears) {
+    std::printf("%s\n", linears_of(rows, *o.list_linears).c_str());
+    return 0;
+  }
+  for (const auto& [name, file] : o.system_files) {
+    bool used = false;
+    for (PublishedRow& r : rows)
+      if (r.system == name) r.system = file, used = true;
+    if (!used) throw UsageError("--system names '" + name + "', which no row is predicted on");
+  }
   std::map<std::string, TableSummary> tables;
   std::vector<std::string> order;
   for (const PublishedRow& r : rows) {
@@ -88,7 +163,7 @@ int run(int argc, char** argv) {
   }
   if (order.size() == 1) std::printf("one table only: no other table to check the choices against\n");
   int failed = 0;
-  for (const auto& [name, want] : expect) {
+  for (const auto& [name, want] : o.expect) {
     if (!tables.count(name)) throw UsageError("--expect names table '" + name + "', which no file holds");
     const double got = 100 * tables[name].sum_abs / tables[name].rows.size();
     if (std::abs(got - want) > 0.1) {

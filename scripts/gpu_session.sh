@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The one command for a machine with a GPU: builds for the GPU it finds, runs the tests that use it, bench_kernels
-# against cuBLAS (and scripts/sdpa_compare.py against PyTorch's attention where torch is installed), every
+# against cuBLAS (and scripts/sdpa_compare.py against PyTorch's attention where torch is installed), cuBLAS at the
+# GEMM shapes of the published H100 tables (bench_kernels --linear, the shapes predict_validate --list-linears
+# names; turned into a system file with those measured linears and the tables predicted on it), every
 # collective at 1, 2, 4 and 8 rank threads, and bench_train for every runnable scheme with
 # --check, each step time-boxed and none stopping the run; writes each program's raw output and summary.md (step,
 # exit status, wall seconds, key numbers) to docs/gpu_runs/<UTC date>-<gpu>/ and prints the summary last.
@@ -19,10 +21,11 @@
 #                      session with room to copy results; 3600 with --emulated, whose build runs on few cores)
 #   --ranks LIST       rank counts of the collectives (default 1,2,4,8, capped at the GPUs present but at least 2,
 #                      so that on one GPU two rank threads share it and the hand-written algorithms run)
-#   --skip LIST        phases not to run, from build,tests,kernels,collectives,train
+#   --skip LIST        phases not to run, from build,tests,kernels,linears,collectives,train
 #   --tar FILE         also pack the run folder into FILE (.tar.gz), one file to copy off the machine
 #
-# Each phase gets a share of what is left of the budget (build 50, tests 8, kernels 12, collectives 17, train 13)
+# Each phase gets a share of what is left of the budget (build 50, tests 6, kernels 10, linears 10, collectives 14,
+# train 10)
 # and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left in a
 # spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
@@ -36,7 +39,7 @@ cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 prog=gpu_session.sh
 accepted="--emulated, --tiny, --build-dir DIR, --prebuilt BINDIR, --out DIR, --budget SECONDS, --ranks LIST, --skip LIST, --tar FILE, --help"
-phases_all="build tests kernels collectives train"
+phases_all="build tests kernels linears collectives train"
 
 usage_error() { echo "$prog: $*" >&2; exit 2; }
 help() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
@@ -159,7 +162,7 @@ ctest_dir=$(dirname "$bin")
 export PARBENCH_EMU_WAIT_TIMEOUT=${PARBENCH_EMU_WAIT_TIMEOUT:-120}
 
 # --- phases and steps ----------------------------------------------------------------------------------------
-declare -A share=([build]=50 [tests]=8 [kernels]=12 [collectives]=17 [train]=13)
+declare -A share=([build]=50 [tests]=6 [kernels]=10 [linears]=10 [collectives]=14 [train]=10)
 phase="" phase_start="" phase_deadline=0
 phase_begin() {  # phase_begin NAME: its share of the time left, over the phases still to run
   phase=$1 phase_start=$EPOCHREALTIME
@@ -286,7 +289,7 @@ build_phase() {
   if [ "$emulated" = 1 ]; then args+=(-DPARBENCH_CUDA=EMULATED)
   else args+=(-DPARBENCH_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$cuda_arch" "${nccl_args[@]}"); fi
   command -v ninja >/dev/null && generator=(-G Ninja)
-  local targets=(--target bench_kernels bench_train) c
+  local targets=(--target bench_kernels bench_train predict_validate) c
   for c in $collectives; do targets+=("bench_$c"); done
   skipped tests || targets+=("${test_targets[@]}")
   run_step configure "$(step_limit 2)" key_configure cmake -S "$root" -B "$build_dir" "${generator[@]}" "${args[@]}"
@@ -319,6 +322,46 @@ kernels_phase() {
   else
     record sdpa_compare skipped - "not run: PyTorch is not installed (scripts/sdpa_compare.py is optional)"
   fi
+}
+
+# The published tables' GEMMs on this GPU: every weight matmul the H100 tables' rows run (predict_validate
+# --list-linears; --tiny: two small ones), timed with cuBLAS alone (bf16, forward and both gradients, each checked
+# at a reduced shape first); bench_train --calibrate makes dgx-h100 with these measured linears, and predict_validate
+# predicts every table with that file standing in for dgx-h100. On an H200 the times stand in for an H100's: the
+# same GH100 compute at the same power, faster HBM, which GEMMs this large barely feel.
+key_linears() {
+  local csv=$out/$1.csv
+  [ -s "$csv" ] || { echo "no rows"; return; }
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { rows++; if ($c["error_occurred"] != 0) errors++; t = $c["flops_per_s"] / 1e12; split($c["name"], p, "/")
+      if (!(p[1] in lo) || t < lo[p[1]]) lo[p[1]] = t; if (t > hi[p[1]]) hi[p[1]] = t }
+    END { printf "%d rows, %d errors; cuBLAS TFLOP/s", rows, errors
+      for (op in lo) printf " %s %.3g-%.3g;", op, lo[op], hi[op]; printf "\n" }' "$csv"
+}
+key_measured_system() { grep -o '"forward_us"' "$out/$1.json" 2>/dev/null | wc -l | sed 's/$/ measured linears/'; }
+# Each H100 table's mean error on the built-in dgx-h100 -> on the measured linears.
+key_validate() {
+  local means='/: mean \|error\| / && !/held out/ && /h100|nvidia/ { sub(/:$/, "", $1); sub(/,$/, "", $4); print $1, $4 }'
+  awk "$means" <("$bin/predict_validate" "$root"/predict/published/*.csv 2>/dev/null) >"$out/$1.builtin"
+  awk "$means" "$out/$1.txt" | awk 'NR == FNR { was[$1] = $2; next } { printf "%s %s -> %s; ", $1, was[$1], $2 }' \
+    "$out/$1.builtin" -
+  rm -f "$out/$1.builtin"
+}
+linears_phase() {
+  local shapes=64x32x96,48x80x16 min_time=0.005
+  if [ "$tiny" = 0 ]; then
+    shapes=$("$bin/predict_validate" "$root"/predict/published/*.csv --list-linears dgx-h100,h200 2>"$out/linear_shapes.txt") ||
+      { record linear_shapes 1 0 "predict_validate --list-linears failed (linear_shapes.txt)"; return; }
+    min_time=0.05
+  fi
+  echo "$shapes" >>"$out/linear_shapes.txt"
+  run_step linears_bf16 "$(step_limit 3 2)" key_linears "$bin/bench_kernels" --device cuda --dtype bf16 \
+    --linear "$shapes" --benchmark_filter=/cublas/ --min-time "$min_time" --csv "$out/linears_bf16.csv"
+  run_step dgx-h100-measured-linears "$(step_limit 2)" key_measured_system "$bin/bench_train" \
+    --calibrate "$out/linears_bf16.csv" --system dgx-h100 --dtype bf16 \
+    --system-out "$out/dgx-h100-measured-linears.json"
+  run_step validate_measured_linears "$(step_limit 1)" key_validate "$bin/predict_validate" \
+    "$root"/predict/published/*.csv --system dgx-h100="$out/dgx-h100-measured-linears.json"
 }
 
 rank_counts() {

@@ -1,5 +1,6 @@
 // bench_train --search: every layout of the model on --gpus GPUs predicted on --system; the best --top printed
 // (and written as CSV rows like --simulate's), then each (tp, pp) family's best and why it lost.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -99,22 +100,51 @@ void print_curve(const std::string& what, const predict::CurveFit& f) {
   t.write_text(std::cout);
 }
 
-// Matrix and HBM efficiency curves of --system's GPU fitted to bench_kernels rows of --dtype; with --system-out the
-// system with these curves is written (schema-checked before it is written).
+// Measured linears as a table: each GEMM's time and its rate over the matrix peak.
+void print_linears(const std::vector<predict::MeasuredLinear>& linears, double peak_tflops) {
+  std::cout << "# measured linears (bench_kernels --linear rows; efficiency against " << number_text(peak_tflops, 6)
+            << " TFLOP/s)\n";
+  Table t({{"tokens"}, {"in"}, {"out"}, {"forward_us"}, {"input_gradient_us"}, {"weight_gradient_us"},
+           {"forward_eff"}, {"input_gradient_eff"}, {"weight_gradient_eff"}});
+  for (const predict::MeasuredLinear& m : linears) {
+    const double flops = 2 * m.tokens * m.in * m.out;
+    auto eff = [&](double s) { return number_text(flops / s / (peak_tflops * 1e12), 3); };
+    t.add_row({number_text(m.tokens, 9), number_text(m.in, 9), number_text(m.out, 9), number_text(m.forward_s * 1e6, 5),
+               number_text(m.input_gradient_s * 1e6, 5), number_text(m.weight_gradient_s * 1e6, 5), eff(m.forward_s),
+               eff(m.input_gradient_s), eff(m.weight_gradient_s)});
+  }
+  t.write_text(std::cout);
+}
+
+// Matrix and HBM efficiency curves of --system's GPU fitted to bench_kernels rows of --dtype (the table entries'
+// rows), and its measured linears from the --linear rows; with --system-out the system with what the rows gave is
+// written (schema-checked before it is written).
 void report_kernel_fit(const Options& o, const std::vector<predict::KernelSample>& samples) {
-  const predict::SystemModel sys = predict::load_system(o.system);
-  const predict::KernelFit fit = predict::fit_kernel_curves(samples, sys, o.dtype);
-  if (!o.common.quiet) {
-    const int bytes = o.dtype == "f32" ? 4 : 2;
-    print_curve("matrix efficiency by GFLOP (" + o.dtype + " matmul rows against " +
-                    number_text(sys.matrix_tflops(bytes), 6) + " TFLOP/s of " + sys.name + ")",
-                fit.matrix);
-    print_curve("HBM efficiency by bytes (" + o.dtype + " elementwise rows against " +
-                    number_text(sys.gpu.hbm_gbps, 6) + " GB/s)",
-                fit.hbm);
+  predict::SystemModel sys = predict::load_system(o.system);
+  const bool curves = std::any_of(samples.begin(), samples.end(),
+                                  [](const predict::KernelSample& k) { return !k.linear(); });
+  if (curves) {
+    const predict::KernelFit fit = predict::fit_kernel_curves(samples, sys, o.dtype);
+    if (!o.common.quiet) {
+      const int bytes = o.dtype == "f32" ? 4 : 2;
+      print_curve("matrix efficiency by GFLOP (" + o.dtype + " matmul rows against " +
+                      number_text(sys.matrix_tflops(bytes), 6) + " TFLOP/s of " + sys.name + ")",
+                  fit.matrix);
+      print_curve("HBM efficiency by bytes (" + o.dtype + " elementwise rows against " +
+                      number_text(sys.gpu.hbm_gbps, 6) + " GB/s)",
+                  fit.hbm);
+    }
+    sys = predict::with_kernel_fit(sys, fit);
+  }
+  const std::vector<predict::MeasuredLinear> linears = predict::measured_linears(samples, o.dtype);
+  if (!curves && linears.empty())
+    throw UsageError("--calibrate: no kernel row has dtype " + o.dtype + "; accepted: the --dtype of rows in the CSV");
+  if (!linears.empty()) {
+    if (!o.common.quiet) print_linears(linears, sys.matrix_tflops(linears.front().dtype_bytes));
+    sys = predict::with_measured_linears(sys, linears);
   }
   if (o.system_out.empty()) return;
-  const nlohmann::json fitted = predict::system_to_json(predict::with_kernel_fit(sys, fit));
+  const nlohmann::json fitted = predict::system_to_json(sys);
   (void)predict::system_from_json(fitted, o.system_out);  // the schema check, before anything is written
   write_file_atomically(o.system_out, fitted.dump(2) + "\n");
   if (!o.common.quiet) std::cout << "# wrote " << o.system_out << "\n";
@@ -136,7 +166,8 @@ int calibrate(const Options& o) {
     }
   }
   if (!o.system_out.empty() && kernels.empty())
-    throw UsageError("--system-out needs a bench_kernels CSV among --calibrate's files (its curves are what it writes)");
+    throw UsageError("--system-out needs a bench_kernels CSV among --calibrate's files (its curves and measured "
+                     "linears are what it writes)");
   if (!collectives.empty()) report_link_fits(o, collectives);
   if (!kernels.empty()) report_kernel_fit(o, kernels);
   return 0;

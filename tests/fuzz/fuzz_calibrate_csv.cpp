@@ -1,13 +1,14 @@
 // Fuzzes the CSVs bench_train --calibrate reads: a file is taken as a bench_kernels CSV when its header says so,
 // else as a bench_<collective> CSV, as the program does; either gives rows that the fits take (or refuse with a
-// UsageError), or a UsageError naming the file. A kernel fit must make a system that its schema accepts, as
-// --system-out writes it.
+// UsageError), or a UsageError naming the file. A kernel fit, with the rows' measured linears, must make a system
+// that its schema accepts, as --system-out writes it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "fuzz_file.h"
@@ -27,8 +28,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         } catch (const parbench::UsageError&) {
           continue;
         }
+        std::vector<MeasuredLinear> linears;
         try {
-          (void)system_from_json(system_to_json(with_kernel_fit(sys, fit)), "fitted");
+          linears = measured_linears(rows, dtype);
+        } catch (const parbench::UsageError&) {
+        }
+        try {
+          (void)system_from_json(system_to_json(with_measured_linears(with_kernel_fit(sys, fit), linears)), "fitted");
         } catch (const parbench::UsageError& e) {
           std::fprintf(stderr, "a fitted system fails its schema: %s\n", e.what());
           std::abort();

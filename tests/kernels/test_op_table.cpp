@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <random>
 #include <ostream>
 #include <set>
 #include <string>
@@ -133,6 +134,42 @@ TEST(OpTableEntries, HaveUniqueNamesAndCountedWork) {
     EXPECT_TRUE(bool(w.call)) << e.name;
   }
   EXPECT_GE(names.size(), 26u);
+}
+
+// Inputs of kParallelFillElements elements or more are filled on every core from a hash of each index: every value
+// in [lo, hi) and spread over it (mean and quartiles near the uniform's), the same for the same generator state
+// and different for the next draw, in bf16 as in f32; one element fewer takes the one-thread path, still in range.
+TEST(OpTableInputs, LargeTensorsFillUniformlyAndRepeatWithTheGenerator) {
+  TrackedAllocator alloc{Device{DeviceKind::cpu}};
+  for (DType t : {DType::f32, DType::bf16}) {
+    const std::int64_t n = optable::kParallelFillElements;
+    Tensor a(alloc, t, {n}, MemCategory::workspace), b(alloc, t, {n}, MemCategory::workspace);
+    Tensor c(alloc, t, {n - 1}, MemCategory::workspace);
+    std::mt19937_64 rng_a{7}, rng_b{7};
+    optable::fill_uniform(a, rng_a, -0.5, 1.5);
+    optable::fill_uniform(b, rng_b, -0.5, 1.5);
+    double sum = 0;
+    std::int64_t below_half = 0, same = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double x = load_as_double(a.data(), t, std::size_t(i));
+      ASSERT_TRUE(x >= -0.5 && x < 1.5 + (t == DType::bf16 ? 1e-2 : 0)) << x << " at " << i;
+      sum += x, below_half += x < 0.5;
+      same += x == load_as_double(b.data(), t, std::size_t(i));
+    }
+    EXPECT_NEAR(sum / double(n), 0.5, 2e-3) << dtype_name(t);
+    EXPECT_NEAR(double(below_half) / double(n), 0.5, 2e-3) << dtype_name(t);
+    EXPECT_EQ(same, n) << dtype_name(t);
+    optable::fill_uniform(b, rng_b, -0.5, 1.5);  // the next draw
+    std::int64_t equal = 0;
+    for (std::int64_t i = 0; i < 1000; ++i)
+      equal += load_as_double(a.data(), t, std::size_t(i)) == load_as_double(b.data(), t, std::size_t(i));
+    EXPECT_LT(equal, 100) << dtype_name(t);
+    optable::fill_uniform(c, rng_a, 2, 3);
+    for (std::int64_t i = 0; i < n - 1; i += 997) {
+      const double x = load_as_double(c.data(), t, std::size_t(i));
+      ASSERT_TRUE(x >= 2 && x <= 3) << x;
+    }
+  }
 }
 
 }  // namespace

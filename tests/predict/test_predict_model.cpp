@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -361,6 +362,46 @@ TEST(PredictSystem, MeasuredLinearsReplaceTheCurvesForTheirShapeOnly) {
   refused(entry, "linears");
 }
 
+// layout_linears names the shapes the cost model times: a system whose measured linears are those five shapes, each
+// part a known amount slower than the curves make it, moves a block's and the head's passes by exactly those
+// amounts (tensor parallelism and sequence parallelism included: widths divided by t, tokens b s).
+TEST(PredictCosts, LayoutLinearsAreTheShapesTheCostModelTimes) {
+  const SystemModel curves = builtin_system("dgx-h100");
+  Layout l = small_gpt(2, 2, 1);
+  l.micro_batch = 2, l.sequence_parallel = true;
+  const LayoutLinears dims = layout_linears(l);  // h 2048, f 8192, V 51200, t 2: five different shapes
+  EXPECT_EQ(dims.qkv.tokens, 4096);
+  EXPECT_EQ(dims.qkv.in, 2048);
+  EXPECT_EQ(dims.qkv.out, 3072);
+  EXPECT_EQ(dims.proj.in, 1024);
+  EXPECT_EQ(dims.proj.out, 2048);
+  EXPECT_EQ(dims.fc.out, 4096);
+  EXPECT_EQ(dims.fc_proj.in, 4096);
+  EXPECT_EQ(dims.fc_proj.out, 2048);
+  EXPECT_EQ(dims.logits.tokens, 4096);
+  EXPECT_EQ(dims.logits.out, 25600);
+  SystemModel measured = curves;
+  std::array<LinearSeconds, 5> delta{};
+  for (std::size_t i = 0; i < 5; ++i) {
+    const LinearDims d = dims.all()[i];
+    const LinearSeconds base = linear_seconds(curves, d, 2);
+    delta[i] = {1e-3 * double(i + 1), 2e-3 * double(i + 1), 3e-3 * double(i + 1)};
+    measured.gpu.measured_linears.push_back({d.tokens, d.in, d.out, 2, base.forward + delta[i].forward,
+                                             base.input_gradient + delta[i].input_gradient,
+                                             base.weight_gradient + delta[i].weight_gradient});
+  }
+  const PassCosts b0 = block_costs(l, curves), b1 = block_costs(l, measured);
+  double f = 0, bi = 0, w = 0;
+  for (std::size_t i = 0; i < 4; ++i) f += delta[i].forward, bi += delta[i].input_gradient, w += delta[i].weight_gradient;
+  EXPECT_NEAR(b1.forward - b0.forward, f, 1e-12);
+  EXPECT_NEAR(b1.backward_input - b0.backward_input, bi, 1e-12);
+  EXPECT_NEAR(b1.backward_weight - b0.backward_weight, w, 1e-12);
+  const PassCosts h0 = head_costs(l, curves), h1 = head_costs(l, measured);
+  EXPECT_NEAR(h1.forward - h0.forward, delta[4].forward, 1e-12);
+  EXPECT_NEAR(h1.backward_input - h0.backward_input, delta[4].input_gradient, 1e-12);
+  EXPECT_NEAR(h1.backward_weight - h0.backward_weight, delta[4].weight_gradient, 1e-12);
+}
+
 // Pinned ranks on a node with fewer compute units than ranks: a 4-stage pipeline on 2 units bound 0, 1, 0, 1 plays
 // slower than with the units shared among all ranks (an idle stage's unit is not lent to the other's stages);
 // where every stage runs at once (one stage of 4 data-parallel ranks) or there are units enough (2 stages), the
@@ -654,6 +695,74 @@ TEST(PredictCalibrate, KernelCsvFitsMatrixAndHbmCurves) {
   EXPECT_THROW(read_kernels_csv(write_file("bad.csv", "name,real_time\n\"x\",1\n")), UsageError);  // no FLOP/s
   EXPECT_THROW(read_kernels_csv(write_file("unit.csv", header + "\"matmul/cuda/bf16\",1,1,1,hours,,,,,,1,1,1\n")),
                UsageError);
+}
+
+// Measured linears from bench_kernels rows: on cuda each part's cuBLAS row (not cuBLASLt's, not ours), whatever the
+// row's unit; on cpu the reference forward and the default gradients; other dtypes and the table entries' matmul
+// rows left out, and the --linear rows left out of the curve fit. A shape lacking a part, or named otherwise, is
+// refused; a system's linear of the same shape and size is replaced.
+TEST(PredictCalibrate, MeasuredLinearsFromCublasRowsElseTheReference) {
+  const std::string header = "name,iterations,real_time,cpu_time,time_unit,batch,flops_per_s,bytes_per_s,pct_cublas,"
+                             "pct_cublaslt,pct_roofline,error_occurred,error_message\n";
+  auto row = [](const std::string& name, const std::string& time, const std::string& unit) {
+    return name + ",10," + time + "," + time + "," + unit + ",1,1e12,1e9,,,,0,\n";
+  };
+  const std::string cuda = write_file(
+      "linears_cuda.csv",
+      header + row("linear_forward/cublas/cuda/bf16/T2048_I64_O96", "100", "us") +
+          row("linear_forward/cublaslt/cuda/bf16/T2048_I64_O96", "90", "us") +
+          row("linear_forward/v5_mma_cp_async/cuda/bf16/T2048_I64_O96", "300", "us") +
+          row("linear_input_gradient/cublas/cuda/bf16/T2048_I64_O96", "110", "us") +
+          row("linear_input_gradient/cuda/bf16/T2048_I64_O96", "400", "us") +
+          row("linear_weight_gradient/cuda/bf16/T2048_I64_O96", "500", "us") +
+          row("linear_weight_gradient/cublas/cuda/bf16/T2048_I64_O96", "0.12", "ms") +
+          row("linear_forward/cublas/cuda/f32/T2048_I64_O96", "7", "us") +
+          row("matmul_forward_qkv/cublas/cuda/bf16/B1_T64_C64_NH4_V64", "50", "us"));
+  const std::vector<KernelSample> rows = read_kernels_csv(cuda);
+  ASSERT_EQ(rows.size(), 9u);
+  EXPECT_EQ(rows[2].impl, "v5_mma_cp_async");
+  EXPECT_EQ(rows[4].impl, "");
+  EXPECT_EQ(rows[4].shape, "T2048_I64_O96");
+  const std::vector<MeasuredLinear> got = measured_linears(rows, "bf16");
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_TRUE(got[0].measures(2048, 64, 96, 2));
+  EXPECT_DOUBLE_EQ(got[0].forward_s, 100e-6);
+  EXPECT_DOUBLE_EQ(got[0].input_gradient_s, 110e-6);
+  EXPECT_DOUBLE_EQ(got[0].weight_gradient_s, 120e-6);
+  EXPECT_EQ(fit_kernel_curves(rows, builtin_system("dgx-h100"), "bf16").matrix.samples, 1);  // the qkv row alone
+  EXPECT_THROW(measured_linears(rows, "f32"), UsageError);  // its forward alone
+  SystemModel sys = builtin_system("dgx-h100");
+  sys.gpu.measured_linears = {{2048, 64, 96, 2, 1, 1, 1}, {2048, 64, 96, 4, 1, 1, 1}};
+  const SystemModel with = with_measured_linears(sys, got);
+  ASSERT_EQ(with.gpu.measured_linears.size(), 2u);
+  EXPECT_DOUBLE_EQ(linear_seconds(with, 2048, 64, 96, 2).forward, 100e-6);
+  EXPECT_DOUBLE_EQ(linear_seconds(with, 2048, 64, 96, 4).forward, 1);
+  EXPECT_THAT(with.source, HasSubstr("1 linear layers measured by bench_kernels --linear"));
+
+  const std::string cpu = write_file(
+      "linears_cpu.csv", header + row("linear_forward/reference/cpu/f32/T64_I32_O96", "76", "us") +
+                             row("linear_input_gradient/cpu/f32/T64_I32_O96", "121", "us") +
+                             row("linear_weight_gradient/cpu/f32/T64_I32_O96", "116", "us") +
+                             row("linear_forward/reference/cpu/f32/T32_I16_O16", "3", "us"));
+  try {
+    measured_linears(read_kernels_csv(cpu), "f32");
+    ADD_FAILURE() << "a linear lacking its gradients was taken";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("linear T32_I16_O16 (f32) lacks its forward, input or weight gradient row"));
+  }
+  const std::vector<KernelSample> cpu_rows = read_kernels_csv(cpu);
+  const std::vector<MeasuredLinear> one =
+      measured_linears(std::vector<KernelSample>(cpu_rows.begin(), cpu_rows.begin() + 3), "f32");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_TRUE(one[0].measures(64, 32, 96, 4));
+  EXPECT_DOUBLE_EQ(one[0].weight_gradient_s, 116e-6);
+  const std::string bad = write_file("linears_bad.csv", header + row("linear_forward/reference/cpu/f32/T64_I32", "1", "us"));
+  try {
+    measured_linears(read_kernels_csv(bad), "f32");
+    ADD_FAILURE() << "a shape without its output width was taken";
+  } catch (const UsageError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("linear row shape 'T64_I32' is not T<tokens>_I<in>_O<out>"));
+  }
 }
 
 // A given partition moves blocks between stages: each virtual stage's costs are its own block count's, so with a

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # ctest gpu_session_tiny: scripts/gpu_session.sh --emulated --tiny on this build's programs (no build, no nested
-# ctest) must exit 0 and write a summary with every collective, both bench_kernels dtypes, the 1 KiB allreduce
+# ctest) must exit 0 and write a summary with every collective, both bench_kernels dtypes, the linears phase (cuBLAS
+# rows, the system file with their measured linears, the H100 tables predicted on it), the 1 KiB allreduce
 # latency steps (plain and -G) and every runnable training combination, each step with exit status 0, no
 # data-check error and a --check difference; a bad option must exit 2 naming it.
 # Usage: gpu_session_check.sh SOURCE_DIR BIN_DIR OUT_DIR
@@ -19,7 +20,8 @@ summary=$out/summary.md
 rows=$(grep '^| ' "$summary" | grep -v -e '^| step |' -e '^|---')
 bad=$(awk -F' [|] ' '$2 != "0"' <<<"$rows")
 [ -z "$bad" ] || fail "steps without exit status 0: $bad"
-want=(bench_kernels_f32 bench_kernels_bf16 allreduce_latency_r2 allreduce_latency_graph_r2)
+want=(bench_kernels_f32 bench_kernels_bf16 linears_bf16 dgx-h100-measured-linears validate_measured_linears
+      allreduce_latency_r2 allreduce_latency_graph_r2)
 while read -r c; do
   want+=("${c}_r1" "${c}_r2" "${c}_r4")
 done < <(sed -nE 's/^ *\{Collective::[a-z0-9_]+, *"([a-z0-9_-]+)".*/\1/p' "$src/collectives/collective_table.cpp")
@@ -29,6 +31,9 @@ for step in "${want[@]}"; do
   line=$(grep -F "| $step | " <<<"$rows") || fail "no row for step $step"
   case $step in
     bench_kernels_*) grep -q ', 0 errors' <<<"$line" || fail "$line" ;;
+    linears_bf16) grep -q '^| linears_bf16 | 0 | [0-9.]* | 6 rows, 0 errors' <<<"$line" || fail "$line" ;;
+    dgx-h100-measured-linears) grep -q '| 2 measured linears' <<<"$line" || fail "$line" ;;
+    validate_measured_linears) grep -q 'nvidia-dgxc-gpt3-175b [0-9.]*% -> [0-9.]*%' <<<"$line" || fail "$line" ;;
     train_*) grep -q -- '--check max diff [0-9]' <<<"$line" || fail "$line" ;;
     *) grep -q 'wrong 0' <<<"$line" || fail "$line" ;;
   esac

@@ -1,0 +1,39 @@
+#!/bin/sh
+# The way a GPU's own GEMM times reach the published tables: predict_validate --list-linears names the weight
+# matmuls of a table's rows (known by hand for NVIDIA's GPT-3 175B at tp 4, mbs 1, s 2048), made-up cuBLAS rows
+# for exactly those shapes become measured linears through bench_train --calibrate --system-out, and
+# predict_validate --system predicts the table on that file: with every GEMM at 10 ms (about ten times what the
+# curves give) every row's step must be longer than on the built-in system.
+#   validate_measured_linears.sh BIN_DIR PUBLISHED_DIR
+set -eu
+bin=$1
+table=$2/nvidia-dgxc2024.csv
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+list=$("$bin/predict_validate" "$table" --list-linears dgx-h100)
+want=2048x3072x12288,2048x12288x9216,2048x12288x12288,2048x12288x12800
+[ "$list" = "$want" ] || { echo "--list-linears printed '$list', expected '$want'"; exit 1; }
+
+echo "name,iterations,real_time,cpu_time,time_unit,batch,flops_per_s,bytes_per_s,pct_cublas,pct_cublaslt,pct_roofline,error_occurred,error_message" > "$dir/linears.csv"
+for shape in $(echo "$list" | tr ',' ' '); do
+  name=$(echo "$shape" | awk -Fx '{ printf "T%s_I%s_O%s", $1, $2, $3 }')
+  for part in forward input_gradient weight_gradient; do
+    echo "linear_$part/cublas/cuda/bf16/$name,10,10,10,ms,1,1e12,1e9,100,,,0," >> "$dir/linears.csv"
+  done
+done
+"$bin/bench_train" --calibrate "$dir/linears.csv" --system dgx-h100 --dtype bf16 --system-out "$dir/measured.json" \
+  > "$dir/calibrate.txt"
+grep -q '^# measured linears' "$dir/calibrate.txt"
+[ "$(grep -o '"forward_us"' "$dir/measured.json" | wc -l)" -eq 4 ] || { echo "measured.json lacks its 4 linears"; exit 1; }
+
+steps() {  # the predicted column of each step_s row
+  awk '{ for (i = 1; i < NF; i++) if ($i == "step_s") print $(i + 2) }'
+}
+"$bin/predict_validate" "$table" | steps > "$dir/builtin.txt"
+"$bin/predict_validate" "$table" --system dgx-h100="$dir/measured.json" > "$dir/measured.txt"
+grep -q "(.*measured.json)" "$dir/measured.txt" || { echo "the tables were not predicted on measured.json"; exit 1; }
+steps < "$dir/measured.txt" > "$dir/measured_steps.txt"
+[ "$(wc -l < "$dir/builtin.txt")" -eq 10 ] || { echo "expected 10 step rows"; cat "$dir/builtin.txt"; exit 1; }
+paste "$dir/builtin.txt" "$dir/measured_steps.txt" |
+  awk '{ print; if (!($2 > $1)) bad++ } END { if (bad) { print bad " rows not slower with 10 ms GEMMs"; exit 1 } }'
+echo "validate_measured_linears: ok"
