@@ -98,15 +98,15 @@ struct Spec {
   std::optional<LinearSpec> linear{};
 };
 
-// The benchmark's workload; for the check on cuda at B=1, T<=128 (a linear: the same call at most 128 tokens and
-// 1024 features in and out), since a host reference of a full GPT-2 shape, or of a published model's linear, would
-// take minutes.
+// The benchmark's workload; for the check on cuda at B=1, T<=128 (a linear: the same call at most 64 tokens and 512
+// features in and out), since a host reference of a full GPT-2 shape, or of a published model's linear, would take
+// minutes (a linear part's host reference then does at most 2 x 64 x 512 x 512 FLOPs).
 Work make_work(Bench& b, OpCase& c, const Spec& sp, bool for_check) {
   const bool small = for_check && b.cuda();
   if (sp.linear) {
     const kernels_bench::LinearShape& l = sp.linear->shape;
     if (!small) return optable::linear_workload(c, l.tokens, l.in, l.out, sp.linear->part);
-    return optable::linear_workload(c, std::min(l.tokens, 128), std::min(l.in, 1024), std::min(l.out, 1024),
+    return optable::linear_workload(c, std::min(l.tokens, 64), std::min(l.in, 512), std::min(l.out, 512),
                                     sp.linear->part);
   }
   OpShape s = sp.shape.dims;

@@ -24,8 +24,8 @@
 #   --skip LIST        phases not to run, from build,tests,kernels,linears,collectives,train
 #   --tar FILE         also pack the run folder into FILE (.tar.gz), one file to copy off the machine
 #
-# Each phase gets a share of what is left of the budget (build 50, tests 6, kernels 10, linears 10, collectives 14,
-# train 10)
+# Each phase gets a share of what is left of the budget (build 50, tests 5, kernels 9, linears 14, collectives 13,
+# train 9)
 # and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left in a
 # spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
@@ -162,7 +162,7 @@ ctest_dir=$(dirname "$bin")
 export PARBENCH_EMU_WAIT_TIMEOUT=${PARBENCH_EMU_WAIT_TIMEOUT:-120}
 
 # --- phases and steps ----------------------------------------------------------------------------------------
-declare -A share=([build]=50 [tests]=6 [kernels]=10 [linears]=10 [collectives]=14 [train]=10)
+declare -A share=([build]=50 [tests]=5 [kernels]=9 [linears]=14 [collectives]=13 [train]=9)
 phase="" phase_start="" phase_deadline=0
 phase_begin() {  # phase_begin NAME: its share of the time left, over the phases still to run
   phase=$1 phase_start=$EPOCHREALTIME
@@ -357,8 +357,14 @@ linears_phase() {
   echo "$shapes" >>"$out/linear_shapes.txt"
   run_step linears_bf16 "$(step_limit 3 2)" key_linears "$bin/bench_kernels" --device cuda --dtype bf16 \
     --linear "$shapes" --benchmark_filter=/cublas/ --min-time "$min_time" --csv "$out/linears_bf16.csv"
+  # A step stopped by its time limit leaves the rows it completed: the shapes whose three parts all completed
+  # without an error make the system file (linears_complete.csv).
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; header = $0; next }
+    $c["error_occurred"] == 0 { n = split($c["name"], p, "/"); rows[p[n]] = rows[p[n]] $0 "\n"; parts[p[n]]++ }
+    END { print header; for (s in parts) if (parts[s] == 3) printf "%s", rows[s] }' \
+    "$out/linears_bf16.csv" >"$out/linears_complete.csv" 2>/dev/null
   run_step dgx-h100-measured-linears "$(step_limit 2)" key_measured_system "$bin/bench_train" \
-    --calibrate "$out/linears_bf16.csv" --system dgx-h100 --dtype bf16 \
+    --calibrate "$out/linears_complete.csv" --system dgx-h100 --dtype bf16 \
     --system-out "$out/dgx-h100-measured-linears.json"
   run_step validate_measured_linears "$(step_limit 1)" key_validate "$bin/predict_validate" \
     "$root"/predict/published/*.csv --system dgx-h100="$out/dgx-h100-measured-linears.json"
