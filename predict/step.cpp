@@ -126,12 +126,15 @@ double compute_sharing(const Layout& l, const SystemModel& sys, const PipeSchedu
   costs.compute_units = units;
   costs.ranks_per_stage = double(l.tp) * l.dp * per_node / l.gpus;
   if (l.pinned) {
-    // bench_train numbers ranks stage by stage ((pp_rank x dp + dp_rank) x tp + tp_rank) and --pin binds the
-    // node-local rank r to core r mod cores.
+    // bench_train numbers ranks by ParallelGrid and --pin binds the node-local rank r to core r mod cores; a
+    // stage's ranks on this node are its first per_stage in that order.
     const int cores = std::max(1, int(std::lround(units))), per_stage = std::max(1, int(costs.ranks_per_stage));
     costs.stage_units.assign(std::size_t(l.pp), {});
     for (int st = 0; st < l.pp; ++st)
-      for (int j = 0; j < per_stage; ++j) costs.stage_units[std::size_t(st)].push_back((st * per_stage + j) % cores);
+      for (int j = 0; j < per_stage; ++j) {
+        const ParallelGrid g{l.dp, l.tp, l.pp, j / l.tp, j % l.tp, st};
+        costs.stage_units[std::size_t(st)].push_back(g.rank() % per_node % cores);
+      }
   }
   return std::max(1.0, simulate_schedule(sched, costs).makespan / sim.makespan);
 }

@@ -22,6 +22,14 @@ std::vector<std::int64_t> stage_numel(const ModelConfig& c, int pp, int chunks, 
   return numel;
 }
 
+ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
+  ParallelGrid g{dp, tp, pp};
+  g.tp_rank = rank % tp;
+  g.dp_rank = rank / tp % dp;
+  g.pp_rank = rank / (tp * dp);
+  return g;
+}
+
 std::int64_t optimizer_state_bytes_per_param(OptimizerKind optimizer, DType dtype) {
   return (optimizer == OptimizerKind::adamw ? 8 : 0) + (dtype == DType::bf16 ? 4 : 0);
 }

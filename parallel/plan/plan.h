@@ -12,6 +12,17 @@ namespace parbench {
 
 enum class OptimizerKind { adamw, sgd };
 
+// A rank's place in the dp x tp x pp grid of the model-parallel schemes, ranks numbered stage by stage with the
+// tensor-parallel ranks adjacent (Megatron's order, so that they share a node):
+//   rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
+// The schemes place their ranks by it, and the predictor's bound play binds them to cores by it.
+struct ParallelGrid {
+  int dp = 1, tp = 1, pp = 1;
+  int dp_rank = 0, tp_rank = 0, pp_rank = 0;
+  static ParallelGrid of(int rank, int dp, int tp, int pp);
+  int rank() const { return (pp_rank * dp + dp_rank) * tp + tp_rank; }
+};
+
 // Units of virtual stage k of n: an equal share of the layers; the embedding with the first, the head with the last.
 // (Other shares: parallel/plan/partition.h.)
 UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtual_stages);

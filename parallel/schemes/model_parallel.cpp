@@ -6,8 +6,7 @@
 //   hybrid  --dp a --tp b --pp c, with ddp or zero1..3 (--dp-scheme) across the data-parallel groups (ZeroState
 //           over the stage's units: zero2 reduce-scatters each microbatch's gradients as its backward ends, zero3
 //           gathers a unit at each use, so both move more data per step in a pipeline).
-// Rank layout (Megatron's order, tensor-parallel ranks adjacent so they share a node):
-//   rank = (pp_rank * dp + dp_rank) * tp + tp_rank.
+// Rank layout: ParallelGrid (parallel/plan/plan.h), Megatron's order.
 // Virtual stage k (of pp * v) holds layers [k L/(pp v), (k+1) L/(pp v)); the embedding goes with the first, the
 // head with the last; virtual stage k runs on pipeline rank k % pp as its chunk k / pp.
 #include <algorithm>
@@ -26,14 +25,6 @@
 #include "parallel/schemes/zero_state.h"
 
 namespace parbench {
-
-ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
-  ParallelGrid g{dp, tp, pp};
-  g.tp_rank = rank % tp;
-  g.dp_rank = rank / tp % dp;
-  g.pp_rank = rank / (tp * dp);
-  return g;
-}
 
 ModelParallelPlan plan_model_parallel(const TrainConfig& cfg, int ranks) {
   ModelParallelPlan p;

@@ -1,17 +1,11 @@
-// The model-parallel family's plan: the dp x tp x pp grid and each rank's place in it (which units each virtual
-// pipeline stage holds is the shape's stage_blocks, parallel/plan/partition.h). Used by the scheme and by the tests.
+// The model-parallel family's plan: the dp x tp x pp grid (each rank's place in it: ParallelGrid, parallel/plan/plan.h;
+// which units each virtual pipeline stage holds: the shape's stage_blocks, parallel/plan/partition.h). Used by the
+// scheme and by the tests.
 #pragma once
 #include "models/model.h"
 #include "parallel/train.h"
 
 namespace parbench {
-
-// rank = (pp_rank * dp + dp_rank) * tp + tp_rank: tensor-parallel ranks adjacent (Megatron's order).
-struct ParallelGrid {
-  int dp = 1, tp = 1, pp = 1;
-  int dp_rank = 0, tp_rank = 0, pp_rank = 0;
-  static ParallelGrid of(int rank, int dp, int tp, int pp);
-};
 
 struct ModelParallelPlan {
   ParallelShape shape;
