@@ -3,6 +3,7 @@
 
 #include "core/memory.h"
 #include "kernels/ops.h"
+#include "parallel/plan/plan.h"
 #include "profiles/range.h"
 
 namespace parbench {
@@ -20,7 +21,7 @@ FlatOptimizer::FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& alloc, co
     device_memset(alloc.device(), m_.data(), 0, m_.bytes());
     device_memset(alloc.device(), v_.data(), 0, v_.bytes());
   }
-  if (initial.dtype() == DType::bf16) {
+  if (keeps_master_copy(initial.dtype())) {
     master_ = Tensor(alloc, DType::f32, {n}, MemCategory::optimizer);
     ops::convert(master_, initial, s);
   }
@@ -28,9 +29,9 @@ FlatOptimizer::FlatOptimizer(const TrainConfig& cfg, TrackedAllocator& alloc, co
 
 void FlatOptimizer::step(Tensor& params, const Tensor& grads, int step_index, const Stream& s) {
   PB_RANGE("optimizer", Category::optimizer, {.bytes = std::int64_t(params.bytes())});
-  if (cfg_.optimizer == OptimizerKind::adamw && params.dtype() == DType::bf16 && grads.dtype() == DType::bf16)
+  if (cfg_.optimizer == OptimizerKind::adamw && keeps_master_copy(params.dtype()) && grads.dtype() == DType::bf16)
     return ops::adamw_update_master(params, grads, master_, m_, v_, cfg_.adamw, step_index + 1, s);  // one launch
-  Tensor& target = params.dtype() == DType::bf16 ? master_ : params;
+  Tensor& target = keeps_master_copy(params.dtype()) ? master_ : params;
   Tensor g = grads;
   Tensor g32;
   if (grads.dtype() == DType::bf16) {  // updates run in fp32 on the master copy
@@ -42,7 +43,7 @@ void FlatOptimizer::step(Tensor& params, const Tensor& grads, int step_index, co
     ops::adamw_update(target, g, m_, v_, cfg_.adamw, step_index + 1, s);
   else
     ops::sgd_update(target, g, cfg_.adamw.lr, cfg_.adamw.weight_decay, s);
-  if (params.dtype() == DType::bf16) ops::convert(params, master_, s);
+  if (keeps_master_copy(params.dtype())) ops::convert(params, master_, s);
 }
 
 }  // namespace parbench

@@ -101,9 +101,9 @@ double optimizer_seconds(const Layout& l, const SystemModel& sys, double psi) {
   const double k = double(optimizer_state_bytes_per_param(optimizer, l.model.dtype));
   const double p = double(dtype_size(l.model.dtype));
   const double shard = l.zero_stage >= 1 ? psi / l.dp : psi;
-  // State read and written, gradient read, parameter written; without a 32-bit master copy in the state (32-bit
-  // weights) the update reads the parameter too.
-  const double bytes = shard * (2 * k + 2 * p + (l.model.dtype == DType::f32 ? p : 0));
+  // State read and written, gradient read, parameter written; without a master copy in the state (32-bit weights)
+  // the update reads the parameter too.
+  const double bytes = shard * (2 * k + 2 * p + (keeps_master_copy(l.model.dtype) ? 0 : p));
   return measured_rate_seconds(sys, bytes, sys.gpu.optimizer_gbps);
 }
 

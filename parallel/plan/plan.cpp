@@ -31,7 +31,7 @@ ParallelGrid ParallelGrid::of(int rank, int dp, int tp, int pp) {
 }
 
 std::int64_t optimizer_state_bytes_per_param(OptimizerKind optimizer, DType dtype) {
-  return (optimizer == OptimizerKind::adamw ? 8 : 0) + (dtype == DType::bf16 ? 4 : 0);
+  return (optimizer == OptimizerKind::adamw ? 8 : 0) + (keeps_master_copy(dtype) ? 4 : 0);
 }
 
 MemSplit zero_closed_form(DType dtype, OptimizerKind optimizer, std::int64_t psi, int n, int stage) {

@@ -32,7 +32,10 @@ UnitRange virtual_stage_units(const ModelConfig& c, int virtual_stage, int virtu
 // blocks of each virtual stage (partition.h); empty: equal shares.
 std::vector<std::int64_t> stage_numel(const ModelConfig& c, int pp, int chunks, const std::vector<int>& blocks = {});
 
-// Bytes of optimizer state per parameter: AdamW 8 (m, v) or SGD 0, plus 4 for the fp32 master when `dtype` is bf16.
+// 16-bit weights keep a 32-bit master copy in the optimizer state: the update reads and writes it, and writes the
+// weights from it.
+inline bool keeps_master_copy(DType dtype) { return dtype == DType::bf16; }
+// Bytes of optimizer state per parameter: AdamW 8 (m, v) or SGD 0, plus 4 for the master copy (keeps_master_copy).
 std::int64_t optimizer_state_bytes_per_param(OptimizerKind optimizer, DType dtype);
 
 // The closed forms (ZeRO paper) for one rank: bytes of parameters, gradients and optimizer state for a model of
