@@ -105,9 +105,10 @@ Work make_work(Bench& b, OpCase& c, const Spec& sp, bool for_check) {
   const bool small = for_check && b.cuda();
   if (sp.linear) {
     const kernels_bench::LinearShape& l = sp.linear->shape;
-    if (!small) return optable::linear_workload(c, l.tokens, l.in, l.out, sp.linear->part);
+    // The GEMM alone: a bias (and its fusion) is elementwise work, which the predictor counts apart.
+    if (!small) return optable::linear_workload(c, l.tokens, l.in, l.out, sp.linear->part, false);
     return optable::linear_workload(c, std::min(l.tokens, 64), std::min(l.in, 512), std::min(l.out, 512),
-                                    sp.linear->part);
+                                    sp.linear->part, false);
   }
   OpShape s = sp.shape.dims;
   if (small) s.B = 1, s.T = std::min(s.T, 128);

@@ -2,6 +2,7 @@
 // and dispatch, and the cuBLAS baseline on cuda).
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <type_traits>
 
 #include "device/column_partials.h"
@@ -207,24 +208,27 @@ void matmul_backward(Tensor* dinp, Tensor* dweight, Tensor* dbias, const Tensor&
 // The workloads of the op table (kernels/op_table.h), run by the kernel tests and bench_kernels.
 namespace parbench::optable {
 
-// A linear layer (BT, C) -> (BT, OC): its forward (bias included) with the version c.algo() on the kernels' sides
-// (the cpu runs the reference whatever the version), or its backward: all of it (input, weight and bias
-// gradients), the input gradient alone (a chain of k = OC per element) or the weight gradient alone (k = BT), with
-// c.algo() as ops::matmul_backward takes it (cublas: the vendor's GEMMs).
-Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part) {
+// A linear layer (BT, C) -> (BT, OC): its forward (with a bias or without, the GEMM alone) with the version c.algo()
+// on the kernels' sides (the cpu runs the reference whatever the version), or its backward: all of it (input, weight
+// and bias gradients), the input gradient alone (a chain of k = OC per element) or the weight gradient alone
+// (k = BT), with c.algo() as ops::matmul_backward takes it (cublas: the vendor's GEMMs).
+Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part, bool with_bias) {
   DType t = c.dtype();
   const double e = elem_bytes(t);
   Arg inp = c.in(t, {BT, C}), w = c.in(t, {OC, C}, -0.2, 0.2);
   if (part == LinearPart::forward) {
     ops::MatmulAlgo algo = c.algo();
-    Arg bias = c.in(t, {OC}), out = c.out(t, {BT, OC});
+    Arg out = c.out(t, {BT, OC});
+    std::optional<Arg> bias;
+    if (with_bias) bias = c.in(t, {OC});
     Work wk{[=](int i, const Stream& st) mutable {
               bool cpu = st.device().kind == DeviceKind::cpu;
-              ops::matmul_forward(out[i], inp[i], w[i], &bias[i], st, cpu ? ops::MatmulAlgo::automatic : algo);
+              ops::matmul_forward(out[i], inp[i], w[i], bias ? &(*bias)[i] : nullptr, st,
+                                  cpu ? ops::MatmulAlgo::automatic : algo);
             },
             {out},
             2.0 * BT * C * OC,
-            (double(BT) * C + double(OC) * C + double(BT) * OC + OC) * e};
+            (double(BT) * C + double(OC) * C + double(BT) * OC + (with_bias ? OC : 0)) * e};
     // The tensor-core versions round fp32 inputs to bf16.
     if ((algo == ops::MatmulAlgo::wmma || algo == ops::MatmulAlgo::mma) && t == DType::f32) wk.tol = 2e-2;
     return wk;

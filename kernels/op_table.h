@@ -76,10 +76,11 @@ struct OpEntry {
 
 const std::vector<OpEntry>& op_table();
 
-// A linear layer (BT, C) -> (BT, OC) on its own, at any widths (bench_kernels --linear; the table's matmul entries
-// are it at the model's widths): its forward, its whole backward, or the input or weight gradient alone.
+// A linear layer (BT, C) -> (BT, OC) on its own, at any widths (bench_kernels --linear, whose forward is the GEMM
+// alone, `with_bias` false; the table's matmul entries are it at the model's widths, with the bias): its forward, its
+// whole backward, or the input or weight gradient alone.
 enum class LinearPart { forward, backward, input_gradient, weight_gradient };
-Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part);
+Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part, bool with_bias = true);
 
 // Bound on the relative L2 error of an output against the reference: f32 differs by summation order over long
 // sums, bf16 outputs by their rounding.
