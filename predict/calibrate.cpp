@@ -244,8 +244,9 @@ std::optional<MeasuredLinear> linear_of_shape(const std::string& shape) {
 }  // namespace
 
 std::vector<MeasuredLinear> measured_linears(const std::vector<KernelSample>& samples, const std::string& dtype) {
-  const bool vendor = std::any_of(samples.begin(), samples.end(),
-                                  [&](const KernelSample& k) { return k.linear() && k.impl == "cublas"; });
+  const bool vendor = std::any_of(samples.begin(), samples.end(), [&](const KernelSample& k) {
+    return k.linear() && k.dtype == dtype && k.impl == "cublas";
+  });
   std::vector<std::string> order;
   std::map<std::string, MeasuredLinear> by_shape;
   std::map<std::string, int> parts;

@@ -72,7 +72,8 @@ KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const Syst
 SystemModel with_kernel_fit(SystemModel sys, const KernelFit& fit);
 
 // The --linear rows of `dtype` as measured linears, one per shape in the order first seen: each part's time from
-// the cuBLAS row where the samples have cuBLAS rows (what a framework's linear layer calls on a GPU), else from the
+// the cuBLAS row where the samples have cuBLAS rows of that dtype (what a framework's linear layer calls on a GPU),
+// else from the
 // reference forward and the default gradients (a cpu's). Times as measured (the system's op_overhead_us still
 // comes on top). UsageError naming a shape that lacks a part.
 std::vector<MeasuredLinear> measured_linears(const std::vector<KernelSample>& samples, const std::string& dtype);

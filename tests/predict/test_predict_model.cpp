@@ -730,7 +730,14 @@ TEST(PredictCalibrate, MeasuredLinearsFromCublasRowsElseTheReference) {
   EXPECT_DOUBLE_EQ(got[0].input_gradient_s, 110e-6);
   EXPECT_DOUBLE_EQ(got[0].weight_gradient_s, 120e-6);
   EXPECT_EQ(fit_kernel_curves(rows, builtin_system("dgx-h100"), "bf16").matrix.samples, 1);  // the qkv row alone
-  EXPECT_THROW(measured_linears(rows, "f32"), UsageError);  // its forward alone
+  EXPECT_THROW(measured_linears(rows, "f32"), UsageError);  // its cuBLAS forward alone
+  const std::vector<KernelSample> f32_default = read_kernels_csv(write_file(
+      "linears_mixed.csv", header + row("linear_forward/cublas/cuda/bf16/T8_I8_O8", "1", "us") +
+                               row("linear_forward/reference/cpu/f32/T8_I8_O8", "5", "us") +
+                               row("linear_input_gradient/cpu/f32/T8_I8_O8", "6", "us") +
+                               row("linear_weight_gradient/cpu/f32/T8_I8_O8", "7", "us")));
+  ASSERT_EQ(measured_linears(f32_default, "f32").size(), 1u);  // bf16's cuBLAS rows do not decide f32's source
+  EXPECT_DOUBLE_EQ(measured_linears(f32_default, "f32")[0].forward_s, 5e-6);
   SystemModel sys = builtin_system("dgx-h100");
   sys.gpu.measured_linears = {{2048, 64, 96, 2, 1, 1, 1}, {2048, 64, 96, 4, 1, 1, 1}};
   const SystemModel with = with_measured_linears(sys, got);
