@@ -150,6 +150,10 @@ if(NVTX3_INCLUDE_DIR)
   set(PARBENCH_HAVE_NVTX ON)
 endif()
 
+# parbench-plot and its tests need Boost and gnuplot-iostream; a machine that only runs the benchmarks (a GPU machine
+# whose image lacks them, scripts/gpu_session.sh) builds without them.
+option(PARBENCH_PLOTS "Build parbench-plot and its tests (Boost, gnuplot-iostream)" ON)
+
 # libFuzzer targets (tests/fuzz): everything compiled with clang's fuzzer instrumentation, ASan and UBSan; build
 # only the `fuzz` target of such a tree (scripts/fuzz.sh does).
 option(PARBENCH_FUZZ "Build the libFuzzer targets of tests/fuzz (clang only)" OFF)

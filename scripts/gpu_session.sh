@@ -31,7 +31,10 @@
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
 # Benchmark, CLI11, nlohmann-json, Boost), build elsewhere against the same CUDA major version, preferably with
 # -DPARBENCH_MPI=OFF, and pass --prebuilt; libraries it still lacks (libbenchmark, say) go in a folder named by
-# LD_LIBRARY_PATH, and those not found are named in the summary. Exit status: 0 when every step that ran exited 0,
+# LD_LIBRARY_PATH, and those not found are named in the summary. Or carry the libraries the build finds in
+# .devdeps/ (scripts/gpu_deps.sh, run where apt-get reaches Debian): when that folder exists the build and the
+# programs take it (CMAKE_PREFIX_PATH, LD_LIBRARY_PATH), and a real GPU's build leaves parbench-plot out
+# (-DPARBENCH_PLOTS=OFF: it needs all of Boost). Exit status: 0 when every step that ran exited 0,
 # 1 when one did not or no GPU was found, 2 for bad options.
 set -uo pipefail
 caller_dir=$PWD
@@ -146,8 +149,17 @@ find_nccl() {
   done
 }
 
+# The build's libraries carried in .devdeps/ (scripts/gpu_deps.sh) where the machine's image lacks them.
+use_carried_deps() {
+  local deps=$root/.devdeps/usr
+  [ -d "$deps" ] || return 0
+  export CMAKE_PREFIX_PATH="$deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
 detect_gpu
 find_nccl
+use_carried_deps
 if [ -z "$out" ]; then
   out=docs/gpu_runs/$(date -u +%Y-%m-%d)-$gpu_short
   [ ! -e "$out" ] || out=$out-$(date -u +%H%M%S)
@@ -287,7 +299,7 @@ fi
 build_phase() {
   local args=(-DCMAKE_BUILD_TYPE=Release) generator=()
   if [ "$emulated" = 1 ]; then args+=(-DPARBENCH_CUDA=EMULATED)
-  else args+=(-DPARBENCH_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$cuda_arch" "${nccl_args[@]}"); fi
+  else args+=(-DPARBENCH_CUDA=ON "-DCMAKE_CUDA_ARCHITECTURES=$cuda_arch" -DPARBENCH_PLOTS=OFF "${nccl_args[@]}"); fi
   command -v ninja >/dev/null && generator=(-G Ninja)
   local targets=(--target bench_kernels bench_train predict_validate) c
   for c in $collectives; do targets+=("bench_$c"); done
