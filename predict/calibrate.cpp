@@ -5,9 +5,11 @@
 #include "predict/calibrate.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>  // fccp's integer parsing uses numeric_limits without including it
 #include <map>
@@ -229,16 +231,35 @@ SystemModel with_kernel_fit(SystemModel sys, const KernelFit& fit) {
 
 namespace {
 
-// "T2048_I12288_O9216" -> {2048, 12288, 9216}; nothing when the name is not of that form.
+// "T2048_I12288_O9216" -> {2048, 12288, 9216}; nothing when the name is not of that form or a number is out of the
+// system file's bounds (tokens up to 1e12, widths up to 1e9).
 std::optional<MeasuredLinear> linear_of_shape(const std::string& shape) {
-  int t = 0, in = 0, out = 0;
-  char rest = 0;
-  if (std::sscanf(shape.c_str(), "T%d_I%d_O%d%c", &t, &in, &out, &rest) != 3 || t < 1 || in < 1 || out < 1 ||
-      in > 1e9 || out > 1e9)  // the system file's bounds
-    return std::nullopt;
+  const char* at = shape.data();
+  const char* const end = shape.data() + shape.size();
+  double dims[3] = {0, 0, 0};
+  const char* tags[3] = {"T", "_I", "_O"};
+  const double bounds[3] = {1e12, 1e9, 1e9};
+  for (int i = 0; i < 3; ++i) {
+    const std::size_t tag = std::strlen(tags[i]);
+    if (std::size_t(end - at) <= tag || std::strncmp(at, tags[i], tag) != 0) return std::nullopt;
+    at += tag;
+    long long v = 0;
+    const auto [next, ec] = std::from_chars(at, end, v);
+    if (ec != std::errc() || v < 1 || double(v) > bounds[i]) return std::nullopt;
+    dims[i] = double(v), at = next;
+  }
+  if (at != end) return std::nullopt;
   MeasuredLinear m;
-  m.tokens = t, m.in = in, m.out = out;
+  m.tokens = dims[0], m.in = dims[1], m.out = dims[2];
   return m;
+}
+
+// Which part of a linear an op's row times: its forward, input gradient or weight gradient; null for another op.
+double* part_of(MeasuredLinear& m, const std::string& op) {
+  if (op == "linear_forward") return &m.forward_s;
+  if (op == "linear_input_gradient") return &m.input_gradient_s;
+  if (op == "linear_weight_gradient") return &m.weight_gradient_s;
+  return nullptr;
 }
 
 }  // namespace
@@ -253,18 +274,15 @@ std::vector<MeasuredLinear> measured_linears(const std::vector<KernelSample>& sa
   for (const KernelSample& k : samples) {
     if (!k.linear() || k.dtype != dtype) continue;
     const bool forward = k.op == "linear_forward";
-    if (k.impl != (vendor ? "cublas" : forward ? "reference" : "")) continue;
+    MeasuredLinear probe;
+    if (!part_of(probe, k.op) || k.impl != (vendor ? "cublas" : forward ? "reference" : "")) continue;
     const std::optional<MeasuredLinear> shape = linear_of_shape(k.shape);
     if (!shape) throw UsageError("--calibrate: linear row shape '" + k.shape + "' is not T<tokens>_I<in>_O<out> as "
                                  "bench_kernels names it (widths up to 1e9), e.g. T2048_I12288_O9216");
     if (!by_shape.count(k.shape)) order.push_back(k.shape), by_shape[k.shape] = *shape;
     MeasuredLinear& m = by_shape[k.shape];
     m.dtype_bytes = dtype == "f32" ? 4 : 2;
-    double* part = forward                              ? &m.forward_s
-                   : k.op == "linear_input_gradient"   ? &m.input_gradient_s
-                   : k.op == "linear_weight_gradient"  ? &m.weight_gradient_s
-                                                       : nullptr;
-    if (!part) continue;
+    double* part = part_of(m, k.op);
     if (!(k.seconds >= 1e-12))  // the system file's bound: 1e-6 us
       throw UsageError("--calibrate: linear " + k.shape + "'s " + k.op + " time " + std::to_string(k.seconds) +
                        " s is below a picosecond; accepted: a measured time");

@@ -3,7 +3,7 @@
 //   predict_validate FILE.csv... [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]... [--list-linears SYSTEMS]
 // --expect fails (exit 1) when a table's mean |error| moves more than 0.1 percentage point from MEAN_PERCENT: the
 // predictor is deterministic, so this guards against unnoticed changes. --system predicts the rows of system NAME
-// on the system file FILE instead (e.g. the built-in one with measured linears). --list-linears prints, instead of
+// on the system file FILE instead (e.g. the built-in one with measured linears; another built-in name works too). --list-linears prints, instead of
 // predicting, the weight matmuls (TOKENSxINxOUT, comma-joined, as bench_kernels --linear takes them) that the rows
 // on SYSTEMS (comma-joined names, or all) run: what a system's measured linears must hold for those rows. Bad
 // input exits 2 naming it.
@@ -64,7 +64,7 @@ struct Options {
 constexpr const char* kAccepted =
     "FILE.csv... [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]... [--list-linears SYSTEMS]";
 
-// "KEY=VALUE" split at its first '=', both sides non-empty; UsageError naming the option and `example` otherwise.
+// "KEY=VALUE" split at its first '=', both sides non-empty; otherwise a UsageError naming the option and its `form`.
 std::pair<std::string, std::string> key_value(const std::string& option, const std::string& text,
                                               const std::string& form) {
   const auto eq = text.find('=');

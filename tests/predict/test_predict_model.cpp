@@ -763,13 +763,20 @@ TEST(PredictCalibrate, MeasuredLinearsFromCublasRowsElseTheReference) {
   ASSERT_EQ(one.size(), 1u);
   EXPECT_TRUE(one[0].measures(64, 32, 96, 4));
   EXPECT_DOUBLE_EQ(one[0].weight_gradient_s, 116e-6);
-  const std::string bad = write_file("linears_bad.csv", header + row("linear_forward/reference/cpu/f32/T64_I32", "1", "us"));
-  try {
-    measured_linears(read_kernels_csv(bad), "f32");
-    ADD_FAILURE() << "a shape without its output width was taken";
-  } catch (const UsageError& e) {
-    EXPECT_THAT(e.what(), HasSubstr("linear row shape 'T64_I32' is not T<tokens>_I<in>_O<out>"));
+  for (const std::string shape : {"T64_I32", "T64_I32_O96x", "T0_I32_O96", "T64_I2000000000_O96",
+                                   "T99999999999999999999_I1_O1", "T-1_I1_O1", "I32_T64_O96"}) {
+    const std::string bad =
+        write_file("linears_bad.csv", header + row("linear_forward/reference/cpu/f32/" + shape, "1", "us"));
+    try {
+      measured_linears(read_kernels_csv(bad), "f32");
+      ADD_FAILURE() << "shape " << shape << " was taken";
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr("linear row shape '" + shape + "' is not T<tokens>_I<in>_O<out>"));
+    }
   }
+  // Rows of another linear op are not a part: they neither count nor start a shape.
+  const std::string other = write_file("linears_other.csv", header + row("linear_backward/cpu/f32/T8_I8_O8", "1", "us"));
+  EXPECT_TRUE(measured_linears(read_kernels_csv(other), "f32").empty());
 }
 
 // A given partition moves blocks between stages: each virtual stage's costs are its own block count's, so with a
