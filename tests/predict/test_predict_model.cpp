@@ -392,7 +392,8 @@ TEST(PredictCosts, LayoutLinearsAreTheShapesTheCostModelTimes) {
   }
   const PassCosts b0 = block_costs(l, curves), b1 = block_costs(l, measured);
   double f = 0, bi = 0, w = 0;
-  for (std::size_t i = 0; i < 4; ++i) f += delta[i].forward, bi += delta[i].input_gradient, w += delta[i].weight_gradient;
+  for (std::size_t i = 0; i < 4; ++i)
+    f += delta[i].forward, bi += delta[i].input_gradient, w += delta[i].weight_gradient;
   EXPECT_NEAR(b1.forward - b0.forward, f, 1e-12);
   EXPECT_NEAR(b1.backward_input - b0.backward_input, bi, 1e-12);
   EXPECT_NEAR(b1.backward_weight - b0.backward_weight, w, 1e-12);
@@ -775,7 +776,8 @@ TEST(PredictCalibrate, MeasuredLinearsFromCublasRowsElseTheReference) {
     }
   }
   // Rows of another linear op are not a part: they neither count nor start a shape.
-  const std::string other = write_file("linears_other.csv", header + row("linear_backward/cpu/f32/T8_I8_O8", "1", "us"));
+  const std::string other =
+      write_file("linears_other.csv", header + row("linear_backward/cpu/f32/T8_I8_O8", "1", "us"));
   EXPECT_TRUE(measured_linears(read_kernels_csv(other), "f32").empty());
 }
 
