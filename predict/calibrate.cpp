@@ -208,9 +208,14 @@ CurveFit fit_curve(const std::vector<std::pair<double, double>>& size_and_effici
 
 KernelFit fit_kernel_curves(const std::vector<KernelSample>& samples, const SystemModel& sys, const std::string& dtype) {
   const double peak = sys.matrix_tflops(dtype == "f32" ? 4 : 2) * 1e12, hbm = sys.gpu.hbm_gbps * 1e9;
+  // On cuda the matrix curve is cuBLAS's (what a framework's GEMMs run at), not that of our slowest versions.
+  const bool vendor = std::any_of(samples.begin(), samples.end(), [&](const KernelSample& k) {
+    return k.matmul() && k.dtype == dtype && k.impl == "cublas";
+  });
   std::vector<std::pair<double, double>> matrix, memory;
   for (const KernelSample& k : samples) {
     if (k.dtype != dtype || k.linear()) continue;  // a --linear's rows are measured linears, not curve points
+    if (k.matmul() && vendor && k.impl != "cublas") continue;
     if (k.matmul()) matrix.push_back({k.flops / 1e9, k.flops / k.seconds / peak});
     else memory.push_back({k.bytes, k.bytes / k.seconds / hbm});
   }

@@ -61,8 +61,9 @@ struct CurveFit {
 CurveFit fit_curve(const std::vector<std::pair<double, double>>& size_and_efficiency);
 
 // The GPU's curves from kernel samples of one dtype: matrix efficiency by GFLOP from the matmul rows against the
-// dtype's matrix peak, HBM efficiency by bytes from the other rows against the HBM bandwidth. A curve without rows
-// keeps the system's. UsageError when no row has that dtype.
+// dtype's matrix peak (only the cuBLAS rows where there are any: our own versions run from naive loops up), HBM
+// efficiency by bytes from the other rows against the HBM bandwidth. A curve without rows keeps the system's.
+// UsageError when no row has that dtype.
 struct KernelFit {
   CurveFit matrix, hbm;
 };

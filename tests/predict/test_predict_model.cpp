@@ -691,6 +691,13 @@ TEST(PredictCalibrate, KernelCsvFitsMatrixAndHbmCurves) {
   ASSERT_EQ(fit.hbm.curve.points.size(), 1u);
   EXPECT_NEAR(fit.hbm.curve.points[0].second, 0.5, 1e-9);
   EXPECT_THROW(fit_kernel_curves(rows, sys, "f16"), UsageError);
+  // With cuBLAS rows in the CSV, they alone make the matrix curve: a naive version's 0.01 is left out.
+  const std::string vendor = write_file("kernels_vendor.csv", header +
+      "\"matmul_forward_fc/cublas/cuda/bf16/a/manual_time\",10,1000,1,us,,,,,,1.6e12,1,1e9\n"
+      "\"matmul_forward_fc/v1_naive/cuda/bf16/a/manual_time\",10,1000,1,us,,,,,,2e10,1,1e9\n");
+  const KernelFit cublas_fit = fit_kernel_curves(read_kernels_csv(vendor), sys, "bf16");
+  EXPECT_EQ(cublas_fit.matrix.samples, 1);
+  EXPECT_NEAR(cublas_fit.matrix.curve.at(2), 0.8, 1e-9);
   const std::string collective = write_file("ar.csv", "collective,impl,ranks,bytes,time_us\nallreduce,ring,2,8,1\n");
   EXPECT_FALSE(is_kernels_csv(collective));
   EXPECT_THROW(read_kernels_csv(write_file("bad.csv", "name,real_time\n\"x\",1\n")), UsageError);  // no FLOP/s
