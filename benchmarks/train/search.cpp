@@ -100,20 +100,25 @@ void print_curve(const std::string& what, const predict::CurveFit& f) {
   t.write_text(std::cout);
 }
 
-// Measured linears as a table: each GEMM's time and its rate over the matrix peak.
+// Measured linears as a table: each GEMM's time and its rate over the matrix peak; then those rates as a curve by
+// GFLOP (printed, not applied: what the system's matrix curve would be if these GEMMs stood for every size).
 void print_linears(const std::vector<predict::MeasuredLinear>& linears, double peak_tflops) {
   std::cout << "# measured linears (bench_kernels --linear rows; efficiency against " << number_text(peak_tflops, 6)
             << " TFLOP/s)\n";
   Table t({{"tokens"}, {"in"}, {"out"}, {"forward_us"}, {"input_gradient_us"}, {"weight_gradient_us"},
            {"forward_eff"}, {"input_gradient_eff"}, {"weight_gradient_eff"}});
+  std::vector<std::pair<double, double>> by_gflop;
   for (const predict::MeasuredLinear& m : linears) {
     const double flops = 2 * m.tokens * m.in * m.out;
-    auto eff = [&](double s) { return number_text(flops / s / (peak_tflops * 1e12), 3); };
+    auto rate = [&](double s) { return flops / s / (peak_tflops * 1e12); };
+    for (double s : {m.forward_s, m.input_gradient_s, m.weight_gradient_s}) by_gflop.push_back({flops / 1e9, rate(s)});
     t.add_row({number_text(m.tokens, 9), number_text(m.in, 9), number_text(m.out, 9), number_text(m.forward_s * 1e6, 5),
-               number_text(m.input_gradient_s * 1e6, 5), number_text(m.weight_gradient_s * 1e6, 5), eff(m.forward_s),
-               eff(m.input_gradient_s), eff(m.weight_gradient_s)});
+               number_text(m.input_gradient_s * 1e6, 5), number_text(m.weight_gradient_s * 1e6, 5),
+               number_text(rate(m.forward_s), 3), number_text(rate(m.input_gradient_s), 3),
+               number_text(rate(m.weight_gradient_s), 3)});
   }
   t.write_text(std::cout);
+  print_curve("matrix efficiency by GFLOP of the measured linears' GEMMs (not applied)", predict::fit_curve(by_gflop));
 }
 
 // Matrix and HBM efficiency curves of --system's GPU fitted to bench_kernels rows of --dtype (the table entries'

@@ -24,6 +24,11 @@ done
 "$bin/bench_train" --calibrate "$dir/linears.csv" --system dgx-h100 --dtype bf16 --system-out "$dir/measured.json" \
   > "$dir/calibrate.txt"
 grep -q '^# measured linears' "$dir/calibrate.txt"
+# Their 12 GEMMs (155, 464, 618 and 644 GFLOP, one decade: one point, from size 0) at 10 ms each over 989 TFLOP/s
+# are 0.01563, 0.04690, 0.06254 and 0.06514 efficient, three each: the median is (0.04690 + 0.06254) / 2 = 0.05472.
+grep -q '^# matrix efficiency by GFLOP of the measured linears' "$dir/calibrate.txt"
+awk '$1 == "0" && $2 == "0.05472" { found = 1 } END { exit !found }' "$dir/calibrate.txt" ||
+  { echo "the measured linears' curve is not the one worked out by hand"; cat "$dir/calibrate.txt"; exit 1; }
 [ "$(grep -o '"forward_us"' "$dir/measured.json" | wc -l)" -eq 4 ] || { echo "measured.json lacks its 4 linears"; exit 1; }
 
 steps() {  # the predicted column of each step_s row
