@@ -21,12 +21,11 @@
 #                      session with room to copy results; 3600 with --emulated, whose build runs on few cores)
 #   --ranks LIST       rank counts of the collectives (default 1,2,4,8, capped at the GPUs present but at least 2,
 #                      so that on one GPU two rank threads share it and the hand-written algorithms run)
-#   --skip LIST        phases not to run, from build,tests,kernels,linears,collectives,train
+#   --skip LIST        phases not to run, from build,tests,linears,kernels,collectives,train
 #   --tar FILE         also pack the run folder into FILE (.tar.gz), one file to copy off the machine
 #
-# Each phase gets a share of what is left of the budget (build 50, tests 5, kernels 9, linears 14, collectives 13,
-# train 9)
-# and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left in a
+# Each phase gets a share of what is left of the budget (build 50, tests 5, linears 14, kernels 9, collectives 13,
+# train 9) and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left in a
 # spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
 # Benchmark, CLI11, nlohmann-json, Boost), build elsewhere against the same CUDA major version, preferably with
@@ -42,7 +41,7 @@ cd "$(dirname "$0")/.." || exit 1
 root=$PWD
 prog=gpu_session.sh
 accepted="--emulated, --tiny, --build-dir DIR, --prebuilt BINDIR, --out DIR, --budget SECONDS, --ranks LIST, --skip LIST, --tar FILE, --help"
-phases_all="build tests kernels linears collectives train"
+phases_all="build tests linears kernels collectives train"
 
 usage_error() { echo "$prog: $*" >&2; exit 2; }
 help() { sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0; }
