@@ -25,8 +25,8 @@
 #   --tar FILE         also pack the run folder into FILE (.tar.gz), one file to copy off the machine
 #
 # Each phase gets a share of what is left of the budget (build 50, tests 5, linears 14, kernels 9, collectives 13,
-# train 9) and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left in a
-# spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
+# train 9) and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left
+# in a spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
 # Benchmark, CLI11, nlohmann-json, Boost), build elsewhere against the same CUDA major version, preferably with
 # -DPARBENCH_MPI=OFF, and pass --prebuilt; libraries it still lacks (libbenchmark, say) go in a folder named by
