@@ -2,10 +2,12 @@
 # Every published table held in the repository (predict/published/*.csv) predicted row by row by the built-in systems:
 # per row published vs predicted with the range the sources' spread gives, the mean error per table, and each
 # table's error with the modelling choices made while looking at it undone (leave one table out). Takes seconds.
-#   scripts/validate_predict.sh [--bin DIR] [--expect TABLE=MEAN_PERCENT]...
+#   scripts/validate_predict.sh [--bin DIR] [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]...
+#                               [--list-linears SYSTEMS]
 # DIR holds predict_validate (default: build-dev/bin, build/bin or build-test/bin, the first that has it).
 # --expect fails when a table's mean |error| moves more than 0.1 percentage point from the value given (a regression
-# guard; the predictor is deterministic).
+# guard; the predictor is deterministic). --system predicts the rows of built-in NAME on FILE instead (e.g. with
+# measured linears); --list-linears prints the weight matmuls of the rows on SYSTEMS instead of predicting.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 bin=""
