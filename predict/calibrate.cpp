@@ -5,6 +5,7 @@
 #include "predict/calibrate.h"
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +25,7 @@
 
 #include "collectives/collective_table.h"
 #include "base/error.h"
+#include "base/text.h"
 #include "core/csv_columns.h"
 #include "core/stats.h"
 
@@ -311,6 +313,60 @@ SystemModel with_measured_linears(SystemModel sys, const std::vector<MeasuredLin
     held.push_back(m);
   }
   sys.source += "; " + std::to_string(linears.size()) + " linear layers measured by bench_kernels --linear";
+  return sys;
+}
+
+bool is_sdpa_csv(const std::string& path) {
+  std::ifstream in(path);
+  std::string header;
+  return std::getline(in, header) && header.rfind("B,T,NH,hs,op,", 0) == 0;
+}
+
+std::vector<MeasuredAttention> read_sdpa_csv(const std::string& path) {
+  const std::string form = "accepted: scripts/sdpa_compare.py --out output (B,T,NH,hs,op,ours_us,sdpa_us,...)";
+  if (!std::ifstream(path)) throw UsageError("--calibrate: cannot read " + path + "; " + form);
+  std::vector<std::array<double, 4>> order;
+  std::map<std::array<double, 4>, MeasuredAttention> by_shape;
+  try {
+    io::CSVReader<6, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    in.read_header(io::ignore_extra_column, "B", "T", "NH", "hs", "op", "sdpa_us");
+    double b = 0, t = 0, nh = 0, hs = 0, us = 0;
+    std::string op;
+    while (in.read_row(b, t, nh, hs, op, us)) {
+      const std::string where = path + ":" + std::to_string(in.get_file_line());
+      if (op != "flash_attention_forward" && op != "flash_attention_backward") continue;
+      for (double v : {b, t, nh, hs})
+        if (!(v >= 1 && v <= 1e9 && v == std::floor(v)))
+          throw UsageError("--calibrate: " + where + ": B, T, NH and hs must be whole numbers from 1 to 1e9");
+      if (!(us >= 1e-6 && us <= 1e12)) throw UsageError("--calibrate: " + where + ": sdpa_us must be a time in us");
+      const std::array<double, 4> key{b, t, nh, hs};
+      if (!by_shape.count(key)) order.push_back(key), by_shape[key] = MeasuredAttention{b, nh, t, hs, 2, 0, 0};
+      (op == "flash_attention_forward" ? by_shape[key].forward_s : by_shape[key].backward_s) = us * 1e-6;
+    }
+  } catch (const io::error::base& e) {
+    throw UsageError("--calibrate: " + path + ": " + e.what() + "; " + form);
+  }
+  std::vector<MeasuredAttention> out;
+  for (const auto& key : order) {
+    const MeasuredAttention& m = by_shape[key];
+    if (m.forward_s == 0 || m.backward_s == 0)
+      throw UsageError("--calibrate: " + path + ": attention B " + number_text(key[0]) + " T " + number_text(key[1]) +
+                       " NH " + number_text(key[2]) + " hs " + number_text(key[3]) + " lacks its forward or backward row");
+    out.push_back(m);
+  }
+  if (out.empty()) throw UsageError("--calibrate: " + path + " has no flash attention rows; " + form);
+  return out;
+}
+
+SystemModel with_measured_attention(SystemModel sys, const std::vector<MeasuredAttention>& attention) {
+  std::vector<MeasuredAttention>& held = sys.gpu.measured_attention;
+  for (const MeasuredAttention& m : attention) {
+    std::erase_if(held, [&](const MeasuredAttention& o) {
+      return o.measures(m.batch, m.heads, m.seq, m.head_dim, m.dtype_bytes);
+    });
+    held.push_back(m);
+  }
+  sys.source += "; " + std::to_string(attention.size()) + " attention shapes measured by scripts/sdpa_compare.py";
   return sys;
 }
 

@@ -82,4 +82,13 @@ std::vector<MeasuredLinear> measured_linears(const std::vector<KernelSample>& sa
 // source.
 SystemModel with_measured_linears(SystemModel sys, const std::vector<MeasuredLinear>& linears);
 
+// Whether a CSV is scripts/sdpa_compare.py's (--out): its header starts "B,T,NH,hs,op,".
+bool is_sdpa_csv(const std::string& path);
+// Its SDPA times (column sdpa_us, bf16) as measured attention, one per (B, T, NH, hs) in the order first seen, from
+// its flash_attention_forward and flash_attention_backward rows (other ops ignored). UsageError naming the file and
+// line for a missing column or a bad value, or naming a shape that lacks its forward or backward.
+std::vector<MeasuredAttention> read_sdpa_csv(const std::string& path);
+// `sys` with `attention` as its measured attention (replacing those of the same shape), named in its source.
+SystemModel with_measured_attention(SystemModel sys, const std::vector<MeasuredAttention>& attention);
+
 }  // namespace parbench::predict

@@ -70,6 +70,11 @@ LayoutLinears layout_linears(const Layout& l) {
           {tokens, h, l.model.vocab / t}};
 }
 
+AttentionDims layout_attention(const Layout& l) {
+  return {double(l.micro_batch), double(l.model.heads) / l.tp, double(l.model.seq),
+          double(l.model.hidden) / l.model.heads};
+}
+
 namespace {
 
 int dtype_bytes(const Layout& l) { return int(dtype_size(l.model.dtype)); }
@@ -111,8 +116,9 @@ double tp_region_seconds(const Layout& l, const SystemModel& sys) {
          collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
 }
 
-// Attention core: the batched matmuls and, without flash attention, the softmax, mask and dropout on the (a/t, s, s)
-// scores (Korthikanti's 5 a s^2 b bytes of activations; read and written: 9 bytes per score), forward and backward.
+// Attention core: flash attention's measured times where the system has this shape (b samples, a/t heads, s, h/a),
+// else the batched matmuls and, without flash attention, the softmax, mask and dropout on the (a/t, s, s) scores
+// (Korthikanti's 5 a s^2 b bytes of activations; read and written: 9 bytes per score), forward and backward.
 struct AttentionSeconds {
   double forward = 0, backward = 0;
 };
@@ -123,6 +129,11 @@ AttentionSeconds attention_core_seconds(const Layout& l, const SystemModel& sys)
   // with d near 128 they move as many bytes as they compute (the roofline's memory side). Backward: dP = dO V^T
   // (k = d), and dV = P^T dO, dQ = dS K, dK = dS^T Q (k = s each).
   const double heads = b * a / t, d = h / a;
+  if (l.model.flash_attention) {
+    const AttentionDims at = layout_attention(l);
+    for (const MeasuredAttention& m : sys.gpu.measured_attention)
+      if (m.measures(at.batch, at.heads, at.seq, at.head_dim, p)) return {m.forward_s, m.backward_s};
+  }
   const double short_k = gemm_seconds(sys, heads, s, s, d, p), long_k = gemm_seconds(sys, heads, s, d, s, p);
   AttentionSeconds c{short_k + long_k, short_k + 3 * long_k};
   if (l.model.flash_attention) return c;

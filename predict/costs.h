@@ -52,6 +52,12 @@ struct LayoutLinears {
   std::array<LinearDims, 5> all() const { return {qkv, proj, fc, fc_proj, logits}; }
 };
 LayoutLinears layout_linears(const Layout& l);
+// The attention one GPU runs per microbatch: b samples, a/t heads of h/a channels, s tokens (what a system's
+// measured attention must hold for the layout's flash attention; scripts/sdpa_compare.py's B,T,NH,HS).
+struct AttentionDims {
+  double batch = 0, heads = 0, seq = 0, head_dim = 0;
+};
+AttentionDims layout_attention(const Layout& l);
 LinearSeconds linear_seconds(const SystemModel& sys, const LinearDims& d, int dtype_bytes);
 
 // Bytes of one microbatch's (b, s, h) activation: what tensor-parallel collectives and stage sends move.

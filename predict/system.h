@@ -46,6 +46,19 @@ struct MeasuredLinear {
   }
 };
 
+// Flash attention timed on its own (PyTorch's SDPA, causal, by scripts/sdpa_compare.py): for a microbatch of
+// `batch` samples, `heads` heads on this GPU, `seq` tokens and `head_dim` channels per head, the forward and the
+// backward (the gradients of q, k and v). The cost model takes these for flash attention of exactly this shape
+// instead of timing its batched GEMMs on a curve.
+struct MeasuredAttention {
+  double batch = 0, heads = 0, seq = 0, head_dim = 0;
+  int dtype_bytes = 2;
+  double forward_s = 0, backward_s = 0;
+  bool measures(double b, double h, double s, double d, int bytes) const {
+    return batch == b && heads == h && seq == s && head_dim == d && dtype_bytes == bytes;
+  }
+};
+
 struct GpuModel {
   std::string name;
   double matrix_tflops_16 = 0;  // dense 16-bit (bf16/fp16) tensor-core peak
@@ -60,6 +73,7 @@ struct GpuModel {
   // GPUs.
   GemmCurvesByK matrix_efficiency_by_k{};
   std::vector<MeasuredLinear> measured_linears{};  // empty on the built-in GPUs
+  std::vector<MeasuredAttention> measured_attention{};  // empty on the built-in GPUs
   // Ranks that can compute at once on one node (0: one per GPU). A CPU "GPU" is a core: with more ranks than
   // cores they take turns, and compute stretches by ranks / compute_units.
   double compute_units = 0;

@@ -95,31 +95,52 @@ json link_efficiency_json(const Curve& c) {
   return flat ? json(c.points[0].second) : curve_json(c);
 }
 
-// gpu.linears: [{"tokens", "in", "out", "dtype": "f32" | "bf16", "forward_us", "input_gradient_us",
-// "weight_gradient_us"}, ...], no shape and dtype twice.
-std::vector<MeasuredLinear> linears_from_json(const json& v, const std::string& where) {
-  if (!v.is_array()) bad(where, "gpu.linears", "must be a list of measured linear layers");
-  std::vector<MeasuredLinear> out;
+// A measured entry's "dtype": its element size (f32 4 bytes, bf16 2).
+int element_bytes(const json& entry, const std::string& where, const std::string& at) {
+  const std::string dtype = text(entry, "dtype", where, at);
+  if (dtype != "f32" && dtype != "bf16") bad(where, at + "dtype", "= \"" + dtype + "\" is unknown; accepted: f32, bf16");
+  return dtype == "f32" ? 4 : 2;
+}
+
+// A list of measured entries, gpu.FIELD: each entry's keys checked against `keys` and its values read by
+// `read(entry, at)`; an entry of the same shape and dtype as an earlier one (`same`) is refused at its `shape_key`.
+template <class T, class Read, class Same>
+std::vector<T> measured_list(const json& v, const std::string& where, const std::string& field,
+                             const std::set<std::string>& keys, const std::string& shape_key, const Read& read,
+                             const Same& same) {
+  if (!v.is_array()) bad(where, "gpu." + field, "must be a list of measured " + field + " entries");
+  std::vector<T> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
-    const std::string at = "gpu.linears[" + std::to_string(i) + "].";
-    only_keys(v[i], {"tokens", "in", "out", "dtype", "forward_us", "input_gradient_us", "weight_gradient_us"}, where,
-              at);
-    MeasuredLinear m;
-    m.tokens = number(v[i], "tokens", where, at, 1, 1e12);
-    m.in = number(v[i], "in", where, at, 1, 1e9);
-    m.out = number(v[i], "out", where, at, 1, 1e9);
-    const std::string dtype = text(v[i], "dtype", where, at);
-    if (dtype != "f32" && dtype != "bf16") bad(where, at + "dtype", "= \"" + dtype + "\" is unknown; accepted: f32, bf16");
-    m.dtype_bytes = dtype == "f32" ? 4 : 2;
-    m.forward_s = number(v[i], "forward_us", where, at, 1e-6, 1e12) * 1e-6;
-    m.input_gradient_s = number(v[i], "input_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
-    m.weight_gradient_s = number(v[i], "weight_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
-    for (const MeasuredLinear& o : out)
-      if (o.measures(m.tokens, m.in, m.out, m.dtype_bytes))
-        bad(where, at + "tokens", "repeats an earlier entry's shape and dtype");
+    const std::string at = "gpu." + field + "[" + std::to_string(i) + "].";
+    only_keys(v[i], keys, where, at);
+    const T m = read(v[i], at);
+    for (const T& o : out)
+      if (same(o, m)) bad(where, at + shape_key, "repeats an earlier entry's shape and dtype");
     out.push_back(m);
   }
   return out;
+}
+
+// gpu.linears: [{"tokens", "in", "out", "dtype": "f32" | "bf16", "forward_us", "input_gradient_us",
+// "weight_gradient_us"}, ...], no shape and dtype twice.
+std::vector<MeasuredLinear> linears_from_json(const json& v, const std::string& where) {
+  auto read = [&](const json& e, const std::string& at) {
+    MeasuredLinear m;
+    m.tokens = number(e, "tokens", where, at, 1, 1e12);
+    m.in = number(e, "in", where, at, 1, 1e9);
+    m.out = number(e, "out", where, at, 1, 1e9);
+    m.dtype_bytes = element_bytes(e, where, at);
+    m.forward_s = number(e, "forward_us", where, at, 1e-6, 1e12) * 1e-6;
+    m.input_gradient_s = number(e, "input_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
+    m.weight_gradient_s = number(e, "weight_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
+    return m;
+  };
+  auto same = [](const MeasuredLinear& a, const MeasuredLinear& b) {
+    return a.measures(b.tokens, b.in, b.out, b.dtype_bytes);
+  };
+  return measured_list<MeasuredLinear>(
+      v, where, "linears",
+      {"tokens", "in", "out", "dtype", "forward_us", "input_gradient_us", "weight_gradient_us"}, "tokens", read, same);
 }
 
 json linears_json(const std::vector<MeasuredLinear>& linears) {
@@ -131,11 +152,42 @@ json linears_json(const std::vector<MeasuredLinear>& linears) {
   return a;
 }
 
+// gpu.attention: [{"batch", "heads", "seq", "head_dim", "dtype": "bf16" | "f32", "forward_us", "backward_us"}, ...],
+// no shape and dtype twice.
+std::vector<MeasuredAttention> attention_from_json(const json& v, const std::string& where) {
+  auto read = [&](const json& e, const std::string& at) {
+    MeasuredAttention m;
+    m.batch = number(e, "batch", where, at, 1, 1e9);
+    m.heads = number(e, "heads", where, at, 1, 1e9);
+    m.seq = number(e, "seq", where, at, 1, 1e9);
+    m.head_dim = number(e, "head_dim", where, at, 1, 1e9);
+    m.dtype_bytes = element_bytes(e, where, at);
+    m.forward_s = number(e, "forward_us", where, at, 1e-6, 1e12) * 1e-6;
+    m.backward_s = number(e, "backward_us", where, at, 1e-6, 1e12) * 1e-6;
+    return m;
+  };
+  auto same = [](const MeasuredAttention& a, const MeasuredAttention& b) {
+    return a.measures(b.batch, b.heads, b.seq, b.head_dim, b.dtype_bytes);
+  };
+  return measured_list<MeasuredAttention>(
+      v, where, "attention", {"batch", "heads", "seq", "head_dim", "dtype", "forward_us", "backward_us"}, "batch",
+      read, same);
+}
+
+json attention_json(const std::vector<MeasuredAttention>& attention) {
+  json a = json::array();
+  for (const MeasuredAttention& m : attention)
+    a.push_back({{"batch", m.batch}, {"heads", m.heads}, {"seq", m.seq}, {"head_dim", m.head_dim},
+                 {"dtype", m.dtype_bytes == 4 ? "f32" : "bf16"}, {"forward_us", m.forward_s * 1e6},
+                 {"backward_us", m.backward_s * 1e6}});
+  return a;
+}
+
 GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "hbm_gbps", "hbm_gb", "matrix_efficiency",
                 "hbm_efficiency", "compute_units", "processing", "op_overhead_us", "optimizer_gbps",
-                "gelu_gbps", "matrix_efficiency_by_k", "linears"},
+                "gelu_gbps", "matrix_efficiency_by_k", "linears", "attention"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -158,6 +210,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
                                 curve(k, "weight_gradient", where, kat)};
   }
   if (g.contains("linears")) m.measured_linears = linears_from_json(g.at("linears"), where);
+  if (g.contains("attention")) m.measured_attention = attention_from_json(g.at("attention"), where);
   if (g.contains("processing")) {
     const std::string p = text(g, "processing", where, at);
     if (p != "roofline" && p != "no_overlap")
@@ -212,6 +265,7 @@ json system_to_json(const SystemModel& s) {
   if (g.optimizer_gbps > 0) gpu["optimizer_gbps"] = g.optimizer_gbps;
   if (g.gelu_gbps > 0) gpu["gelu_gbps"] = g.gelu_gbps;
   if (!g.measured_linears.empty()) gpu["linears"] = linears_json(g.measured_linears);
+  if (!g.measured_attention.empty()) gpu["attention"] = attention_json(g.measured_attention);
   if (const GemmCurvesByK& k = g.matrix_efficiency_by_k; !k.empty())
     gpu["matrix_efficiency_by_k"] = {{"forward", curve_json(k.forward)},
                                      {"input_gradient", curve_json(k.input_gradient)},

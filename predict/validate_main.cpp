@@ -1,13 +1,16 @@
 // predict_validate: every published table given (predict/published/*.csv) predicted row by row on its built-in
 // system, with the range the sources' spread gives, the mean error per table and the leave-one-table-out error.
 //   predict_validate FILE.csv... [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]... [--list-linears SYSTEMS]
+//                    [--list-attention SYSTEMS]
 // --expect fails (exit 1) when a table's mean |error| moves more than 0.1 percentage point from MEAN_PERCENT: the
 // predictor is deterministic, so this guards against unnoticed changes. --system predicts the rows of system NAME
 // on the system file FILE instead (e.g. the built-in one with measured linears; another built-in name works too). --list-linears prints, instead of
 // predicting, the weight matmuls (TOKENSxINxOUT, comma-joined, as bench_kernels --linear takes them) that the rows
-// on SYSTEMS (comma-joined names, or all) run: what a system's measured linears must hold for those rows. Bad
-// input exits 2 naming it.
+// on SYSTEMS (comma-joined names, or all) run: what a system's measured linears must hold for those rows;
+// --list-attention likewise their flash attention as B,T,NH,HS (per GPU: NH is the heads over tp), space-joined, as
+// scripts/sdpa_compare.py --extra-shape takes them. Bad input exits 2 naming it.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,10 +62,12 @@ struct Options {
   std::map<std::string, double> expect;
   std::map<std::string, std::string> system_files;  // --system NAME=FILE
   std::optional<std::string> list_linears;          // --list-linears SYSTEMS
+  std::optional<std::string> list_attention;        // --list-attention SYSTEMS
 };
 
 constexpr const char* kAccepted =
-    "FILE.csv... [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]... [--list-linears SYSTEMS]";
+    "FILE.csv... [--expect TABLE=MEAN_PERCENT]... [--system NAME=FILE]... [--list-linears SYSTEMS] "
+    "[--list-attention SYSTEMS]";
 
 // "KEY=VALUE" split at its first '=', both sides non-empty; otherwise a UsageError naming the option and its `form`.
 std::pair<std::string, std::string> key_value(const std::string& option, const std::string& text,
@@ -91,6 +96,8 @@ Options parse_options(int argc, char** argv) {
       o.system_files[name] = file;
     } else if (a == "--list-linears" && has_value) {
       o.list_linears = argv[++i];
+    } else if (a == "--list-attention" && has_value) {
+      o.list_attention = argv[++i];
     } else if (!a.empty() && a[0] == '-') {
       throw UsageError("option '" + a + "' is unknown or lacks its value; accepted: " + kAccepted);
     } else {
@@ -101,30 +108,58 @@ Options parse_options(int argc, char** argv) {
   return o;
 }
 
-// The weight matmuls of the rows on `systems` (comma-joined, or "all"), each shape once, as TOKENSxINxOUT joined by
-// commas. UsageError when no row is on those systems.
-std::string linears_of(const std::vector<PublishedRow>& rows, const std::string& systems) {
+// The rows on `systems` (comma-joined names, or "all"); UsageError naming `option` when none is.
+std::vector<const PublishedRow*> rows_on(const std::vector<PublishedRow>& rows, const std::string& systems,
+                                         const std::string& option) {
   std::set<std::string> wanted;
   for (std::size_t at = 0; at <= systems.size();) {
     const std::size_t comma = std::min(systems.find(',', at), systems.size());
     wanted.insert(systems.substr(at, comma - at));
     at = comma + 1;
   }
-  std::set<std::tuple<double, double, double>> shapes;
-  for (const PublishedRow& r : rows) {
-    if (!wanted.count("all") && !wanted.count(r.system)) continue;
-    for (const LinearDims& d : layout_linears(r.layout).all()) shapes.insert({d.tokens, d.in, d.out});
-  }
-  if (shapes.empty())
-    throw UsageError("--list-linears '" + systems + "': no row is on those systems; accepted: system names of the "
+  std::vector<const PublishedRow*> out;
+  for (const PublishedRow& r : rows)
+    if (wanted.count("all") || wanted.count(r.system)) out.push_back(&r);
+  if (out.empty())
+    throw UsageError(option + " '" + systems + "': no row is on those systems; accepted: system names of the "
                      "tables' rows (e.g. dgx-h100), comma-joined, or all");
+  return out;
+}
+
+// Each distinct (a, b, c) of `shapes` printed with `form` (three or four %.0f) and joined by `separator`.
+template <std::size_t N>
+std::string joined(const std::set<std::array<double, N>>& shapes, const char* form, const char* separator) {
   std::string out;
-  for (const auto& [t, in, o] : shapes) {
-    char item[96];
-    std::snprintf(item, sizeof item, "%s%.0fx%.0fx%.0f", out.empty() ? "" : ",", t, in, o);
-    out += item;
+  for (const auto& v : shapes) {
+    char item[128];
+    if constexpr (N == 3) std::snprintf(item, sizeof item, form, v[0], v[1], v[2]);
+    else std::snprintf(item, sizeof item, form, v[0], v[1], v[2], v[3]);
+    out += (out.empty() ? "" : separator) + std::string(item);
   }
   return out;
+}
+
+// The weight matmuls of the rows on `systems`, each shape once, as TOKENSxINxOUT joined by commas.
+std::string linears_of(const std::vector<PublishedRow>& rows, const std::string& systems) {
+  std::set<std::array<double, 3>> shapes;
+  for (const PublishedRow* r : rows_on(rows, systems, "--list-linears"))
+    for (const LinearDims& d : layout_linears(r->layout).all()) shapes.insert({d.tokens, d.in, d.out});
+  return joined(shapes, "%.0fx%.0fx%.0f", ",");
+}
+
+// The flash attention of the rows on `systems` (rows with plain attention have none), each shape once, as
+// scripts/sdpa_compare.py's B,T,NH,HS joined by spaces.
+std::string attention_of(const std::vector<PublishedRow>& rows, const std::string& systems) {
+  std::set<std::array<double, 4>> shapes;
+  for (const PublishedRow* r : rows_on(rows, systems, "--list-attention"))
+    if (r->layout.model.flash_attention) {
+      const AttentionDims d = layout_attention(r->layout);
+      shapes.insert({d.batch, d.seq, d.heads, d.head_dim});
+    }
+  if (shapes.empty())
+    throw UsageError("--list-attention '" + systems + "': no row on those systems runs flash attention (the "
+                     "attention column); plain attention is timed from the matrix and HBM curves");
+  return joined(shapes, "%.0f,%.0f,%.0f,%.0f", " ");
 }
 
 int run(int argc, char** argv) {
@@ -134,6 +169,10 @@ int run(int argc, char** argv) {
     for (PublishedRow& r : read_published(f)) rows.push_back(std::move(r));
   if (o.list_linears) {
     std::printf("%s\n", linears_of(rows, *o.list_linears).c_str());
+    return 0;
+  }
+  if (o.list_attention) {
+    std::printf("%s\n", attention_of(rows, *o.list_attention).c_str());
     return 0;
   }
   for (const auto& [name, file] : o.system_files) {

@@ -337,8 +337,9 @@ kernels_phase() {
 
 # The published tables' GEMMs on this GPU: every weight matmul the H100 tables' rows run (predict_validate
 # --list-linears; --tiny: two small ones), timed with cuBLAS alone (bf16, forward and both gradients, each checked
-# at a reduced shape first); bench_train --calibrate makes dgx-h100 with these measured linears, and predict_validate
-# predicts every table with that file standing in for dgx-h100. On an H200 the times stand in for an H100's: the
+# at a reduced shape first), and where PyTorch is installed their flash attention as its SDPA runs it
+# (--list-attention, scripts/sdpa_compare.py); bench_train --calibrate makes dgx-h100 with these measured linears and
+# attention, and predict_validate predicts every table with that file standing in for dgx-h100. On an H200 the times stand in for an H100's: the
 # same GH100 compute at the same power, faster HBM, which GEMMs this large barely feel.
 key_linears() {
   local csv=$out/$1.csv
@@ -349,7 +350,13 @@ key_linears() {
     END { printf "%d rows, %d errors; cuBLAS TFLOP/s", rows, errors
       for (op in lo) printf " %s %.3g-%.3g;", op, lo[op], hi[op]; printf "\n" }' "$csv"
 }
-key_measured_system() { grep -o '"forward_us"' "$out/$1.json" 2>/dev/null | wc -l | sed 's/$/ measured linears/'; }
+key_measured_system() {
+  python3 - "$out/$1.json" <<'PY' 2>/dev/null || echo "no system file"
+import json, sys
+g = json.load(open(sys.argv[1]))["gpu"]
+print(f"{len(g.get('linears', []))} measured linears, {len(g.get('attention', []))} measured attention shapes")
+PY
+}
 # Each H100 table's mean error on the built-in dgx-h100 -> on the measured linears.
 key_validate() {
   local means='/: mean \|error\| / && !/held out/ && /h100|nvidia/ { sub(/:$/, "", $1); sub(/,$/, "", $4); print $1, $4 }'
@@ -366,7 +373,7 @@ linears_phase() {
     min_time=0.05
   fi
   echo "$shapes" >>"$out/linear_shapes.txt"
-  run_step linears_bf16 "$(step_limit 3 2)" key_linears "$bin/bench_kernels" --device cuda --dtype bf16 \
+  run_step linears_bf16 "$(step_limit 4 2)" key_linears "$bin/bench_kernels" --device cuda --dtype bf16 \
     --linear "$shapes" --benchmark_filter=/cublas/ --min-time "$min_time" --csv "$out/linears_bf16.csv"
   # A step stopped by its time limit leaves the rows it completed: the shapes whose three parts all completed
   # without an error make the system file (linears_complete.csv).
@@ -374,11 +381,24 @@ linears_phase() {
     $c["error_occurred"] == 0 { n = split($c["name"], p, "/"); rows[p[n]] = rows[p[n]] $0 "\n"; parts[p[n]]++ }
     END { print header; for (s in parts) if (parts[s] == 3) printf "%s", rows[s] }' \
     "$out/linears_bf16.csv" >"$out/linears_complete.csv" 2>/dev/null
-  run_step dgx-h100-measured-linears "$(step_limit 2)" key_measured_system "$bin/bench_train" \
-    --calibrate "$out/linears_complete.csv" --system dgx-h100 --dtype bf16 \
-    --system-out "$out/dgx-h100-measured-linears.json"
-  run_step validate_measured_linears "$(step_limit 1)" key_validate "$bin/predict_validate" \
-    "$root"/predict/published/*.csv --system dgx-h100="$out/dgx-h100-measured-linears.json"
+  # The tables' flash attention as PyTorch's SDPA runs it (causal, bf16), where PyTorch is installed.
+  local measured=$out/linears_complete.csv extra=() a
+  if [ "$emulated" = 1 ]; then
+    :  # the emulated GPU has no PyTorch
+  elif ! python3 -c 'import torch' 2>/dev/null; then
+    record sdpa_tables skipped - "not run: PyTorch is not installed (the tables' attention stays on the GEMM curves)"
+  else
+    for a in $("$bin/predict_validate" "$root"/predict/published/*.csv --list-attention dgx-h100,h200); do
+      extra+=(--extra-shape "$a")
+    done
+    run_step sdpa_tables "$(step_limit 3)" key_sdpa python3 "$root/scripts/sdpa_compare.py" \
+      --csv "$out/linears_bf16.csv" "${extra[@]}" --out "$out/sdpa_tables.csv"
+    [ ! -s "$out/sdpa_tables.csv" ] || measured=$measured,$out/sdpa_tables.csv
+  fi
+  run_step dgx-h100-measured "$(step_limit 2)" key_measured_system "$bin/bench_train" \
+    --calibrate "$measured" --system dgx-h100 --dtype bf16 --system-out "$out/dgx-h100-measured.json"
+  run_step validate_measured "$(step_limit 1)" key_validate "$bin/predict_validate" \
+    "$root"/predict/published/*.csv --system dgx-h100="$out/dgx-h100-measured.json"
 }
 
 rank_counts() {

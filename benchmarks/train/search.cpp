@@ -121,11 +121,26 @@ void print_linears(const std::vector<predict::MeasuredLinear>& linears, double p
   print_curve("matrix efficiency by GFLOP of the measured linears' GEMMs (not applied)", predict::fit_curve(by_gflop));
 }
 
+// Measured attention as a table: each shape's forward and backward time.
+void print_attention(const std::vector<predict::MeasuredAttention>& attention) {
+  std::cout << "# measured attention (scripts/sdpa_compare.py's SDPA times)\n";
+  Table t({{"batch"}, {"heads"}, {"seq"}, {"head_dim"}, {"forward_us"}, {"backward_us"}});
+  for (const predict::MeasuredAttention& m : attention)
+    t.add_row({number_text(m.batch, 9), number_text(m.heads, 9), number_text(m.seq, 9), number_text(m.head_dim, 9),
+               number_text(m.forward_s * 1e6, 5), number_text(m.backward_s * 1e6, 5)});
+  t.write_text(std::cout);
+}
+
 // Matrix and HBM efficiency curves of --system's GPU fitted to bench_kernels rows of --dtype (the table entries'
 // rows), and its measured linears from the --linear rows; with --system-out the system with what the rows gave is
 // written (schema-checked before it is written).
-void report_kernel_fit(const Options& o, const std::vector<predict::KernelSample>& samples) {
+void report_kernel_fit(const Options& o, const std::vector<predict::KernelSample>& samples,
+                       const std::vector<predict::MeasuredAttention>& attention) {
   predict::SystemModel sys = predict::load_system(o.system);
+  if (!attention.empty()) {
+    if (!o.common.quiet) print_attention(attention);
+    sys = predict::with_measured_attention(sys, attention);
+  }
   const bool curves = std::any_of(samples.begin(), samples.end(),
                                   [](const predict::KernelSample& k) { return !k.linear(); });
   if (curves) {
@@ -142,7 +157,7 @@ void report_kernel_fit(const Options& o, const std::vector<predict::KernelSample
     sys = predict::with_kernel_fit(sys, fit);
   }
   const std::vector<predict::MeasuredLinear> linears = predict::measured_linears(samples, o.dtype);
-  if (!curves && linears.empty())
+  if (!curves && linears.empty() && attention.empty())
     throw UsageError("--calibrate: no kernel row has dtype " + o.dtype + "; accepted: the --dtype of rows in the CSV");
   if (!linears.empty()) {
     if (!o.common.quiet) print_linears(linears, sys.matrix_tflops(linears.front().dtype_bytes));
@@ -161,8 +176,12 @@ int calibrate(const Options& o) {
   check_output_paths({{"--csv", o.common.csv}, {"--system-out", o.system_out}});
   std::vector<predict::CollectiveSample> collectives;
   std::vector<predict::KernelSample> kernels;
+  std::vector<predict::MeasuredAttention> attention;
   for (const std::string& path : o.calibrate) {
-    if (predict::is_kernels_csv(path)) {
+    if (predict::is_sdpa_csv(path)) {
+      auto more = predict::read_sdpa_csv(path);
+      attention.insert(attention.end(), more.begin(), more.end());
+    } else if (predict::is_kernels_csv(path)) {
       auto more = predict::read_kernels_csv(path);
       kernels.insert(kernels.end(), more.begin(), more.end());
     } else {
@@ -170,11 +189,11 @@ int calibrate(const Options& o) {
       collectives.insert(collectives.end(), more.begin(), more.end());
     }
   }
-  if (!o.system_out.empty() && kernels.empty())
-    throw UsageError("--system-out needs a bench_kernels CSV among --calibrate's files (its curves and measured "
-                     "linears are what it writes)");
+  if (!o.system_out.empty() && kernels.empty() && attention.empty())
+    throw UsageError("--system-out needs a bench_kernels or sdpa_compare.py CSV among --calibrate's files (its "
+                     "curves, measured linears and attention are what it writes)");
   if (!collectives.empty()) report_link_fits(o, collectives);
-  if (!kernels.empty()) report_kernel_fit(o, kernels);
+  if (!kernels.empty() || !attention.empty()) report_kernel_fit(o, kernels, attention);
   return 0;
 }
 

@@ -1,7 +1,7 @@
-// Fuzzes the CSVs bench_train --calibrate reads: a file is taken as a bench_kernels CSV when its header says so,
-// else as a bench_<collective> CSV, as the program does; either gives rows that the fits take (or refuse with a
-// UsageError), or a UsageError naming the file. A kernel fit, with the rows' measured linears, must make a system
-// that its schema accepts, as --system-out writes it.
+// Fuzzes the CSVs bench_train --calibrate reads: a file is taken as a bench_kernels or an sdpa_compare.py CSV when
+// its header says so, else as a bench_<collective> CSV, as the program does; either gives rows that the fits take
+// (or refuse with a UsageError), or a UsageError naming the file. A kernel fit with the rows' measured linears, or
+// the measured attention, must make a system that its schema accepts, as --system-out writes it.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -39,6 +39,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           std::fprintf(stderr, "a fitted system fails its schema: %s\n", e.what());
           std::abort();
         }
+      }
+    } else if (is_sdpa_csv(path)) {
+      const SystemModel sys = with_measured_attention(builtin_system("dgx-h100"), read_sdpa_csv(path));
+      try {
+        (void)system_from_json(system_to_json(sys), "measured");
+      } catch (const parbench::UsageError& e) {
+        std::fprintf(stderr, "a system with measured attention fails its schema: %s\n", e.what());
+        std::abort();
       }
     } else {
       (void)fit_links(read_collective_csv(path));

@@ -403,6 +403,57 @@ TEST(PredictCosts, LayoutLinearsAreTheShapesTheCostModelTimes) {
   EXPECT_NEAR(h1.backward_weight - h0.backward_weight, delta[4].weight_gradient, 1e-12);
 }
 
+// Measured attention is optional: absent on the built-ins, a round trip keeps it, bad entries are refused by name;
+// a layout with flash attention of exactly that shape (b, a/t heads, s, h/a) takes its times for the attention core
+// (two measurements differ in a block's forward and input gradient by exactly their own difference), while plain
+// attention and other shapes keep the GEMM curves.
+TEST(PredictSystem, MeasuredAttentionReplacesFlashAttentionOfItsShapeOnly) {
+  for (const std::string& name : builtin_system_names())
+    EXPECT_TRUE(builtin_system(name).gpu.measured_attention.empty()) << name;
+  Layout l = small_gpt(2, 2, 1);  // h 2048, 16 heads, s 2048, t 2: 8 heads of 128 on a GPU
+  l.micro_batch = 2, l.model.flash_attention = true;
+  const AttentionDims d = layout_attention(l);
+  EXPECT_EQ(d.batch, 2);
+  EXPECT_EQ(d.heads, 8);
+  EXPECT_EQ(d.seq, 2048);
+  EXPECT_EQ(d.head_dim, 128);
+  nlohmann::json j = system_to_json(builtin_system("dgx-h100"));
+  EXPECT_FALSE(j["gpu"].contains("attention"));
+  const nlohmann::json entry = {{"batch", 2}, {"heads", 8}, {"seq", 2048}, {"head_dim", 128}, {"dtype", "bf16"},
+                                {"forward_us", 1000}, {"backward_us", 3000}};
+  j["gpu"]["attention"] = {entry};
+  const SystemModel one = system_from_json(system_to_json(system_from_json(j, "a.json")), "b.json");
+  ASSERT_EQ(one.gpu.measured_attention.size(), 1u);
+  EXPECT_NEAR(one.gpu.measured_attention[0].backward_s, 3e-3, 1e-15);
+  nlohmann::json k = j;
+  k["gpu"]["attention"][0]["forward_us"] = 1500, k["gpu"]["attention"][0]["backward_us"] = 5000;
+  const SystemModel two = system_from_json(k, "c.json");
+  const PassCosts c1 = block_costs(l, one), c2 = block_costs(l, two);
+  EXPECT_NEAR(c2.forward - c1.forward, 0.5e-3, 1e-12);
+  EXPECT_NEAR(c2.backward_input - c1.backward_input, 2e-3, 1e-12);
+  EXPECT_DOUBLE_EQ(c2.backward_weight, c1.backward_weight);
+  const SystemModel curves = builtin_system("dgx-h100");
+  Layout plain = l, other = l;
+  plain.model.flash_attention = false, other.micro_batch = 1;
+  EXPECT_DOUBLE_EQ(block_costs(plain, one).forward, block_costs(plain, curves).forward);
+  EXPECT_DOUBLE_EQ(block_costs(other, one).forward, block_costs(other, curves).forward);
+  EXPECT_NE(block_costs(l, one).forward, block_costs(l, curves).forward);
+  auto refused = [&](const nlohmann::json& attention, const std::string& field) {
+    expect_gpu_field_refused(j, "attention", attention, field);
+  };
+  nlohmann::json e = entry;
+  e["head_dim"] = 0;
+  refused(nlohmann::json::array({e}), "attention[0].head_dim");
+  e = entry;
+  e["dtype"] = "fp8";
+  refused(nlohmann::json::array({e}), "attention[0].dtype");
+  e = entry;
+  e["causal"] = true;
+  refused(nlohmann::json::array({e}), "attention[0].causal");
+  refused({entry, entry}, "attention[1].batch");
+  refused(entry, "attention");
+}
+
 // Pinned ranks on a node with fewer compute units than ranks: a 4-stage pipeline on 2 units bound 0, 1, 0, 1 plays
 // slower than with the units shared among all ranks (an idle stage's unit is not lent to the other's stages);
 // where every stage runs at once (one stage of 4 data-parallel ranks) or there are units enough (2 stages), the
@@ -786,6 +837,42 @@ TEST(PredictCalibrate, MeasuredLinearsFromCublasRowsElseTheReference) {
   const std::string other =
       write_file("linears_other.csv", header + row("linear_backward/cpu/f32/T8_I8_O8", "1", "us"));
   EXPECT_TRUE(measured_linears(read_kernels_csv(other), "f32").empty());
+}
+
+// scripts/sdpa_compare.py's CSV: its SDPA times per (B, T, NH, hs) as measured attention, forward and backward from
+// their rows (our times and other ops ignored); a shape lacking its backward and a bad number are refused by name.
+TEST(PredictCalibrate, SdpaCsvGivesMeasuredAttention) {
+  const std::string header = "B,T,NH,hs,op,ours_us,sdpa_us,pct_sdpa\n";
+  const std::string path = write_file("sdpa.csv", header +
+      "8,2048,32,128,flash_attention_forward,900.5,450.25,50.0\n"
+      "8,2048,32,128,flash_attention_backward,,1200,\n"
+      "8,2048,32,128,attention_forward,5,5,100\n"
+      "1,2048,24,128,flash_attention_backward,10,20,200\n"
+      "1,2048,24,128,flash_attention_forward,10,8,80\n");
+  ASSERT_TRUE(is_sdpa_csv(path));
+  EXPECT_FALSE(is_kernels_csv(path));
+  const std::vector<MeasuredAttention> got = read_sdpa_csv(path);
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_TRUE(got[0].measures(8, 32, 2048, 128, 2));
+  EXPECT_DOUBLE_EQ(got[0].forward_s, 450.25e-6);
+  EXPECT_DOUBLE_EQ(got[0].backward_s, 1200e-6);
+  EXPECT_TRUE(got[1].measures(1, 24, 2048, 128, 2));
+  EXPECT_DOUBLE_EQ(got[1].forward_s, 8e-6);
+  const SystemModel sys = with_measured_attention(with_measured_attention(builtin_system("dgx-h100"), got), got);
+  EXPECT_EQ(sys.gpu.measured_attention.size(), 2u);  // the same shapes again replace, not repeat
+  auto refused = [&](const std::string& rows, const std::string& what) {
+    try {
+      read_sdpa_csv(write_file("sdpa_bad.csv", header + rows));
+      ADD_FAILURE() << rows;
+    } catch (const UsageError& e) {
+      EXPECT_THAT(e.what(), HasSubstr(what));
+    }
+  };
+  refused("8,2048,32,128,flash_attention_forward,1,2,3\n", "attention B 8 T 2048 NH 32 hs 128 lacks its forward or "
+                                                          "backward row");
+  refused("8,2048,0,128,flash_attention_forward,1,2,3\n", "sdpa_bad.csv:2: B, T, NH and hs must be whole numbers");
+  refused("8,2048,32,128,flash_attention_forward,1,-2,3\n", "sdpa_bad.csv:2: sdpa_us must be a time in us");
+  refused("8,2048,32,128,attention_forward,1,2,3\n", "has no flash attention rows");
 }
 
 // A given partition moves blocks between stages: each virtual stage's costs are its own block count's, so with a

@@ -3,7 +3,8 @@
 # matmuls of a table's rows (known by hand for NVIDIA's GPT-3 175B at tp 4, mbs 1, s 2048), made-up cuBLAS rows
 # for exactly those shapes become measured linears through bench_train --calibrate --system-out, and
 # predict_validate --system predicts the table on that file: with every GEMM at 10 ms (about ten times what the
-# curves give) every row's step must be longer than on the built-in system.
+# curves give) every row's step must be longer than on the built-in system. Then the same for flash attention
+# (--list-attention, an sdpa_compare.py CSV).
 #   validate_measured_linears.sh BIN_DIR PUBLISHED_DIR
 set -eu
 bin=$1
@@ -41,4 +42,21 @@ steps < "$dir/measured.txt" > "$dir/measured_steps.txt"
 [ "$(wc -l < "$dir/builtin.txt")" -eq 10 ] || { echo "expected 10 step rows"; cat "$dir/builtin.txt"; exit 1; }
 paste "$dir/builtin.txt" "$dir/measured_steps.txt" |
   awk '{ print; if (!($2 > $1)) bad++ } END { if (bad) { print bad " rows not slower with 10 ms GEMMs"; exit 1 } }'
+
+# Attention the same way: NVIDIA's rows run flash attention of 1 sample, 96 / 4 = 24 heads of 12288 / 96 = 128 over
+# 2048 tokens; scripts/sdpa_compare.py's CSV (made up: 50 ms forward, 100 ms backward, far slower than the GEMM
+# curves make it) through --calibrate gives measured attention, and every row is slower on it.
+attention=$("$bin/predict_validate" "$table" --list-attention dgx-h100)
+[ "$attention" = "1,2048,24,128" ] || { echo "--list-attention printed '$attention', expected '1,2048,24,128'"; exit 1; }
+{ echo "B,T,NH,hs,op,ours_us,sdpa_us,pct_sdpa"
+  echo "1,2048,24,128,flash_attention_forward,,50000,"
+  echo "1,2048,24,128,flash_attention_backward,,100000,"; } > "$dir/sdpa.csv"
+"$bin/bench_train" --calibrate "$dir/sdpa.csv" --system dgx-h100 --dtype bf16 --system-out "$dir/attention.json" \
+  > "$dir/attention.txt"
+grep -q '^# measured attention' "$dir/attention.txt"
+grep -Eq '"backward_us": (100000|99999\.9+)(,|$)' "$dir/attention.json" ||
+  { echo "attention.json lacks the measured backward"; exit 1; }
+"$bin/predict_validate" "$table" --system dgx-h100="$dir/attention.json" | steps > "$dir/attention_steps.txt"
+paste "$dir/builtin.txt" "$dir/attention_steps.txt" |
+  awk '{ print; if (!($2 > $1)) bad++ } END { if (bad) { print bad " rows not slower with 150 ms attention"; exit 1 } }'
 echo "validate_measured_linears: ok"

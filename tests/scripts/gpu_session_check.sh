@@ -20,7 +20,7 @@ summary=$out/summary.md
 rows=$(grep '^| ' "$summary" | grep -v -e '^| step |' -e '^|---')
 bad=$(awk -F' [|] ' '$2 != "0"' <<<"$rows")
 [ -z "$bad" ] || fail "steps without exit status 0: $bad"
-want=(bench_kernels_f32 bench_kernels_bf16 linears_bf16 dgx-h100-measured-linears validate_measured_linears
+want=(bench_kernels_f32 bench_kernels_bf16 linears_bf16 dgx-h100-measured validate_measured
       allreduce_latency_r2 allreduce_latency_graph_r2)
 while read -r c; do
   want+=("${c}_r1" "${c}_r2" "${c}_r4")
@@ -32,8 +32,8 @@ for step in "${want[@]}"; do
   case $step in
     bench_kernels_*) grep -q ', 0 errors' <<<"$line" || fail "$line" ;;
     linears_bf16) grep -q '^| linears_bf16 | 0 | [0-9.]* | 6 rows, 0 errors' <<<"$line" || fail "$line" ;;
-    dgx-h100-measured-linears) grep -q '| 2 measured linears' <<<"$line" || fail "$line" ;;
-    validate_measured_linears) grep -q 'nvidia-dgxc-gpt3-175b [0-9.]*% -> [0-9.]*%' <<<"$line" || fail "$line" ;;
+    dgx-h100-measured) grep -q '| 2 measured linears, 0 measured attention shapes' <<<"$line" || fail "$line" ;;
+    validate_measured) grep -q 'nvidia-dgxc-gpt3-175b [0-9.]*% -> [0-9.]*%' <<<"$line" || fail "$line" ;;
     train_*) grep -q -- '--check max diff [0-9]' <<<"$line" || fail "$line" ;;
     *) grep -q 'wrong 0' <<<"$line" || fail "$line" ;;
   esac
