@@ -128,7 +128,7 @@ double compute_sharing(const Layout& l, const SystemModel& sys, const PipeSchedu
   if (l.pinned) {
     // bench_train numbers ranks by ParallelGrid and --pin binds the node-local rank r to core r mod cores; a
     // stage's ranks on this node are its first per_stage in that order.
-    const int cores = std::max(1, int(std::lround(units))), per_stage = std::max(1, int(costs.ranks_per_stage));
+    const int cores = costs.bound_units(), per_stage = std::max(1, int(costs.ranks_per_stage));
     costs.stage_units.assign(std::size_t(l.pp), {});
     for (int st = 0; st < l.pp; ++st)
       for (int j = 0; j < per_stage; ++j) {

@@ -79,10 +79,10 @@ void check_stage_units(const PipeSchedule& s, const PipeCosts& costs) {
   if (costs.stage_units.empty()) return;
   PB_CHECK(int(costs.stage_units.size()) == s.stages, "bound units for " + std::to_string(costs.stage_units.size()) +
                                                           " stages, the schedule has " + std::to_string(s.stages));
-  const double units = std::max(1.0, std::round(costs.compute_units));
+  const int units = costs.bound_units();
   for (const auto& list : costs.stage_units)
     for (int u : list)
-      PB_CHECK(u >= 0 && u < units, "a rank bound to unit " + std::to_string(u) + " of " + std::to_string(int(units)));
+      PB_CHECK(u >= 0 && u < units, "a rank bound to unit " + std::to_string(u) + " of " + std::to_string(units));
 }
 
 void check_per_action_costs(const PipeSchedule& s, const PipeCosts& costs) {
@@ -134,6 +134,7 @@ class Player {
   }
 
  private:
+  static constexpr double kNone = -1;  // the work left of a stage running no action
   std::size_t action_count() const {
     std::size_t n = 0;
     for (const auto& list : s_.actions) n += list.size();
@@ -150,7 +151,6 @@ class Player {
   // receives at once, a compute action onto the shared units), then time moves to the next end of a running action
   // or the next known start (a transfer's arrival), the running actions progressing at their share meanwhile.
   PipeSimulation play_shared() {
-    constexpr double kNone = -1;
     std::size_t remaining = action_count();
     std::vector<double> left(std::size_t(p_), kNone), began(std::size_t(p_), 0);  // a running action's work left
     double now = 0;
@@ -201,14 +201,14 @@ class Player {
   // running stages' ranks, or with bound ranks each unit's among the ranks bound to it, a stage at its slowest
   // rank's share.
   std::vector<double> shares(const std::vector<double>& left, double running) const {
-    constexpr double kNone = -1;
     std::vector<double> rate(std::size_t(p_), 1.0);
     if (costs_.stage_units.empty()) {
       const double r = running == 0 ? 1 : std::min(1.0, costs_.compute_units / (running * costs_.ranks_per_stage));
       std::fill(rate.begin(), rate.end(), r);
       return rate;
     }
-    const double units = std::max(1.0, std::round(costs_.compute_units)), per_unit = costs_.compute_units / units;
+    const int units = costs_.bound_units();
+    const double per_unit = costs_.compute_units / units;
     std::vector<double> load(std::size_t(units), 0);  // running ranks bound to each unit
     for (int st = 0; st < p_; ++st)
       for (int u : costs_.stage_units[std::size_t(st)])

@@ -30,6 +30,8 @@ struct PipeCosts {
   // alone, and a stage progresses at its slowest rank's share: bound threads keep their core even while another
   // core idles.
   std::vector<std::vector<int>> stage_units;
+  // U: the units bound ranks are numbered over.
+  int bound_units() const { return compute_units < 1.5 ? 1 : int(compute_units + 0.5); }
 };
 
 struct TimedAction {
