@@ -262,11 +262,20 @@ std::optional<MeasuredLinear> linear_of_shape(const std::string& shape) {
 }
 
 // Which part of a linear an op's row times: its forward, input gradient or weight gradient; null for another op.
-double* part_of(MeasuredLinear& m, const std::string& op) {
-  if (op == "linear_forward") return &m.forward_s;
-  if (op == "linear_input_gradient") return &m.input_gradient_s;
-  if (op == "linear_weight_gradient") return &m.weight_gradient_s;
+double MeasuredLinear::*part_of(const std::string& op) {
+  if (op == "linear_forward") return &MeasuredLinear::forward_s;
+  if (op == "linear_input_gradient") return &MeasuredLinear::input_gradient_s;
+  if (op == "linear_weight_gradient") return &MeasuredLinear::weight_gradient_s;
   return nullptr;
+}
+
+// `held` with each of `added` in it, replacing an entry of the same shape and element size.
+template <class T>
+void replace_measured(std::vector<T>& held, const std::vector<T>& added) {
+  for (const T& m : added) {
+    std::erase_if(held, [&](const T& o) { return o.same_shape(m); });
+    held.push_back(m);
+  }
 }
 
 }  // namespace
@@ -277,41 +286,35 @@ std::vector<MeasuredLinear> measured_linears(const std::vector<KernelSample>& sa
   });
   std::vector<std::string> order;
   std::map<std::string, MeasuredLinear> by_shape;
-  std::map<std::string, int> parts;
   for (const KernelSample& k : samples) {
     if (!k.linear() || k.dtype != dtype) continue;
-    const bool forward = k.op == "linear_forward";
-    MeasuredLinear probe;
-    if (!part_of(probe, k.op) || k.impl != (vendor ? "cublas" : forward ? "reference" : "")) continue;
+    const auto part = part_of(k.op);
+    if (!part || k.impl != (vendor ? "cublas" : part == &MeasuredLinear::forward_s ? "reference" : "")) continue;
     const std::optional<MeasuredLinear> shape = linear_of_shape(k.shape);
     if (!shape) throw UsageError("--calibrate: linear row shape '" + k.shape + "' is not T<tokens>_I<in>_O<out> as "
                                  "bench_kernels names it (widths up to 1e9), e.g. T2048_I12288_O9216");
-    if (!by_shape.count(k.shape)) order.push_back(k.shape), by_shape[k.shape] = *shape;
-    MeasuredLinear& m = by_shape[k.shape];
-    m.dtype_bytes = dtype == "f32" ? 4 : 2;
-    double* part = part_of(m, k.op);
     if (!(k.seconds >= 1e-12))  // the system file's bound: 1e-6 us
       throw UsageError("--calibrate: linear " + k.shape + "'s " + k.op + " time " + std::to_string(k.seconds) +
                        " s is below a picosecond; accepted: a measured time");
-    if (*part == 0) ++parts[k.shape];
-    *part = k.seconds;
+    if (!by_shape.count(k.shape)) {
+      order.push_back(k.shape), by_shape[k.shape] = *shape;
+      by_shape[k.shape].dtype_bytes = dtype == "f32" ? 4 : 2;
+    }
+    by_shape[k.shape].*part = k.seconds;
   }
   std::vector<MeasuredLinear> out;
   for (const std::string& shape : order) {
-    if (parts[shape] != 3)
+    const MeasuredLinear& m = by_shape[shape];  // a part never timed is still 0
+    if (m.forward_s == 0 || m.input_gradient_s == 0 || m.weight_gradient_s == 0)
       throw UsageError("--calibrate: linear " + shape + " (" + dtype + ") lacks its " +
                        (vendor ? "cuBLAS " : "") + "forward, input or weight gradient row");
-    out.push_back(by_shape[shape]);
+    out.push_back(m);
   }
   return out;
 }
 
 SystemModel with_measured_linears(SystemModel sys, const std::vector<MeasuredLinear>& linears) {
-  std::vector<MeasuredLinear>& held = sys.gpu.measured_linears;
-  for (const MeasuredLinear& m : linears) {
-    std::erase_if(held, [&](const MeasuredLinear& o) { return o.measures(m.tokens, m.in, m.out, m.dtype_bytes); });
-    held.push_back(m);
-  }
+  replace_measured(sys.gpu.measured_linears, linears);
   sys.source += "; " + std::to_string(linears.size()) + " linear layers measured by bench_kernels --linear";
   return sys;
 }
@@ -350,8 +353,9 @@ std::vector<MeasuredAttention> read_sdpa_csv(const std::string& path) {
   for (const auto& key : order) {
     const MeasuredAttention& m = by_shape[key];
     if (m.forward_s == 0 || m.backward_s == 0)
-      throw UsageError("--calibrate: " + path + ": attention B " + number_text(key[0]) + " T " + number_text(key[1]) +
-                       " NH " + number_text(key[2]) + " hs " + number_text(key[3]) + " lacks its forward or backward row");
+      throw UsageError("--calibrate: " + path + ": attention B " + number_text(key[0]) + " T " +
+                       number_text(key[1]) + " NH " + number_text(key[2]) + " hs " + number_text(key[3]) +
+                       " lacks its forward or backward row");
     out.push_back(m);
   }
   if (out.empty()) throw UsageError("--calibrate: " + path + " has no flash attention rows; " + form);
@@ -359,13 +363,7 @@ std::vector<MeasuredAttention> read_sdpa_csv(const std::string& path) {
 }
 
 SystemModel with_measured_attention(SystemModel sys, const std::vector<MeasuredAttention>& attention) {
-  std::vector<MeasuredAttention>& held = sys.gpu.measured_attention;
-  for (const MeasuredAttention& m : attention) {
-    std::erase_if(held, [&](const MeasuredAttention& o) {
-      return o.measures(m.batch, m.heads, m.seq, m.head_dim, m.dtype_bytes);
-    });
-    held.push_back(m);
-  }
+  replace_measured(sys.gpu.measured_attention, attention);
   sys.source += "; " + std::to_string(attention.size()) + " attention shapes measured by scripts/sdpa_compare.py";
   return sys;
 }

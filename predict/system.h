@@ -44,6 +44,7 @@ struct MeasuredLinear {
   bool measures(double t, double i, double o, int bytes) const {
     return tokens == t && in == i && out == o && dtype_bytes == bytes;
   }
+  bool same_shape(const MeasuredLinear& m) const { return measures(m.tokens, m.in, m.out, m.dtype_bytes); }
 };
 
 // Flash attention timed on its own (PyTorch's SDPA, causal, by scripts/sdpa_compare.py): for a microbatch of
@@ -56,6 +57,9 @@ struct MeasuredAttention {
   double forward_s = 0, backward_s = 0;
   bool measures(double b, double h, double s, double d, int bytes) const {
     return batch == b && heads == h && seq == s && head_dim == d && dtype_bytes == bytes;
+  }
+  bool same_shape(const MeasuredAttention& o) const {
+    return measures(o.batch, o.heads, o.seq, o.head_dim, o.dtype_bytes);
   }
 };
 

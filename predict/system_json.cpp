@@ -103,11 +103,10 @@ int element_bytes(const json& entry, const std::string& where, const std::string
 }
 
 // A list of measured entries, gpu.FIELD: each entry's keys checked against `keys` and its values read by
-// `read(entry, at)`; an entry of the same shape and dtype as an earlier one (`same`) is refused at its `shape_key`.
-template <class T, class Read, class Same>
+// `read(entry, at)`; an entry of the same shape and dtype as an earlier one is refused at its `shape_key`.
+template <class T, class Read>
 std::vector<T> measured_list(const json& v, const std::string& where, const std::string& field,
-                             const std::set<std::string>& keys, const std::string& shape_key, const Read& read,
-                             const Same& same) {
+                             const std::set<std::string>& keys, const std::string& shape_key, const Read& read) {
   if (!v.is_array()) bad(where, "gpu." + field, "must be a list of measured " + field + " entries");
   std::vector<T> out;
   for (std::size_t i = 0; i < v.size(); ++i) {
@@ -115,7 +114,7 @@ std::vector<T> measured_list(const json& v, const std::string& where, const std:
     only_keys(v[i], keys, where, at);
     const T m = read(v[i], at);
     for (const T& o : out)
-      if (same(o, m)) bad(where, at + shape_key, "repeats an earlier entry's shape and dtype");
+      if (o.same_shape(m)) bad(where, at + shape_key, "repeats an earlier entry's shape and dtype");
     out.push_back(m);
   }
   return out;
@@ -135,12 +134,9 @@ std::vector<MeasuredLinear> linears_from_json(const json& v, const std::string& 
     m.weight_gradient_s = number(e, "weight_gradient_us", where, at, 1e-6, 1e12) * 1e-6;
     return m;
   };
-  auto same = [](const MeasuredLinear& a, const MeasuredLinear& b) {
-    return a.measures(b.tokens, b.in, b.out, b.dtype_bytes);
-  };
   return measured_list<MeasuredLinear>(
       v, where, "linears",
-      {"tokens", "in", "out", "dtype", "forward_us", "input_gradient_us", "weight_gradient_us"}, "tokens", read, same);
+      {"tokens", "in", "out", "dtype", "forward_us", "input_gradient_us", "weight_gradient_us"}, "tokens", read);
 }
 
 json linears_json(const std::vector<MeasuredLinear>& linears) {
@@ -166,12 +162,9 @@ std::vector<MeasuredAttention> attention_from_json(const json& v, const std::str
     m.backward_s = number(e, "backward_us", where, at, 1e-6, 1e12) * 1e-6;
     return m;
   };
-  auto same = [](const MeasuredAttention& a, const MeasuredAttention& b) {
-    return a.measures(b.batch, b.heads, b.seq, b.head_dim, b.dtype_bytes);
-  };
   return measured_list<MeasuredAttention>(
       v, where, "attention", {"batch", "heads", "seq", "head_dim", "dtype", "forward_us", "backward_us"}, "batch",
-      read, same);
+      read);
 }
 
 json attention_json(const std::vector<MeasuredAttention>& attention) {
