@@ -3,6 +3,7 @@
 #define CSV_IO_NO_THREAD
 #include "predict/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -73,9 +74,9 @@ std::set<std::string> parse_choices(const std::string& text, const std::string& 
 }
 
 PublishedRow to_row(const RawRow& r, const std::string& where) {
-  if (r.measure != "step_s" && r.measure != "layer_forward_ms" && r.measure != "layer_backward_ms")
-    throw UsageError(where + ": measure '" + r.measure + "' is unknown; accepted: step_s, layer_forward_ms, "
-                     "layer_backward_ms");
+  if (!kMeasures.count(r.measure))
+    throw UsageError(where + ": measure '" + r.measure + "' is unknown; accepted: " +
+                     join(std::vector<std::string>(kMeasures.begin(), kMeasures.end())));
   if (!(r.published > 0)) throw UsageError(where + ": published must be > 0");
   PublishedRow p{r.table, r.row, r.system, r.measure, {}, r.published, parse_choices(r.shaped_by, where)};
   Layout& l = p.layout;
@@ -131,14 +132,39 @@ std::vector<PublishedRow> read_published(const std::string& path) {
 
 namespace {
 
+// What one step of the row's layout amounts to in a rate measure (the rate is that over the step time); 0 for the
+// measures that are times.
+double amount_per_step(const PublishedRow& r) {
+  const ModelConfig& m = r.layout.model;
+  const double b = r.layout.global_batch, s = m.seq, l = m.layers, h = m.hidden, v = m.vocab;
+  if (r.measure == "tokens_per_s") return b * s;
+  if (r.measure == "samples_per_s") return b;
+  // Narayanan et al. 2021: forward, backward and the recomputed forward; Korthikanti et al. 2022's model FLOPs:
+  // forward and backward only. Per GPU, in TFLOP.
+  if (r.measure == "megatron_tflops_per_gpu")
+    return 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) / r.layout.gpus / 1e12;
+  if (r.measure == "model_tflops_per_gpu")
+    return 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h)) / r.layout.gpus / 1e12;
+  return 0;
+}
+
 double predict_on(const PublishedRow& r, const Layout& l, const SystemModel& sys) {
-  if (r.measure == "step_s") return predict_step(l, sys).time.step;
-  const PassCosts c = block_costs(l, sys);
-  if (r.measure == "layer_forward_ms") return 1e3 * (c.forward + c.forward_tp);
-  return 1e3 * (c.backward_input + c.backward_weight + c.backward_tp + c.recompute + c.recompute_tp);
+  if (r.measure == "layer_forward_ms" || r.measure == "layer_backward_ms") {
+    const PassCosts c = block_costs(l, sys);
+    if (r.measure == "layer_forward_ms") return 1e3 * (c.forward + c.forward_tp);
+    return 1e3 * (c.backward_input + c.backward_weight + c.backward_tp + c.recompute + c.recompute_tp);
+  }
+  return measure_from_step(r, predict_step(l, sys).time.step);
 }
 
 }  // namespace
+
+double measure_from_step(const PublishedRow& r, double step_s) {
+  if (r.measure == "step_s") return step_s;
+  const double amount = amount_per_step(r);
+  if (amount == 0) throw Error("measure " + r.measure + " is not a step time or a rate over it");
+  return amount / step_s;
+}
 
 double predict_published(const PublishedRow& r, const std::set<std::string>& undo) {
   SystemModel sys = load_system(r.system);
@@ -154,9 +180,11 @@ RowResult evaluate(const PublishedRow& r) {
   const SystemModel sys = load_system(r.system);
   RowResult out;
   out.predicted = predict_on(r, r.layout, sys);
-  // The fast end of every source makes the lowest time, the slow end the highest.
-  out.low = predict_on(r, r.layout, shifted_system(sys, +1));
-  out.high = predict_on(r, r.layout, shifted_system(sys, -1));
+  // The two ends of every source's spread: the lowest and highest time, the highest and lowest rate.
+  const double fast = predict_on(r, r.layout, shifted_system(sys, +1));
+  const double slow = predict_on(r, r.layout, shifted_system(sys, -1));
+  out.low = std::min(fast, slow);
+  out.high = std::max(fast, slow);
   out.error = (out.predicted - r.published) / r.published;
   out.held_out = predict_published(r, r.shaped_by);
   out.held_out_error = (out.held_out - r.published) / r.published;

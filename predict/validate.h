@@ -17,8 +17,17 @@ namespace parbench::predict {
 inline const std::set<std::string> kModellingChoices = {"processing_no_overlap", "sp_backward_regather",
                                                          "blocking_p2p", "tp_backward_overlap"};
 
+// What a published number measures: a time (step_s; one block's layer_forward_ms, layer_backward_ms) or a rate
+// over the step time, as the source printed it: tokens_per_s and samples_per_s of the whole job (global batch x
+// sequence, global batch), megatron_tflops_per_gpu (Narayanan et al. 2021's FLOPs per iteration, which count the
+// recomputed forward: 96 B s l h^2 (1 + s/6h + V/16lh)) and model_tflops_per_gpu (Korthikanti et al. 2022's model
+// FLOPs, without recomputation: 72 B s l h^2 (1 + s/6h + V/12lh)), each per GPU.
+inline const std::set<std::string> kMeasures = {"step_s",        "layer_forward_ms",        "layer_backward_ms",
+                                                 "tokens_per_s",  "samples_per_s",           "megatron_tflops_per_gpu",
+                                                 "model_tflops_per_gpu"};
+
 struct PublishedRow {
-  std::string table, row, system, measure;  // measure: step_s, layer_forward_ms or layer_backward_ms
+  std::string table, row, system, measure;  // measure: one of kMeasures
   Layout layout;                           // with every modelling choice applied
   double published = 0;
   std::set<std::string> shaped_by;         // the choices made while looking at this row's table
@@ -32,11 +41,14 @@ struct PublishedRow {
 std::vector<PublishedRow> read_published(const std::string& path);
 
 struct RowResult {
-  double predicted = 0, low = 0, high = 0;  // in the row's unit; low/high: the systems shifted by their spread
+  double predicted = 0, low = 0, high = 0;  // in the row's measure; low/high: the ends the systems' spreads give
   double error = 0;                          // (predicted - published) / published
   double held_out = 0;                       // predicted with the table's own choices undone
   double held_out_error = 0;
 };
+
+// A step of `step_s` seconds of the row's layout in the row's measure (step_s or a rate; Error for a layer time).
+double measure_from_step(const PublishedRow& r, double step_s);
 
 // The row predicted on its system; `undo` lists the modelling choices to leave out.
 double predict_published(const PublishedRow& r, const std::set<std::string>& undo);

@@ -45,12 +45,13 @@ std::string choices_text(const std::set<std::string>& c) {
 
 void print_table(const std::string& name, const TableSummary& t) {
   std::printf("\n# %s (%s)\n", name.c_str(), t.rows.front().first->system.c_str());
-  std::printf("%-34s %-18s %10s %10s %21s %8s %7s %10s\n", "row", "measure", "published", "predicted", "range (low - high)",
-              "error", "inside", "held out");
+  std::printf("%-34s %-23s %10s %10s %21s %8s %7s %10s\n", "row", "measure", "published", "predicted",
+              "range (low - high)", "error", "inside", "held out");
   for (const auto& [r, x] : t.rows) {
     const bool in = r->published >= x.low && r->published <= x.high;
-    std::printf("%-34s %-18s %10.2f %10.2f %10.2f - %8.2f %+7.1f%% %7s %+9.1f%%\n", r->row.c_str(), r->measure.c_str(),
-                r->published, x.predicted, x.low, x.high, 100 * x.error, in ? "yes" : "no", 100 * x.held_out_error);
+    std::printf("%-34s %-23s %10.2f %10.2f %10.2f - %8.2f %+7.1f%% %7s %+9.1f%%\n", r->row.c_str(),
+                r->measure.c_str(), r->published, x.predicted, x.low, x.high, 100 * x.error, in ? "yes" : "no",
+                100 * x.held_out_error);
   }
   const double n = double(t.rows.size());
   std::printf("%s: mean |error| %.2f%%, max %.2f%% over %zu rows; %d of %zu published values inside the range\n",

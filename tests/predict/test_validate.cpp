@@ -158,3 +158,51 @@ TEST(PredictValidate, TpOverlapColumnAndItsUndo) {
   EXPECT_NEAR(predict_published(rows[0], {"tp_backward_overlap"}) - predict_published(rows[0], {}),
               1e3 * (exposed - hidden), 1e-9);
 }
+
+// A rate measure is the step predicted for the row, converted: rate x step is what one step amounts to (worked out
+// here from the row's numbers), and the range's ends swap (the fast end is the highest rate).
+TEST(PredictValidate, RateMeasuresAreThePredictedStepConverted) {
+  const std::string software = "1,full,1f1b,plain,blocking,0,uniform,none,backward";
+  std::string body;
+  for (const char* m : {"step_s", "tokens_per_s", "samples_per_s", "megatron_tflops_per_gpu", "model_tflops_per_gpu"})
+    body += row_22b("t,r,dgx-a100", software, std::string(m) + ",1,-");
+  const std::vector<PublishedRow> rows = read_published(write_published(body));
+  ASSERT_EQ(rows.size(), 5u);
+  const RowResult step = evaluate(rows[0]);
+  ASSERT_GT(step.predicted, 0);
+  ASSERT_LT(step.low, step.high);
+  // b 4, s 2048, l 48, h 6144, V 51200 on 8 GPUs.
+  const double b = 4, s = 2048, l = 48, h = 6144, v = 51200;
+  const double megatron = 96 * b * s * l * h * h * (1 + s / (6 * h) + v / (16 * l * h)) / 8 / 1e12;
+  const double model = 72 * b * s * l * h * h * (1 + s / (6 * h) + v / (12 * l * h)) / 8 / 1e12;
+  const double per_step[] = {b * s, b, megatron, model};
+  for (int i = 0; i < 4; ++i) {
+    SCOPED_TRACE(rows[i + 1].measure);
+    const RowResult x = evaluate(rows[i + 1]);
+    EXPECT_NEAR(x.predicted * step.predicted, per_step[i], 1e-12 * per_step[i]);
+    EXPECT_NEAR(x.low * step.high, per_step[i], 1e-12 * per_step[i]);
+    EXPECT_NEAR(x.high * step.low, per_step[i], 1e-12 * per_step[i]);
+    EXPECT_DOUBLE_EQ(x.error, x.predicted / 1 - 1);  // published 1
+  }
+  EXPECT_NEAR(megatron / model, 4.0 / 3 * (1 + s / (6 * h) + v / (16 * l * h)) / (1 + s / (6 * h) + v / (12 * l * h)),
+              1e-12);
+}
+
+// Narayanan et al.'s count reproduces the TFLOP/s that MT-NLG (126 at 60.1 s per iteration on 2240 GPUs) and BLOOM
+// (149.77 at 104.70 s on 384) published beside their iteration times.
+TEST(PredictValidate, MegatronFlopsReproducePublishedTflops) {
+  const std::vector<PublishedRow> rows = read_published(write_published(
+      "m,mt-nlg,dgx-a100,20480,128,105,2048,51200,8,35,1,2240,1920,1,0,full,1f1b,plain,blocking,1,uniform,none,after,"
+      "megatron_tflops_per_gpu,126,-\n"
+      "b,bloom,dgx-a100,14336,112,70,2048,250880,4,12,1,384,2048,2,0,full,1f1b,plain,blocking,1,"
+      "5+6+6+6+6+6+6+6+6+6+6+5,none,after,"
+      "megatron_tflops_per_gpu,149.77,-\n"));
+  EXPECT_NEAR(measure_from_step(rows[0], 60.1), 126, 0.5);
+  EXPECT_NEAR(measure_from_step(rows[1], 104.70), 149.77, 0.02);
+  const std::vector<PublishedRow> layer = read_published(write_published(
+      row_22b("t,r,dgx-a100", "1,full,1f1b,plain,blocking,0,uniform,none,backward", "layer_forward_ms,7.2,-")));
+  EXPECT_THROW(measure_from_step(layer[0], 1), Error);
+  EXPECT_THAT(refusal(row_22b("t,r,dgx-a100", "1,full,1f1b,plain,blocking,0,uniform,none,backward", "mfu,0.5,-")),
+              AllOf(HasSubstr(":2: measure 'mfu' is unknown; accepted: "), HasSubstr("megatron_tflops_per_gpu"),
+                    HasSubstr("tokens_per_s")));
+}
