@@ -24,8 +24,8 @@
 #   --skip LIST        phases not to run, from build,tests,linears,kernels,collectives,train
 #   --tar FILE         also pack the run folder into FILE (.tar.gz), one file to copy off the machine
 #
-# Each phase gets a share of what is left of the budget (build 50, tests 5, linears 14, kernels 9, collectives 13,
-# train 9) and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left
+# Each phase gets a share of what is left of the budget (build 50, tests 5, linears 20, kernels 8, collectives 10,
+# train 7) and prints its elapsed time; a step that outlives its time is killed (exit status 124) and the steps left
 # in a spent phase are listed as skipped. NCCL is looked for beside the CUDA toolkit, then in Python's nvidia-nccl
 # package (whose library goes on LD_LIBRARY_PATH). Where the machine lacks the build's packages (GoogleTest, Google
 # Benchmark, CLI11, nlohmann-json, Boost), build elsewhere against the same CUDA major version, preferably with
@@ -173,7 +173,7 @@ ctest_dir=$(dirname "$bin")
 export PARBENCH_EMU_WAIT_TIMEOUT=${PARBENCH_EMU_WAIT_TIMEOUT:-120}
 
 # --- phases and steps ----------------------------------------------------------------------------------------
-declare -A share=([build]=50 [tests]=5 [kernels]=9 [linears]=14 [collectives]=13 [train]=9)
+declare -A share=([build]=50 [tests]=5 [linears]=20 [kernels]=8 [collectives]=10 [train]=7)
 phase="" phase_start="" phase_deadline=0
 phase_begin() {  # phase_begin NAME: its share of the time left, over the phases still to run
   phase=$1 phase_start=$EPOCHREALTIME
@@ -373,7 +373,7 @@ linears_phase() {
     min_time=0.05
   fi
   echo "$shapes" >>"$out/linear_shapes.txt"
-  run_step linears_bf16 "$(step_limit 4 2)" key_linears "$bin/bench_kernels" --device cuda --dtype bf16 \
+  run_step linears_bf16 "$(step_limit 4 3)" key_linears "$bin/bench_kernels" --device cuda --dtype bf16 \
     --linear "$shapes" --benchmark_filter=/cublas/ --min-time "$min_time" --csv "$out/linears_bf16.csv"
   # A step stopped by its time limit leaves the rows it completed: the shapes whose three parts all completed
   # without an error make the system file (linears_complete.csv).
@@ -391,7 +391,7 @@ linears_phase() {
     for a in $("$bin/predict_validate" "$root"/predict/published/*.csv --list-attention dgx-h100,h200); do
       extra+=(--extra-shape "$a")
     done
-    run_step sdpa_tables "$(step_limit 3)" key_sdpa python3 "$root/scripts/sdpa_compare.py" \
+    run_step sdpa_tables "$(step_limit 3 2)" key_sdpa python3 "$root/scripts/sdpa_compare.py" \
       --csv "$out/linears_bf16.csv" "${extra[@]}" --out "$out/sdpa_tables.csv"
     [ ! -s "$out/sdpa_tables.csv" ] || measured=$measured,$out/sdpa_tables.csv
   fi
