@@ -1,5 +1,5 @@
 // Alpha-beta models of ring, tree, recursive doubling, Rabenseifner and the hierarchical (intra-node, then
-// inter-node) algorithms; docs/MEASUREMENTS.md has the formulas.
+// inter-node) algorithms, and NCCL's per-step latency beyond two nodes; predict/README.md has the formulas.
 #include "predict/collective_model.h"
 
 #include <algorithm>
@@ -71,6 +71,21 @@ double fixed_latency(const SystemModel& sys, GroupPlacement g) {
   return sys.levels[1].collective_latency_us * 1e-6 + (g.per_node > 1 ? inner : 0);
 }
 
+// NCCL's ring over `nodes` nodes with `per_node` of the group's ranks on each takes, per pass, nodes - 1 network
+// steps and the rest NVLink steps; the curves and fixed latencies were measured on at most two nodes, so a ring pays
+// for the steps it has beyond a two-node ring: each further node adds a network step and per_node - 1 NVLink steps.
+int nodes_of(GroupPlacement g) { return (g.ranks + g.per_node - 1) / g.per_node; }
+double ring_steps_beyond_two_nodes(const SystemModel& sys, Collective op, GroupPlacement g) {
+  if (sys.levels.size() < 2 || nodes_of(g) <= 2) return 0;
+  const double step = sys.levels[1].step_latency_us + (g.per_node - 1) * sys.levels[0].step_latency_us;
+  return ring_passes(op) * (nodes_of(g) - 2) * step * 1e-6;
+}
+// NCCL's tree runs up and down a binary tree of the nodes, a network step per level: beyond two nodes' one level.
+double tree_levels_beyond_two_nodes(const SystemModel& sys, GroupPlacement g) {
+  if (sys.levels.size() < 2 || nodes_of(g) <= 2) return 0;
+  return 2 * (std::ceil(std::log2(double(nodes_of(g)))) - 1) * sys.levels[1].step_latency_us * 1e-6;
+}
+
 }  // namespace
 
 std::vector<CollCost> collective_costs(const SystemModel& sys, Collective op, double bytes, GroupPlacement g) {
@@ -82,12 +97,15 @@ std::vector<CollCost> collective_costs(const SystemModel& sys, Collective op, do
   const Link k = slowest_link(sys, g, bytes);
   const double fixed = fixed_latency(sys, g);
   if (op == Collective::sendrecv) return {{"direct", fixed + k.alpha + bytes * k.beta}};
-  std::vector<CollCost> out = {{"ring", ring(op, bytes, n, k)}};
-  if (op == Collective::allreduce) out.push_back({"tree", tree(bytes, n, k)});
-  if (op != Collective::reduce_scatter) out.push_back({"rd", recursive_doubling(op, bytes, n, k)});
-  out.push_back({"rhd", rabenseifner(op, bytes, n, k)});
-  if (g.per_node > 1 && g.per_node < n && n % g.per_node == 0)
-    out.push_back({"hierarchical", hierarchical(sys, op, bytes, g)});
+  std::vector<CollCost> out = {{"ring", ring(op, bytes, n, k) + ring_steps_beyond_two_nodes(sys, op, g)}};
+  if (op == Collective::allreduce)
+    out.push_back({"tree", tree(bytes, n, k) + tree_levels_beyond_two_nodes(sys, g)});
+  if (sys.collective_algorithms == CollectiveAlgorithms::every) {
+    if (op != Collective::reduce_scatter) out.push_back({"rd", recursive_doubling(op, bytes, n, k)});
+    out.push_back({"rhd", rabenseifner(op, bytes, n, k)});
+    if (g.per_node > 1 && g.per_node < n && n % g.per_node == 0)
+      out.push_back({"hierarchical", hierarchical(sys, op, bytes, g)});
+  }
   for (CollCost& c : out) c.seconds += fixed;
   return out;
 }

@@ -1,5 +1,6 @@
 // Alpha-beta cost of collectives on a system's network levels (Thakur, Rabenseifner and Gropp 2005), one function per
-// algorithm, and the choice NCCL makes in effect: the least time among the algorithms that apply.
+// algorithm, and the choice NCCL makes in effect: the least time among the algorithms that apply (on a system whose
+// collectives are NCCL's, its ring and tree, with the per-step latency its cost model adds beyond two nodes).
 #pragma once
 #include <string>
 #include <vector>
@@ -31,7 +32,7 @@ struct CollCost {
   double seconds = 0;
 };
 
-// Every algorithm that applies to (c, group) with its time; `bytes` is the per-rank buffer (allgather: the full
+// Every algorithm that applies to (c, group) on the system with its time; `bytes` is the per-rank buffer (allgather: the full
 // output; reduce-scatter: the full input; sendrecv: the message). Modelled: allreduce, allgather, reduce-scatter
 // and sendrecv; Error for the others.
 std::vector<CollCost> collective_costs(const SystemModel& sys, Collective c, double bytes, GroupPlacement g);

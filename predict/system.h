@@ -105,16 +105,25 @@ struct NetLevel {
   Curve efficiency{{{0, 1.0}}, {}};
   double latency_us = 0;   // per message of an algorithm's step (alpha)
   // Fixed time of one collective or send that reaches this level, whatever its algorithm, size and rank count:
-  // NCCL's measured small-message times are mostly this (launch, protocol set-up, synchronisation), not a cost
-  // per step. A collective across nodes pays the inner level's and this one's.
+  // NCCL's measured small-message times are mostly this (launch, protocol set-up, synchronisation). A collective
+  // across nodes pays the inner level's and this one's.
   double collective_latency_us = 0;
+  // NCCL's latency of one ring step (or tree level) over this level, which its cost model adds per step: charged
+  // for the steps a ring or tree across nodes has beyond a two-node one, which the measured curves and fixed
+  // latencies already hold.
+  double step_latency_us = 0;
 };
+
+// Which algorithms a system's collectives may take: `every` one modelled, the least time (a library free to pick,
+// as this repository's own); `nccl` NCCL's across nodes: ring, and tree for an allreduce.
+enum class CollectiveAlgorithms { every, nccl };
 
 struct SystemModel {
   std::string name;
   GpuModel gpu;
   std::vector<NetLevel> levels;  // innermost first; levels[i].size divides levels[i+1]'s reach
   std::string source;            // where the numbers came from, in a line
+  CollectiveAlgorithms collective_algorithms = CollectiveAlgorithms::every;
   double matrix_tflops(int dtype_bytes) const { return dtype_bytes <= 2 ? gpu.matrix_tflops_16 : gpu.matrix_tflops_32; }
   int node_size() const { return levels.empty() ? 1 : levels.front().size; }
 };

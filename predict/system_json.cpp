@@ -216,10 +216,16 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
 }  // namespace
 
 SystemModel system_from_json(const json& j, const std::string& where) {
-  only_keys(j, {"name", "source", "gpu", "network"}, where, "");
+  only_keys(j, {"name", "source", "gpu", "network", "collective_algorithms"}, where, "");
   SystemModel s;
   s.name = text(j, "name", where, "");
   if (j.contains("source")) s.source = text(j, "source", where, "");
+  if (j.contains("collective_algorithms")) {
+    const std::string a = text(j, "collective_algorithms", where, "");
+    if (a != "every" && a != "nccl")
+      bad(where, "collective_algorithms", "= \"" + a + "\" is unknown; accepted: every, nccl");
+    s.collective_algorithms = a == "nccl" ? CollectiveAlgorithms::nccl : CollectiveAlgorithms::every;
+  }
   if (!j.contains("gpu")) bad(where, "gpu", "is missing");
   s.gpu = gpu_from_json(j.at("gpu"), where);
   if (!j.contains("network") || !j.at("network").is_array() || j.at("network").empty())
@@ -228,12 +234,14 @@ SystemModel system_from_json(const json& j, const std::string& where) {
   for (std::size_t i = 0; i < j.at("network").size(); ++i) {
     const json& l = j.at("network")[i];
     const std::string at = "network[" + std::to_string(i) + "].";
-    only_keys(l, {"name", "gpus", "gbps", "efficiency", "latency_us", "collective_latency_us"}, where, at);
+    only_keys(l, {"name", "gpus", "gbps", "efficiency", "latency_us", "collective_latency_us", "step_latency_us"},
+              where, at);
     NetLevel n{text(l, "name", where, at), int(number(l, "gpus", where, at, 1, 1 << 30)),
                number(l, "gbps", where, at, 1e-9, 1e6), link_efficiency(l, where, at),
                number(l, "latency_us", where, at, 0, 1e7)};
     if (l.contains("collective_latency_us"))
       n.collective_latency_us = number(l, "collective_latency_us", where, at, 0, 1e7);
+    if (l.contains("step_latency_us")) n.step_latency_us = number(l, "step_latency_us", where, at, 0, 1e7);
     if (n.size % reach != 0 || n.size < reach)
       bad(where, at + "gpus", "= " + std::to_string(n.size) + " must be a multiple of the inner level's " +
                                   std::to_string(reach));
@@ -248,7 +256,8 @@ json system_to_json(const SystemModel& s) {
   json net = json::array();
   for (const NetLevel& l : s.levels)
     net.push_back({{"name", l.name}, {"gpus", l.size}, {"gbps", l.gbps}, {"efficiency", link_efficiency_json(l.efficiency)},
-                   {"latency_us", l.latency_us}, {"collective_latency_us", l.collective_latency_us}});
+                   {"latency_us", l.latency_us}, {"collective_latency_us", l.collective_latency_us},
+                   {"step_latency_us", l.step_latency_us}});
   json gpu = {{"name", g.name}, {"matrix_tflops_16", g.matrix_tflops_16}, {"matrix_tflops_32", g.matrix_tflops_32},
               {"hbm_gbps", g.hbm_gbps}, {"hbm_gb", g.hbm_bytes / 1e9},
               {"matrix_efficiency", curve_json(g.matrix_efficiency)}, {"hbm_efficiency", curve_json(g.hbm_efficiency)},
@@ -263,7 +272,9 @@ json system_to_json(const SystemModel& s) {
     gpu["matrix_efficiency_by_k"] = {{"forward", curve_json(k.forward)},
                                      {"input_gradient", curve_json(k.input_gradient)},
                                      {"weight_gradient", curve_json(k.weight_gradient)}};
-  return {{"name", s.name}, {"source", s.source}, {"gpu", gpu}, {"network", net}};
+  const bool nccl = s.collective_algorithms == CollectiveAlgorithms::nccl;
+  return {{"name", s.name}, {"source", s.source}, {"gpu", gpu}, {"network", net},
+          {"collective_algorithms", nccl ? "nccl" : "every"}};
 }
 
 }  // namespace parbench::predict

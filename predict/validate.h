@@ -13,9 +13,11 @@ namespace parbench::predict {
 // Modelling choices that were made while looking at a published table, so that they can be undone for it.
 //   processing_no_overlap: an op's compute and memory times add (else the system's processing is roofline);
 //   sp_backward_regather: Layout::sp_backward_regather; blocking_p2p: Layout::blocking_p2p;
-//   tp_backward_overlap: Layout::tp_backward_overlap (the table's tp_overlap column honoured).
+//   tp_backward_overlap: Layout::tp_backward_overlap (the table's tp_overlap column honoured);
+//   nccl_collectives: NCCL's algorithms alone, with its per-step latency beyond two nodes (else every algorithm
+//   modelled, no step latency).
 inline const std::set<std::string> kModellingChoices = {"processing_no_overlap", "sp_backward_regather",
-                                                         "blocking_p2p", "tp_backward_overlap"};
+                                                         "blocking_p2p", "tp_backward_overlap", "nccl_collectives"};
 
 // What a published number measures: a time (step_s; one block's layer_forward_ms, layer_backward_ms) or a rate
 // over the step time, as the source printed it: tokens_per_s and samples_per_s of the whole job (global batch x

@@ -87,6 +87,7 @@ TEST(PredictPipeline, FreeCommunicationEqualStagesGiveTheClosedForm) {
 TEST(PredictCollectives, AlphaBetaFormulasAndLeastTimeChoice) {
   SystemModel sys = builtin_system("dgx-a100");
   sys.levels[0].latency_us = 1.5;  // a per-step alpha beside the fixed cost, so both terms show
+  sys.collective_algorithms = CollectiveAlgorithms::every;  // every algorithm modelled, not NCCL's alone
   const Link nv = link_of(sys.levels[0], 64e6);
   const double S = 64e6, fixed = 16.96e-6;
   const auto costs = collective_costs(sys, Collective::allreduce, S, {8, 8});
@@ -127,6 +128,47 @@ TEST(PredictCollectives, FixedLatencyOfTheLevelsAGroupSpans) {
   const double S = 1e9;
   EXPECT_NEAR(collective_cost(sys, Collective::allgather, S, {8, 8}).seconds,
               16.96e-6 + 7.0 / 8 * S / (300e9 * sys.levels[0].efficiency.at(S)), 1e-12);
+}
+
+// NCCL's collectives on the built-in DGX A100: ring, and tree for an allreduce, alone; a ring across more than two
+// nodes pays NCCL's step latency for each further node (a 14 us network step and, AMD hosts, 6 us per further GPU of
+// the node, per pass), a tree for each further level of the binary tree over the nodes (14 us, up and down).
+TEST(PredictCollectives, NcclAlgorithmsPayStepsBeyondTwoNodes) {
+  const SystemModel nccl = builtin_system("dgx-a100");
+  ASSERT_EQ(nccl.collective_algorithms, CollectiveAlgorithms::nccl);
+  SystemModel flat = nccl;  // the same curves and fixed latencies, no step latency
+  for (NetLevel& level : flat.levels) level.step_latency_us = 0;
+  auto cost = [](const SystemModel& sys, Collective op, GroupPlacement g, const std::string& algorithm) {
+    for (const CollCost& c : collective_costs(sys, op, 256e6, g))
+      if (c.algorithm == algorithm) return c.seconds;
+    ADD_FAILURE() << algorithm << " not offered";
+    return 0.0;
+  };
+  std::vector<std::string> names;
+  for (const CollCost& c : collective_costs(nccl, Collective::allreduce, 256e6, {64, 8})) names.push_back(c.algorithm);
+  EXPECT_EQ(names, (std::vector<std::string>{"ring", "tree"}));
+  ASSERT_EQ(collective_costs(nccl, Collective::allgather, 256e6, {64, 8}).size(), 1u);
+  // 8 nodes of 8: 6 nodes beyond two, each 14 + 7 x 6 = 56 us per pass.
+  EXPECT_NEAR(cost(nccl, Collective::allgather, {64, 8}, "ring") - cost(flat, Collective::allgather, {64, 8}, "ring"),
+              6 * 56e-6, 1e-12);
+  EXPECT_NEAR(cost(nccl, Collective::reduce_scatter, {64, 8}, "ring") -
+                  cost(flat, Collective::reduce_scatter, {64, 8}, "ring"), 6 * 56e-6, 1e-12);
+  EXPECT_NEAR(cost(nccl, Collective::allreduce, {64, 8}, "ring") - cost(flat, Collective::allreduce, {64, 8}, "ring"),
+              2 * 6 * 56e-6, 1e-12);
+  // One GPU per node (a data-parallel group beside tp 8): 14 nodes beyond two, network steps alone.
+  EXPECT_NEAR(cost(nccl, Collective::allgather, {16, 1}, "ring") - cost(flat, Collective::allgather, {16, 1}, "ring"),
+              14 * 14e-6, 1e-12);
+  // Tree over 8 nodes: 3 levels, 2 beyond a two-node tree's one, up and down.
+  EXPECT_NEAR(cost(nccl, Collective::allreduce, {64, 8}, "tree") - cost(flat, Collective::allreduce, {64, 8}, "tree"),
+              2 * 2 * 14e-6, 1e-12);
+  // Inside a node and across two nodes the measured curves and fixed latencies hold: nothing added.
+  for (GroupPlacement g : {GroupPlacement{8, 8}, GroupPlacement{16, 8}, GroupPlacement{2, 1}})
+    for (Collective op : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter})
+      EXPECT_EQ(collective_cost(nccl, op, 256e6, g).seconds, collective_cost(flat, op, 256e6, g).seconds);
+  // At scale the ring's latency outgrows its bandwidth time: an all-gather over 512 nodes of 8 takes longer than
+  // over 8 nodes by the steps alone.
+  const double wide = collective_cost(nccl, Collective::allgather, 256e6, {4096, 8}).seconds;
+  EXPECT_NEAR(wide - collective_cost(flat, Collective::allgather, 256e6, {4096, 8}).seconds, 510 * 56e-6, 1e-9);
 }
 
 TEST(PredictLayout, BadLayoutsAreRefusedNamingTheValue) {
@@ -184,6 +226,22 @@ TEST(PredictSystem, JsonRoundTripAndSchemaErrorsNameTheField) {
   j["gpu"].erase("processing");  // optional: the older files' roofline
   EXPECT_EQ(system_from_json(j, "sys.json").gpu.processing, Processing::roofline);
   EXPECT_THROW(load_system("no-such-system"), UsageError);
+  // NCCL's algorithms and step latencies travel; absent, every algorithm and none.
+  EXPECT_EQ(b.collective_algorithms, CollectiveAlgorithms::nccl);
+  EXPECT_EQ(b.levels[0].step_latency_us, 3.4);
+  EXPECT_EQ(b.levels[1].step_latency_us, 14);
+  j = system_to_json(a);
+  j.erase("collective_algorithms");
+  j["network"][1].erase("step_latency_us");
+  const SystemModel older = system_from_json(j, "sys.json");
+  EXPECT_EQ(older.collective_algorithms, CollectiveAlgorithms::every);
+  EXPECT_EQ(older.levels[1].step_latency_us, 0);
+  j["collective_algorithms"] = "mpi";
+  EXPECT_NE(error_of(j).find("collective_algorithms' = \"mpi\" is unknown; accepted: every, nccl"), std::string::npos)
+      << error_of(j);
+  j = system_to_json(a);
+  j["network"][0]["step_latency_us"] = -1;
+  EXPECT_NE(error_of(j).find("network[0].step_latency_us"), std::string::npos) << error_of(j);
 }
 
 // op_overhead_us: optional (0, as every built-in system), read in microseconds, written back, and refused when it is
