@@ -39,6 +39,12 @@ struct Layout {
   // allreduce_gradients() after forward_backward_func) and DeepSpeed's pipeline engine (ReduceGrads at the end of
   // its TrainSchedule).
   bool dp_reduce_at_end = false;
+  // ZeRO-2 as PyTorch FSDP's SHARD_GRAD_OP runs it, one unit per block: each block's parameters all-gathered before
+  // its forward (one block ahead, as ZeRO-3's) and kept through its backward, its gradients reduce-scattered when its
+  // backward ends; no bucketed reduction and no all-gather after the optimizer (else DeepSpeed's ZeRO-2: gradients
+  // reduce-scattered in buckets during the backward, the updated parameters all-gathered after the optimizer).
+  // ZeRO-3 is FSDP's FULL_SHARD either way.
+  bool zero2_fsdp = false;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

@@ -52,7 +52,7 @@ double transfer_seconds(const Layout& l, const SystemModel& sys) {
 // gradients after the backward: played on the two streams for one chunk's blocks (predict/zero3.h), what the
 // compute does not hide is spread over the chunk's blocks.
 void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
-  if (l.zero_stage < 3 || l.dp <= 1) return;
+  if ((l.zero_stage < 3 && !l.zero2_fsdp) || l.dp <= 1) return;
   const int blocks = std::max(1, int(std::lround(l.blocks_of(0))));
   const double params = stage_parameter_counts(l)[0] / std::max(1.0, stage_block_count(l, 0));
   const double bytes = params * double(dtype_size(l.model.dtype));
@@ -62,6 +62,7 @@ void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
   pass.forward = block.f(), pass.backward = block.bi() + block.w();
   pass.gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
   pass.scatter = collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
+  pass.regather_backward = l.zero_stage >= 3;  // SHARD_GRAD_OP keeps the forward's parameters
   const Zero3Exposed e = zero3_exposed(pass);
   block.zero3_forward = e.forward / blocks, block.zero3_backward = e.backward / blocks;
 }
@@ -72,7 +73,8 @@ void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
 // reduction (and ZeRO-1/2's all-gather of the updated parameters, after the optimizer) runs past `span`.
 double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSimulation& sim, int st, double psi,
                           double span) {
-  if (l.dp <= 1 || l.zero_stage >= 3) return 0;  // ZeRO-3 reduces per block inside the passes (add_zero3)
+  // ZeRO-3 and FSDP's ZeRO-2 reduce per block inside the passes (add_zero3).
+  if (l.dp <= 1 || l.zero_stage >= 3 || l.zero2_fsdp) return 0;
   const double p = double(dtype_size(l.model.dtype)), chunk_bytes = psi * p / l.virtual_stages;
   const double bucket_cap = 25.0 * 1048576;
   const int buckets = std::max(1, int(std::ceil(chunk_bytes / bucket_cap)));
@@ -222,6 +224,9 @@ void validate_layout(const Layout& l) {
                      std::to_string(l.dp) + " x --micro-batch " + std::to_string(l.micro_batch));
   if (l.zero_stage < 0 || l.zero_stage > 3)
     throw UsageError("--zero " + std::to_string(l.zero_stage) + " is not a ZeRO stage; accepted: 0, 1, 2, 3");
+  if (l.zero2_fsdp && l.zero_stage != 2)
+    throw UsageError("FSDP's SHARD_GRAD_OP is ZeRO-2, not --zero " + std::to_string(l.zero_stage) +
+                     " (ZeRO-3 is FSDP's FULL_SHARD already)");
   ModelConfig m = l.model;
   m.tp = l.tp;
   m.sequence_parallel = l.sequence_parallel;

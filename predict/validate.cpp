@@ -53,7 +53,7 @@ bool column_says(const std::string& value, const std::string& yes, const std::st
 
 struct RawRow {
   std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
-      shaped_by;
+      shaped_by, sharding;
   int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
       sp = 0, zero = 0;
   double published = 0;
@@ -94,6 +94,12 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
                                    "(once the last backward ended)", where);
   l.gpus = r.gpus, l.tp = r.tp, l.pp = r.pp, l.dp = r.gpus / std::max(1, r.tp * r.pp), l.virtual_stages = r.v;
   l.global_batch = r.batch, l.micro_batch = r.mbs, l.sequence_parallel = r.sp != 0, l.zero_stage = r.zero;
+  // Optional column: absent or `-`, ZeRO as DeepSpeed and Megatron run it; `fsdp`, as PyTorch FSDP's units
+  // (SHARD_GRAD_OP for ZeRO-2; ZeRO-3's FULL_SHARD is modelled so either way).
+  const bool fsdp = column_says(r.sharding.empty() ? "-" : r.sharding, "fsdp", "-", "sharding",
+                                "- (ZeRO as DeepSpeed runs it), fsdp (PyTorch FSDP's units, with zero 2 or 3)", where);
+  if (fsdp && r.zero < 2) throw UsageError(where + ": sharding fsdp needs zero 2 or 3, not " + std::to_string(r.zero));
+  l.zero2_fsdp = fsdp && r.zero == 2;
   l.stage_blocks = parse_partition(r.partition, where);
   try {
     l.schedule = ScheduleRef::parse(r.schedule);
@@ -112,14 +118,22 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    io::CSVReader<26, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
-    in.read_header(io::ignore_no_column, "table", "row", "system", "hidden", "heads", "layers", "seq", "vocab", "tp",
-                   "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "schedule", "attention", "p2p",
-                   "zero", "partition", "tp_overlap", "dp_overlap", "measure", "published", "shaped_by");
+    io::CSVReader<27, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    const std::vector<std::string> required = {
+        "table", "row",       "system", "hidden", "heads",      "layers",     "seq",        "vocab",   "tp",
+        "pp",    "v",         "gpus",   "global_batch", "micro_batch", "sp",  "recompute",  "schedule", "attention",
+        "p2p",   "zero",      "partition", "tp_overlap", "dp_overlap", "measure", "published", "shaped_by"};
+    in.read_header(io::ignore_missing_column, "table", "row", "system", "hidden", "heads", "layers", "seq", "vocab",
+                   "tp", "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "schedule", "attention",
+                   "p2p", "zero", "partition", "tp_overlap", "dp_overlap", "measure", "published", "shaped_by",
+                   "sharding");
+    for (const std::string& column : required)  // every column but the optional `sharding`
+      if (!in.has_column(column)) throw UsageError(path + " has no column '" + column + "'; accepted: the columns " +
+                                                   join(required) + " and optionally sharding");
     RawRow r;
     while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
                        r.batch, r.mbs, r.sp, r.recompute, r.schedule, r.attention, r.p2p, r.zero, r.partition,
-                       r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by)) {
+                       r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by, r.sharding)) {
       out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
       out.back().system = system_beside(out.back().system, path);
     }

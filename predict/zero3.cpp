@@ -28,7 +28,7 @@ Zero3Exposed zero3_exposed(const Zero3Pass& p) {
   const int n = std::max(1, int(p.blocks + 0.5));
   Zero3Exposed e;
   e.forward = play(n, p.forward, p.gather, 0) - n * p.forward;
-  e.backward = play(n, p.backward, p.gather, p.scatter) - n * p.backward;
+  e.backward = play(n, p.backward, p.regather_backward ? p.gather : 0, p.scatter) - n * p.backward;
   return e;
 }
 

@@ -58,6 +58,10 @@ void add_prediction_options(CLI::App& app, Options& o) {
   app.add_flag("--dp-reduce-at-end", o.dp_reduce_at_end,
                "--simulate/--search: the data-parallel reduction starts after the last backward (Megatron before "
                "2023, DeepSpeed's pipeline), instead of bucket by bucket during it");
+  app.add_flag("--fsdp", o.fsdp,
+               "--simulate with --zero 2: PyTorch FSDP's SHARD_GRAD_OP, per block (each block's parameters gathered "
+               "before its forward and kept, its gradients reduce-scattered after its backward), instead of "
+               "DeepSpeed's ZeRO-2 (bucketed reduce-scatter, parameters all-gathered after the optimizer)");
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
   app.add_option("--calibrate", o.calibrate,
                  "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
@@ -118,7 +122,7 @@ void validate(Options& o, const Device& dev) {
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
-                           "--dp-reduce-at-end", "--top"})
+                           "--dp-reduce-at-end", "--fsdp", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)
@@ -131,6 +135,8 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
   if (o.search && o.partition != "uniform")
     throw UsageError("--partition " + o.partition + " applies to a run and to --simulate; --search spreads the "
                      "layers equally over the virtual stages of every layout it tries");
+  if (o.search && o.fsdp)
+    throw UsageError("--fsdp applies to --simulate with --zero 2; --search tries DeepSpeed's ZeRO stages");
 }
 
 void prepare_prediction(Options& o) {

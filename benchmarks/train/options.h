@@ -32,6 +32,7 @@ struct Options {
   bool blocking_p2p = false;           // pipeline sends hold their stage (2022 Megatron)
   bool tp_backward_overlap = false;    // column-parallel backward collectives beside their GEMMs (Megatron)
   bool dp_reduce_at_end = false;       // data-parallel reduction after the last backward (Megatron before 2023)
+  bool fsdp = false;                   // --zero 2 as PyTorch FSDP's SHARD_GRAD_OP (per-block units)
   int zero = 0, top = 5;
   bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
 };

@@ -92,6 +92,7 @@ Layout layout_for(const Options& o, int gpus, const predict::SystemModel& sys) {
   l.blocking_p2p = o.blocking_p2p;
   l.tp_backward_overlap = o.tp_backward_overlap;
   l.dp_reduce_at_end = o.dp_reduce_at_end;
+  l.zero2_fsdp = o.fsdp;
   l.adamw = t.optimizer == OptimizerKind::adamw;
   l.pinned = o.pin;
   set_partition(l, t.partition, sys);

@@ -221,3 +221,36 @@ TEST(PredictValidate, UndoingNcclCollectivesDropsTheirStepLatency) {
   EXPECT_GT(predict_published(rows[0], {}), undone);
   EXPECT_EQ(evaluate(rows[0]).held_out, undone);
 }
+
+// The optional sharding column: absent or `-`, ZeRO as DeepSpeed runs it; `fsdp` makes a ZeRO-2 row FSDP's
+// SHARD_GRAD_OP (ZeRO-3 is modelled as FULL_SHARD either way); refused on ZeRO-0/1 and with another value. Every
+// other column is required, named when missing.
+TEST(PredictValidate, ShardingColumnIsOptional) {
+  const std::string row = "t,r,dgx-h100,2560,20,32,2048,50368,1,1,1,512,4096,8,0,none,1f1b,flash,async,";
+  const std::string header = std::string(kPublishedHeader).substr(0, std::string(kPublishedHeader).size() - 1);
+  auto read = [&](const std::string& zero, const std::string& sharding) {
+    const std::string path = write_published("");  // the default header, then replaced
+    std::ofstream(path) << header << ",sharding\n" << row << zero << ",uniform,none,backward,step_s,1,-," << sharding
+                        << "\n";
+    return read_published(path);
+  };
+  EXPECT_TRUE(read("2", "fsdp")[0].layout.zero2_fsdp);
+  EXPECT_FALSE(read("2", "-")[0].layout.zero2_fsdp);
+  EXPECT_FALSE(read("3", "fsdp")[0].layout.zero2_fsdp);
+  EXPECT_FALSE(read_published(write_published(row + "2,uniform,none,backward,step_s,1,-\n"))[0].layout.zero2_fsdp);
+  auto refused = [&](const std::string& zero, const std::string& sharding) {
+    try {
+      read(zero, sharding);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_THAT(refused("1", "fsdp"), HasSubstr(":2: sharding fsdp needs zero 2 or 3, not 1"));
+  EXPECT_THAT(refused("2", "zero"), HasSubstr(":2: sharding 'zero' is unknown; accepted: - (ZeRO as DeepSpeed"));
+  const std::string path = testing::TempDir() + "published_no_p2p_" + std::to_string(getpid()) + ".csv";
+  std::string no_p2p = header;
+  no_p2p.replace(no_p2p.find(",p2p,"), 5, ",");
+  std::ofstream(path) << no_p2p << "\n";
+  EXPECT_THAT(published_error(path), HasSubstr("has no column 'p2p'; accepted: the columns table, row"));
+}
