@@ -71,19 +71,76 @@ double fixed_latency(const SystemModel& sys, GroupPlacement g) {
   return sys.levels[1].collective_latency_us * 1e-6 + (g.per_node > 1 ? inner : 0);
 }
 
-// NCCL's ring over `nodes` nodes with `per_node` of the group's ranks on each takes, per pass, nodes - 1 network
-// steps and the rest NVLink steps; the curves and fixed latencies were measured on at most two nodes, so a ring pays
-// for the steps it has beyond a two-node ring: each further node adds a network step and per_node - 1 NVLink steps.
-int nodes_of(GroupPlacement g) { return (g.ranks + g.per_node - 1) / g.per_node; }
-double ring_steps_beyond_two_nodes(const SystemModel& sys, Collective op, GroupPlacement g) {
-  if (sys.levels.size() < 2 || nodes_of(g) <= 2) return 0;
-  const double step = sys.levels[1].step_latency_us + (g.per_node - 1) * sys.levels[0].step_latency_us;
-  return ring_passes(op) * (nodes_of(g) - 2) * step * 1e-6;
+// NCCL's protocols as its tuning model costs them (NVIDIA/nccl src/graph/tuning.cc): a base latency per collective,
+// a latency per ring step over NVLink and over the network (with one GPU per node, the tree's network latency), per
+// tree level inside a node and over the network, and the bus bandwidth each reaches as a fraction of Simple's (ring,
+// tree). Simple's ring steps are the system's `step_latency_us` (its NVLink step already at least three network posts
+// across nodes); LL's bandwidth is also capped whatever the links, by the host CPU.
+struct Protocol {
+  double ring_base_us, tree_base_us, nvlink_ring_step_us, nvlink_tree_level_us, net_ring_step_us, net_tree_level_us;
+  double ring_bandwidth, tree_bandwidth;
+  bool ll_cap;       // LL's bandwidth cap applies
+  bool posts_floor;  // an NVLink ring step across nodes takes at least one network post
+};
+constexpr Protocol kLL{6.6, 6.8, 0.6, 0.6, 2.7, 5.0, 0.5, 1 / 3.8, true, true};
+constexpr Protocol kLL128{14.0, 14.0, 1.9, 1.25, 4.0, 8.5, 0.92, 120.0 / 128, false, true};
+
+Protocol simple_protocol(const SystemModel& sys) {
+  const double nvlink = sys.levels[0].step_latency_us, net = sys.levels[1].step_latency_us;
+  return {8.4, 8.4, nvlink, 4.0, net, net, 1, 1, false, false};
 }
-// NCCL's tree runs up and down a binary tree of the nodes, a network step per level: beyond two nodes' one level.
-double tree_levels_beyond_two_nodes(const SystemModel& sys, GroupPlacement g) {
+
+std::vector<Protocol> protocols_of(const SystemModel& sys) {
+  if (sys.collective_algorithms == CollectiveAlgorithms::every) return {simple_protocol(sys)};
+  return {kLL, kLL128, simple_protocol(sys)};
+}
+
+// NCCL's cap on LL's bus bandwidth across nodes, GB/s: by host CPU, for two nodes and for more.
+double ll_cap_bytes_per_s(const SystemModel& sys, int nodes) {
+  const bool amd = sys.host_cpu == HostCpu::amd;
+  return (nodes <= 2 ? (amd ? 22.5 : 39.0) : (amd ? 19.0 : 20.4)) * 1e9;
+}
+
+// The time NCCL's model gives a ring or tree of `nodes` nodes with `per_node` ranks on each under protocol `p`,
+// moving `wire` bytes per rank over links of `bus` bytes per second (the links' bandwidth as the model has it).
+struct Span {
+  int nodes, per_node;
+};
+double protocol_seconds(const SystemModel& sys, const Protocol& p, bool tree, Collective op, Span g, double wire,
+                        double bus) {
+  double bandwidth = bus * (tree ? p.tree_bandwidth : p.ring_bandwidth);
+  if (p.ll_cap) bandwidth = std::min(bandwidth, ll_cap_bytes_per_s(sys, g.nodes));
+  double latency_us = 0;
+  if (tree) {
+    latency_us = p.tree_base_us + 2 * ((g.per_node - 1) * p.nvlink_tree_level_us +
+                                       std::ceil(std::log2(double(g.nodes))) * p.net_tree_level_us);
+  } else {
+    // Across nodes every NVLink step still posts to the network (Simple's system value already holds its three).
+    const double post_us = sys.host_cpu == HostCpu::amd ? 2.0 : 1.0;
+    const double intra = p.posts_floor ? std::max(p.nvlink_ring_step_us, post_us) : p.nvlink_ring_step_us;
+    const double inter = g.per_node == 1 ? p.net_tree_level_us : p.net_ring_step_us;
+    const double steps = ring_passes(op) * double(g.nodes * g.per_node - 1);
+    const double network_steps = ring_passes(op) * double(g.nodes - 1);
+    latency_us = p.ring_base_us + (steps - network_steps) * intra + network_steps * inter;
+  }
+  return latency_us * 1e-6 + wire / bandwidth;
+}
+
+double best_protocol_seconds(const SystemModel& sys, bool tree, Collective op, Span g, double wire, double bus) {
+  double best = std::numeric_limits<double>::infinity();
+  for (const Protocol& p : protocols_of(sys)) best = std::min(best, protocol_seconds(sys, p, tree, op, g, wire, bus));
+  return best;
+}
+
+// The curves and fixed latencies were measured on at most two nodes; what a ring or tree over more nodes adds is
+// the difference NCCL's model gives between it and the same group on two nodes, each under the protocol the model
+// picks (on a system whose collectives are not NCCL's: Simple's steps alone).
+int nodes_of(GroupPlacement g) { return (g.ranks + g.per_node - 1) / g.per_node; }
+double beyond_two_nodes(const SystemModel& sys, bool tree, Collective op, GroupPlacement g, double bytes, Link k) {
   if (sys.levels.size() < 2 || nodes_of(g) <= 2) return 0;
-  return 2 * (std::ceil(std::log2(double(nodes_of(g)))) - 1) * sys.levels[1].step_latency_us * 1e-6;
+  const double wire = tree ? 2 * bytes : wire_fraction(op, g.ranks) * bytes, bus = 1 / k.beta;
+  return best_protocol_seconds(sys, tree, op, {nodes_of(g), g.per_node}, wire, bus) -
+         best_protocol_seconds(sys, tree, op, {2, g.per_node}, wire, bus);
 }
 
 }  // namespace
@@ -97,9 +154,9 @@ std::vector<CollCost> collective_costs(const SystemModel& sys, Collective op, do
   const Link k = slowest_link(sys, g, bytes);
   const double fixed = fixed_latency(sys, g);
   if (op == Collective::sendrecv) return {{"direct", fixed + k.alpha + bytes * k.beta}};
-  std::vector<CollCost> out = {{"ring", ring(op, bytes, n, k) + ring_steps_beyond_two_nodes(sys, op, g)}};
+  std::vector<CollCost> out = {{"ring", ring(op, bytes, n, k) + beyond_two_nodes(sys, false, op, g, bytes, k)}};
   if (op == Collective::allreduce)
-    out.push_back({"tree", tree(bytes, n, k) + tree_levels_beyond_two_nodes(sys, g)});
+    out.push_back({"tree", tree(bytes, n, k) + beyond_two_nodes(sys, true, op, g, bytes, k)});
   if (sys.collective_algorithms == CollectiveAlgorithms::every) {
     if (op != Collective::reduce_scatter) out.push_back({"rd", recursive_doubling(op, bytes, n, k)});
     out.push_back({"rhd", rabenseifner(op, bytes, n, k)});

@@ -1,6 +1,7 @@
 // Alpha-beta cost of collectives on a system's network levels (Thakur, Rabenseifner and Gropp 2005), one function per
 // algorithm, and the choice NCCL makes in effect: the least time among the algorithms that apply (on a system whose
-// collectives are NCCL's, its ring and tree, with the per-step latency its cost model adds beyond two nodes).
+// collectives are NCCL's, its ring and tree, with the per-step latency its cost model adds beyond two nodes under the
+// protocol that model picks).
 #pragma once
 #include <string>
 #include <vector>

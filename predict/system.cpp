@@ -92,13 +92,14 @@ Curve a100_infiniband() {
                {0.023, 0.018, 0.033, 0, 0});
 }
 
-// NCCL's collectives over NVLink and InfiniBand: its algorithms, with the per-step latencies of its cost model
-// (NCCL 2.28's tuner constants for a ring step of the Simple protocol, which large messages use, charged beyond two
-// nodes): 14 us over the network; over NVLink 3.4 us, but in a ring that spans nodes at least three network posts
-// of 1 us (Intel hosts) or 2 us (AMD hosts): `nvlink_step_us`.
-SystemModel with_nccl(SystemModel s, double nvlink_step_us) {
+// NCCL's collectives over NVLink and InfiniBand: its algorithms and protocols, with the per-step latencies of its
+// cost model (its tuner constants for a ring step of the Simple protocol, which large messages use, charged beyond
+// two nodes): 14 us over the network; over NVLink 3.4 us, but in a ring that spans nodes at least three network posts
+// of 1 us (Intel hosts) or 2 us (AMD hosts).
+SystemModel with_nccl(SystemModel s, HostCpu cpu) {
   s.collective_algorithms = CollectiveAlgorithms::nccl;
-  s.levels.at(0).step_latency_us = nvlink_step_us;
+  s.host_cpu = cpu;
+  s.levels.at(0).step_latency_us = std::max(3.4, 3 * (cpu == HostCpu::amd ? 2.0 : 1.0));
   s.levels.at(1).step_latency_us = 14;
   return s;
 }
@@ -112,7 +113,7 @@ SystemModel dgx_a100() {
       {"dgx-a100", g,
        {{"nvlink3", 8, 300, a100_nvlink(), 0, 16.96}, {"infiniband-hdr", 1 << 30, 25, a100_infiniband(), 0, 21.27}},
        "A100 80GB SXM data sheet; DGX A100: NVSwitch, 8 HDR NICs per node; measured GEMM and nccl-tests curves"},
-      6.0);  // AMD EPYC hosts
+      HostCpu::amd);  // two AMD EPYC per node
 }
 
 // H100 NVLink 4 (450 GB/s per direction): nccl-tests all_reduce_perf busbw / 450 on 4 H100 SXM of an HGX node (NCCL
@@ -133,7 +134,7 @@ SystemModel dgx_h100() {
                     {{"nvlink4", 8, 450, h100_nvlink(), 0, 16.1},
                      {"infiniband-ndr", 1 << 30, 50, curve({{0, 0.94}}, {0.02}), 0, 21.27}},
                     "H100 SXM data sheet; DGX H100: NVSwitch, 8 NDR NICs per node; measured GEMM and NCCL bandwidths"},
-                   3.4);  // Intel Xeon hosts
+                   HostCpu::intel);  // two Intel Xeon per node
 }
 
 SystemModel h200() {

@@ -118,12 +118,17 @@ struct NetLevel {
 // as this repository's own); `nccl` NCCL's across nodes: ring, and tree for an allreduce.
 enum class CollectiveAlgorithms { every, nccl };
 
+// The nodes' host CPU, which NCCL's cost model reads for the network post overhead of a ring step (1 us Intel, 2 us
+// AMD) and for its LL protocol's bandwidth cap across nodes.
+enum class HostCpu { intel, amd };
+
 struct SystemModel {
   std::string name;
   GpuModel gpu;
   std::vector<NetLevel> levels;  // innermost first; levels[i].size divides levels[i+1]'s reach
   std::string source;            // where the numbers came from, in a line
   CollectiveAlgorithms collective_algorithms = CollectiveAlgorithms::every;
+  HostCpu host_cpu = HostCpu::intel;
   double matrix_tflops(int dtype_bytes) const { return dtype_bytes <= 2 ? gpu.matrix_tflops_16 : gpu.matrix_tflops_32; }
   int node_size() const { return levels.empty() ? 1 : levels.front().size; }
 };

@@ -216,7 +216,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
 }  // namespace
 
 SystemModel system_from_json(const json& j, const std::string& where) {
-  only_keys(j, {"name", "source", "gpu", "network", "collective_algorithms"}, where, "");
+  only_keys(j, {"name", "source", "gpu", "network", "collective_algorithms", "host_cpu"}, where, "");
   SystemModel s;
   s.name = text(j, "name", where, "");
   if (j.contains("source")) s.source = text(j, "source", where, "");
@@ -225,6 +225,11 @@ SystemModel system_from_json(const json& j, const std::string& where) {
     if (a != "every" && a != "nccl")
       bad(where, "collective_algorithms", "= \"" + a + "\" is unknown; accepted: every, nccl");
     s.collective_algorithms = a == "nccl" ? CollectiveAlgorithms::nccl : CollectiveAlgorithms::every;
+  }
+  if (j.contains("host_cpu")) {
+    const std::string c = text(j, "host_cpu", where, "");
+    if (c != "intel" && c != "amd") bad(where, "host_cpu", "= \"" + c + "\" is unknown; accepted: intel, amd");
+    s.host_cpu = c == "amd" ? HostCpu::amd : HostCpu::intel;
   }
   if (!j.contains("gpu")) bad(where, "gpu", "is missing");
   s.gpu = gpu_from_json(j.at("gpu"), where);
@@ -274,7 +279,8 @@ json system_to_json(const SystemModel& s) {
                                      {"weight_gradient", curve_json(k.weight_gradient)}};
   const bool nccl = s.collective_algorithms == CollectiveAlgorithms::nccl;
   return {{"name", s.name}, {"source", s.source}, {"gpu", gpu}, {"network", net},
-          {"collective_algorithms", nccl ? "nccl" : "every"}};
+          {"collective_algorithms", nccl ? "nccl" : "every"},
+          {"host_cpu", s.host_cpu == HostCpu::amd ? "amd" : "intel"}};
 }
 
 }  // namespace parbench::predict

@@ -136,39 +136,59 @@ TEST(PredictCollectives, FixedLatencyOfTheLevelsAGroupSpans) {
 TEST(PredictCollectives, NcclAlgorithmsPayStepsBeyondTwoNodes) {
   const SystemModel nccl = builtin_system("dgx-a100");
   ASSERT_EQ(nccl.collective_algorithms, CollectiveAlgorithms::nccl);
-  SystemModel flat = nccl;  // the same curves and fixed latencies, no step latency
+  ASSERT_EQ(nccl.host_cpu, HostCpu::amd);
+  SystemModel flat = nccl;  // the same curves and fixed latencies, no step latency, NCCL's Simple protocol alone
+  flat.collective_algorithms = CollectiveAlgorithms::every;
   for (NetLevel& level : flat.levels) level.step_latency_us = 0;
-  auto cost = [](const SystemModel& sys, Collective op, GroupPlacement g, const std::string& algorithm) {
-    for (const CollCost& c : collective_costs(sys, op, 256e6, g))
+  auto cost = [](const SystemModel& sys, Collective op, double bytes, GroupPlacement g, const std::string& algorithm) {
+    for (const CollCost& c : collective_costs(sys, op, bytes, g))
       if (c.algorithm == algorithm) return c.seconds;
     ADD_FAILURE() << algorithm << " not offered";
     return 0.0;
+  };
+  auto extra = [&](Collective op, double bytes, GroupPlacement g, const std::string& algorithm) {
+    return cost(nccl, op, bytes, g, algorithm) - cost(flat, op, bytes, g, algorithm);
   };
   std::vector<std::string> names;
   for (const CollCost& c : collective_costs(nccl, Collective::allreduce, 256e6, {64, 8})) names.push_back(c.algorithm);
   EXPECT_EQ(names, (std::vector<std::string>{"ring", "tree"}));
   ASSERT_EQ(collective_costs(nccl, Collective::allgather, 256e6, {64, 8}).size(), 1u);
+  // 4 GiB: the Simple protocol on two nodes and on eight (LL128's 8% less bandwidth costs more than its steps save).
   // 8 nodes of 8: 6 nodes beyond two, each 14 + 7 x 6 = 56 us per pass.
-  EXPECT_NEAR(cost(nccl, Collective::allgather, {64, 8}, "ring") - cost(flat, Collective::allgather, {64, 8}, "ring"),
-              6 * 56e-6, 1e-12);
-  EXPECT_NEAR(cost(nccl, Collective::reduce_scatter, {64, 8}, "ring") -
-                  cost(flat, Collective::reduce_scatter, {64, 8}, "ring"), 6 * 56e-6, 1e-12);
-  EXPECT_NEAR(cost(nccl, Collective::allreduce, {64, 8}, "ring") - cost(flat, Collective::allreduce, {64, 8}, "ring"),
-              2 * 6 * 56e-6, 1e-12);
-  // One GPU per node (a data-parallel group beside tp 8): 14 nodes beyond two, network steps alone.
-  EXPECT_NEAR(cost(nccl, Collective::allgather, {16, 1}, "ring") - cost(flat, Collective::allgather, {16, 1}, "ring"),
-              14 * 14e-6, 1e-12);
+  const double big = 4.0 * (1 << 30);
+  EXPECT_NEAR(extra(Collective::allgather, big, {64, 8}, "ring"), 6 * 56e-6, 1e-12);
+  EXPECT_NEAR(extra(Collective::reduce_scatter, big, {64, 8}, "ring"), 6 * 56e-6, 1e-12);
+  EXPECT_NEAR(extra(Collective::allreduce, big, {64, 8}, "ring"), 2 * 6 * 56e-6, 1e-12);
   // Tree over 8 nodes: 3 levels, 2 beyond a two-node tree's one, up and down.
-  EXPECT_NEAR(cost(nccl, Collective::allreduce, {64, 8}, "tree") - cost(flat, Collective::allreduce, {64, 8}, "tree"),
-              2 * 2 * 14e-6, 1e-12);
+  EXPECT_NEAR(extra(Collective::allreduce, big, {64, 8}, "tree"), 2 * 2 * 14e-6, 1e-12);
+  // 8 KiB: LL on both; per node beyond two a 2.7 us network step and 7 NVLink steps at the AMD host's 2 us network
+  // post, and LL's bandwidth cap over more than two nodes (19 GB/s, 22.5 on two) on the 63/64 of the buffer it moves.
+  const double small = 8192, wire = small * 63 / 64;
+  EXPECT_NEAR(extra(Collective::allgather, small, {64, 8}, "ring"),
+              6 * (2.7 + 7 * 2.0) * 1e-6 + wire / 19e9 - wire / 22.5e9, 1e-12);
+  // One GPU per node (a data-parallel group beside tp 8): LL's network step at the tree's 5 us, 14 nodes beyond two;
+  // the bandwidth (half of one NIC's, under the cap) the same on two nodes as on sixteen.
+  EXPECT_NEAR(extra(Collective::allgather, small, {16, 1}, "ring"), 14 * 5.0e-6, 1e-12);
   // Inside a node and across two nodes the measured curves and fixed latencies hold: nothing added.
   for (GroupPlacement g : {GroupPlacement{8, 8}, GroupPlacement{16, 8}, GroupPlacement{2, 1}})
     for (Collective op : {Collective::allreduce, Collective::allgather, Collective::reduce_scatter})
-      EXPECT_EQ(collective_cost(nccl, op, 256e6, g).seconds, collective_cost(flat, op, 256e6, g).seconds);
-  // At scale the ring's latency outgrows its bandwidth time: an all-gather over 512 nodes of 8 takes longer than
-  // over 8 nodes by the steps alone.
-  const double wide = collective_cost(nccl, Collective::allgather, 256e6, {4096, 8}).seconds;
-  EXPECT_NEAR(wide - collective_cost(flat, Collective::allgather, 256e6, {4096, 8}).seconds, 510 * 56e-6, 1e-9);
+      for (double bytes : {small, 256e6, big})
+        EXPECT_EQ(collective_cost(nccl, op, bytes, g).seconds, collective_cost(flat, op, bytes, g).seconds);
+  // At scale the ring's latency outgrows its bandwidth time, and NCCL's model turns to LL128 (per node beyond two
+  // 4 + 7 x 2 us, not Simple's 56): an all-gather of 256 MB over 512 nodes of 8 pays more than LL128's steps and
+  // less than Simple's.
+  const double wide = extra(Collective::allgather, 256e6, {4096, 8}, "ring");
+  EXPECT_GT(wide, 510 * 18e-6);
+  EXPECT_LT(wide, 510 * 56e-6 / 2);
+  // Each protocol's steps are NCCL's whatever the system's Simple figures: on an Intel host's DGX H100 the LL ring's
+  // NVLink step is its own 1 us post.
+  SystemModel h100 = builtin_system("dgx-h100"), h100_flat = h100;
+  ASSERT_EQ(h100.host_cpu, HostCpu::intel);
+  h100_flat.collective_algorithms = CollectiveAlgorithms::every;
+  for (NetLevel& level : h100_flat.levels) level.step_latency_us = 0;
+  EXPECT_NEAR(collective_cost(h100, Collective::allgather, small, {64, 8}).seconds -
+                  collective_cost(h100_flat, Collective::allgather, small, {64, 8}).seconds,
+              6 * (2.7 + 7 * 1.0) * 1e-6 + wire / 20.4e9 - wire / 39e9, 1e-12);
 }
 
 TEST(PredictLayout, BadLayoutsAreRefusedNamingTheValue) {
@@ -230,6 +250,13 @@ TEST(PredictSystem, JsonRoundTripAndSchemaErrorsNameTheField) {
   EXPECT_EQ(b.collective_algorithms, CollectiveAlgorithms::nccl);
   EXPECT_EQ(b.levels[0].step_latency_us, 3.4);
   EXPECT_EQ(b.levels[1].step_latency_us, 14);
+  EXPECT_EQ(b.host_cpu, HostCpu::intel);
+  EXPECT_EQ(system_from_json(system_to_json(builtin_system("dgx-a100")), "x.json").host_cpu, HostCpu::amd);
+  j = system_to_json(builtin_system("dgx-a100"));
+  j.erase("host_cpu");  // optional: NCCL's Intel figures
+  EXPECT_EQ(system_from_json(j, "sys.json").host_cpu, HostCpu::intel);
+  j["host_cpu"] = "arm";
+  EXPECT_NE(error_of(j).find("host_cpu' = \"arm\" is unknown; accepted: intel, amd"), std::string::npos) << error_of(j);
   j = system_to_json(a);
   j.erase("collective_algorithms");
   j["network"][1].erase("step_latency_us");
