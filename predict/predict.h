@@ -15,6 +15,17 @@ enum class Recompute { none, selective, full };
 std::string recompute_name(Recompute r);
 Recompute parse_recompute(const std::string& s);  // UsageError naming the value and none, selective, full
 
+// How the data-parallel gradients are reduced. `model`: in the model's element type, with the ZeRO stage's collective
+// (allreduce at stage 0, reduce-scatter at 1 and 2: PyTorch DDP, Megatron with fp16 or --grad-reduce-in-bf16,
+// DeepSpeed's ZeRO optimizers). `fp32`: as fp32 with the same collective (Megatron with bf16, which accumulates and
+// reduces gradients in fp32 unless told otherwise). `allreduce`: the model's type, allreduced whole even under ZeRO-1,
+// each rank then taking its shard (DeepSpeed's pipeline engine). `fp32_allreduce`: both (DeepSpeed's pipeline engine
+// with its bf16 optimizer, which allreduces the optimizer's fp32 gradients). ZeRO-1's all-gather of the updated
+// parameters moves the model's type either way.
+enum class DpReduce { model, fp32, allreduce, fp32_allreduce };
+std::string dp_reduce_name(DpReduce r);
+DpReduce parse_dp_reduce(const std::string& s);  // UsageError naming the value and the accepted names
+
 struct Layout {
   ModelConfig model;  // the whole model (tp = 1); dtype bf16 stands for any 16-bit type
   int gpus = 1, tp = 1, pp = 1, dp = 1;
@@ -45,6 +56,7 @@ struct Layout {
   // reduce-scattered in buckets during the backward, the updated parameters all-gathered after the optimizer).
   // ZeRO-3 is FSDP's FULL_SHARD either way.
   bool zero2_fsdp = false;
+  DpReduce dp_reduce = DpReduce::model;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

@@ -17,6 +17,14 @@ namespace parbench::predict {
 
 namespace {
 
+bool allreduces_whole(DpReduce r) { return r == DpReduce::allreduce || r == DpReduce::fp32_allreduce; }
+
+// Bytes per gradient element the data-parallel reduction moves.
+double gradient_bytes(const Layout& l) {
+  const double p = double(dtype_size(l.model.dtype));
+  return l.dp_reduce == DpReduce::fp32 || l.dp_reduce == DpReduce::fp32_allreduce ? std::max(4.0, p) : p;
+}
+
 // Compute-action costs per stage in list order, from each virtual stage's pass costs.
 std::vector<std::vector<double>> action_costs(const PipeSchedule& s, const std::vector<PassCosts>& vs_costs) {
   std::vector<std::vector<double>> out(std::size_t(s.stages));
@@ -61,7 +69,7 @@ void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
   pass.blocks = blocks;
   pass.forward = block.f(), pass.backward = block.bi() + block.w();
   pass.gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
-  pass.scatter = collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
+  pass.scatter = collective_cost(sys, Collective::reduce_scatter, params * gradient_bytes(l), g).seconds;
   pass.regather_backward = l.zero_stage >= 3;  // SHARD_GRAD_OP keeps the forward's parameters
   const Zero3Exposed e = zero3_exposed(pass);
   block.zero3_forward = e.forward / blocks, block.zero3_backward = e.backward / blocks;
@@ -75,11 +83,12 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
                           double span) {
   // ZeRO-3 and FSDP's ZeRO-2 reduce per block inside the passes (add_zero3).
   if (l.dp <= 1 || l.zero_stage >= 3 || l.zero2_fsdp) return 0;
-  const double p = double(dtype_size(l.model.dtype)), chunk_bytes = psi * p / l.virtual_stages;
+  const double p = double(dtype_size(l.model.dtype)), chunk_bytes = psi * gradient_bytes(l) / l.virtual_stages;
   const double bucket_cap = 25.0 * 1048576;
   const int buckets = std::max(1, int(std::ceil(chunk_bytes / bucket_cap)));
   const GroupPlacement g = place_group(sys, l.dp, l.tp);
-  const Collective op = l.zero_stage == 0 ? Collective::allreduce : Collective::reduce_scatter;
+  const bool whole = l.zero_stage == 0 || allreduces_whole(l.dp_reduce);
+  const Collective op = whole ? Collective::allreduce : Collective::reduce_scatter;
   const double per_bucket = collective_cost(sys, op, chunk_bytes / buckets, g).seconds;
   std::vector<double> ready;
   for (int c = 0; c < l.virtual_stages; ++c) {
@@ -227,6 +236,9 @@ void validate_layout(const Layout& l) {
   if (l.zero2_fsdp && l.zero_stage != 2)
     throw UsageError("FSDP's SHARD_GRAD_OP is ZeRO-2, not --zero " + std::to_string(l.zero_stage) +
                      " (ZeRO-3 is FSDP's FULL_SHARD already)");
+  if (allreduces_whole(l.dp_reduce) && l.zero_stage > 1)
+    throw UsageError("--dp-reduce " + dp_reduce_name(l.dp_reduce) + " (DeepSpeed's pipeline engine) runs with --zero 0 "
+                     "or 1, not --zero " + std::to_string(l.zero_stage));
   ModelConfig m = l.model;
   m.tp = l.tp;
   m.sequence_parallel = l.sequence_parallel;
@@ -299,6 +311,22 @@ Recompute parse_recompute(const std::string& s) {
   if (s == "selective") return Recompute::selective;
   if (s == "full") return Recompute::full;
   throw UsageError("--recompute '" + s + "' is unknown; accepted: none, selective, full");
+}
+
+std::string dp_reduce_name(DpReduce r) {
+  switch (r) {
+    case DpReduce::model: return "model";
+    case DpReduce::fp32: return "fp32";
+    case DpReduce::allreduce: return "allreduce";
+    case DpReduce::fp32_allreduce: return "fp32-allreduce";
+  }
+  return "?";
+}
+
+DpReduce parse_dp_reduce(const std::string& s) {
+  for (DpReduce r : {DpReduce::model, DpReduce::fp32, DpReduce::allreduce, DpReduce::fp32_allreduce})
+    if (s == dp_reduce_name(r)) return r;
+  throw UsageError("--dp-reduce '" + s + "' is unknown; accepted: model, fp32, allreduce, fp32-allreduce");
 }
 
 }  // namespace parbench::predict

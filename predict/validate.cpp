@@ -53,7 +53,7 @@ bool column_says(const std::string& value, const std::string& yes, const std::st
 
 struct RawRow {
   std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
-      shaped_by, sharding;
+      shaped_by, sharding, dp_reduce;
   int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
       sp = 0, zero = 0;
   double published = 0;
@@ -100,6 +100,15 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
                                 "- (ZeRO as DeepSpeed runs it), fsdp (PyTorch FSDP's units, with zero 2 or 3)", where);
   if (fsdp && r.zero < 2) throw UsageError(where + ": sharding fsdp needs zero 2 or 3, not " + std::to_string(r.zero));
   l.zero2_fsdp = fsdp && r.zero == 2;
+  // Optional column: absent or `-`, the gradients reduced in the model's type with the ZeRO stage's collective.
+  if (!r.dp_reduce.empty() && r.dp_reduce != "-") {
+    try {
+      l.dp_reduce = parse_dp_reduce(r.dp_reduce);
+    } catch (const UsageError&) {
+      throw UsageError(where + ": dp_reduce '" + r.dp_reduce + "' is unknown; accepted: - (model), model, fp32, "
+                       "allreduce, fp32-allreduce");
+    }
+  }
   l.stage_blocks = parse_partition(r.partition, where);
   try {
     l.schedule = ScheduleRef::parse(r.schedule);
@@ -118,7 +127,7 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    io::CSVReader<27, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    io::CSVReader<28, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     const std::vector<std::string> required = {
         "table", "row",       "system", "hidden", "heads",      "layers",     "seq",        "vocab",   "tp",
         "pp",    "v",         "gpus",   "global_batch", "micro_batch", "sp",  "recompute",  "schedule", "attention",
@@ -126,14 +135,14 @@ std::vector<PublishedRow> read_published(const std::string& path) {
     in.read_header(io::ignore_missing_column, "table", "row", "system", "hidden", "heads", "layers", "seq", "vocab",
                    "tp", "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "schedule", "attention",
                    "p2p", "zero", "partition", "tp_overlap", "dp_overlap", "measure", "published", "shaped_by",
-                   "sharding");
-    for (const std::string& column : required)  // every column but the optional `sharding`
+                   "sharding", "dp_reduce");
+    for (const std::string& column : required)  // every column but the optional `sharding` and `dp_reduce`
       if (!in.has_column(column)) throw UsageError(path + " has no column '" + column + "'; accepted: the columns " +
-                                                   join(required) + " and optionally sharding");
+                                                   join(required) + " and optionally sharding and dp_reduce");
     RawRow r;
     while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
                        r.batch, r.mbs, r.sp, r.recompute, r.schedule, r.attention, r.p2p, r.zero, r.partition,
-                       r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by, r.sharding)) {
+                       r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by, r.sharding, r.dp_reduce)) {
       out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
       out.back().system = system_beside(out.back().system, path);
     }

@@ -37,9 +37,9 @@ struct PublishedRow {
 
 // Reads a published-table CSV (columns: table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,
 // micro_batch,sp,recompute,schedule,attention,p2p,zero,partition,tp_overlap,dp_overlap,measure,published,shaped_by
-// and optionally sharding; system: a built-in name or a system file, a relative path taken beside the CSV; partition:
-// uniform or block counts per virtual stage joined by '+'; tp_overlap: none or backward; dp_overlap: backward or
-// after; sharding: - or fsdp).
+// and optionally sharding and dp_reduce; system: a built-in name or a system file, a relative path taken beside the
+// CSV; partition: uniform or block counts per virtual stage joined by '+'; tp_overlap: none or backward; dp_overlap:
+// backward or after; sharding: - or fsdp; dp_reduce: - or a DpReduce name).
 // UsageError naming the file, line and bad value.
 std::vector<PublishedRow> read_published(const std::string& path);
 

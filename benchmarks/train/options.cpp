@@ -62,6 +62,11 @@ void add_prediction_options(CLI::App& app, Options& o) {
                "--simulate with --zero 2: PyTorch FSDP's SHARD_GRAD_OP, per block (each block's parameters gathered "
                "before its forward and kept, its gradients reduce-scattered after its backward), instead of "
                "DeepSpeed's ZeRO-2 (bucketed reduce-scatter, parameters all-gathered after the optimizer)");
+  app.add_option("--dp-reduce", o.dp_reduce,
+                 "--simulate/--search: the data-parallel gradients reduced in the model's type with the ZeRO "
+                 "stage's collective (model), as fp32 (fp32: Megatron with bf16), allreduced whole even under ZeRO-1 "
+                 "(allreduce: DeepSpeed's pipeline engine) or both (fp32-allreduce: its bf16 optimizer)")
+      ->capture_default_str();
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
   app.add_option("--calibrate", o.calibrate,
                  "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
@@ -122,7 +127,7 @@ void validate(Options& o, const Device& dev) {
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
-                           "--dp-reduce-at-end", "--fsdp", "--top"})
+                           "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)
@@ -137,6 +142,9 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
                      "layers equally over the virtual stages of every layout it tries");
   if (o.search && o.fsdp)
     throw UsageError("--fsdp applies to --simulate with --zero 2; --search tries DeepSpeed's ZeRO stages");
+  if (o.search && (o.dp_reduce == "allreduce" || o.dp_reduce == "fp32-allreduce"))
+    throw UsageError("--dp-reduce " + o.dp_reduce + " applies to --simulate (DeepSpeed's pipeline engine runs ZeRO 0 "
+                     "or 1); --search tries every ZeRO stage: model or fp32 there");
 }
 
 void prepare_prediction(Options& o) {

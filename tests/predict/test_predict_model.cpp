@@ -23,6 +23,7 @@
 using namespace parbench;
 using namespace parbench::predict;
 using testing::HasSubstr;
+using testing::ThrowsMessage;
 
 namespace {
 
@@ -622,6 +623,48 @@ TEST(PredictStep, DataParallelReductionAtTheEndIsExposedWhole) {
       buckets * collective_cost(sys, Collective::allreduce, bytes / buckets, place_group(sys, 2, 1)).seconds;
   EXPECT_NEAR(predict_step(l, sys).time.dp_comm, whole, 1e-12);
   EXPECT_LT(overlapped, whole);
+}
+
+// The gradients' element type and collective as the run's software reduces them: at the end, every bucket exposed;
+// ZeRO-1's all-gather of the updated parameters in the model's 16-bit type whatever the gradients were.
+TEST(PredictStep, DataParallelReductionTakesItsSoftwaresTypeAndCollective) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout l = small_gpt(16, 1, 1);  // dp 16 over two nodes
+  l.dp_reduce_at_end = true, l.zero_stage = 1;
+  const double params = stage_parameter_counts(l)[0];
+  const GroupPlacement g = place_group(sys, 16, 1);
+  auto expected = [&](double element_bytes, Collective op) {
+    const double bytes = params * element_bytes;
+    const int buckets = int(std::ceil(bytes / (25.0 * 1048576)));
+    return buckets * collective_cost(sys, op, bytes / buckets, g).seconds +
+           collective_cost(sys, Collective::allgather, params * 2, g).seconds;
+  };
+  const std::pair<DpReduce, double> cases[] = {
+      {DpReduce::model, expected(2, Collective::reduce_scatter)},
+      {DpReduce::fp32, expected(4, Collective::reduce_scatter)},
+      {DpReduce::allreduce, expected(2, Collective::allreduce)},
+      {DpReduce::fp32_allreduce, expected(4, Collective::allreduce)}};
+  for (const auto& [mode, seconds] : cases) {
+    l.dp_reduce = mode;
+    EXPECT_NEAR(predict_step(l, sys).time.dp_comm, seconds, 1e-12) << dp_reduce_name(mode);
+    EXPECT_EQ(parse_dp_reduce(dp_reduce_name(mode)), mode);
+  }
+  EXPECT_LT(cases[0].second, cases[1].second);
+  EXPECT_LT(cases[1].second, cases[3].second);
+  // DeepSpeed's pipeline engine allreduces with ZeRO 0 or 1 only.
+  l.zero_stage = 2;
+  EXPECT_THAT([&] { validate_layout(l); },
+              ThrowsMessage<UsageError>(HasSubstr("--dp-reduce fp32-allreduce (DeepSpeed's pipeline engine) runs with "
+                                                  "--zero 0 or 1, not --zero 2")));
+  EXPECT_THAT([] { parse_dp_reduce("bf16"); },
+              ThrowsMessage<UsageError>(HasSubstr("'bf16' is unknown; accepted: model, fp32, allreduce, "
+                                                  "fp32-allreduce")));
+  // ZeRO-3's per-block reduce-scatters move fp32 too: with its scatters exposed (dp 64 over 8 nodes), slower.
+  Layout z = small_gpt(64, 1, 1);
+  z.zero_stage = 3;
+  const double model_step = predict_step(z, sys).time.step;
+  z.dp_reduce = DpReduce::fp32;
+  EXPECT_GT(predict_step(z, sys).time.step, model_step);
 }
 
 // A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the

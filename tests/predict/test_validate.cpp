@@ -228,29 +228,46 @@ TEST(PredictValidate, UndoingNcclCollectivesDropsTheirStepLatency) {
 TEST(PredictValidate, ShardingColumnIsOptional) {
   const std::string row = "t,r,dgx-h100,2560,20,32,2048,50368,1,1,1,512,4096,8,0,none,1f1b,flash,async,";
   const std::string header = std::string(kPublishedHeader).substr(0, std::string(kPublishedHeader).size() - 1);
-  auto read = [&](const std::string& zero, const std::string& sharding) {
+  auto table = [&](const std::string& zero, const std::string& sharding) {
     const std::string path = write_published("");  // the default header, then replaced
     std::ofstream(path) << header << ",sharding\n" << row << zero << ",uniform,none,backward,step_s,1,-," << sharding
                         << "\n";
-    return read_published(path);
+    return path;
   };
-  EXPECT_TRUE(read("2", "fsdp")[0].layout.zero2_fsdp);
-  EXPECT_FALSE(read("2", "-")[0].layout.zero2_fsdp);
-  EXPECT_FALSE(read("3", "fsdp")[0].layout.zero2_fsdp);
+  EXPECT_TRUE(read_published(table("2", "fsdp"))[0].layout.zero2_fsdp);
+  EXPECT_FALSE(read_published(table("2", "-"))[0].layout.zero2_fsdp);
+  EXPECT_FALSE(read_published(table("3", "fsdp"))[0].layout.zero2_fsdp);
   EXPECT_FALSE(read_published(write_published(row + "2,uniform,none,backward,step_s,1,-\n"))[0].layout.zero2_fsdp);
-  auto refused = [&](const std::string& zero, const std::string& sharding) {
-    try {
-      read(zero, sharding);
-    } catch (const UsageError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_THAT(refused("1", "fsdp"), HasSubstr(":2: sharding fsdp needs zero 2 or 3, not 1"));
-  EXPECT_THAT(refused("2", "zero"), HasSubstr(":2: sharding 'zero' is unknown; accepted: - (ZeRO as DeepSpeed"));
+  EXPECT_THAT(published_error(table("1", "fsdp")), HasSubstr(":2: sharding fsdp needs zero 2 or 3, not 1"));
+  EXPECT_THAT(published_error(table("2", "zero")),
+              HasSubstr(":2: sharding 'zero' is unknown; accepted: - (ZeRO as DeepSpeed"));
   const std::string path = testing::TempDir() + "published_no_p2p_" + std::to_string(getpid()) + ".csv";
   std::string no_p2p = header;
   no_p2p.replace(no_p2p.find(",p2p,"), 5, ",");
   std::ofstream(path) << no_p2p << "\n";
   EXPECT_THAT(published_error(path), HasSubstr("has no column 'p2p'; accepted: the columns table, row"));
+}
+
+// The data-parallel reduction's column, optional and after sharding: `-` or absent the model's type with the ZeRO
+// stage's collective; a DpReduce name; anything else refused naming the line and the accepted names.
+TEST(PredictValidate, DpReduceColumnIsOptional) {
+  const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,1,1,16,64,1,0,none,1f1b,plain,async,";
+  const std::string header = std::string(kPublishedHeader).substr(0, std::string(kPublishedHeader).size() - 1);
+  auto table = [&](const std::string& zero, const std::string& reduce) {
+    const std::string path = write_published("");
+    std::ofstream(path) << header << ",sharding,dp_reduce\n"
+                        << row << zero << ",uniform,none,after,step_s,1,-,-," << reduce << "\n";
+    return path;
+  };
+  EXPECT_EQ(read_published(table("1", "fp32-allreduce"))[0].layout.dp_reduce, DpReduce::fp32_allreduce);
+  EXPECT_EQ(read_published(table("0", "fp32"))[0].layout.dp_reduce, DpReduce::fp32);
+  EXPECT_EQ(read_published(table("1", "-"))[0].layout.dp_reduce, DpReduce::model);
+  EXPECT_EQ(read_published(write_published(row + "1,uniform,none,after,step_s,1,-\n"))[0].layout.dp_reduce,
+            DpReduce::model);
+  EXPECT_THAT(published_error(table("1", "bf16")),
+              HasSubstr(":2: dp_reduce 'bf16' is unknown; accepted: - (model), model, fp32, allreduce, "
+                        "fp32-allreduce"));
+  EXPECT_THAT(published_error(table("2", "allreduce")),
+              HasSubstr(":2: --dp-reduce allreduce (DeepSpeed's pipeline engine) runs with --zero 0 or 1, not "
+                        "--zero 2"));
 }
