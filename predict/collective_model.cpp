@@ -116,7 +116,7 @@ double protocol_seconds(const SystemModel& sys, const Protocol& p, bool tree, Co
                                        std::ceil(std::log2(double(g.nodes))) * p.net_tree_level_us);
   } else {
     // Across nodes every NVLink step still posts to the network (Simple's system value already holds its three).
-    const double post_us = sys.host_cpu == HostCpu::amd ? 2.0 : 1.0;
+    const double post_us = nccl_net_post_us(sys.host_cpu);
     const double intra = p.posts_floor ? std::max(p.nvlink_ring_step_us, post_us) : p.nvlink_ring_step_us;
     const double inter = g.per_node == 1 ? p.net_tree_level_us : p.net_ring_step_us;
     const double steps = ring_passes(op) * double(g.nodes * g.per_node - 1);

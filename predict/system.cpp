@@ -14,6 +14,8 @@ namespace parbench::predict {
 
 std::string processing_name(Processing p) { return p == Processing::roofline ? "roofline" : "no_overlap"; }
 
+double nccl_net_post_us(HostCpu cpu) { return cpu == HostCpu::amd ? 2.0 : 1.0; }
+
 namespace {
 
 // The point a size takes: the first whose threshold it reaches (largest first), else the smallest threshold's.
@@ -99,7 +101,7 @@ Curve a100_infiniband() {
 SystemModel with_nccl(SystemModel s, HostCpu cpu) {
   s.collective_algorithms = CollectiveAlgorithms::nccl;
   s.host_cpu = cpu;
-  s.levels.at(0).step_latency_us = std::max(3.4, 3 * (cpu == HostCpu::amd ? 2.0 : 1.0));
+  s.levels.at(0).step_latency_us = std::max(3.4, 3 * nccl_net_post_us(cpu));
   s.levels.at(1).step_latency_us = 14;
   return s;
 }

@@ -121,6 +121,8 @@ enum class CollectiveAlgorithms { every, nccl };
 // The nodes' host CPU, which NCCL's cost model reads for the network post overhead of a ring step (1 us Intel, 2 us
 // AMD) and for its LL protocol's bandwidth cap across nodes.
 enum class HostCpu { intel, amd };
+// NCCL's network post overhead of one ring step across nodes on such a host, microseconds.
+double nccl_net_post_us(HostCpu cpu);
 
 struct SystemModel {
   std::string name;
