@@ -101,32 +101,33 @@ double ll_cap_bytes_per_s(const SystemModel& sys, int nodes) {
   return (nodes <= 2 ? (amd ? 22.5 : 39.0) : (amd ? 19.0 : 20.4)) * 1e9;
 }
 
-// The time NCCL's model gives a ring or tree of `nodes` nodes with `per_node` ranks on each under protocol `p`,
-// moving `wire` bytes per rank over links of `bus` bytes per second (the links' bandwidth as the model has it).
-struct Span {
-  int nodes, per_node;
-};
-double protocol_seconds(const SystemModel& sys, const Protocol& p, bool tree, Collective op, Span g, double wire,
-                        double bus) {
+int nodes_of(GroupPlacement g) { return (g.ranks + g.per_node - 1) / g.per_node; }
+
+// The time NCCL's model gives a ring or tree over the group `g` (whole nodes of g.per_node ranks) under protocol
+// `p`, moving `wire` bytes per rank over links of `bus` bytes per second (the links' bandwidth as the model has it).
+double protocol_seconds(const SystemModel& sys, const Protocol& p, bool tree, Collective op, GroupPlacement g,
+                        double wire, double bus) {
+  const int nodes = nodes_of(g);
   double bandwidth = bus * (tree ? p.tree_bandwidth : p.ring_bandwidth);
-  if (p.ll_cap) bandwidth = std::min(bandwidth, ll_cap_bytes_per_s(sys, g.nodes));
+  if (p.ll_cap) bandwidth = std::min(bandwidth, ll_cap_bytes_per_s(sys, nodes));
   double latency_us = 0;
   if (tree) {
     latency_us = p.tree_base_us + 2 * ((g.per_node - 1) * p.nvlink_tree_level_us +
-                                       std::ceil(std::log2(double(g.nodes))) * p.net_tree_level_us);
+                                       std::ceil(std::log2(double(nodes))) * p.net_tree_level_us);
   } else {
     // Across nodes every NVLink step still posts to the network (Simple's system value already holds its three).
     const double post_us = nccl_net_post_us(sys.host_cpu);
     const double intra = p.posts_floor ? std::max(p.nvlink_ring_step_us, post_us) : p.nvlink_ring_step_us;
     const double inter = g.per_node == 1 ? p.net_tree_level_us : p.net_ring_step_us;
-    const double steps = ring_passes(op) * double(g.nodes * g.per_node - 1);
-    const double network_steps = ring_passes(op) * double(g.nodes - 1);
+    const double steps = ring_passes(op) * double(g.ranks - 1);
+    const double network_steps = ring_passes(op) * double(nodes - 1);
     latency_us = p.ring_base_us + (steps - network_steps) * intra + network_steps * inter;
   }
   return latency_us * 1e-6 + wire / bandwidth;
 }
 
-double best_protocol_seconds(const SystemModel& sys, bool tree, Collective op, Span g, double wire, double bus) {
+double best_protocol_seconds(const SystemModel& sys, bool tree, Collective op, GroupPlacement g, double wire,
+                             double bus) {
   double best = std::numeric_limits<double>::infinity();
   for (const Protocol& p : protocols_of(sys)) best = std::min(best, protocol_seconds(sys, p, tree, op, g, wire, bus));
   return best;
@@ -134,13 +135,13 @@ double best_protocol_seconds(const SystemModel& sys, bool tree, Collective op, S
 
 // The curves and fixed latencies were measured on at most two nodes; what a ring or tree over more nodes adds is
 // the difference NCCL's model gives between it and the same group on two nodes, each under the protocol the model
-// picks (on a system whose collectives are not NCCL's: Simple's steps alone).
-int nodes_of(GroupPlacement g) { return (g.ranks + g.per_node - 1) / g.per_node; }
+// picks (on a system whose collectives are not NCCL's: Simple's steps alone). Both on whole nodes, as the ring
+// steps were counted.
 double beyond_two_nodes(const SystemModel& sys, bool tree, Collective op, GroupPlacement g, double bytes, Link k) {
   if (sys.levels.size() < 2 || nodes_of(g) <= 2) return 0;
   const double wire = tree ? 2 * bytes : wire_fraction(op, g.ranks) * bytes, bus = 1 / k.beta;
-  return best_protocol_seconds(sys, tree, op, {nodes_of(g), g.per_node}, wire, bus) -
-         best_protocol_seconds(sys, tree, op, {2, g.per_node}, wire, bus);
+  return best_protocol_seconds(sys, tree, op, {nodes_of(g) * g.per_node, g.per_node}, wire, bus) -
+         best_protocol_seconds(sys, tree, op, {2 * g.per_node, g.per_node}, wire, bus);
 }
 
 }  // namespace

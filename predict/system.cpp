@@ -16,6 +16,12 @@ std::string processing_name(Processing p) { return p == Processing::roofline ? "
 
 double nccl_net_post_us(HostCpu cpu) { return cpu == HostCpu::amd ? 2.0 : 1.0; }
 
+SystemModel without_nccl_collectives(SystemModel s) {
+  s.collective_algorithms = CollectiveAlgorithms::every;
+  for (NetLevel& level : s.levels) level.step_latency_us = 0;
+  return s;
+}
+
 namespace {
 
 // The point a size takes: the first whose threshold it reaches (largest first), else the smallest threshold's.

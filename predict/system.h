@@ -139,6 +139,10 @@ struct SystemModel {
 // fast end of the range the sources span, -1 the slow end.
 SystemModel shifted_system(const SystemModel& s, int sign);
 
+// `s` with every modelled algorithm offered and no per-step latency: its collectives as before NCCL's own were
+// modelled (the modelling choice `nccl_collectives` undone).
+SystemModel without_nccl_collectives(SystemModel s);
+
 // "dgx-a100", "dgx-h100", "h200", "this-machine" (built from scripts/calibrate.sh's output when it exists, else
 // a conservative default) or a JSON file path. Throws UsageError naming the value and the accepted forms.
 SystemModel load_system(const std::string& name_or_file);

@@ -193,10 +193,7 @@ double predict_published(const PublishedRow& r, const std::set<std::string>& und
   SystemModel sys = load_system(r.system);
   Layout l = r.layout;
   if (undo.count("processing_no_overlap")) sys.gpu.processing = Processing::roofline;
-  if (undo.count("nccl_collectives")) {
-    sys.collective_algorithms = CollectiveAlgorithms::every;
-    for (NetLevel& level : sys.levels) level.step_latency_us = 0;
-  }
+  if (undo.count("nccl_collectives")) sys = without_nccl_collectives(sys);
   if (undo.count("sp_backward_regather")) l.sp_backward_regather = false;
   if (undo.count("blocking_p2p")) l.blocking_p2p = false;
   if (undo.count("tp_backward_overlap")) l.tp_backward_overlap = false;

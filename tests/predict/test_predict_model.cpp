@@ -138,9 +138,8 @@ TEST(PredictCollectives, NcclAlgorithmsPayStepsBeyondTwoNodes) {
   const SystemModel nccl = builtin_system("dgx-a100");
   ASSERT_EQ(nccl.collective_algorithms, CollectiveAlgorithms::nccl);
   ASSERT_EQ(nccl.host_cpu, HostCpu::amd);
-  SystemModel flat = nccl;  // the same curves and fixed latencies, no step latency, NCCL's Simple protocol alone
-  flat.collective_algorithms = CollectiveAlgorithms::every;
-  for (NetLevel& level : flat.levels) level.step_latency_us = 0;
+  // The same curves and fixed latencies, no step latency.
+  const SystemModel flat = without_nccl_collectives(nccl);
   auto cost = [](const SystemModel& sys, Collective op, double bytes, GroupPlacement g, const std::string& algorithm) {
     for (const CollCost& c : collective_costs(sys, op, bytes, g))
       if (c.algorithm == algorithm) return c.seconds;
@@ -183,10 +182,8 @@ TEST(PredictCollectives, NcclAlgorithmsPayStepsBeyondTwoNodes) {
   EXPECT_LT(wide, 510 * 56e-6 / 2);
   // Each protocol's steps are NCCL's whatever the system's Simple figures: on an Intel host's DGX H100 the LL ring's
   // NVLink step is its own 1 us post.
-  SystemModel h100 = builtin_system("dgx-h100"), h100_flat = h100;
+  const SystemModel h100 = builtin_system("dgx-h100"), h100_flat = without_nccl_collectives(h100);
   ASSERT_EQ(h100.host_cpu, HostCpu::intel);
-  h100_flat.collective_algorithms = CollectiveAlgorithms::every;
-  for (NetLevel& level : h100_flat.levels) level.step_latency_us = 0;
   EXPECT_NEAR(collective_cost(h100, Collective::allgather, small, {64, 8}).seconds -
                   collective_cost(h100_flat, Collective::allgather, small, {64, 8}).seconds,
               6 * (2.7 + 7 * 1.0) * 1e-6 + wire / 20.4e9 - wire / 39e9, 1e-12);

@@ -213,7 +213,7 @@ TEST(PredictValidate, UndoingNcclCollectivesDropsTheirStepLatency) {
   const std::vector<PublishedRow> rows = read_published(write_published(
       "t,z,dgx-h100,4096,32,32,2048,50368,1,1,1,512,3072,6,0,none,1f1b,flash,async,3,uniform,none,backward,step_s,"
       "1.27,nccl_collectives\n"));
-  SystemModel every = builtin_system("dgx-h100");
+  SystemModel every = builtin_system("dgx-h100");  // written out: what undoing the choice must amount to
   every.collective_algorithms = CollectiveAlgorithms::every;
   for (NetLevel& level : every.levels) level.step_latency_us = 0;
   const double undone = predict_published(rows[0], {"nccl_collectives"});
