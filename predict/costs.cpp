@@ -103,6 +103,11 @@ double activation_bytes(const Layout& l) {
   return double(l.micro_batch) * l.model.seq * l.model.hidden * dtype_bytes(l);
 }
 
+double gradient_bytes(const Layout& l) {
+  const double p = dtype_bytes(l);
+  return l.dp_reduce == DpReduce::fp32 || l.dp_reduce == DpReduce::fp32_allreduce ? std::max(4.0, p) : p;
+}
+
 namespace {
 
 // The tensor-parallel collectives around one parallel region (attention or MLP) in one direction: an allreduce of

@@ -63,6 +63,9 @@ LinearSeconds linear_seconds(const SystemModel& sys, const LinearDims& d, int dt
 // Bytes of one microbatch's (b, s, h) activation: what tensor-parallel collectives and stage sends move.
 double activation_bytes(const Layout& l);
 
+// Bytes per gradient element the data-parallel reduction moves and the GPU holds them in (--dp-reduce).
+double gradient_bytes(const Layout& l);
+
 // One transformer block, the embedding and the head (with its loss), for one microbatch on one GPU.
 PassCosts block_costs(const Layout& l, const SystemModel& sys);
 PassCosts embedding_costs(const Layout& l, const SystemModel& sys);

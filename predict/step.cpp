@@ -19,12 +19,6 @@ namespace {
 
 bool allreduces_whole(DpReduce r) { return r == DpReduce::allreduce || r == DpReduce::fp32_allreduce; }
 
-// Bytes per gradient element the data-parallel reduction moves.
-double gradient_bytes(const Layout& l) {
-  const double p = double(dtype_size(l.model.dtype));
-  return l.dp_reduce == DpReduce::fp32 || l.dp_reduce == DpReduce::fp32_allreduce ? std::max(4.0, p) : p;
-}
-
 // Compute-action costs per stage in list order, from each virtual stage's pass costs.
 std::vector<std::vector<double>> action_costs(const PipeSchedule& s, const std::vector<PassCosts>& vs_costs) {
   std::vector<std::vector<double>> out(std::size_t(s.stages));

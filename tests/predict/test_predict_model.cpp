@@ -636,18 +636,25 @@ TEST(PredictStep, DataParallelReductionTakesItsSoftwaresTypeAndCollective) {
     return buckets * collective_cost(sys, op, bytes / buckets, g).seconds +
            collective_cost(sys, Collective::allgather, params * 2, g).seconds;
   };
-  const std::pair<DpReduce, double> cases[] = {
-      {DpReduce::model, expected(2, Collective::reduce_scatter)},
-      {DpReduce::fp32, expected(4, Collective::reduce_scatter)},
-      {DpReduce::allreduce, expected(2, Collective::allreduce)},
-      {DpReduce::fp32_allreduce, expected(4, Collective::allreduce)}};
-  for (const auto& [mode, seconds] : cases) {
-    l.dp_reduce = mode;
-    EXPECT_NEAR(predict_step(l, sys).time.dp_comm, seconds, 1e-12) << dp_reduce_name(mode);
-    EXPECT_EQ(parse_dp_reduce(dp_reduce_name(mode)), mode);
+  // The gradients the GPU holds: Megatron's fp32 buffer instead of the 16-bit ones; DeepSpeed's bf16 optimizer both.
+  struct Case {
+    DpReduce mode;
+    double seconds, gradient_bytes_per_param;
+  };
+  const Case cases[] = {{DpReduce::model, expected(2, Collective::reduce_scatter), 2},
+                        {DpReduce::fp32, expected(4, Collective::reduce_scatter), 4},
+                        {DpReduce::allreduce, expected(2, Collective::allreduce), 2},
+                        {DpReduce::fp32_allreduce, expected(4, Collective::allreduce), 6}};
+  for (const Case& c : cases) {
+    l.dp_reduce = c.mode;
+    const Prediction p = predict_step(l, sys);
+    EXPECT_NEAR(p.time.dp_comm, c.seconds, 1e-12) << dp_reduce_name(c.mode);
+    EXPECT_NEAR(double(p.memory[int(MemCategory::gradients)]), params * c.gradient_bytes_per_param, 1.0)
+        << dp_reduce_name(c.mode);
+    EXPECT_EQ(parse_dp_reduce(dp_reduce_name(c.mode)), c.mode);
   }
-  EXPECT_LT(cases[0].second, cases[1].second);
-  EXPECT_LT(cases[1].second, cases[3].second);
+  EXPECT_LT(cases[0].seconds, cases[1].seconds);
+  EXPECT_LT(cases[1].seconds, cases[3].seconds);
   // DeepSpeed's pipeline engine allreduces with ZeRO 0 or 1 only.
   l.zero_stage = 2;
   EXPECT_THAT([&] { validate_layout(l); },
@@ -661,7 +668,9 @@ TEST(PredictStep, DataParallelReductionTakesItsSoftwaresTypeAndCollective) {
   z.zero_stage = 3;
   const double model_step = predict_step(z, sys).time.step;
   z.dp_reduce = DpReduce::fp32;
-  EXPECT_GT(predict_step(z, sys).time.step, model_step);
+  const Prediction fp32_zero3 = predict_step(z, sys);
+  EXPECT_GT(fp32_zero3.time.step, model_step);
+  EXPECT_NEAR(double(fp32_zero3.memory[int(MemCategory::gradients)]), stage_parameter_counts(z)[0] * 4 / 64, 1.0);
 }
 
 // A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the
