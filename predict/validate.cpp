@@ -4,10 +4,12 @@
 #include "predict/validate.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include <libfccp/csv.h>
 
@@ -127,16 +129,17 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    io::CSVReader<28, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
-    const std::vector<std::string> required = {
-        "table", "row",       "system", "hidden", "heads",      "layers",     "seq",        "vocab",   "tp",
-        "pp",    "v",         "gpus",   "global_batch", "micro_batch", "sp",  "recompute",  "schedule", "attention",
-        "p2p",   "zero",      "partition", "tp_overlap", "dp_overlap", "measure", "published", "shaped_by"};
-    in.read_header(io::ignore_missing_column, "table", "row", "system", "hidden", "heads", "layers", "seq", "vocab",
-                   "tp", "pp", "v", "gpus", "global_batch", "micro_batch", "sp", "recompute", "schedule", "attention",
-                   "p2p", "zero", "partition", "tp_overlap", "dp_overlap", "measure", "published", "shaped_by",
-                   "sharding", "dp_reduce");
-    for (const std::string& column : required)  // every column but the optional `sharding` and `dp_reduce`
+    // Every column but the last two (sharding, dp_reduce: optional) must be there.
+    static constexpr std::array<const char*, 28> kColumns = {
+        "table",     "row",         "system",    "hidden",     "heads",      "layers",   "seq",
+        "vocab",     "tp",          "pp",        "v",          "gpus",       "global_batch",
+        "micro_batch", "sp",        "recompute", "schedule",   "attention",  "p2p",      "zero",
+        "partition", "tp_overlap",  "dp_overlap", "measure",   "published",  "shaped_by", "sharding",
+        "dp_reduce"};
+    const std::vector<std::string> required(kColumns.begin(), kColumns.end() - 2);
+    io::CSVReader<kColumns.size(), io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    std::apply([&](auto... name) { in.read_header(io::ignore_missing_column, name...); }, kColumns);
+    for (const std::string& column : required)
       if (!in.has_column(column)) throw UsageError(path + " has no column '" + column + "'; accepted: the columns " +
                                                    join(required) + " and optionally sharding and dp_reduce");
     RawRow r;
