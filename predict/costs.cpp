@@ -249,10 +249,12 @@ std::vector<double> stage_parameter_counts(const Layout& l) {
   ModelConfig m = l.model;
   m.tp = l.tp;
   m.sequence_parallel = l.sequence_parallel;
-  // The data-parallel schemes count Psi unpadded.
-  if (l.tp == 1 && l.pp == 1) return {double(make_layout(m).parameters)};
   std::vector<double> n;
-  for (std::int64_t numel : stage_numel(m, l.pp, l.virtual_stages, l.stage_blocks)) n.push_back(double(numel));
+  if (l.tp == 1 && l.pp == 1) n = {double(make_layout(m).parameters)};  // the data-parallel schemes count Psi unpadded
+  else
+    for (std::int64_t numel : stage_numel(m, l.pp, l.virtual_stages, l.stage_blocks)) n.push_back(double(numel));
+  // Tied on one stage: the head has no weight of its own.
+  if (l.tied_embeddings && l.pp == 1) n[0] -= double(l.model.vocab / l.tp) * l.model.hidden;
   return n;
 }
 

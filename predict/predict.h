@@ -57,6 +57,10 @@ struct Layout {
   // ZeRO-3 is FSDP's FULL_SHARD either way.
   bool zero2_fsdp = false;
   DpReduce dp_reduce = DpReduce::model;
+  // The head's weight is the embedding's (Megatron's, NeMo's, DeepSpeed's and MPT's GPT; bench_train's own GPT
+  // unties them): without a pipeline one copy serves both; with one, the first and last stages each hold a copy and
+  // allreduce its gradient once the backward ends (Megatron's embedding group, DeepSpeed's ReduceTiedGrads), exposed.
+  bool tied_embeddings = false;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

@@ -101,6 +101,16 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
   return exposed;
 }
 
+// Tied embeddings over a pipeline: the first and last stages allreduce the shared weight's gradient (their V/t x h
+// share, in the gradients' type) between them once the backward ends; 0 on every other stage. The pair shares a node
+// only when the whole job does (in Megatron's order they are (pp - 1) / pp of the ranks apart).
+double tied_embedding_seconds(const Layout& l, const SystemModel& sys, int st) {
+  if (!l.tied_embeddings || l.pp == 1 || (st != 0 && st != l.pp - 1)) return 0;
+  const double bytes = double(l.model.vocab / l.tp) * l.model.hidden * gradient_bytes(l);
+  const GroupPlacement pair = l.gpus <= sys.node_size() ? GroupPlacement{2, 2} : GroupPlacement{2, 1};
+  return collective_cost(sys, Collective::allreduce, bytes, pair).seconds;
+}
+
 double optimizer_seconds(const Layout& l, const SystemModel& sys, double psi) {
   const OptimizerKind optimizer = l.adamw ? OptimizerKind::adamw : OptimizerKind::sgd;
   const double k = double(optimizer_state_bytes_per_param(optimizer, l.model.dtype));
@@ -275,6 +285,7 @@ Prediction predict_with_costs(const Layout& l, const SystemModel& sys, const std
     TimeSplit t = stage_split(l, vs_costs, st, sim.makespan, span0);
     for (double* x : {&t.forward, &t.backward, &t.recompute, &t.tp_comm, &t.dp_comm, &t.bubble, &t.pp_comm}) *x *= share;
     t.dp_comm += dp_exposed_seconds(l, sys, sim, st, psi, sim.makespan);
+    t.pp_comm += tied_embedding_seconds(l, sys, st);
     t.optimizer = optimizer_seconds(l, sys, psi) * updates_sharing(l, sys);
     t.step = t.forward + t.backward + t.recompute + t.tp_comm + t.dp_comm + t.bubble + t.pp_comm + t.optimizer;
     if (t.step > worst) worst = t.step, out.time = t;

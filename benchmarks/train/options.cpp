@@ -67,6 +67,10 @@ void add_prediction_options(CLI::App& app, Options& o) {
                  "stage's collective (model), as fp32 (fp32: Megatron with bf16), allreduced whole even under ZeRO-1 "
                  "(allreduce: DeepSpeed's pipeline engine) or both (fp32-allreduce: its bf16 optimizer)")
       ->capture_default_str();
+  app.add_flag("--tied-embeddings", o.tied_embeddings,
+               "--simulate/--search: the head's weight is the embedding's (Megatron, NeMo, DeepSpeed and MPT tie "
+               "them; bench_train's GPT does not): one copy without a pipeline, and with one the first and last "
+               "stages allreduce its gradient after the backward");
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
   app.add_option("--calibrate", o.calibrate,
                  "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
@@ -127,7 +131,7 @@ void validate(Options& o, const Device& dev) {
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
-                           "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--top"})
+                           "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--tied-embeddings", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)

@@ -34,6 +34,7 @@ struct Options {
   bool dp_reduce_at_end = false;       // data-parallel reduction after the last backward (Megatron before 2023)
   bool fsdp = false;                   // --zero 2 as PyTorch FSDP's SHARD_GRAD_OP (per-block units)
   std::string dp_reduce = "model";     // the data-parallel gradients' element type and collective
+  bool tied_embeddings = false;        // the head's weight is the embedding's (Megatron, DeepSpeed, MPT)
   int zero = 0, top = 5;
   bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
 };

@@ -673,6 +673,39 @@ TEST(PredictStep, DataParallelReductionTakesItsSoftwaresTypeAndCollective) {
   EXPECT_NEAR(double(fp32_zero3.memory[int(MemCategory::gradients)]), stage_parameter_counts(z)[0] * 4 / 64, 1.0);
 }
 
+// Tied embeddings: without a pipeline the head has no weight of its own (V/t x h fewer parameters); with one, the
+// first and last stages allreduce the shared weight's gradient (V/t x h in the gradients' type, between two ranks
+// (pp - 1) x tp x dp apart) after the backward: the whole step grows by it, as the critical stage is the first or the
+// last (they hold the embedding and the head, the most parameters to reduce and update).
+TEST(PredictStep, TiedEmbeddingsShareOneWeightAndAllreduceItsGradientAcrossThePipeline) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout one = small_gpt(8, 2, 1);
+  const double untied_params = stage_parameter_counts(one)[0];
+  one.tied_embeddings = true;
+  EXPECT_NEAR(stage_parameter_counts(one)[0], untied_params - 51200.0 / 2 * 2048, 0.5);
+  EXPECT_DOUBLE_EQ(predict_step(one, sys).time.pp_comm, 0);
+  struct Case {
+    int gpus, tp, pp;
+    DpReduce reduce;
+    double element_bytes;
+    GroupPlacement pair;
+  };
+  // pp 4 x tp 2 on 8 GPUs: one node; pp 4 x tp 8 on 32: first and last stage on different nodes; fp32 gradients.
+  for (const Case& c : {Case{8, 2, 4, DpReduce::model, 2, {2, 2}}, Case{32, 8, 4, DpReduce::model, 2, {2, 1}},
+                        Case{32, 8, 4, DpReduce::fp32, 4, {2, 1}}}) {
+    Layout l = small_gpt(c.gpus, c.tp, c.pp);
+    l.global_batch = 8 * l.dp, l.dp_reduce = c.reduce;
+    const Prediction untied = predict_step(l, sys);
+    l.tied_embeddings = true;
+    const Prediction tied = predict_step(l, sys);
+    const double allreduce =
+        collective_cost(sys, Collective::allreduce, 51200.0 / c.tp * 2048 * c.element_bytes, c.pair).seconds;
+    EXPECT_NEAR(tied.time.pp_comm - untied.time.pp_comm, allreduce, 1e-12) << c.tp << " " << c.pp;
+    EXPECT_NEAR(tied.time.step - untied.time.step, allreduce, 1e-12) << c.tp << " " << c.pp;
+    EXPECT_GT(allreduce, 0);
+  }
+}
+
 // A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the
 // HBM bandwidth x the efficiency of its bytes; summed under no_overlap, the slower under roofline.
 TEST(PredictCosts, GemmCombinesComputeAndMemoryByTheProcessingMode) {

@@ -271,3 +271,21 @@ TEST(PredictValidate, DpReduceColumnIsOptional) {
               HasSubstr(":2: --dp-reduce allreduce (DeepSpeed's pipeline engine) runs with --zero 0 or 1, not "
                         "--zero 2"));
 }
+
+TEST(PredictValidate, EmbeddingColumnIsOptional) {
+  const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,2,1,16,64,1,0,none,1f1b,plain,async,1,uniform,none,"
+                          "after,step_s,1,-,";
+  const std::string header = std::string(kPublishedHeader).substr(0, std::string(kPublishedHeader).size() - 1);
+  auto table = [&](const std::string& embedding) {
+    const std::string path = write_published("");
+    std::ofstream(path) << header << ",embedding\n" << row << embedding << "\n";
+    return path;
+  };
+  EXPECT_TRUE(read_published(table("tied"))[0].layout.tied_embeddings);
+  EXPECT_FALSE(read_published(table("untied"))[0].layout.tied_embeddings);
+  EXPECT_FALSE(read_published(table("-"))[0].layout.tied_embeddings);
+  EXPECT_FALSE(read_published(write_published(row.substr(0, row.size() - 1) + "\n"))[0].layout.tied_embeddings);
+  EXPECT_THAT(published_error(table("shared")),
+              HasSubstr(":2: embedding 'shared' is unknown; accepted: - or untied (the head's own weight), tied (the "
+                        "embedding's)"));
+}
