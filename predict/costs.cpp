@@ -230,7 +230,7 @@ PassCosts head_costs(const Layout& l, const SystemModel& sys) {
   c.backward_weight = logits.weight_gradient;
   if (l.sequence_parallel) c.forward_tp = c.backward_tp = tp_region_seconds(l, sys) / 2;  // gather before the head
   add_op_overhead(c, sys, kHeadOps);
-  if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
+  // Not recomputed under full recomputation: the frameworks checkpoint the transformer blocks only.
   return c;
 }
 

@@ -706,6 +706,28 @@ TEST(PredictStep, TiedEmbeddingsShareOneWeightAndAllreduceItsGradientAcrossThePi
   }
 }
 
+// Full recomputation repeats each block's forward with its tensor-parallel collectives (Megatron checkpoints the
+// transformer layers' inputs; DeepSpeed's PipelineModule only ParallelTransformerLayerPipe; MosaicML the MPT blocks),
+// never the embedding or the head: with a large vocabulary the head's logits GEMM is no small part of a stage.
+TEST(PredictCosts, FullRecomputationRepeatsTheBlocksNotTheHead) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout l = small_gpt(8, 2, 4);
+  l.global_batch = 8, l.model.vocab = 256000;
+  const PassCosts block = block_costs(l, sys), head = head_costs(l, sys), embedding = embedding_costs(l, sys);
+  EXPECT_DOUBLE_EQ(block.recompute, 0);
+  l.recompute = Recompute::full;
+  const PassCosts full_block = block_costs(l, sys), full_head = head_costs(l, sys);
+  EXPECT_DOUBLE_EQ(full_block.recompute, block.forward);
+  EXPECT_DOUBLE_EQ(full_block.recompute_tp, block.forward_tp);
+  EXPECT_GT(full_block.recompute_tp, 0);
+  EXPECT_DOUBLE_EQ(full_head.recompute, 0);
+  EXPECT_DOUBLE_EQ(full_head.recompute_tp, 0);
+  EXPECT_DOUBLE_EQ(full_head.forward, head.forward);
+  EXPECT_DOUBLE_EQ(embedding_costs(l, sys).recompute, embedding.recompute);
+  EXPECT_DOUBLE_EQ(embedding.recompute, 0);
+  EXPECT_GT(head.forward, block.forward / 4);  // the head would have mattered
+}
+
 // A GEMM's time by hand: 2 m n k FLOPs at peak x the matrix efficiency of its GFLOP, (m k + k n + m n) p bytes at the
 // HBM bandwidth x the efficiency of its bytes; summed under no_overlap, the slower under roofline.
 TEST(PredictCosts, GemmCombinesComputeAndMemoryByTheProcessingMode) {
