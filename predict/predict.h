@@ -61,6 +61,10 @@ struct Layout {
   // unties them): without a pipeline one copy serves both; with one, the first and last stages each hold a copy and
   // allreduce its gradient once the backward ends (Megatron's embedding group, DeepSpeed's ReduceTiedGrads), exposed.
   bool tied_embeddings = false;
+  // ZeRO-1/2's all-gather of the updated parameters runs during the next step's forward, each block's share in turn
+  // (NeMo's overlap_param_sync, Megatron's --overlap-param-gather), instead of after the optimizer; no effect where
+  // ZeRO gathers per block anyway (ZeRO-3, FSDP).
+  bool param_gather_overlap = false;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

@@ -2,6 +2,7 @@
 // data-parallel reduction and the optimizer; the split of the slowest stage's time; throughput and memory.
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "base/dtype.h"
 #include "base/error.h"
@@ -69,6 +70,34 @@ void add_zero3(const Layout& l, const SystemModel& sys, PassCosts& block) {
   block.zero3_forward = e.forward / blocks, block.zero3_backward = e.backward / blocks;
 }
 
+// ZeRO-1/2's all-gather of the updated parameters: after the optimizer, exposed whole; with param_gather_overlap
+// (NeMo's overlap_param_sync, Megatron's --overlap-param-gather) block by block on the communication stream from the
+// step's start, each block's share needed when its chunk's first forward reaches it: only the lateness shows (at
+// least the first block's gather).
+double parameter_gather_seconds(const Layout& l, const SystemModel& sys, const PipeSimulation& sim, int st,
+                                double psi, GroupPlacement g) {
+  const double bytes = psi * double(dtype_size(l.model.dtype));
+  if (!l.param_gather_overlap) return collective_cost(sys, Collective::allgather, bytes, g).seconds;
+  std::vector<int> chunk_blocks;
+  for (int c = 0; c < l.virtual_stages; ++c)
+    chunk_blocks.push_back(std::max(1, int(std::lround(l.blocks_of(c * l.pp + st)))));
+  const int blocks = std::accumulate(chunk_blocks.begin(), chunk_blocks.end(), 0);
+  const double per_block = collective_cost(sys, Collective::allgather, bytes / blocks, g).seconds;
+  double late = per_block;
+  int gathered = 0;
+  for (int c = 0; c < l.virtual_stages; ++c) {
+    const auto& timeline = sim.timeline[std::size_t(st)];
+    const auto first = std::find_if(timeline.begin(), timeline.end(), [&](const TimedAction& t) {
+      return t.action.chunk == c && t.action.op == PipeOp::forward;
+    });
+    if (first == timeline.end()) continue;
+    const int n = chunk_blocks[std::size_t(c)];
+    for (int j = 0; j < n; ++j)
+      late = std::max(late, ++gathered * per_block - (first->start + (first->end - first->start) * j / n));
+  }
+  return late;
+}
+
 // The data-parallel gradient reduction as events on stage `st`'s communication stream: each chunk's gradients
 // become final during its last backward (weight-gradient) action, in 25 MiB buckets, one every 1/n of that action
 // (reverse layer order, as DDP fills them); the stream reduces them in order of readiness. Returns how far the
@@ -77,7 +106,7 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
                           double span) {
   // ZeRO-3 and FSDP's ZeRO-2 reduce per block inside the passes (add_zero3).
   if (l.dp <= 1 || l.zero_stage >= 3 || l.zero2_fsdp) return 0;
-  const double p = double(dtype_size(l.model.dtype)), chunk_bytes = psi * gradient_bytes(l) / l.virtual_stages;
+  const double chunk_bytes = psi * gradient_bytes(l) / l.virtual_stages;
   const double bucket_cap = 25.0 * 1048576;
   const int buckets = std::max(1, int(std::ceil(chunk_bytes / bucket_cap)));
   const GroupPlacement g = place_group(sys, l.dp, l.tp);
@@ -97,7 +126,7 @@ double dp_exposed_seconds(const Layout& l, const SystemModel& sys, const PipeSim
   double stream = 0;
   for (double r : ready) stream = std::max(stream, r) + per_bucket;
   double exposed = std::max(0.0, stream - span);
-  if (l.zero_stage >= 1) exposed += collective_cost(sys, Collective::allgather, psi * p, g).seconds;
+  if (l.zero_stage >= 1) exposed += parameter_gather_seconds(l, sys, sim, st, psi, g);
   return exposed;
 }
 

@@ -55,7 +55,7 @@ bool column_says(const std::string& value, const std::string& yes, const std::st
 
 struct RawRow {
   std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
-      shaped_by, sharding, dp_reduce, embedding;
+      shaped_by, sharding, dp_reduce, embedding, param_gather;
   int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
       sp = 0, zero = 0;
   double published = 0;
@@ -115,6 +115,15 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
   l.tied_embeddings = column_says(r.embedding.empty() || r.embedding == "-" ? "untied" : r.embedding, "tied",
                                   "untied", "embedding", "- or untied (the head's own weight), tied (the embedding's)",
                                   where);
+  // Optional column: absent, `-` or `after`, ZeRO-1/2's parameter all-gather after the optimizer; `forward`, during
+  // the next step's forward.
+  l.param_gather_overlap = column_says(r.param_gather.empty() || r.param_gather == "-" ? "after" : r.param_gather,
+                                       "forward", "after", "param_gather",
+                                       "- or after (ZeRO's parameter all-gather after the optimizer), forward (during "
+                                       "the next forward)", where);
+  if (l.param_gather_overlap && (r.zero < 1 || r.zero > 2 || fsdp))
+    throw UsageError(where + ": param_gather forward needs zero 1 or 2 without fsdp, not zero " +
+                     std::to_string(r.zero) + (fsdp ? " with fsdp" : ""));
   l.stage_blocks = parse_partition(r.partition, where);
   try {
     l.schedule = ScheduleRef::parse(r.schedule);
@@ -133,25 +142,25 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    // Every column but the last three (sharding, dp_reduce, embedding: optional) must be there.
-    static constexpr std::array<const char*, 29> kColumns = {
+    // Every column but the last four (sharding, dp_reduce, embedding, param_gather: optional) must be there.
+    static constexpr std::array<const char*, 30> kColumns = {
         "table",     "row",         "system",    "hidden",     "heads",      "layers",   "seq",
         "vocab",     "tp",          "pp",        "v",          "gpus",       "global_batch",
         "micro_batch", "sp",        "recompute", "schedule",   "attention",  "p2p",      "zero",
         "partition", "tp_overlap",  "dp_overlap", "measure",   "published",  "shaped_by", "sharding",
-        "dp_reduce", "embedding"};
-    const std::vector<std::string> required(kColumns.begin(), kColumns.end() - 3);
+        "dp_reduce", "embedding", "param_gather"};
+    const std::vector<std::string> required(kColumns.begin(), kColumns.end() - 4);
     io::CSVReader<kColumns.size(), io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     std::apply([&](auto... name) { in.read_header(io::ignore_missing_column, name...); }, kColumns);
     for (const std::string& column : required)
       if (!in.has_column(column))
         throw UsageError(path + " has no column '" + column + "'; accepted: the columns " + join(required) +
-                         " and optionally sharding, dp_reduce and embedding");
+                         " and optionally sharding, dp_reduce, embedding and param_gather");
     RawRow r;
     while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
                        r.batch, r.mbs, r.sp, r.recompute, r.schedule, r.attention, r.p2p, r.zero, r.partition,
                        r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by, r.sharding, r.dp_reduce,
-                       r.embedding)) {
+                       r.embedding, r.param_gather)) {
       out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
       out.back().system = system_beside(out.back().system, path);
     }

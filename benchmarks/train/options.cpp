@@ -71,6 +71,10 @@ void add_prediction_options(CLI::App& app, Options& o) {
                "--simulate/--search: the head's weight is the embedding's (Megatron, NeMo, DeepSpeed and MPT tie "
                "them; bench_train's GPT does not): one copy without a pipeline, and with one the first and last "
                "stages allreduce its gradient after the backward");
+  app.add_flag("--param-gather-overlap", o.param_gather_overlap,
+               "--simulate/--search with --zero 1 or 2: the updated parameters' all-gather runs block by block during "
+               "the next forward (NeMo's overlap_param_sync, Megatron's --overlap-param-gather) instead of after the "
+               "optimizer");
   app.add_option("--top", o.top, "--search: layouts to print")->check(in_range(1, 1000))->capture_default_str();
   app.add_option("--calibrate", o.calibrate,
                  "fit link alpha and beta to bench_<collective> CSVs, and --system's matrix and HBM efficiency "
@@ -127,11 +131,32 @@ void validate(Options& o, const Device& dev) {
     throw UsageError("--dtype f64 runs on the cpu device only, not on " + device_name(dev));
 }
 
+namespace {
+
+// The layout flags that one of --simulate and --search cannot take, or only with some ZeRO stages.
+void validate_layout_flags(const Options& o) {
+  if (o.search && o.partition != "uniform")
+    throw UsageError("--partition " + o.partition + " applies to a run and to --simulate; --search spreads the "
+                     "layers equally over the virtual stages of every layout it tries");
+  if (o.search && o.fsdp)
+    throw UsageError("--fsdp applies to --simulate with --zero 2; --search tries DeepSpeed's ZeRO stages");
+  if (o.simulate && o.param_gather_overlap && (o.zero < 1 || o.zero > 2 || o.fsdp))
+    throw UsageError("--param-gather-overlap applies to --zero 1 or 2 (the parameters all-gathered after the "
+                     "optimizer), not --zero " + std::to_string(o.zero) + (o.fsdp ? " with --fsdp" : "") +
+                     " (ZeRO-3 and FSDP gather each block before its forward)");
+  if (o.search && (o.dp_reduce == "allreduce" || o.dp_reduce == "fp32-allreduce"))
+    throw UsageError("--dp-reduce " + o.dp_reduce + " applies to --simulate (DeepSpeed's pipeline engine runs ZeRO 0 "
+                     "or 1); --search tries every ZeRO stage: model or fp32 there");
+}
+
+}  // namespace
+
 // Options that only a prediction takes, refused without --simulate or --search.
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
-                           "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--tied-embeddings", "--top"})
+                           "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--tied-embeddings",
+                           "--param-gather-overlap", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)
@@ -141,14 +166,7 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
   if (predicting && o.gpus.empty())
     throw UsageError("--simulate and --search need --gpus N or N,M,... (the GPU counts to predict)");
   if (o.simulate && o.search) throw UsageError("--simulate and --search are alternatives; give one");
-  if (o.search && o.partition != "uniform")
-    throw UsageError("--partition " + o.partition + " applies to a run and to --simulate; --search spreads the "
-                     "layers equally over the virtual stages of every layout it tries");
-  if (o.search && o.fsdp)
-    throw UsageError("--fsdp applies to --simulate with --zero 2; --search tries DeepSpeed's ZeRO stages");
-  if (o.search && (o.dp_reduce == "allreduce" || o.dp_reduce == "fp32-allreduce"))
-    throw UsageError("--dp-reduce " + o.dp_reduce + " applies to --simulate (DeepSpeed's pipeline engine runs ZeRO 0 "
-                     "or 1); --search tries every ZeRO stage: model or fp32 there");
+  validate_layout_flags(o);
 }
 
 void prepare_prediction(Options& o) {

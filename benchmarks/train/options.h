@@ -35,6 +35,7 @@ struct Options {
   bool fsdp = false;                   // --zero 2 as PyTorch FSDP's SHARD_GRAD_OP (per-block units)
   std::string dp_reduce = "model";     // the data-parallel gradients' element type and collective
   bool tied_embeddings = false;        // the head's weight is the embedding's (Megatron, DeepSpeed, MPT)
+  bool param_gather_overlap = false;   // ZeRO-1/2's parameter all-gather during the next forward (NeMo, Megatron)
   int zero = 0, top = 5;
   bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
 };

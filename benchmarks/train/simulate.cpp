@@ -95,6 +95,7 @@ Layout layout_for(const Options& o, int gpus, const predict::SystemModel& sys) {
   l.zero2_fsdp = o.fsdp;
   l.dp_reduce = predict::parse_dp_reduce(o.dp_reduce);
   l.tied_embeddings = o.tied_embeddings;
+  l.param_gather_overlap = o.param_gather_overlap;
   l.adamw = t.optimizer == OptimizerKind::adamw;
   l.pinned = o.pin;
   set_partition(l, t.partition, sys);

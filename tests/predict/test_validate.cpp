@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 
@@ -32,6 +33,14 @@ std::string write_published(const std::string& body) {
                            testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
                            std::to_string(getpid()) + "_" + std::to_string(++calls) + ".csv";
   std::ofstream(path) << kPublishedHeader << body;
+  return path;
+}
+
+// A table whose header has the optional `columns` (comma-separated) after the required ones, and the one `row`.
+std::string write_published_with(const std::string& columns, const std::string& row) {
+  const std::string path = write_published("");
+  const std::string header(kPublishedHeader, std::strlen(kPublishedHeader) - 1);
+  std::ofstream(path) << header << "," << columns << "\n" << row << "\n";
   return path;
 }
 
@@ -227,12 +236,8 @@ TEST(PredictValidate, UndoingNcclCollectivesDropsTheirStepLatency) {
 // other column is required, named when missing.
 TEST(PredictValidate, ShardingColumnIsOptional) {
   const std::string row = "t,r,dgx-h100,2560,20,32,2048,50368,1,1,1,512,4096,8,0,none,1f1b,flash,async,";
-  const std::string header = std::string(kPublishedHeader).substr(0, std::string(kPublishedHeader).size() - 1);
   auto table = [&](const std::string& zero, const std::string& sharding) {
-    const std::string path = write_published("");  // the default header, then replaced
-    std::ofstream(path) << header << ",sharding\n" << row << zero << ",uniform,none,backward,step_s,1,-," << sharding
-                        << "\n";
-    return path;
+    return write_published_with("sharding", row + zero + ",uniform,none,backward,step_s,1,-," + sharding);
   };
   EXPECT_TRUE(read_published(table("2", "fsdp"))[0].layout.zero2_fsdp);
   EXPECT_FALSE(read_published(table("2", "-"))[0].layout.zero2_fsdp);
@@ -242,7 +247,7 @@ TEST(PredictValidate, ShardingColumnIsOptional) {
   EXPECT_THAT(published_error(table("2", "zero")),
               HasSubstr(":2: sharding 'zero' is unknown; accepted: - (ZeRO as DeepSpeed"));
   const std::string path = testing::TempDir() + "published_no_p2p_" + std::to_string(getpid()) + ".csv";
-  std::string no_p2p = header;
+  std::string no_p2p(kPublishedHeader, std::strlen(kPublishedHeader) - 1);
   no_p2p.replace(no_p2p.find(",p2p,"), 5, ",");
   std::ofstream(path) << no_p2p << "\n";
   EXPECT_THAT(published_error(path), HasSubstr("has no column 'p2p'; accepted: the columns table, row"));
@@ -252,12 +257,8 @@ TEST(PredictValidate, ShardingColumnIsOptional) {
 // stage's collective; a DpReduce name; anything else refused naming the line and the accepted names.
 TEST(PredictValidate, DpReduceColumnIsOptional) {
   const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,1,1,16,64,1,0,none,1f1b,plain,async,";
-  const std::string header = std::string(kPublishedHeader).substr(0, std::string(kPublishedHeader).size() - 1);
   auto table = [&](const std::string& zero, const std::string& reduce) {
-    const std::string path = write_published("");
-    std::ofstream(path) << header << ",sharding,dp_reduce\n"
-                        << row << zero << ",uniform,none,after,step_s,1,-,-," << reduce << "\n";
-    return path;
+    return write_published_with("sharding,dp_reduce", row + zero + ",uniform,none,after,step_s,1,-,-," + reduce);
   };
   EXPECT_EQ(read_published(table("1", "fp32-allreduce"))[0].layout.dp_reduce, DpReduce::fp32_allreduce);
   EXPECT_EQ(read_published(table("0", "fp32"))[0].layout.dp_reduce, DpReduce::fp32);
@@ -272,15 +273,28 @@ TEST(PredictValidate, DpReduceColumnIsOptional) {
                         "--zero 2"));
 }
 
+// When ZeRO-1/2's parameter all-gather runs, optional: `-`, `after` or absent after the optimizer; `forward` during
+// the next forward, with zero 1 or 2 only.
+TEST(PredictValidate, ParamGatherColumnIsOptional) {
+  const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,1,1,16,64,1,0,none,1f1b,plain,async,";
+  auto table = [&](const std::string& zero, const std::string& gather) {
+    return write_published_with("param_gather", row + zero + ",uniform,none,backward,step_s,1,-," + gather);
+  };
+  EXPECT_TRUE(read_published(table("1", "forward"))[0].layout.param_gather_overlap);
+  EXPECT_FALSE(read_published(table("1", "after"))[0].layout.param_gather_overlap);
+  EXPECT_FALSE(read_published(table("1", "-"))[0].layout.param_gather_overlap);
+  EXPECT_THAT(published_error(table("1", "early")),
+              HasSubstr(":2: param_gather 'early' is unknown; accepted: - or after (ZeRO's parameter all-gather after "
+                        "the optimizer), forward (during the next forward)"));
+  EXPECT_THAT(published_error(table("3", "forward")),
+              HasSubstr(":2: param_gather forward needs zero 1 or 2 without fsdp, not zero 3"));
+}
+
+// Whether the head's weight is the embedding's, optional: `-`, `untied` or absent its own; `tied` the embedding's.
 TEST(PredictValidate, EmbeddingColumnIsOptional) {
   const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,2,1,16,64,1,0,none,1f1b,plain,async,1,uniform,none,"
                           "after,step_s,1,-,";
-  const std::string header = std::string(kPublishedHeader).substr(0, std::string(kPublishedHeader).size() - 1);
-  auto table = [&](const std::string& embedding) {
-    const std::string path = write_published("");
-    std::ofstream(path) << header << ",embedding\n" << row << embedding << "\n";
-    return path;
-  };
+  auto table = [&](const std::string& embedding) { return write_published_with("embedding", row + embedding); };
   EXPECT_TRUE(read_published(table("tied"))[0].layout.tied_embeddings);
   EXPECT_FALSE(read_published(table("untied"))[0].layout.tied_embeddings);
   EXPECT_FALSE(read_published(table("-"))[0].layout.tied_embeddings);
