@@ -222,8 +222,10 @@ PassCosts head_costs(const Layout& l, const SystemModel& sys) {
   const double tokens = double(l.micro_batch) * l.model.seq, h = l.model.hidden, V = l.model.vocab, t = l.tp;
   const int p = dtype_bytes(l);
   const LinearSeconds logits = linear_seconds(sys, layout_linears(l).logits, p);
-  // fp32 logits: written, read for max/sum and the loss, gradient written (4 bytes each).
-  const double loss = memory_seconds(sys, 4 * tokens * V / t * 4);
+  // The loss, forward and again backward: fp32 logits written, read for max/sum and the loss, gradient written (4
+  // bytes each); a fused kernel on the 16-bit logits reads them twice forward (max and sum, then the exponentials)
+  // and once backward, writing the gradient (flash-attn's xentropy kernel).
+  const double loss = memory_seconds(sys, tokens * V / t * (l.fused_cross_entropy ? 2 * p : 16));
   PassCosts c;
   c.forward = logits.forward + loss + memory_seconds(sys, 2 * tokens * h * p / (l.sequence_parallel ? t : 1));
   c.backward_input = logits.input_gradient + loss;

@@ -65,6 +65,9 @@ struct Layout {
   // (NeMo's overlap_param_sync, Megatron's --overlap-param-gather), instead of after the optimizer; no effect where
   // ZeRO gathers per block anyway (ZeRO-3, FSDP).
   bool param_gather_overlap = false;
+  // The loss as one fused cross-entropy kernel over the 16-bit logits (flash-attn's xentropy, llm-foundry's default
+  // loss), instead of fp32 logits written and read by separate passes (bench_train's own head).
+  bool fused_cross_entropy = false;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

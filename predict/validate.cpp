@@ -55,7 +55,7 @@ bool column_says(const std::string& value, const std::string& yes, const std::st
 
 struct RawRow {
   std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
-      shaped_by, sharding, dp_reduce, embedding, param_gather;
+      shaped_by, sharding, dp_reduce, embedding, param_gather, loss;
   int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
       sp = 0, zero = 0;
   double published = 0;
@@ -124,6 +124,10 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
   if (l.param_gather_overlap && (r.zero < 1 || r.zero > 2 || fsdp))
     throw UsageError(where + ": param_gather forward needs zero 1 or 2 without fsdp, not zero " +
                      std::to_string(r.zero) + (fsdp ? " with fsdp" : ""));
+  // Optional column: absent, `-` or `fp32`, the loss over fp32 logits; `fused`, one kernel over the 16-bit logits.
+  l.fused_cross_entropy = column_says(r.loss.empty() || r.loss == "-" ? "fp32" : r.loss, "fused", "fp32", "loss",
+                                      "- or fp32 (fp32 logits, separate passes), fused (one kernel over the 16-bit "
+                                      "logits)", where);
   l.stage_blocks = parse_partition(r.partition, where);
   try {
     l.schedule = ScheduleRef::parse(r.schedule);
@@ -142,25 +146,25 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    // Every column but the last four (sharding, dp_reduce, embedding, param_gather: optional) must be there.
-    static constexpr std::array<const char*, 30> kColumns = {
+    // Every column but the last five (sharding, dp_reduce, embedding, param_gather, loss: optional) must be there.
+    static constexpr std::array<const char*, 31> kColumns = {
         "table",     "row",         "system",    "hidden",     "heads",      "layers",   "seq",
         "vocab",     "tp",          "pp",        "v",          "gpus",       "global_batch",
         "micro_batch", "sp",        "recompute", "schedule",   "attention",  "p2p",      "zero",
         "partition", "tp_overlap",  "dp_overlap", "measure",   "published",  "shaped_by", "sharding",
-        "dp_reduce", "embedding", "param_gather"};
-    const std::vector<std::string> required(kColumns.begin(), kColumns.end() - 4);
+        "dp_reduce", "embedding", "param_gather", "loss"};
+    const std::vector<std::string> required(kColumns.begin(), kColumns.end() - 5);
     io::CSVReader<kColumns.size(), io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     std::apply([&](auto... name) { in.read_header(io::ignore_missing_column, name...); }, kColumns);
     for (const std::string& column : required)
       if (!in.has_column(column))
         throw UsageError(path + " has no column '" + column + "'; accepted: the columns " + join(required) +
-                         " and optionally sharding, dp_reduce, embedding and param_gather");
+                         " and optionally sharding, dp_reduce, embedding, param_gather and loss");
     RawRow r;
     while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
                        r.batch, r.mbs, r.sp, r.recompute, r.schedule, r.attention, r.p2p, r.zero, r.partition,
                        r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by, r.sharding, r.dp_reduce,
-                       r.embedding, r.param_gather)) {
+                       r.embedding, r.param_gather, r.loss)) {
       out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
       out.back().system = system_beside(out.back().system, path);
     }
@@ -215,6 +219,7 @@ double predict_published(const PublishedRow& r, const std::set<std::string>& und
   if (undo.count("sp_backward_regather")) l.sp_backward_regather = false;
   if (undo.count("blocking_p2p")) l.blocking_p2p = false;
   if (undo.count("tp_backward_overlap")) l.tp_backward_overlap = false;
+  if (undo.count("fused_cross_entropy")) l.fused_cross_entropy = false;
   return predict_on(r, l, sys);
 }
 

@@ -71,6 +71,9 @@ void add_prediction_options(CLI::App& app, Options& o) {
                "--simulate/--search: the head's weight is the embedding's (Megatron, NeMo, DeepSpeed and MPT tie "
                "them; bench_train's GPT does not): one copy without a pipeline, and with one the first and last "
                "stages allreduce its gradient after the backward");
+  app.add_flag("--fused-cross-entropy", o.fused_cross_entropy,
+               "--simulate/--search: the loss as one fused kernel over the 16-bit logits (flash-attn's xentropy, "
+               "llm-foundry's default) instead of fp32 logits in separate passes");
   app.add_flag("--param-gather-overlap", o.param_gather_overlap,
                "--simulate/--search with --zero 1 or 2: the updated parameters' all-gather runs block by block during "
                "the next forward (NeMo's overlap_param_sync, Megatron's --overlap-param-gather) instead of after the "
@@ -156,7 +159,7 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
                            "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--tied-embeddings",
-                           "--param-gather-overlap", "--top"})
+                           "--param-gather-overlap", "--fused-cross-entropy", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)

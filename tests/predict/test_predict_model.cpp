@@ -737,6 +737,22 @@ TEST(PredictStep, OverlappedParameterGatherShowsOnlyItsLateness) {
   }
 }
 
+// The loss's bytes per logit, forward and again backward: 16 with fp32 logits in separate passes, 2 x 2 with one
+// fused kernel over the bf16 logits (two reads forward; a read and the gradient's write backward).
+TEST(PredictCosts, FusedCrossEntropyMovesTheSixteenBitLogits) {
+  const SystemModel sys = builtin_system("dgx-a100");
+  Layout l = small_gpt(8, 2, 1);
+  const double logits = 2048.0 * 51200 / 2;
+  const PassCosts separate = head_costs(l, sys);
+  l.fused_cross_entropy = true;
+  const PassCosts fused = head_costs(l, sys);
+  const double saved = memory_seconds(sys, logits * 16) - memory_seconds(sys, logits * 4);
+  EXPECT_NEAR(separate.forward - fused.forward, saved, 1e-15);
+  EXPECT_NEAR(separate.backward_input - fused.backward_input, saved, 1e-15);
+  EXPECT_DOUBLE_EQ(separate.backward_weight, fused.backward_weight);
+  EXPECT_GT(saved, 0);
+}
+
 // Full recomputation repeats each block's forward with its tensor-parallel collectives (Megatron checkpoints the
 // transformer layers' inputs; DeepSpeed's PipelineModule only ParallelTransformerLayerPipe; MosaicML the MPT blocks),
 // never the embedding or the head: with a large vocabulary the head's logits GEMM is no small part of a stage.

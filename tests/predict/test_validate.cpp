@@ -290,6 +290,27 @@ TEST(PredictValidate, ParamGatherColumnIsOptional) {
               HasSubstr(":2: param_gather forward needs zero 1 or 2 without fsdp, not zero 3"));
 }
 
+// The loss kernel, optional: `-`, `fp32` or absent fp32 logits in separate passes; `fused` one kernel over the 16-bit
+// logits. A table that lists fused_cross_entropy among its choices is predicted without it when held out (slower).
+TEST(PredictValidate, LossColumnIsOptionalAndItsChoiceCanBeUndone) {
+  const std::string row = "t,r,dgx-a100,768,12,12,2048,50368,1,1,1,8,320,40,0,none,1f1b,flash,async,3,uniform,none,"
+                          "backward,step_s,1,";
+  auto table = [&](const std::string& shaped_by, const std::string& loss) {
+    return write_published_with("loss", row + shaped_by + "," + loss);
+  };
+  EXPECT_TRUE(read_published(table("-", "fused"))[0].layout.fused_cross_entropy);
+  EXPECT_FALSE(read_published(table("-", "fp32"))[0].layout.fused_cross_entropy);
+  EXPECT_FALSE(read_published(table("-", "-"))[0].layout.fused_cross_entropy);
+  EXPECT_THAT(published_error(table("-", "xentropy")),
+              HasSubstr(":2: loss 'xentropy' is unknown; accepted: - or fp32 (fp32 logits, separate passes), fused "
+                        "(one kernel over the 16-bit logits)"));
+  const PublishedRow shaped = read_published(table("fused_cross_entropy", "fused"))[0];
+  const RowResult r = evaluate(shaped);
+  EXPECT_GT(r.held_out, r.predicted);
+  EXPECT_DOUBLE_EQ(r.held_out, predict_published(shaped, {"fused_cross_entropy"}));
+  EXPECT_DOUBLE_EQ(r.predicted, predict_published(read_published(table("-", "fused"))[0], {}));
+}
+
 // Whether the head's weight is the embedding's, optional: `-`, `untied` or absent its own; `tied` the embedding's.
 TEST(PredictValidate, EmbeddingColumnIsOptional) {
   const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,2,1,16,64,1,0,none,1f1b,plain,async,1,uniform,none,"
