@@ -35,9 +35,9 @@ MemSplit stage_memory(const Layout& l, int stage, int in_flight, double psi) {
   MemSplit m = zero_closed_form(l.model.dtype, optimizer, std::int64_t(psi), l.dp, l.zero_stage);
   // Gradients in the type the data-parallel reduction moves: Megatron's fp32 gradient buffer replaces the 16-bit
   // gradients; DeepSpeed's bf16 optimizer keeps its fp32 copy beside them (unsharded: its own ZeRO-1).
-  const double p = double(dtype_size(l.model.dtype));
-  if (gradient_bytes(l) != p) {
-    double grads = (l.zero_stage >= 2 ? psi / l.dp : psi) * gradient_bytes(l);
+  const double p = double(dtype_size(l.model.dtype)), g = gradient_bytes(l);
+  if (g != p) {
+    double grads = (l.zero_stage >= 2 ? psi / l.dp : psi) * g;
     if (l.dp_reduce == DpReduce::fp32_allreduce) grads += psi * p;
     m[int(MemCategory::gradients)] = std::size_t(grads);
   }

@@ -83,10 +83,10 @@ double parameter_gather_seconds(const Layout& l, const SystemModel& sys, const P
     chunk_blocks.push_back(std::max(1, int(std::lround(l.blocks_of(c * l.pp + st)))));
   const int blocks = std::accumulate(chunk_blocks.begin(), chunk_blocks.end(), 0);
   const double per_block = collective_cost(sys, Collective::allgather, bytes / blocks, g).seconds;
+  const auto& timeline = sim.timeline[std::size_t(st)];
   double late = per_block;
   int gathered = 0;
   for (int c = 0; c < l.virtual_stages; ++c) {
-    const auto& timeline = sim.timeline[std::size_t(st)];
     const auto first = std::find_if(timeline.begin(), timeline.end(), [&](const TimedAction& t) {
       return t.action.chunk == c && t.action.op == PipeOp::forward;
     });

@@ -53,6 +53,12 @@ bool column_says(const std::string& value, const std::string& yes, const std::st
   return value == yes;
 }
 
+// An optional software column of two values: absent or `-` says `no`.
+bool optional_column_says(const std::string& value, const std::string& yes, const std::string& no,
+                          const std::string& column, const std::string& accepted, const std::string& where) {
+  return column_says(value.empty() || value == "-" ? no : value, yes, no, column, accepted, where);
+}
+
 struct RawRow {
   std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
       shaped_by, sharding, dp_reduce, embedding, param_gather, loss;
@@ -98,8 +104,9 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
   l.global_batch = r.batch, l.micro_batch = r.mbs, l.sequence_parallel = r.sp != 0, l.zero_stage = r.zero;
   // Optional column: absent or `-`, ZeRO as DeepSpeed and Megatron run it; `fsdp`, as PyTorch FSDP's units
   // (SHARD_GRAD_OP for ZeRO-2; ZeRO-3's FULL_SHARD is modelled so either way).
-  const bool fsdp = column_says(r.sharding.empty() ? "-" : r.sharding, "fsdp", "-", "sharding",
-                                "- (ZeRO as DeepSpeed runs it), fsdp (PyTorch FSDP's units, with zero 2 or 3)", where);
+  const bool fsdp = optional_column_says(r.sharding, "fsdp", "-", "sharding",
+                                         "- (ZeRO as DeepSpeed runs it), fsdp (PyTorch FSDP's units, with zero 2 or 3)",
+                                         where);
   if (fsdp && r.zero < 2) throw UsageError(where + ": sharding fsdp needs zero 2 or 3, not " + std::to_string(r.zero));
   l.zero2_fsdp = fsdp && r.zero == 2;
   // Optional column: absent or `-`, the gradients reduced in the model's type with the ZeRO stage's collective.
@@ -112,22 +119,20 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
     }
   }
   // Optional column: absent or `-`, the head's own weight (untied); `tied`, the embedding's.
-  l.tied_embeddings = column_says(r.embedding.empty() || r.embedding == "-" ? "untied" : r.embedding, "tied",
-                                  "untied", "embedding", "- or untied (the head's own weight), tied (the embedding's)",
-                                  where);
+  l.tied_embeddings = optional_column_says(r.embedding, "tied", "untied", "embedding",
+                                           "- or untied (the head's own weight), tied (the embedding's)", where);
   // Optional column: absent, `-` or `after`, ZeRO-1/2's parameter all-gather after the optimizer; `forward`, during
   // the next step's forward.
-  l.param_gather_overlap = column_says(r.param_gather.empty() || r.param_gather == "-" ? "after" : r.param_gather,
-                                       "forward", "after", "param_gather",
-                                       "- or after (ZeRO's parameter all-gather after the optimizer), forward (during "
-                                       "the next forward)", where);
+  l.param_gather_overlap = optional_column_says(r.param_gather, "forward", "after", "param_gather",
+                                                "- or after (ZeRO's parameter all-gather after the optimizer), forward "
+                                                "(during the next forward)", where);
   if (l.param_gather_overlap && (r.zero < 1 || r.zero > 2 || fsdp))
     throw UsageError(where + ": param_gather forward needs zero 1 or 2 without fsdp, not zero " +
                      std::to_string(r.zero) + (fsdp ? " with fsdp" : ""));
   // Optional column: absent, `-` or `fp32`, the loss over fp32 logits; `fused`, one kernel over the 16-bit logits.
-  l.fused_cross_entropy = column_says(r.loss.empty() || r.loss == "-" ? "fp32" : r.loss, "fused", "fp32", "loss",
-                                      "- or fp32 (fp32 logits, separate passes), fused (one kernel over the 16-bit "
-                                      "logits)", where);
+  l.fused_cross_entropy = optional_column_says(r.loss, "fused", "fp32", "loss",
+                                               "- or fp32 (fp32 logits, separate passes), fused (one kernel over the "
+                                               "16-bit logits)", where);
   l.stage_blocks = parse_partition(r.partition, where);
   try {
     l.schedule = ScheduleRef::parse(r.schedule);
