@@ -26,6 +26,17 @@ enum class DpReduce { model, fp32, allreduce, fp32_allreduce };
 std::string dp_reduce_name(DpReduce r);
 DpReduce parse_dp_reduce(const std::string& s);  // UsageError naming the value and the accepted names
 
+// How each microbatch's weight gradients join the step's. `fused`: the weight-gradient GEMM adds into the
+// accumulator itself (Megatron's gradient accumulation fusion, Transformer Engine's fuse_wgrad_accumulation,
+// bench_train's own GPT): no pass of its own. `autograd`: PyTorch's AccumulateGrad adds each later microbatch's
+// 16-bit gradient into `.grad` (DeepSpeed's pipeline engine with its ZeRO-1 optimizer): 3 bytes per 16-bit byte of
+// each parameter from the second microbatch on. `fp32_add`: every microbatch's 16-bit gradient cast to fp32 and
+// added to an fp32 copy (DeepSpeed's bf16 optimizer, `update_hp_grads` after every backward): the cast reads p and
+// writes 4 bytes, the add reads 4 + 4 and writes 4.
+enum class GradAccumulation { fused, autograd, fp32_add };
+std::string grad_accumulation_name(GradAccumulation a);
+GradAccumulation parse_grad_accumulation(const std::string& s);  // UsageError naming the value and the accepted names
+
 struct Layout {
   ModelConfig model;  // the whole model (tp = 1); dtype bf16 stands for any 16-bit type
   int gpus = 1, tp = 1, pp = 1, dp = 1;
@@ -68,6 +79,7 @@ struct Layout {
   // The loss as one fused cross-entropy kernel over the 16-bit logits (flash-attn's xentropy, llm-foundry's default
   // loss), instead of fp32 logits written and read by separate passes (bench_train's own head).
   bool fused_cross_entropy = false;
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
   // Sequence parallelism's backward all-gathers each region's input again (only the 1/t slice was kept): 2022
   // Megatron's behaviour (Korthikanti et al., Table 4); false only to undo that modelling choice (predict/validate.h).
   bool sp_backward_regather = true;

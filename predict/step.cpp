@@ -272,6 +272,9 @@ void validate_layout(const Layout& l) {
   if (allreduces_whole(l.dp_reduce) && l.zero_stage > 1)
     throw UsageError("--dp-reduce " + dp_reduce_name(l.dp_reduce) + " (DeepSpeed's pipeline engine) runs with --zero 0 "
                      "or 1, not --zero " + std::to_string(l.zero_stage));
+  if (l.grad_accumulation != GradAccumulation::fused && l.zero_stage > 1)
+    throw UsageError("--grad-accumulation " + grad_accumulation_name(l.grad_accumulation) + " (DeepSpeed's pipeline "
+                     "engine) runs with --zero 0 or 1, not --zero " + std::to_string(l.zero_stage));
   ModelConfig m = l.model;
   m.tp = l.tp;
   m.sequence_parallel = l.sequence_parallel;
@@ -361,6 +364,21 @@ DpReduce parse_dp_reduce(const std::string& s) {
   for (DpReduce r : {DpReduce::model, DpReduce::fp32, DpReduce::allreduce, DpReduce::fp32_allreduce})
     if (s == dp_reduce_name(r)) return r;
   throw UsageError("--dp-reduce '" + s + "' is unknown; accepted: model, fp32, allreduce, fp32-allreduce");
+}
+
+std::string grad_accumulation_name(GradAccumulation a) {
+  switch (a) {
+    case GradAccumulation::fused: return "fused";
+    case GradAccumulation::autograd: return "autograd";
+    case GradAccumulation::fp32_add: return "fp32-add";
+  }
+  return "?";
+}
+
+GradAccumulation parse_grad_accumulation(const std::string& s) {
+  for (GradAccumulation a : {GradAccumulation::fused, GradAccumulation::autograd, GradAccumulation::fp32_add})
+    if (s == grad_accumulation_name(a)) return a;
+  throw UsageError("--grad-accumulation '" + s + "' is unknown; accepted: fused, autograd, fp32-add");
 }
 
 }  // namespace parbench::predict

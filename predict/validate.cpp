@@ -53,6 +53,19 @@ bool column_says(const std::string& value, const std::string& yes, const std::st
   return value == yes;
 }
 
+// An optional software column of several values, read by `parse`: absent or `-` says `fallback`; a value `parse`
+// refuses is refused naming the column, the value and `accepted`.
+template <class T, class Parse>
+T optional_column(const std::string& value, T fallback, Parse parse, const std::string& column,
+                  const std::string& accepted, const std::string& where) {
+  if (value.empty() || value == "-") return fallback;
+  try {
+    return parse(value);
+  } catch (const UsageError&) {
+    throw UsageError(where + ": " + column + " '" + value + "' is unknown; accepted: " + accepted);
+  }
+}
+
 // An optional software column of two values: absent or `-` says `no`.
 bool optional_column_says(const std::string& value, const std::string& yes, const std::string& no,
                           const std::string& column, const std::string& accepted, const std::string& where) {
@@ -61,7 +74,7 @@ bool optional_column_says(const std::string& value, const std::string& yes, cons
 
 struct RawRow {
   std::string table, row, system, recompute, schedule, attention, p2p, partition, tp_overlap, dp_overlap, measure,
-      shaped_by, sharding, dp_reduce, embedding, param_gather, loss;
+      shaped_by, sharding, dp_reduce, embedding, param_gather, loss, grad_accum;
   int hidden = 0, heads = 0, layers = 0, seq = 0, vocab = 0, tp = 0, pp = 0, v = 0, gpus = 0, batch = 0, mbs = 0,
       sp = 0, zero = 0;
   double published = 0;
@@ -109,15 +122,12 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
                                          where);
   if (fsdp && r.zero < 2) throw UsageError(where + ": sharding fsdp needs zero 2 or 3, not " + std::to_string(r.zero));
   l.zero2_fsdp = fsdp && r.zero == 2;
-  // Optional column: absent or `-`, the gradients reduced in the model's type with the ZeRO stage's collective.
-  if (!r.dp_reduce.empty() && r.dp_reduce != "-") {
-    try {
-      l.dp_reduce = parse_dp_reduce(r.dp_reduce);
-    } catch (const UsageError&) {
-      throw UsageError(where + ": dp_reduce '" + r.dp_reduce + "' is unknown; accepted: - (model), model, fp32, "
-                       "allreduce, fp32-allreduce");
-    }
-  }
+  // Optional columns: absent or `-`, the gradients reduced in the model's type with the ZeRO stage's collective, and
+  // each microbatch's weight gradients accumulated inside the GEMM.
+  l.dp_reduce = optional_column(r.dp_reduce, DpReduce::model, parse_dp_reduce, "dp_reduce",
+                                "- (model), model, fp32, allreduce, fp32-allreduce", where);
+  l.grad_accumulation = optional_column(r.grad_accum, GradAccumulation::fused, parse_grad_accumulation, "grad_accum",
+                                        "- (fused), fused, autograd, fp32-add", where);
   // Optional column: absent or `-`, the head's own weight (untied); `tied`, the embedding's.
   l.tied_embeddings = optional_column_says(r.embedding, "tied", "untied", "embedding",
                                            "- or untied (the head's own weight), tied (the embedding's)", where);
@@ -151,25 +161,26 @@ std::vector<PublishedRow> read_published(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("cannot read " + path + "; accepted: a published-table CSV");
   std::vector<PublishedRow> out;
   try {
-    // Every column but the last five (sharding, dp_reduce, embedding, param_gather, loss: optional) must be there.
-    static constexpr std::array<const char*, 31> kColumns = {
+    // Every column but the last six (sharding, dp_reduce, embedding, param_gather, loss, grad_accum: optional) must
+    // be there.
+    static constexpr std::array<const char*, 32> kColumns = {
         "table",     "row",         "system",    "hidden",     "heads",      "layers",   "seq",
         "vocab",     "tp",          "pp",        "v",          "gpus",       "global_batch",
         "micro_batch", "sp",        "recompute", "schedule",   "attention",  "p2p",      "zero",
         "partition", "tp_overlap",  "dp_overlap", "measure",   "published",  "shaped_by", "sharding",
-        "dp_reduce", "embedding", "param_gather", "loss"};
-    const std::vector<std::string> required(kColumns.begin(), kColumns.end() - 5);
+        "dp_reduce", "embedding", "param_gather", "loss", "grad_accum"};
+    const std::vector<std::string> required(kColumns.begin(), kColumns.end() - 6);
     io::CSVReader<kColumns.size(), io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     std::apply([&](auto... name) { in.read_header(io::ignore_missing_column, name...); }, kColumns);
     for (const std::string& column : required)
       if (!in.has_column(column))
         throw UsageError(path + " has no column '" + column + "'; accepted: the columns " + join(required) +
-                         " and optionally sharding, dp_reduce, embedding, param_gather and loss");
+                         " and optionally sharding, dp_reduce, embedding, param_gather, loss and grad_accum");
     RawRow r;
     while (in.read_row(r.table, r.row, r.system, r.hidden, r.heads, r.layers, r.seq, r.vocab, r.tp, r.pp, r.v, r.gpus,
                        r.batch, r.mbs, r.sp, r.recompute, r.schedule, r.attention, r.p2p, r.zero, r.partition,
                        r.tp_overlap, r.dp_overlap, r.measure, r.published, r.shaped_by, r.sharding, r.dp_reduce,
-                       r.embedding, r.param_gather, r.loss)) {
+                       r.embedding, r.param_gather, r.loss, r.grad_accum)) {
       out.push_back(to_row(r, path + ":" + std::to_string(in.get_file_line())));
       out.back().system = system_beside(out.back().system, path);
     }
@@ -225,6 +236,7 @@ double predict_published(const PublishedRow& r, const std::set<std::string>& und
   if (undo.count("blocking_p2p")) l.blocking_p2p = false;
   if (undo.count("tp_backward_overlap")) l.tp_backward_overlap = false;
   if (undo.count("fused_cross_entropy")) l.fused_cross_entropy = false;
+  if (undo.count("grad_accumulation")) l.grad_accumulation = GradAccumulation::fused;
   return predict_on(r, l, sys);
 }
 

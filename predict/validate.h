@@ -15,10 +15,11 @@ namespace parbench::predict {
 //   sp_backward_regather: Layout::sp_backward_regather; blocking_p2p: Layout::blocking_p2p;
 //   tp_backward_overlap: Layout::tp_backward_overlap (the table's tp_overlap column honoured);
 //   nccl_collectives: NCCL's algorithms alone, with its per-step latency beyond two nodes (else every algorithm
-//   modelled, no step latency); fused_cross_entropy: Layout::fused_cross_entropy (the table's loss column honoured).
-inline const std::set<std::string> kModellingChoices = {"processing_no_overlap", "sp_backward_regather",
-                                                         "blocking_p2p",          "tp_backward_overlap",
-                                                         "nccl_collectives",      "fused_cross_entropy"};
+//   modelled, no step latency); fused_cross_entropy: Layout::fused_cross_entropy (the table's loss column honoured);
+//   grad_accumulation: Layout::grad_accumulation (the table's grad_accum column honoured).
+inline const std::set<std::string> kModellingChoices = {
+    "processing_no_overlap", "sp_backward_regather", "blocking_p2p",     "tp_backward_overlap",
+    "nccl_collectives",      "fused_cross_entropy",  "grad_accumulation"};
 
 // What a published number measures: a time (step_s; one block's layer_forward_ms, layer_backward_ms) or a rate
 // over the step time, as the source printed it: tokens_per_s and samples_per_s of the whole job (global batch x
@@ -38,10 +39,11 @@ struct PublishedRow {
 
 // Reads a published-table CSV (columns: table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,
 // micro_batch,sp,recompute,schedule,attention,p2p,zero,partition,tp_overlap,dp_overlap,measure,published,shaped_by
-// and optionally sharding, dp_reduce, embedding, param_gather and loss; system: a built-in name or a system file, a
-// relative path taken beside the CSV; partition: uniform or block counts per virtual stage joined by '+'; tp_overlap:
-// none or backward; dp_overlap: backward or after; sharding: - or fsdp; dp_reduce: - or a DpReduce name; embedding:
-// -, untied or tied; param_gather: -, after or forward; loss: -, fp32 or fused).
+// and optionally sharding, dp_reduce, embedding, param_gather, loss and grad_accum; system: a built-in name or a
+// system file, a relative path taken beside the CSV; partition: uniform or block counts per virtual stage joined by
+// '+'; tp_overlap: none or backward; dp_overlap: backward or after; sharding: - or fsdp; dp_reduce: - or a DpReduce
+// name; embedding: -, untied or tied; param_gather: -, after or forward; loss: -, fp32 or fused; grad_accum: - or a
+// GradAccumulation name).
 // UsageError naming the file, line and bad value.
 std::vector<PublishedRow> read_published(const std::string& path);
 

@@ -74,6 +74,12 @@ void add_prediction_options(CLI::App& app, Options& o) {
   app.add_flag("--fused-cross-entropy", o.fused_cross_entropy,
                "--simulate/--search: the loss as one fused kernel over the 16-bit logits (flash-attn's xentropy, "
                "llm-foundry's default) instead of fp32 logits in separate passes");
+  app.add_option("--grad-accumulation", o.grad_accumulation,
+                 "--simulate: how each microbatch's weight gradients join the step's: inside the weight-gradient GEMM "
+                 "(fused: Megatron, Transformer Engine), PyTorch adding each later 16-bit gradient into .grad "
+                 "(autograd: DeepSpeed's pipeline engine with ZeRO-1) or each cast to fp32 and added to an fp32 copy "
+                 "(fp32-add: DeepSpeed's bf16 optimizer)")
+      ->capture_default_str();
   app.add_flag("--param-gather-overlap", o.param_gather_overlap,
                "--simulate/--search with --zero 1 or 2: the updated parameters' all-gather runs block by block during "
                "the next forward (NeMo's overlap_param_sync, Megatron's --overlap-param-gather) instead of after the "
@@ -147,6 +153,9 @@ void validate_layout_flags(const Options& o) {
     throw UsageError("--param-gather-overlap applies to --zero 1 or 2 (the parameters all-gathered after the "
                      "optimizer), not --zero " + std::to_string(o.zero) + (o.fsdp ? " with --fsdp" : "") +
                      " (ZeRO-3 and FSDP gather each block before its forward)");
+  if (o.search && o.grad_accumulation != "fused")
+    throw UsageError("--grad-accumulation " + o.grad_accumulation + " applies to --simulate (DeepSpeed's pipeline "
+                     "engine runs ZeRO 0 or 1); --search tries every ZeRO stage: fused there");
   if (o.search && (o.dp_reduce == "allreduce" || o.dp_reduce == "fp32-allreduce"))
     throw UsageError("--dp-reduce " + o.dp_reduce + " applies to --simulate (DeepSpeed's pipeline engine runs ZeRO 0 "
                      "or 1); --search tries every ZeRO stage: model or fp32 there");
@@ -159,7 +168,7 @@ void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
                            "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--tied-embeddings",
-                           "--param-gather-overlap", "--fused-cross-entropy", "--top"})
+                           "--param-gather-overlap", "--fused-cross-entropy", "--grad-accumulation", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");
   if (!predicting && o.calibrate.empty() && app.count("--system") > 0)

@@ -37,6 +37,7 @@ struct Options {
   bool tied_embeddings = false;        // the head's weight is the embedding's (Megatron, DeepSpeed, MPT)
   bool param_gather_overlap = false;   // ZeRO-1/2's parameter all-gather during the next forward (NeMo, Megatron)
   bool fused_cross_entropy = false;    // the loss as one fused kernel over 16-bit logits (llm-foundry)
+  std::string grad_accumulation = "fused";  // how microbatches' weight gradients add up (predict::GradAccumulation)
   int zero = 0, top = 5;
   bool list_runnable = false;  // --list-runnable: print the runnable combinations (runnable.h) and exit
 };

@@ -97,6 +97,7 @@ Layout layout_for(const Options& o, int gpus, const predict::SystemModel& sys) {
   l.tied_embeddings = o.tied_embeddings;
   l.param_gather_overlap = o.param_gather_overlap;
   l.fused_cross_entropy = o.fused_cross_entropy;
+  l.grad_accumulation = predict::parse_grad_accumulation(o.grad_accumulation);
   l.adamw = t.optimizer == OptimizerKind::adamw;
   l.pinned = o.pin;
   set_partition(l, t.partition, sys);

@@ -753,6 +753,75 @@ TEST(PredictCosts, FusedCrossEntropyMovesTheSixteenBitLogits) {
   EXPECT_GT(saved, 0);
 }
 
+// Each microbatch's weight gradients joining the step's, per parameter tensor: nothing inside the GEMM (fused); PyTorch
+// adding each later 16-bit gradient into .grad (read 2 + 2, write 2 bytes per element, one kernel; nothing to add
+// to on the first of the m microbatches); DeepSpeed's bf16 optimizer casting each to fp32 (read 2, write 4) and
+// adding it to the fp32 copy (read 4 + 4, write 4), two kernels. Only the weight-gradient pass grows.
+TEST(PredictCosts, GradientAccumulationAddsItsPassPerParameterTensor) {
+  SystemModel sys = builtin_system("dgx-a100");
+  sys.gpu.op_overhead_s = 3e-6;
+  Layout l = small_gpt(8, 2, 1);  // h 2048, f 8192, t 2; 8 microbatches per step
+  const double h = 2048, f = 8192, t = 2, V = 51200;
+  const std::vector<double> block = {h,         h, 3 * h / t * h, 3 * h / t, h * h / t, h,
+                                     h,         h, f / t * h,     f / t,     h * f / t, h};
+  auto autograd = [&](const std::vector<double>& tensors) {
+    double s = 0;
+    for (double n : tensors) s += memory_seconds(sys, 6 * n) + 3e-6;
+    return s * 7 / 8;
+  };
+  auto fp32_add = [&](const std::vector<double>& tensors) {
+    double s = 0;
+    for (double n : tensors) s += memory_seconds(sys, 6 * n) + memory_seconds(sys, 12 * n) + 6e-6;
+    return s;
+  };
+  const PassCosts fused_block = block_costs(l, sys), fused_head = head_costs(l, sys);
+  const PassCosts fused_embedding = embedding_costs(l, sys);
+  l.grad_accumulation = GradAccumulation::autograd;
+  EXPECT_NEAR(block_costs(l, sys).backward_weight - fused_block.backward_weight, autograd(block), 1e-12);
+  EXPECT_NEAR(embedding_costs(l, sys).backward_weight - fused_embedding.backward_weight,
+              autograd({V / t * h, 2048 * h}), 1e-12);
+  l.grad_accumulation = GradAccumulation::fp32_add;
+  const PassCosts added = block_costs(l, sys);
+  EXPECT_NEAR(added.backward_weight - fused_block.backward_weight, fp32_add(block), 1e-12);
+  EXPECT_DOUBLE_EQ(added.forward, fused_block.forward);
+  EXPECT_DOUBLE_EQ(added.backward_input, fused_block.backward_input);
+  EXPECT_NEAR(head_costs(l, sys).backward_weight - fused_head.backward_weight, fp32_add({h, h, V / t * h}), 1e-12);
+  // Tied without a pipeline the head's weight is the embedding's: its layernorm alone; with one, the last stage's copy.
+  l.tied_embeddings = true;
+  EXPECT_NEAR(head_costs(l, sys).backward_weight - fused_head.backward_weight, fp32_add({h, h}), 1e-12);
+  Layout piped = small_gpt(8, 2, 2);
+  piped.tied_embeddings = true, piped.grad_accumulation = GradAccumulation::fp32_add;
+  const double piped_fused = [&] {
+    Layout f0 = piped;
+    f0.grad_accumulation = GradAccumulation::fused;
+    return head_costs(f0, sys).backward_weight;
+  }();
+  EXPECT_NEAR(head_costs(piped, sys).backward_weight - piped_fused, fp32_add({h, h, V / t * h}), 1e-12);
+  // One microbatch per step: PyTorch has nothing to accumulate.
+  l.grad_accumulation = GradAccumulation::autograd, l.global_batch = l.dp;
+  Layout single = l;
+  single.grad_accumulation = GradAccumulation::fused;
+  EXPECT_DOUBLE_EQ(block_costs(l, sys).backward_weight, block_costs(single, sys).backward_weight);
+  EXPECT_GT(autograd(block), 0);
+}
+
+// The step refuses a gradient accumulation DeepSpeed's pipeline engine does not run with the ZeRO stage, and an
+// unknown name, naming the value and the accepted ones.
+TEST(PredictStep, GradientAccumulationNamesAndStages) {
+  for (GradAccumulation a : {GradAccumulation::fused, GradAccumulation::autograd, GradAccumulation::fp32_add})
+    EXPECT_EQ(parse_grad_accumulation(grad_accumulation_name(a)), a);
+  EXPECT_THAT([] { parse_grad_accumulation("bf16"); },
+              ThrowsMessage<UsageError>(HasSubstr("--grad-accumulation 'bf16' is unknown; accepted: fused, autograd, "
+                                                  "fp32-add")));
+  Layout l = small_gpt(8, 2, 1);
+  l.zero_stage = 2, l.grad_accumulation = GradAccumulation::autograd;
+  EXPECT_THAT([&] { validate_layout(l); },
+              ThrowsMessage<UsageError>(HasSubstr("--grad-accumulation autograd (DeepSpeed's pipeline engine) runs "
+                                                  "with --zero 0 or 1, not --zero 2")));
+  l.zero_stage = 1;
+  EXPECT_NO_THROW(validate_layout(l));
+}
+
 // Full recomputation repeats each block's forward with its tensor-parallel collectives (Megatron checkpoints the
 // transformer layers' inputs; DeepSpeed's PipelineModule only ParallelTransformerLayerPipe; MosaicML the MPT blocks),
 // never the embedding or the head: with a large vocabulary the head's logits GEMM is no small part of a stage.

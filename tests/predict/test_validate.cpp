@@ -311,6 +311,30 @@ TEST(PredictValidate, LossColumnIsOptionalAndItsChoiceCanBeUndone) {
   EXPECT_DOUBLE_EQ(r.predicted, predict_published(read_published(table("-", "fused"))[0], {}));
 }
 
+// How microbatches' weight gradients add up, optional: `-` or absent inside the GEMM (fused); a GradAccumulation
+// name; anything else refused naming the line; a choice a table's shaped_by names undone when it is held out.
+TEST(PredictValidate, GradAccumColumnIsOptionalAndItsChoiceCanBeUndone) {
+  const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,2,1,16,64,1,0,none,1f1b,plain,async,";
+  auto table = [&](const std::string& zero, const std::string& shaped_by, const std::string& accumulation) {
+    return write_published_with("grad_accum", row + zero + ",uniform,none,after,step_s,1," + shaped_by + "," +
+                                                  accumulation);
+  };
+  EXPECT_EQ(read_published(table("1", "-", "fp32-add"))[0].layout.grad_accumulation, GradAccumulation::fp32_add);
+  EXPECT_EQ(read_published(table("0", "-", "autograd"))[0].layout.grad_accumulation, GradAccumulation::autograd);
+  EXPECT_EQ(read_published(table("1", "-", "-"))[0].layout.grad_accumulation, GradAccumulation::fused);
+  EXPECT_EQ(read_published(write_published(row + "1,uniform,none,after,step_s,1,-\n"))[0].layout.grad_accumulation,
+            GradAccumulation::fused);
+  EXPECT_THAT(published_error(table("1", "-", "main-grad")),
+              HasSubstr(":2: grad_accum 'main-grad' is unknown; accepted: - (fused), fused, autograd, fp32-add"));
+  EXPECT_THAT(published_error(table("2", "-", "fp32-add")),
+              HasSubstr(":2: --grad-accumulation fp32-add (DeepSpeed's pipeline engine) runs with --zero 0 or 1, "
+                        "not --zero 2"));
+  const PublishedRow shaped = read_published(table("1", "grad_accumulation", "fp32-add"))[0];
+  const RowResult r = evaluate(shaped);
+  EXPECT_LT(r.held_out, r.predicted);
+  EXPECT_DOUBLE_EQ(r.held_out, predict_published(read_published(table("1", "-", "fused"))[0], {}));
+}
+
 // Whether the head's weight is the embedding's, optional: `-`, `untied` or absent its own; `tied` the embedding's.
 TEST(PredictValidate, EmbeddingColumnIsOptional) {
   const std::string row = "t,r,dgx-a100,2048,16,24,2048,51200,1,2,1,16,64,1,0,none,1f1b,plain,async,1,uniform,none,"
