@@ -28,11 +28,11 @@ DpReduce parse_dp_reduce(const std::string& s);  // UsageError naming the value 
 
 // How each microbatch's weight gradients join the step's. `fused`: the weight-gradient GEMM adds into the
 // accumulator itself (Megatron's gradient accumulation fusion, Transformer Engine's fuse_wgrad_accumulation,
-// bench_train's own GPT): no pass of its own. `autograd`: PyTorch's AccumulateGrad adds each later microbatch's
-// 16-bit gradient into `.grad` (DeepSpeed's pipeline engine with its ZeRO-1 optimizer): 3 bytes per 16-bit byte of
-// each parameter from the second microbatch on. `fp32_add`: every microbatch's 16-bit gradient cast to fp32 and
-// added to an fp32 copy (DeepSpeed's bf16 optimizer, `update_hp_grads` after every backward): the cast reads p and
-// writes 4 bytes, the add reads 4 + 4 and writes 4.
+// bench_train's own GPT, whose matmul backward adds into its gradient buffers): no pass of its own. `autograd`:
+// PyTorch's AccumulateGrad adds each later microbatch's 16-bit gradient into `.grad` (DeepSpeed's pipeline engine
+// with its ZeRO-1 optimizer): 2p bytes read and p written per parameter from the second microbatch on. `fp32_add`:
+// every microbatch's 16-bit gradient cast to fp32 and added to an fp32 copy (DeepSpeed's bf16 optimizer,
+// `update_hp_grads` after every backward): the cast reads p and writes 4 bytes, the add reads 4 + 4 and writes 4.
 enum class GradAccumulation { fused, autograd, fp32_add };
 std::string grad_accumulation_name(GradAccumulation a);
 GradAccumulation parse_grad_accumulation(const std::string& s);  // UsageError naming the value and the accepted names
