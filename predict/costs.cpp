@@ -98,36 +98,31 @@ void add_op_overhead(PassCosts& c, const SystemModel& sys, const OpCounts& n) {
   c.backward_weight += n.backward_weight * each;
 }
 
-// Each unit's parameter tensors on one GPU (elements), as make_layout lists them for the layout's tensor parallelism:
-// the embedding, one block, the head (without its weight when tied on one stage: the embedding's serves).
-struct UnitTensors {
-  std::vector<double> embedding, block, head;
-};
-UnitTensors unit_tensors(const Layout& l) {
+// Tied without a pipeline the head has no weight of its own: the embedding's serves it.
+bool head_shares_embedding(const Layout& l) { return l.tied_embeddings && l.pp == 1; }
+
+// A unit's parameter tensors on one GPU (elements), as make_layout lists them (with one block: the embedding, the
+// block, the head) for the layout's tensor parallelism.
+enum class Unit { embedding, block, head };
+std::vector<double> unit_tensors(const Layout& l, Unit unit) {
   ModelConfig m = l.model;
   m.tp = l.tp, m.layers = 1;
   const ParamLayout layout = make_layout(m);
-  auto numels = [&](int unit) {
-    std::vector<double> n;
-    for (const ParamSpec& spec : layout.units.at(std::size_t(unit)).params)
-      n.push_back(double(shape_numel(spec.shape)));
-    return n;
-  };
-  UnitTensors u{numels(0), numels(1), numels(2)};
-  if (l.tied_embeddings && l.pp == 1) u.head.pop_back();
-  return u;
+  std::vector<double> n;
+  for (const ParamSpec& spec : layout.units.at(std::size_t(unit)).params) n.push_back(double(shape_numel(spec.shape)));
+  if (unit == Unit::head && head_shares_embedding(l)) n.pop_back();
+  return n;
 }
 
 // One microbatch's gradient accumulation over a unit's tensors (Layout::grad_accumulation): each tensor's kernels
 // by their bytes at the HBM rate, plus the per-op overhead. PyTorch's accumulation has nothing to add to on the first
 // microbatch, so each microbatch carries (m - 1) / m of it.
-double accumulation_seconds(const Layout& l, const SystemModel& sys, std::vector<double> UnitTensors::*unit) {
+double accumulation_seconds(const Layout& l, const SystemModel& sys, Unit unit) {
   if (l.grad_accumulation == GradAccumulation::fused) return 0;
-  const std::vector<double> tensors = unit_tensors(l).*unit;
   const double p = dtype_bytes(l), m = l.microbatches(), each = sys.gpu.op_overhead_s;
   const bool autograd = l.grad_accumulation == GradAccumulation::autograd;
   double t = 0;
-  for (double n : tensors)
+  for (double n : unit_tensors(l, unit))
     t += autograd ? memory_seconds(sys, 3 * p * n) + each
                   : memory_seconds(sys, (p + 4) * n) + memory_seconds(sys, 12 * n) + 2 * each;
   return autograd ? t * (m - 1) / m : t;
@@ -236,7 +231,7 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   // the weight gradient (Korthikanti et al. 2022, Table 4: sequence parallelism saves the 22B layer 0.5 ms forward
   // but only 0.1 ms backward, though the backward moves twice the elementwise bytes it divides).
   c.backward_tp = backward_tp_seconds(l, sys, {linears[0].weight_gradient, linears[2].weight_gradient});
-  c.backward_weight += accumulation_seconds(l, sys, &UnitTensors::block);
+  c.backward_weight += accumulation_seconds(l, sys, Unit::block);
   add_op_overhead(c, sys, kBlockOps);
   if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core.forward;
   if (l.recompute == Recompute::full) c.recompute = c.forward, c.recompute_tp = c.forward_tp;
@@ -248,7 +243,7 @@ PassCosts embedding_costs(const Layout& l, const SystemModel& sys) {
   PassCosts c;
   c.forward = memory_seconds(sys, 2 * tokens * l.model.hidden * p);  // token + position rows, summed
   c.backward_weight = memory_seconds(sys, 3 * tokens * l.model.hidden * p) +
-                     accumulation_seconds(l, sys, &UnitTensors::embedding);
+                     accumulation_seconds(l, sys, Unit::embedding);
   // Vocabulary-parallel lookup: partial rows summed over the tensor-parallel group (reduce-scatter under SP).
   c.forward_tp = tp_region_seconds(l, sys) / (l.sequence_parallel ? 2 : 1);
   c.backward_tp = c.forward_tp;
@@ -267,7 +262,7 @@ PassCosts head_costs(const Layout& l, const SystemModel& sys) {
   PassCosts c;
   c.forward = logits.forward + loss + memory_seconds(sys, 2 * tokens * h * p / (l.sequence_parallel ? t : 1));
   c.backward_input = logits.input_gradient + loss;
-  c.backward_weight = logits.weight_gradient + accumulation_seconds(l, sys, &UnitTensors::head);
+  c.backward_weight = logits.weight_gradient + accumulation_seconds(l, sys, Unit::head);
   if (l.sequence_parallel) c.forward_tp = c.backward_tp = tp_region_seconds(l, sys) / 2;  // gather before the head
   add_op_overhead(c, sys, kHeadOps);
   // Not recomputed under full recomputation: the frameworks checkpoint the transformer blocks only.
@@ -293,8 +288,7 @@ std::vector<double> stage_parameter_counts(const Layout& l) {
   if (l.tp == 1 && l.pp == 1) n = {double(make_layout(m).parameters)};  // the data-parallel schemes count Psi unpadded
   else
     for (std::int64_t numel : stage_numel(m, l.pp, l.virtual_stages, l.stage_blocks)) n.push_back(double(numel));
-  // Tied on one stage: the head has no weight of its own.
-  if (l.tied_embeddings && l.pp == 1) n[0] -= double(l.model.vocab / l.tp) * l.model.hidden;
+  if (head_shares_embedding(l)) n[0] -= double(l.model.vocab / l.tp) * l.model.hidden;
   return n;
 }
 
