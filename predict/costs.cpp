@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
 #include <vector>
 
 #include "base/dtype.h"
+#include "base/error.h"
 #include "parallel/plan/plan.h"
 #include "predict/collective_model.h"
 
@@ -178,11 +180,53 @@ AttentionSeconds attention_core_seconds(const Layout& l, const SystemModel& sys)
   return c;
 }
 
+// Transformer Engine's userbuffers as NeMo's GPT-3 175B configuration sets them (NVIDIA/dgxc-benchmarking,
+// gpt3_175b_hydra.yaml: ub_tp_comm_overlap_cfg). An all-gather that feeds a GEMM goes round the ring a tp-th of the
+// tokens at a time, each piece's GEMM running while the next piece travels (`ring_exchange`: the forward's qkv and
+// fc1, the backward's input gradients of proj and fc2); the reduce-scatter after a row-parallel forward GEMM is
+// split with it in kUserbufferSplits parts, each part reduced while the next part's GEMM runs on the SMs the
+// reduce-scatter leaves (`pipeline` with set_sm_margin: 24 SMs after proj, 20 after fc2). A piece's GEMM takes its
+// share of the whole GEMM's time: no measurement of the split GEMMs was found (the size curve under `no_overlap`
+// would charge each piece the whole weight's read again).
+constexpr int kUserbufferSplits = 4, kProjCommSms = 24, kFc2CommSms = 20;
+
+// What a ring-exchanged all-gather adds to the GEMM it feeds (the linear `d`'s forward or input gradient): its t - 1
+// sends run beside the first t - 1 pieces' GEMMs, so only the sends' excess over those is exposed.
+double ring_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d, bool input_gradient) {
+  const int t = l.tp;
+  const double gather =
+      collective_cost(sys, Collective::allgather, activation_bytes(l), place_group(sys, t, 1)).seconds;
+  const LinearSeconds whole = linear_seconds(sys, d, dtype_bytes(l));
+  return std::max(0.0, gather - (input_gradient ? whole.input_gradient : whole.forward) * (t - 1) / t);
+}
+
+// What the pipelined reduce-scatter adds to the row-parallel linear `d`'s forward: n parts of the GEMM, slowed to
+// the sms - comm_sms SMs left to them, each part's reduce-scatter beside the next part's GEMM, the last one's after.
+double pipelined_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d, int comm_sms) {
+  const int sms = sys.gpu.sms, n = kUserbufferSplits;
+  if (sms <= comm_sms)
+    throw UsageError("--tp-userbuffers needs the GPU's streaming multiprocessors (gpu.sms, more than " +
+                     std::to_string(comm_sms) + "); system " + sys.name + " gives " + std::to_string(sms));
+  const double scatter =
+      collective_cost(sys, Collective::reduce_scatter, activation_bytes(l) / n, place_group(sys, l.tp, 1)).seconds;
+  const double gemm = linear_seconds(sys, d, dtype_bytes(l)).forward, part = gemm / n * sms / (sms - comm_sms);
+  return part + (n - 1) * std::max(part, scatter) + scatter - gemm;
+}
+
+// The forward's tensor-parallel communication of a block, exposed: per region (attention, MLP) an allreduce, or
+// with sequence parallelism an all-gather and a reduce-scatter, or what userbuffers leave of those.
+double forward_tp_seconds(const Layout& l, const SystemModel& sys, const LayoutLinears& d) {
+  if (l.tp <= 1 || !l.tp_userbuffers) return 2 * tp_region_seconds(l, sys);
+  return ring_exposed_seconds(l, sys, d.qkv, false) + pipelined_exposed_seconds(l, sys, d.proj, kProjCommSms) +
+         ring_exposed_seconds(l, sys, d.fc, false) + pipelined_exposed_seconds(l, sys, d.fc_proj, kFc2CommSms);
+}
+
 // The tensor-parallel communication of a block's backward: per region (attention, MLP) the row-parallel output's
-// gradient collective (allreduce's backward is nothing; reduce-scatter's is an all-gather), and at the
-// column-parallel input the input gradient's allreduce (or reduce-scatter), plus sequence parallelism's all-gather of
-// the input again. With the overlap the column-parallel ones run beside that linear's weight-gradient GEMM
-// (`column_gemm`), so only what exceeds the GEMM is exposed.
+// gradient collective (allreduce's backward is nothing; reduce-scatter's is an all-gather, ring-exchanged with that
+// linear's input-gradient GEMM under userbuffers), and at the column-parallel input the input gradient's allreduce
+// (or reduce-scatter), plus sequence parallelism's all-gather of the input again. With the overlap the
+// column-parallel ones run beside that linear's weight-gradient GEMM (`column_gemm`), so only what exceeds the GEMM
+// is exposed.
 double backward_tp_seconds(const Layout& l, const SystemModel& sys, const std::array<double, 2>& column_gemm) {
   if (l.tp <= 1) return 0;
   const double bytes = activation_bytes(l);
@@ -198,8 +242,14 @@ double backward_tp_seconds(const Layout& l, const SystemModel& sys, const std::a
   }
   const double gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
   const double scatter = collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
-  for (double gemm : column_gemm)
-    t += gather + exposed(scatter, gemm) + (l.sp_backward_regather ? exposed(gather, gemm) : 0);
+  const LayoutLinears d = layout_linears(l);
+  std::array<double, 2> row_gather = {gather, gather};
+  if (l.tp_userbuffers)
+    row_gather = {ring_exposed_seconds(l, sys, d.proj, true), ring_exposed_seconds(l, sys, d.fc_proj, true)};
+  for (std::size_t region = 0; region < 2; ++region) {
+    const double gemm = column_gemm[region];
+    t += row_gather[region] + exposed(scatter, gemm) + (l.sp_backward_regather ? exposed(gather, gemm) : 0);
+  }
   return t;
 }
 
@@ -223,7 +273,7 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const AttentionSeconds core = attention_core_seconds(l, sys);
   PassCosts c;
   c.forward = mm.forward + elementwise + core.forward;
-  c.forward_tp = 2 * tp_region_seconds(l, sys);
+  c.forward_tp = forward_tp_seconds(l, sys, dims);
   // Backward: each linear's input and weight gradients, the attention core's, elementwise work twice.
   c.backward_input = mm.input_gradient + core.backward + 2 * elementwise;
   c.backward_weight = mm.weight_gradient;

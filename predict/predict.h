@@ -56,6 +56,10 @@ struct Layout {
   // parallelism the input's all-gather beside the input-gradient GEMM and the input gradient's reduce-scatter beside
   // the weight-gradient GEMM). Only where one action runs both gradients (not zero-bubble's split backward).
   bool tp_backward_overlap = false;
+  // Transformer Engine's userbuffers (NeMo's ub_tp_comm_overlap) overlap the rest of the tensor-parallel
+  // collectives with the GEMMs beside them (predict/costs.cpp says how); needs sequence parallelism. The layouts
+  // that set it set tp_backward_overlap too (its bulk overlaps are that one).
+  bool tp_userbuffers = false;
   // The data-parallel gradient reduction starts when the stage's last backward ends, instead of bucket by bucket as
   // the gradients become final: Megatron's own data parallelism before 2023 (megatron/training.py:
   // allreduce_gradients() after forward_backward_func) and DeepSpeed's pipeline engine (ReduceGrads at the end of

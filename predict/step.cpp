@@ -275,6 +275,9 @@ void validate_layout(const Layout& l) {
   if (l.grad_accumulation != GradAccumulation::fused && l.zero_stage > 1)
     throw UsageError("--grad-accumulation " + grad_accumulation_name(l.grad_accumulation) + " (DeepSpeed's pipeline "
                      "engine) runs with --zero 0 or 1, not --zero " + std::to_string(l.zero_stage));
+  if (l.tp_userbuffers && l.tp > 1 && !l.sequence_parallel)
+    throw UsageError("--tp-userbuffers needs sequence parallelism (--sp): Transformer Engine overlaps the all-gathers "
+                     "and reduce-scatters of --tp " + std::to_string(l.tp) + " only");
   ModelConfig m = l.model;
   m.tp = l.tp;
   m.sequence_parallel = l.sequence_parallel;

@@ -115,6 +115,7 @@ SystemModel with_nccl(SystemModel s, HostCpu cpu) {
 SystemModel dgx_a100() {
   GpuModel g{"A100-SXM4-80GB", 312, 19.5, 2039, 80e9, a100_matrix(), a100_hbm()};
   g.processing = Processing::no_overlap;  // as Calculon's file
+  g.sms = 108;
   // Collective latencies: NCCL 1 KiB allreduce on the 8 GPUs of a node and between two nodes of one GPU each
   // (no per-step alpha: those times are the whole of a small collective).
   return with_nccl(
@@ -136,6 +137,7 @@ Curve h100_nvlink() {
 SystemModel dgx_h100() {
   GpuModel g{"H100-SXM5-80GB", 989, 67, 3350, 80e9, h100_matrix(), hopper_hbm()};
   g.processing = Processing::no_overlap;
+  g.sms = 132;
   // Collective latencies: NCCL 8 B allreduce on 4 H100s of a node (CUDA graph); across nodes DGX A100's HDR
   // figure, assumed (no H100 measurement found).
   return with_nccl({"dgx-h100", g,

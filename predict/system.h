@@ -93,6 +93,9 @@ struct GpuModel {
   // written forward, twice that backward), measured on the GeLU kernels; 0: the HBM figures. A CPU computes a tanh
   // per element, so its GeLU runs far slower per byte than its layernorms and residual adds.
   double gelu_gbps = 0;
+  // Streaming multiprocessors (data sheet): a Transformer Engine userbuffers reduce-scatter takes some of them from
+  // the GEMM it overlaps. 0: not given (such a prediction is refused).
+  int sms = 0;
 };
 
 // One level of the network: `size` GPUs share it (a node's NVLink domain; the whole cluster for the last level).

@@ -1,6 +1,7 @@
 // A system as JSON: reading with a schema check (every field named in its error), and writing.
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -180,7 +181,7 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   const std::string at = "gpu.";
   only_keys(g, {"name", "matrix_tflops_16", "matrix_tflops_32", "hbm_gbps", "hbm_gb", "matrix_efficiency",
                 "hbm_efficiency", "compute_units", "processing", "op_overhead_us", "optimizer_gbps",
-                "gelu_gbps", "matrix_efficiency_by_k", "linears", "attention"},
+                "gelu_gbps", "matrix_efficiency_by_k", "linears", "attention", "sms"},
             where, at);
   GpuModel m;
   m.name = text(g, "name", where, at);
@@ -194,6 +195,11 @@ GpuModel gpu_from_json(const json& g, const std::string& where) {
   if (g.contains("op_overhead_us")) m.op_overhead_s = number(g, "op_overhead_us", where, at, 0, 1e6) * 1e-6;
   if (g.contains("optimizer_gbps")) m.optimizer_gbps = number(g, "optimizer_gbps", where, at, 1e-6, 1e6);
   if (g.contains("gelu_gbps")) m.gelu_gbps = number(g, "gelu_gbps", where, at, 1e-6, 1e6);
+  if (g.contains("sms")) {
+    const double n = number(g, "sms", where, at, 1, 1 << 20);
+    if (n != std::floor(n)) bad(where, at + "sms", "= " + g.at("sms").dump() + " must be a whole number");
+    m.sms = int(n);
+  }
   if (g.contains("matrix_efficiency_by_k")) {
     // All three kinds or none: a missing one would leave its GEMMs on a curve keyed by something else.
     const json& k = g.at("matrix_efficiency_by_k");
@@ -271,6 +277,7 @@ json system_to_json(const SystemModel& s) {
   // Optional measured rates and k-keyed curves: absent means the HBM figures and the GFLOP curve.
   if (g.optimizer_gbps > 0) gpu["optimizer_gbps"] = g.optimizer_gbps;
   if (g.gelu_gbps > 0) gpu["gelu_gbps"] = g.gelu_gbps;
+  if (g.sms > 0) gpu["sms"] = g.sms;
   if (!g.measured_linears.empty()) gpu["linears"] = linears_json(g.measured_linears);
   if (!g.measured_attention.empty()) gpu["attention"] = attention_json(g.measured_attention);
   if (const GemmCurvesByK& k = g.matrix_efficiency_by_k; !k.empty())

@@ -107,9 +107,13 @@ PublishedRow to_row(const RawRow& r, const std::string& where) {
   l.model.flash_attention = column_says(r.attention, "flash", "plain", "attention", "plain, flash", where);
   l.blocking_p2p =
       column_says(r.p2p, "blocking", "async", "p2p", "blocking (a send holds its stage), async", where);
-  l.tp_backward_overlap = column_says(r.tp_overlap, "backward", "none", "tp_overlap",
+  // tp_overlap userbuffers: the backward's overlap and Transformer Engine's of the other collectives.
+  l.tp_userbuffers = r.tp_overlap == "userbuffers";
+  l.tp_backward_overlap = l.tp_userbuffers ||
+                          column_says(r.tp_overlap, "backward", "none", "tp_overlap",
                                       "none, backward (the column-parallel backward collectives beside that "
-                                      "linear's GEMMs)", where);
+                                      "linear's GEMMs), userbuffers (and the others beside theirs, as Transformer "
+                                      "Engine's userbuffers)", where);
   l.dp_reduce_at_end = column_says(r.dp_overlap, "after", "backward", "dp_overlap",
                                    "backward (the data-parallel reduction in buckets during the backward), after "
                                    "(once the last backward ended)", where);

@@ -55,6 +55,11 @@ void add_prediction_options(CLI::App& app, Options& o) {
   app.add_flag("--tp-backward-overlap", o.tp_backward_overlap,
                "--simulate/--search: each column-parallel linear's backward collectives run beside its gradient GEMMs "
                "(Megatron since 2022); not with a split-backward schedule");
+  app.add_flag("--tp-userbuffers", o.tp_userbuffers,
+               "--simulate with --sp: Transformer Engine's userbuffers (NeMo's ub_tp_comm_overlap): "
+               "--tp-backward-overlap, and the all-gathers feeding the forward's qkv and fc1 GEMMs and the backward's "
+               "proj and fc2 input-gradient GEMMs ring-exchanged beside them, the reduce-scatters after the forward's "
+               "proj and fc2 GEMMs pipelined with them in 4 parts on the SMs they leave");
   app.add_flag("--dp-reduce-at-end", o.dp_reduce_at_end,
                "--simulate/--search: the data-parallel reduction starts after the last backward (Megatron before "
                "2023, DeepSpeed's pipeline), instead of bucket by bucket during it");
@@ -147,6 +152,9 @@ void validate_layout_flags(const Options& o) {
   if (o.search && o.partition != "uniform")
     throw UsageError("--partition " + o.partition + " applies to a run and to --simulate; --search spreads the "
                      "layers equally over the virtual stages of every layout it tries");
+  if (o.search && o.tp_userbuffers)
+    throw UsageError("--tp-userbuffers applies to --simulate with --sp; --search tries layouts without sequence "
+                     "parallelism, which Transformer Engine's userbuffers need");
   if (o.search && o.fsdp)
     throw UsageError("--fsdp applies to --simulate with --zero 2; --search tries DeepSpeed's ZeRO stages");
   if (o.simulate && o.param_gather_overlap && (o.zero < 1 || o.zero > 2 || o.fsdp))
@@ -167,7 +175,7 @@ void validate_layout_flags(const Options& o) {
 void validate_prediction_options(const Options& o, const CLI::App& app) {
   const bool predicting = o.simulate || o.search;
   for (const char* name : {"--gpus", "--sp", "--zero", "--recompute", "--blocking-p2p", "--tp-backward-overlap",
-                           "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--tied-embeddings",
+                           "--tp-userbuffers", "--dp-reduce-at-end", "--fsdp", "--dp-reduce", "--tied-embeddings",
                            "--param-gather-overlap", "--fused-cross-entropy", "--grad-accumulation", "--top"})
     if (!predicting && app.count(name) > 0)
       throw UsageError(std::string(name) + " applies to --simulate and --search, not to a run here");

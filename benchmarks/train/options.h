@@ -31,6 +31,7 @@ struct Options {
   std::string system_out;              // --calibrate: --system with the fitted kernel curves, written here
   bool blocking_p2p = false;           // pipeline sends hold their stage (2022 Megatron)
   bool tp_backward_overlap = false;    // column-parallel backward collectives beside their GEMMs (Megatron)
+  bool tp_userbuffers = false;         // and the rest beside theirs (Transformer Engine's userbuffers)
   bool dp_reduce_at_end = false;       // data-parallel reduction after the last backward (Megatron before 2023)
   bool fsdp = false;                   // --zero 2 as PyTorch FSDP's SHARD_GRAD_OP (per-block units)
   std::string dp_reduce = "model";     // the data-parallel gradients' element type and collective

@@ -90,7 +90,8 @@ Layout layout_for(const Options& o, int gpus, const predict::SystemModel& sys) {
   l.zero_stage = o.zero;
   l.recompute = predict::parse_recompute(o.recompute);
   l.blocking_p2p = o.blocking_p2p;
-  l.tp_backward_overlap = o.tp_backward_overlap;
+  l.tp_backward_overlap = o.tp_backward_overlap || o.tp_userbuffers;
+  l.tp_userbuffers = o.tp_userbuffers;
   l.dp_reduce_at_end = o.dp_reduce_at_end;
   l.zero2_fsdp = o.fsdp;
   l.dp_reduce = predict::parse_dp_reduce(o.dp_reduce);

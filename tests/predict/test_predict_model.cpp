@@ -24,6 +24,7 @@ using namespace parbench;
 using namespace parbench::predict;
 using testing::HasSubstr;
 using testing::ThrowsMessage;
+using testing::ThrowsMessage;
 
 namespace {
 
@@ -309,6 +310,22 @@ TEST(PredictSystem, MeasuredOpRatesAreOptional) {
     for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(-2), nlohmann::json("fast")})
       expect_gpu_field_refused(j, field, bad, field);
   }
+}
+
+// The GPU's SM count: the data sheets' on the built-in GPUs, written back, optional in a file (0: not given), refused
+// when not a whole number >= 1.
+TEST(PredictSystem, StreamingMultiprocessorsAreOptional) {
+  EXPECT_EQ(builtin_system("dgx-a100").gpu.sms, 108);
+  EXPECT_EQ(builtin_system("dgx-h100").gpu.sms, 132);
+  EXPECT_EQ(builtin_system("h200").gpu.sms, 132);
+  nlohmann::json j = system_to_json(builtin_system("dgx-h100"));
+  EXPECT_EQ(j["gpu"]["sms"], 132);
+  EXPECT_EQ(system_from_json(j, "sys.json").gpu.sms, 132);
+  j["gpu"].erase("sms");
+  EXPECT_EQ(system_from_json(j, "sys.json").gpu.sms, 0);
+  EXPECT_FALSE(system_to_json(system_from_json(j, "sys.json"))["gpu"].contains("sms"));
+  for (const nlohmann::json& bad : {nlohmann::json(0), nlohmann::json(13.5), nlohmann::json("many")})
+    expect_gpu_field_refused(j, "sms", bad, "sms");
 }
 
 // With optimizer_gbps the update takes its bytes at that rate instead of the HBM curve's: fp32 AdamW moves 28 bytes
@@ -604,6 +621,73 @@ TEST(PredictCosts, TensorParallelBackwardOverlapHidesBehindColumnGemms) {
   l.tp_backward_overlap = true;
   l.gpus = 16, l.pp = 2, l.global_batch = 8, l.schedule = ScheduleRef::parse("zb-h1");
   EXPECT_NEAR(block_costs(l, sys).backward_tp, sp_exposed, 1e-12);
+}
+
+// Transformer Engine's userbuffers by hand (NVIDIA's GPT-3 175B layer, b 1, tp 4, sequence parallelism, DGX H100):
+// each all-gather feeding a GEMM (forward qkv and fc1, backward input gradients of proj and fc2) exposes only what
+// exceeds t - 1 of that GEMM's t pieces; each forward reduce-scatter after proj and fc2 runs in 4 parts, each beside
+// the next part's GEMM on 132 - 24 (proj) or 132 - 20 (fc2) SMs. The column-parallel backward overlap stays the one
+// above. Refused without the GPU's SM count or without sequence parallelism.
+TEST(PredictCosts, UserbuffersOverlapEachCollectiveWithItsGemm) {
+  const SystemModel sys = builtin_system("dgx-h100");
+  Layout l;
+  l.model.kind = ModelKind::gpt;
+  l.model.layers = 96, l.model.hidden = 12288, l.model.heads = 96, l.model.seq = 2048, l.model.vocab = 51200;
+  l.model.dtype = DType::bf16;
+  l.gpus = 4, l.tp = 4, l.micro_batch = 1, l.global_batch = 1, l.sequence_parallel = true;
+  l.tp_backward_overlap = true;
+  const PassCosts plain = block_costs(l, sys);
+  const double bytes = 2048.0 * 12288 * 2;
+  const double ag = collective_cost(sys, Collective::allgather, bytes, {4, 8}).seconds;
+  const double rs = collective_cost(sys, Collective::reduce_scatter, bytes, {4, 8}).seconds;
+  const double part_rs = collective_cost(sys, Collective::reduce_scatter, bytes / 4, {4, 8}).seconds;
+  EXPECT_NEAR(plain.forward_tp, 2 * (ag + rs), 1e-12);
+  const LinearSeconds qkv = linear_seconds(sys, 2048, 12288, 9216, 2), proj = linear_seconds(sys, 2048, 3072, 12288, 2);
+  const LinearSeconds fc = linear_seconds(sys, 2048, 12288, 12288, 2), fc2 = linear_seconds(sys, 2048, 12288, 12288, 2);
+  auto ring = [&](double gemm) { return std::max(0.0, ag - 0.75 * gemm); };
+  auto pipelined = [&](double gemm, int comm_sms) {
+    const double part = gemm / 4 * 132 / (132 - comm_sms);
+    return part + 3 * std::max(part, part_rs) + part_rs - gemm;
+  };
+  l.tp_userbuffers = true;
+  const PassCosts ub = block_costs(l, sys);
+  EXPECT_NEAR(ub.forward_tp, ring(qkv.forward) + pipelined(proj.forward, 24) + ring(fc.forward) +
+                                 pipelined(fc2.forward, 20), 1e-12);
+  EXPECT_NEAR(ub.backward_tp - plain.backward_tp, ring(proj.input_gradient) + ring(fc2.input_gradient) - 2 * ag, 1e-12);
+  // These GEMMs hide every all-gather; the reduce-scatters' parts cost about what the SMs they take do.
+  EXPECT_EQ(ring(qkv.forward) + ring(fc.forward) + ring(proj.input_gradient) + ring(fc2.input_gradient), 0.0);
+  EXPECT_LT(ub.forward_tp + ub.backward_tp, 0.5 * (plain.forward_tp + plain.backward_tp));
+  EXPECT_EQ(ub.forward, plain.forward);
+  // A narrow layer (h 1024, b 1): the GEMMs are too short to hide the all-gathers (t - 1 pieces hide some), and each
+  // reduce-scatter part pays a collective's fixed cost, so there the overlap loses to the unsplit collectives.
+  Layout narrow = l;
+  narrow.model.hidden = 1024, narrow.model.heads = 8;
+  const double small_ag = collective_cost(sys, Collective::allgather, 2048.0 * 1024 * 2, {4, 8}).seconds;
+  const double small_qkv = linear_seconds(sys, 2048, 1024, 768, 2).forward;
+  const double small_fc = linear_seconds(sys, 2048, 1024, 1024, 2).forward;
+  ASSERT_GT(small_ag, small_fc);
+  narrow.tp_userbuffers = false;
+  const double narrow_plain = block_costs(narrow, sys).forward_tp;
+  narrow.tp_userbuffers = true;
+  const double small_part_rs = collective_cost(sys, Collective::reduce_scatter, 2048.0 * 1024 * 2 / 4, {4, 8}).seconds;
+  const double small_proj = linear_seconds(sys, 2048, 256, 1024, 2).forward;
+  const double small_fc2 = linear_seconds(sys, 2048, 1024, 1024, 2).forward;
+  auto small_pipelined = [&](double gemm, int comm_sms) {
+    const double part = gemm / 4 * 132 / (132 - comm_sms);
+    return part + 3 * std::max(part, small_part_rs) + small_part_rs - gemm;
+  };
+  EXPECT_NEAR(block_costs(narrow, sys).forward_tp,
+              (small_ag - 0.75 * small_qkv) + small_pipelined(small_proj, 24) + (small_ag - 0.75 * small_fc) +
+                  small_pipelined(small_fc2, 20), 1e-12);
+  EXPECT_GT(block_costs(narrow, sys).forward_tp, narrow_plain);
+  SystemModel unknown = sys;
+  unknown.gpu.sms = 0;
+  EXPECT_THAT([&] { block_costs(l, unknown); },
+              ThrowsMessage<UsageError>(
+                  HasSubstr("--tp-userbuffers needs the GPU's streaming multiprocessors (gpu.sms")));
+  l.sequence_parallel = false;
+  EXPECT_THAT([&] { validate_layout(l); }, ThrowsMessage<UsageError>(HasSubstr("--tp-userbuffers needs sequence "
+                                                                             "parallelism (--sp)")));
 }
 
 // The data-parallel reduction at the end (Megatron's own data parallelism before 2023, DeepSpeed's pipeline): every

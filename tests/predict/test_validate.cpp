@@ -94,7 +94,8 @@ TEST(PredictValidate, BadRowsAreRefusedNamingLineAndValue) {
   EXPECT_THAT(refused("0,none,zigzag,plain,async,0,uniform,none,backward", "step_s,1,-"),
               AllOf(HasSubstr(":2: "), HasSubstr("zigzag")));
   EXPECT_THAT(refused("0,none,1f1b,plain,async,0,uniform,forward,backward", "step_s,1,-"),
-              HasSubstr(":2: tp_overlap 'forward' is unknown; accepted: none, backward"));
+              AllOf(HasSubstr(":2: tp_overlap 'forward' is unknown; accepted: none, backward"),
+                    HasSubstr("userbuffers (and the others beside theirs")));
   EXPECT_THAT(refused("0,none,1f1b,plain,async,0,uniform,none,later", "step_s,1,-"),
               HasSubstr(":2: dp_overlap 'later' is unknown; accepted: backward"));
   EXPECT_THAT(refused("0,none,1f1b,plain,async,5,uniform,none,backward", "step_s,1,-"),
@@ -166,6 +167,15 @@ TEST(PredictValidate, TpOverlapColumnAndItsUndo) {
   EXPECT_LT(hidden, exposed);
   EXPECT_NEAR(predict_published(rows[0], {"tp_backward_overlap"}) - predict_published(rows[0], {}),
               1e3 * (exposed - hidden), 1e-9);
+  EXPECT_FALSE(rows[0].layout.tp_userbuffers);
+  // userbuffers: the backward's overlap and Transformer Engine's of the rest, with sequence parallelism only.
+  const PublishedRow ub = read_published(write_published(row_22b(
+      "t,b,dgx-h100", "1,none,1f1b,plain,blocking,0,uniform,userbuffers,backward", "layer_backward_ms,11.9,-")))[0];
+  EXPECT_TRUE(ub.layout.tp_userbuffers);
+  EXPECT_TRUE(ub.layout.tp_backward_overlap);
+  EXPECT_THAT(refusal(row_22b("t,b,dgx-h100", "0,none,1f1b,plain,blocking,0,uniform,userbuffers,backward",
+                              "layer_backward_ms,11.9,-")),
+              HasSubstr(":2: --tp-userbuffers needs sequence parallelism (--sp)"));
 }
 
 // A rate measure is the step predicted for the row, converted: rate x step is what one step amounts to (worked out
