@@ -24,7 +24,6 @@ using namespace parbench;
 using namespace parbench::predict;
 using testing::HasSubstr;
 using testing::ThrowsMessage;
-using testing::ThrowsMessage;
 
 namespace {
 
@@ -35,6 +34,16 @@ Layout small_gpt(int gpus, int tp, int pp) {
   l.model.dtype = DType::bf16;
   l.gpus = gpus, l.tp = tp, l.pp = pp, l.dp = gpus / (tp * pp);
   l.micro_batch = 1, l.global_batch = 8 * l.dp;
+  return l;
+}
+
+// One tensor-parallel group of a bf16 GPT (sequence 2048, vocabulary 51200) running one microbatch of b samples.
+Layout tensor_parallel_gpt(int layers, int hidden, int heads, int tp, int b) {
+  Layout l;
+  l.model.kind = ModelKind::gpt;
+  l.model.layers = layers, l.model.hidden = hidden, l.model.heads = heads, l.model.seq = 2048, l.model.vocab = 51200;
+  l.model.dtype = DType::bf16;
+  l.gpus = tp, l.tp = tp, l.micro_batch = b, l.global_batch = b;
   return l;
 }
 
@@ -597,11 +606,7 @@ TEST(PredictCosts, OpOverheadIsChargedPerOpAndMicrobatch) {
 // hide behind the GEMM; a schedule that splits the weight gradient off gets no overlap.
 TEST(PredictCosts, TensorParallelBackwardOverlapHidesBehindColumnGemms) {
   const SystemModel sys = builtin_system("dgx-a100");
-  Layout l;
-  l.model.kind = ModelKind::gpt;
-  l.model.layers = 48, l.model.hidden = 6144, l.model.heads = 64, l.model.seq = 2048, l.model.vocab = 51200;
-  l.model.dtype = DType::bf16;
-  l.gpus = 8, l.tp = 8, l.micro_batch = 4, l.global_batch = 4;
+  Layout l = tensor_parallel_gpt(48, 6144, 64, 8, 4);
   const double bytes = 4.0 * 2048 * 6144 * 2;
   const double gemm[2] = {gemm_seconds(sys, 1, 8192, 2304, 6144, 2), gemm_seconds(sys, 1, 8192, 3072, 6144, 2)};
   const double ar = collective_cost(sys, Collective::allreduce, bytes, {8, 8}).seconds;
@@ -630,12 +635,8 @@ TEST(PredictCosts, TensorParallelBackwardOverlapHidesBehindColumnGemms) {
 // above. Refused without the GPU's SM count or without sequence parallelism.
 TEST(PredictCosts, UserbuffersOverlapEachCollectiveWithItsGemm) {
   const SystemModel sys = builtin_system("dgx-h100");
-  Layout l;
-  l.model.kind = ModelKind::gpt;
-  l.model.layers = 96, l.model.hidden = 12288, l.model.heads = 96, l.model.seq = 2048, l.model.vocab = 51200;
-  l.model.dtype = DType::bf16;
-  l.gpus = 4, l.tp = 4, l.micro_batch = 1, l.global_batch = 1, l.sequence_parallel = true;
-  l.tp_backward_overlap = true;
+  Layout l = tensor_parallel_gpt(96, 12288, 96, 4, 1);
+  l.sequence_parallel = true, l.tp_backward_overlap = true;
   const PassCosts plain = block_costs(l, sys);
   const double bytes = 2048.0 * 12288 * 2;
   const double ag = collective_cost(sys, Collective::allgather, bytes, {4, 8}).seconds;
