@@ -185,32 +185,44 @@ AttentionSeconds attention_core_seconds(const Layout& l, const SystemModel& sys)
 // tokens at a time, each piece's GEMM running while the next piece travels (`ring_exchange`: the forward's qkv and
 // fc1, the backward's input gradients of proj and fc2); the reduce-scatter after a row-parallel forward GEMM is
 // split with it in kUserbufferSplits parts, each part reduced while the next part's GEMM runs on the SMs the
-// reduce-scatter leaves (`pipeline` with set_sm_margin: 24 SMs after proj, 20 after fc2). A piece's GEMM takes its
-// share of the whole GEMM's time: no measurement of the split GEMMs was found (the size curve under `no_overlap`
-// would charge each piece the whole weight's read again).
+// reduce-scatter leaves (`pipeline` with set_sm_margin: 24 SMs after proj, 20 after fc2). A piece's GEMM is the
+// system's measured linear of that shape where it has one (predict_validate --list-linears names the pieces), else
+// its share of the whole GEMM's time (the size curve under `no_overlap` would charge each piece the whole weight's
+// read again).
 constexpr int kUserbufferSplits = 4, kProjCommSms = 24, kFc2CommSms = 20;
 
-// What a ring-exchanged all-gather adds to the GEMM it feeds (the linear `d`'s forward or input gradient): its t - 1
-// sends run beside the first t - 1 pieces' GEMMs, so only the sends' excess over those is exposed.
+// The linear `d` over a `parts`-th of its tokens, as above.
+LinearSeconds piece_seconds(const SystemModel& sys, const LinearDims& d, int parts, int dtype_bytes) {
+  for (const MeasuredLinear& m : sys.gpu.measured_linears)
+    if (m.measures(d.tokens / parts, d.in, d.out, dtype_bytes))
+      return {m.forward_s, m.input_gradient_s, m.weight_gradient_s};
+  const LinearSeconds whole = linear_seconds(sys, d, dtype_bytes);
+  return {whole.forward / parts, whole.input_gradient / parts, whole.weight_gradient / parts};
+}
+
+// What a ring-exchanged all-gather adds to the GEMM it feeds (the linear `d`'s forward or input gradient): t pieces'
+// GEMMs, the first t - 1 each beside one piece's send, less the unsplit GEMM's time.
 double ring_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d, bool input_gradient) {
-  const int t = l.tp;
-  const double gather =
-      collective_cost(sys, Collective::allgather, activation_bytes(l), place_group(sys, t, 1)).seconds;
-  const LinearSeconds whole = linear_seconds(sys, d, dtype_bytes(l));
-  return std::max(0.0, gather - (input_gradient ? whole.input_gradient : whole.forward) * (t - 1) / t);
+  const int t = l.tp, p = dtype_bytes(l);
+  const double send =
+      collective_cost(sys, Collective::allgather, activation_bytes(l), place_group(sys, t, 1)).seconds / (t - 1);
+  const LinearSeconds whole = linear_seconds(sys, d, p), piece = piece_seconds(sys, d, t, p);
+  const double gemm = input_gradient ? whole.input_gradient : whole.forward;
+  const double piece_gemm = input_gradient ? piece.input_gradient : piece.forward;
+  return std::max(0.0, (t - 1) * std::max(piece_gemm, send) + piece_gemm - gemm);
 }
 
 // What the pipelined reduce-scatter adds to the row-parallel linear `d`'s forward: n parts of the GEMM, slowed to
 // the sms - comm_sms SMs left to them, each part's reduce-scatter beside the next part's GEMM, the last one's after.
 double pipelined_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d, int comm_sms) {
-  const int sms = sys.gpu.sms, n = kUserbufferSplits;
+  const int sms = sys.gpu.sms, n = kUserbufferSplits, p = dtype_bytes(l);
   if (sms <= comm_sms)
     throw UsageError("--tp-userbuffers needs the GPU's streaming multiprocessors (gpu.sms, more than " +
                      std::to_string(comm_sms) + "); system " + sys.name + " gives " + std::to_string(sms));
   const double scatter =
       collective_cost(sys, Collective::reduce_scatter, activation_bytes(l) / n, place_group(sys, l.tp, 1)).seconds;
-  const double gemm = linear_seconds(sys, d, dtype_bytes(l)).forward, part = gemm / n * sms / (sms - comm_sms);
-  return part + (n - 1) * std::max(part, scatter) + scatter - gemm;
+  const double part = piece_seconds(sys, d, n, p).forward * sms / (sms - comm_sms);
+  return part + (n - 1) * std::max(part, scatter) + scatter - linear_seconds(sys, d, p).forward;
 }
 
 // The forward's tensor-parallel communication of a block, exposed: per region (attention, MLP) an allreduce, or
@@ -254,6 +266,15 @@ double backward_tp_seconds(const Layout& l, const SystemModel& sys, const std::a
 }
 
 }  // namespace
+
+std::vector<LinearDims> userbuffer_pieces(const Layout& l) {
+  if (!l.tp_userbuffers || l.tp <= 1) return {};
+  const LayoutLinears d = layout_linears(l);
+  const double t = l.tp, n = kUserbufferSplits;
+  return {{d.qkv.tokens / t, d.qkv.in, d.qkv.out},    {d.fc.tokens / t, d.fc.in, d.fc.out},
+          {d.proj.tokens / t, d.proj.in, d.proj.out}, {d.fc_proj.tokens / t, d.fc_proj.in, d.fc_proj.out},
+          {d.proj.tokens / n, d.proj.in, d.proj.out}, {d.fc_proj.tokens / n, d.fc_proj.in, d.fc_proj.out}};
+}
 
 PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const double b = l.micro_batch, s = l.model.seq, h = l.model.hidden, f = l.model.ffn_dim(), t = l.tp;

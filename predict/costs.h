@@ -52,6 +52,10 @@ struct LayoutLinears {
   std::array<LinearDims, 5> all() const { return {qkv, proj, fc, fc_proj, logits}; }
 };
 LayoutLinears layout_linears(const Layout& l);
+// The pieces Transformer Engine's userbuffers split a block's GEMMs into (none without --tp-userbuffers or with tp 1):
+// qkv, fc, projection and fc projection over a tp-th of the tokens (ring exchanges), the projections over a quarter
+// (pipelined reduce-scatters). A system's measured linears of these shapes time the pieces.
+std::vector<LinearDims> userbuffer_pieces(const Layout& l);
 // The attention one GPU runs per microbatch: b samples, a/t heads of h/a channels, s tokens (what a system's
 // measured attention must hold for the layout's flash attention; scripts/sdpa_compare.py's B,T,NH,HS).
 struct AttentionDims {

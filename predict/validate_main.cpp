@@ -6,7 +6,8 @@
 // predictor is deterministic, so this guards against unnoticed changes. --system predicts the rows of system NAME
 // on the system file FILE instead (e.g. the built-in one with measured linears; another built-in name works too). --list-linears prints, instead of
 // predicting, the weight matmuls (TOKENSxINxOUT, comma-joined, as bench_kernels --linear takes them) that the rows
-// on SYSTEMS (comma-joined names, or all) run: what a system's measured linears must hold for those rows;
+// on SYSTEMS (comma-joined names, or all) run, with the pieces their userbuffers split them into: what a system's
+// measured linears must hold for those rows;
 // --list-attention likewise their flash attention as B,T,NH,HS (per GPU: NH is the heads over tp), space-joined, as
 // scripts/sdpa_compare.py --extra-shape takes them. Bad input exits 2 naming it.
 #include <algorithm>
@@ -140,11 +141,14 @@ std::string joined(const std::set<std::array<double, N>>& shapes, const char* fo
   return out;
 }
 
-// The weight matmuls of the rows on `systems`, each shape once, as TOKENSxINxOUT joined by commas.
+// The weight matmuls of the rows on `systems` (and the pieces their userbuffers split them into), each shape once, as
+// TOKENSxINxOUT joined by commas.
 std::string linears_of(const std::vector<PublishedRow>& rows, const std::string& systems) {
   std::set<std::array<double, 3>> shapes;
-  for (const PublishedRow* r : rows_on(rows, systems, "--list-linears"))
+  for (const PublishedRow* r : rows_on(rows, systems, "--list-linears")) {
     for (const LinearDims& d : layout_linears(r->layout).all()) shapes.insert({d.tokens, d.in, d.out});
+    for (const LinearDims& d : userbuffer_pieces(r->layout)) shapes.insert({d.tokens, d.in, d.out});
+  }
   return joined(shapes, "%.0fx%.0fx%.0f", ",");
 }
 

@@ -659,6 +659,19 @@ TEST(PredictCosts, UserbuffersOverlapEachCollectiveWithItsGemm) {
   EXPECT_EQ(ring(qkv.forward) + ring(fc.forward) + ring(proj.input_gradient) + ring(fc2.input_gradient), 0.0);
   EXPECT_LT(ub.forward_tp + ub.backward_tp, 0.5 * (plain.forward_tp + plain.backward_tp));
   EXPECT_EQ(ub.forward, plain.forward);
+  // A measured piece replaces its share of the whole: the qkv GEMM's quarter at 1 ms (the four pieces then take
+  // 4 ms where the whole takes about 0.7), the all-gather's three sends hidden behind three of them.
+  SystemModel measured = sys;
+  measured.gpu.measured_linears.push_back({512, 12288, 9216, 2, 1e-3, 1e-3, 1e-3});
+  EXPECT_NEAR(block_costs(l, measured).forward_tp - ub.forward_tp, 4e-3 - qkv.forward, 1e-12);
+  // The pieces to measure: qkv, fc, proj and fc2 over a tp-th of the 2048 tokens, proj and fc2 over a quarter.
+  std::vector<std::array<double, 3>> pieces;
+  for (const LinearDims& d : userbuffer_pieces(l)) pieces.push_back({d.tokens, d.in, d.out});
+  EXPECT_EQ(pieces, (std::vector<std::array<double, 3>>{{512, 12288, 9216}, {512, 12288, 12288}, {512, 3072, 12288},
+                                                        {512, 12288, 12288}, {512, 3072, 12288}, {512, 12288, 12288}}));
+  Layout without = l;
+  without.tp_userbuffers = false;
+  EXPECT_TRUE(userbuffer_pieces(without).empty());
   // A narrow layer (h 1024, b 1): the GEMMs are too short to hide the all-gathers (t - 1 pieces hide some), and each
   // reduce-scatter part pays a collective's fixed cost, so there the overlap loses to the unsplit collectives.
   Layout narrow = l;

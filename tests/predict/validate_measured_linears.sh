@@ -1,6 +1,7 @@
 #!/bin/sh
 # The way a GPU's own GEMM times reach the published tables: predict_validate --list-linears names the weight
-# matmuls of a table's rows (known by hand for NVIDIA's GPT-3 175B at tp 4, mbs 1, s 2048), made-up cuBLAS rows
+# matmuls of a table's rows (known by hand for NVIDIA's GPT-3 175B at tp 4, mbs 1, s 2048, and the quarters of the
+# tokens its userbuffers split them into), made-up cuBLAS rows
 # for exactly those shapes become measured linears through bench_train --calibrate --system-out, and
 # predict_validate --system predicts the table on that file: with every GEMM at 10 ms (about ten times what the
 # curves give) every row's step must be longer than on the built-in system. Then the same for flash attention
@@ -12,7 +13,7 @@ table=$2/nvidia-dgxc2024.csv
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 list=$("$bin/predict_validate" "$table" --list-linears dgx-h100)
-want=2048x3072x12288,2048x12288x9216,2048x12288x12288,2048x12288x12800
+want=512x3072x12288,512x12288x9216,512x12288x12288,2048x3072x12288,2048x12288x9216,2048x12288x12288,2048x12288x12800
 [ "$list" = "$want" ] || { echo "--list-linears printed '$list', expected '$want'"; exit 1; }
 
 echo "name,iterations,real_time,cpu_time,time_unit,batch,flops_per_s,bytes_per_s,pct_cublas,pct_cublaslt,pct_roofline,error_occurred,error_message" > "$dir/linears.csv"
@@ -25,12 +26,14 @@ done
 "$bin/bench_train" --calibrate "$dir/linears.csv" --system dgx-h100 --dtype bf16 --system-out "$dir/measured.json" \
   > "$dir/calibrate.txt"
 grep -q '^# measured linears' "$dir/calibrate.txt"
-# Their 12 GEMMs (155, 464, 618 and 644 GFLOP, one decade: one point, from size 0) at 10 ms each over 989 TFLOP/s
-# are 0.01563, 0.04690, 0.06254 and 0.06514 efficient, three each: the median is (0.04690 + 0.06254) / 2 = 0.05472.
+# Their 21 GEMMs at 10 ms each over 989 TFLOP/s, three per shape: 38.7 GFLOP (the smallest decade: a point from size
+# 0) 0.003908 efficient; from 100 GFLOP 116 (0.01173), 155 (two shapes, 0.01563), 464 (0.04690), 618 (0.06254) and
+# 644 (0.06514): 18 GEMMs, whose median is (0.01563 + 0.04690) / 2 = 0.03127.
 grep -q '^# matrix efficiency by GFLOP of the measured linears' "$dir/calibrate.txt"
-awk '$1 == "0" && $2 == "0.05472" { found = 1 } END { exit !found }' "$dir/calibrate.txt" ||
+awk '$1 == "100" && $2 == "0.03127" { high = 1 } $1 == "0" && $2 == "0.003908" { low = 1 } END { exit !(high && low) }' \
+  "$dir/calibrate.txt" ||
   { echo "the measured linears' curve is not the one worked out by hand"; cat "$dir/calibrate.txt"; exit 1; }
-[ "$(grep -o '"forward_us"' "$dir/measured.json" | wc -l)" -eq 4 ] || { echo "measured.json lacks its 4 linears"; exit 1; }
+[ "$(grep -o '"forward_us"' "$dir/measured.json" | wc -l)" -eq 7 ] || { echo "measured.json lacks its 7 linears"; exit 1; }
 
 steps() {  # the predicted column of each step_s row
   awk '{ for (i = 1; i < NF; i++) if ($i == "step_s") print $(i + 2) }'
