@@ -191,56 +191,68 @@ AttentionSeconds attention_core_seconds(const Layout& l, const SystemModel& sys)
 // read again).
 constexpr int kUserbufferSplits = 4, kProjCommSms = 24, kFc2CommSms = 20;
 
-// The linear `d` over a `parts`-th of its tokens, as above.
-LinearSeconds piece_seconds(const SystemModel& sys, const LinearDims& d, int parts, int dtype_bytes) {
+// The linear `d` (unsplit: `whole`) over a `parts`-th of its tokens, as above.
+LinearSeconds piece_seconds(const SystemModel& sys, const LinearDims& d, const LinearSeconds& whole, int parts,
+                            int dtype_bytes) {
   for (const MeasuredLinear& m : sys.gpu.measured_linears)
     if (m.measures(d.tokens / parts, d.in, d.out, dtype_bytes))
       return {m.forward_s, m.input_gradient_s, m.weight_gradient_s};
-  const LinearSeconds whole = linear_seconds(sys, d, dtype_bytes);
   return {whole.forward / parts, whole.input_gradient / parts, whole.weight_gradient / parts};
 }
 
-// What a ring-exchanged all-gather adds to the GEMM it feeds (the linear `d`'s forward or input gradient): t pieces'
-// GEMMs, the first t - 1 each beside one piece's send, less the unsplit GEMM's time.
-double ring_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d, bool input_gradient) {
-  const int t = l.tp, p = dtype_bytes(l);
+// What a ring-exchanged all-gather adds to the GEMM it feeds (the linear `d`'s forward or input gradient, unsplit
+// `whole`): t pieces' GEMMs, the first t - 1 each beside one piece's send, less the unsplit GEMM's time.
+double ring_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d, const LinearSeconds& whole,
+                            bool input_gradient) {
+  const int t = l.tp;
   const double send =
       collective_cost(sys, Collective::allgather, activation_bytes(l), place_group(sys, t, 1)).seconds / (t - 1);
-  const LinearSeconds whole = linear_seconds(sys, d, p), piece = piece_seconds(sys, d, t, p);
+  const LinearSeconds piece = piece_seconds(sys, d, whole, t, dtype_bytes(l));
   const double gemm = input_gradient ? whole.input_gradient : whole.forward;
   const double piece_gemm = input_gradient ? piece.input_gradient : piece.forward;
   return std::max(0.0, (t - 1) * std::max(piece_gemm, send) + piece_gemm - gemm);
 }
 
-// What the pipelined reduce-scatter adds to the row-parallel linear `d`'s forward: n parts of the GEMM, slowed to
-// the sms - comm_sms SMs left to them, each part's reduce-scatter beside the next part's GEMM, the last one's after.
-double pipelined_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d, int comm_sms) {
-  const int sms = sys.gpu.sms, n = kUserbufferSplits, p = dtype_bytes(l);
+// What the pipelined reduce-scatter adds to the row-parallel linear `d`'s forward (unsplit `whole`): n parts of the
+// GEMM, slowed to the sms - comm_sms SMs left to them, each part's reduce-scatter beside the next part's GEMM, the
+// last one's after.
+double pipelined_exposed_seconds(const Layout& l, const SystemModel& sys, const LinearDims& d,
+                                 const LinearSeconds& whole, int comm_sms) {
+  const int sms = sys.gpu.sms, n = kUserbufferSplits;
   if (sms <= comm_sms)
     throw UsageError("--tp-userbuffers needs the GPU's streaming multiprocessors (gpu.sms, more than " +
                      std::to_string(comm_sms) + "); system " + sys.name + " gives " + std::to_string(sms));
   const double scatter =
       collective_cost(sys, Collective::reduce_scatter, activation_bytes(l) / n, place_group(sys, l.tp, 1)).seconds;
-  const double part = piece_seconds(sys, d, n, p).forward * sms / (sms - comm_sms);
-  return part + (n - 1) * std::max(part, scatter) + scatter - linear_seconds(sys, d, p).forward;
+  const double part = piece_seconds(sys, d, whole, n, dtype_bytes(l)).forward * sms / (sms - comm_sms);
+  return part + (n - 1) * std::max(part, scatter) + scatter - whole.forward;
 }
+
+// A block's four weight GEMMs' unsplit times, in layout_linears' order: qkv, projection, fc, fc projection.
+using BlockLinearSeconds = std::array<LinearSeconds, 4>;
 
 // The forward's tensor-parallel communication of a block, exposed: per region (attention, MLP) an allreduce, or
 // with sequence parallelism an all-gather and a reduce-scatter, or what userbuffers leave of those.
-double forward_tp_seconds(const Layout& l, const SystemModel& sys, const LayoutLinears& d) {
+double forward_tp_seconds(const Layout& l, const SystemModel& sys, const LayoutLinears& d,
+                          const BlockLinearSeconds& s) {
   if (l.tp <= 1 || !l.tp_userbuffers) return 2 * tp_region_seconds(l, sys);
-  return ring_exposed_seconds(l, sys, d.qkv, false) + pipelined_exposed_seconds(l, sys, d.proj, kProjCommSms) +
-         ring_exposed_seconds(l, sys, d.fc, false) + pipelined_exposed_seconds(l, sys, d.fc_proj, kFc2CommSms);
+  const double attention =
+      ring_exposed_seconds(l, sys, d.qkv, s[0], false) + pipelined_exposed_seconds(l, sys, d.proj, s[1], kProjCommSms);
+  const double mlp =
+      ring_exposed_seconds(l, sys, d.fc, s[2], false) + pipelined_exposed_seconds(l, sys, d.fc_proj, s[3], kFc2CommSms);
+  return attention + mlp;
 }
 
 // The tensor-parallel communication of a block's backward: per region (attention, MLP) the row-parallel output's
 // gradient collective (allreduce's backward is nothing; reduce-scatter's is an all-gather, ring-exchanged with that
 // linear's input-gradient GEMM under userbuffers), and at the column-parallel input the input gradient's allreduce
 // (or reduce-scatter), plus sequence parallelism's all-gather of the input again. With the overlap the
-// column-parallel ones run beside that linear's weight-gradient GEMM (`column_gemm`), so only what exceeds the GEMM
-// is exposed.
-double backward_tp_seconds(const Layout& l, const SystemModel& sys, const std::array<double, 2>& column_gemm) {
+// column-parallel ones run beside that linear's weight-gradient GEMM (qkv's, fc's), so only what exceeds the GEMM is
+// exposed.
+double backward_tp_seconds(const Layout& l, const SystemModel& sys, const LayoutLinears& d,
+                           const BlockLinearSeconds& s) {
   if (l.tp <= 1) return 0;
+  const std::array<double, 2> column_gemm = {s[0].weight_gradient, s[2].weight_gradient};
   const double bytes = activation_bytes(l);
   const GroupPlacement g = place_group(sys, l.tp, 1);
   const bool split = l.pp > 1 && (!l.schedule.kind || l.schedule.kind->split_backward);
@@ -254,10 +266,10 @@ double backward_tp_seconds(const Layout& l, const SystemModel& sys, const std::a
   }
   const double gather = collective_cost(sys, Collective::allgather, bytes, g).seconds;
   const double scatter = collective_cost(sys, Collective::reduce_scatter, bytes, g).seconds;
-  const LayoutLinears d = layout_linears(l);
   std::array<double, 2> row_gather = {gather, gather};
   if (l.tp_userbuffers)
-    row_gather = {ring_exposed_seconds(l, sys, d.proj, true), ring_exposed_seconds(l, sys, d.fc_proj, true)};
+    row_gather = {ring_exposed_seconds(l, sys, d.proj, s[1], true),
+                  ring_exposed_seconds(l, sys, d.fc_proj, s[3], true)};
   for (std::size_t region = 0; region < 2; ++region) {
     const double gemm = column_gemm[region];
     t += row_gather[region] + exposed(scatter, gemm) + (l.sp_backward_regather ? exposed(gather, gemm) : 0);
@@ -281,8 +293,8 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const int p = dtype_bytes(l);
   const double tokens = b * s;
   const LayoutLinears dims = layout_linears(l);
-  const std::array<LinearSeconds, 4> linears = {linear_seconds(sys, dims.qkv, p), linear_seconds(sys, dims.proj, p),
-                                                linear_seconds(sys, dims.fc, p), linear_seconds(sys, dims.fc_proj, p)};
+  const BlockLinearSeconds linears = {linear_seconds(sys, dims.qkv, p), linear_seconds(sys, dims.proj, p),
+                                      linear_seconds(sys, dims.fc, p), linear_seconds(sys, dims.fc_proj, p)};
   LinearSeconds mm;
   for (const LinearSeconds& x : linears)
     mm.forward += x.forward, mm.input_gradient += x.input_gradient, mm.weight_gradient += x.weight_gradient;
@@ -294,14 +306,14 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const AttentionSeconds core = attention_core_seconds(l, sys);
   PassCosts c;
   c.forward = mm.forward + elementwise + core.forward;
-  c.forward_tp = forward_tp_seconds(l, sys, dims);
+  c.forward_tp = forward_tp_seconds(l, sys, dims, linears);
   // Backward: each linear's input and weight gradients, the attention core's, elementwise work twice.
   c.backward_input = mm.input_gradient + core.backward + 2 * elementwise;
   c.backward_weight = mm.weight_gradient;
   // Sequence parallelism keeps only the 1/t slice of each region's input, so the backward all-gathers it again for
   // the weight gradient (Korthikanti et al. 2022, Table 4: sequence parallelism saves the 22B layer 0.5 ms forward
   // but only 0.1 ms backward, though the backward moves twice the elementwise bytes it divides).
-  c.backward_tp = backward_tp_seconds(l, sys, {linears[0].weight_gradient, linears[2].weight_gradient});
+  c.backward_tp = backward_tp_seconds(l, sys, dims, linears);
   c.backward_weight += accumulation_seconds(l, sys, Unit::block);
   add_op_overhead(c, sys, kBlockOps);
   if (l.recompute == Recompute::selective && !l.model.flash_attention) c.recompute = core.forward;

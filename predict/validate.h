@@ -41,9 +41,9 @@ struct PublishedRow {
 // micro_batch,sp,recompute,schedule,attention,p2p,zero,partition,tp_overlap,dp_overlap,measure,published,shaped_by
 // and optionally sharding, dp_reduce, embedding, param_gather, loss and grad_accum; system: a built-in name or a
 // system file, a relative path taken beside the CSV; partition: uniform or block counts per virtual stage joined by
-// '+'; tp_overlap: none or backward; dp_overlap: backward or after; sharding: - or fsdp; dp_reduce: - or a DpReduce
-// name; embedding: -, untied or tied; param_gather: -, after or forward; loss: -, fp32 or fused; grad_accum: - or a
-// GradAccumulation name).
+// '+'; tp_overlap: none, backward or userbuffers; dp_overlap: backward or after; sharding: - or fsdp; dp_reduce: -
+// or a DpReduce name; embedding: -, untied or tied; param_gather: -, after or forward; loss: -, fp32 or fused;
+// grad_accum: - or a GradAccumulation name).
 // UsageError naming the file, line and bad value.
 std::vector<PublishedRow> read_published(const std::string& path);
 
