@@ -16,6 +16,9 @@ void add_figure_options(CLI::App* sub, PlotCommand& c, const std::string& input_
   sub->add_option("-i,--input", c.figure.input, input_help)->required();
   sub->add_option("-o,--output", c.figure.render.output, "image to write: .png (pngcairo) or .svg")->required();
   sub->add_option("--title", c.figure.title, "figure title (default: made from the data)");
+  sub->add_option("--machine", c.figure.machine,
+                  "where the data was measured, for the caption under the title, e.g. \"8x H100 SXM, 1 node\" "
+                  "(the input's device column is added unless the text names it)");
   sub->add_option("--size", c.size, "image size in pixels, WIDTHxHEIGHT")->capture_default_str();
   sub->add_option("--gnuplot", c.figure.render.gnuplot, "gnuplot program (name in PATH or path)")
       ->capture_default_str();

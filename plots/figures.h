@@ -14,25 +14,35 @@
 
 namespace parbench::plots {
 
-// What every subcommand takes: -i, -o, --title, --size, --gnuplot, --script.
+// What every subcommand takes: -i, -o, --title, --machine, --size, --gnuplot, --script.
 struct FigureOptions {
   std::string input;
-  std::string title;  // empty: a title made from the data
+  std::string title;    // empty: a title made from the data
+  std::string machine;  // where the data was measured, for the caption under the title
   RenderOptions render;
 };
+
+// Colours a panel may use: series_color's palette holds kPaletteSize distinct ones; a panel draws at most
+// kMaxSeriesPerPanel series (distinct colours), more go to further panels.
+inline constexpr int kPaletteSize = 8;
+inline constexpr int kMaxSeriesPerPanel = 6;
 
 // One line of a figure: its label, its colour index and its points (x ascending).
 struct Series {
   std::string label;
+  std::string legend;  // the label without the in-place half, which the line style shows (the key's entry)
   int color = 0;
   bool dashed = false;  // the in-place half of a collective, beside its out-of-place line of the same colour
   std::vector<std::pair<double, double>> points;
 };
 
-// One panel of a multiplot (one collective, for example).
+// One panel of a multiplot (one collective, for example). A figure with more series than a panel holds has
+// `parts` panels per collective, each with its own share of the colours; a part can be empty (no rows of its
+// series at that rank count), which leaves its place in the grid blank.
 struct Panel {
   std::string title;
   std::vector<Series> series;
+  int part = 0, parts = 1;
 };
 
 // ---- collectives: busbw and latency -------------------------------------------------------------
@@ -48,9 +58,10 @@ struct CollectiveFilter {
 // (log axes), counted in *dropped. The values common to all rows are returned in *common (for the title).
 // The columns the busbw and latency figures read (y_column: busbw_gbps or time_us).
 std::vector<ColumnSpec> collective_columns(const std::string& y_column);
+// *devices: the device column's values among those rows (for the caption).
 std::vector<Panel> collective_panels(const CsvTable& table, const CollectiveFilter& filter,
                                      const std::string& y_column, double max_bytes, std::string* common,
-                                     std::size_t* dropped);
+                                     std::size_t* dropped, std::vector<std::string>* devices = nullptr);
 
 void plot_busbw(const FigureOptions& options, const CollectiveFilter& filter);
 void plot_latency(const FigureOptions& options, const CollectiveFilter& filter, std::uint64_t max_bytes);
@@ -80,7 +91,8 @@ struct ScalingSeries {
 // The overlap column is read when the table has it; a value outside 0..1 is a UsageError naming the cell.
 std::vector<ScalingSeries> scaling_series(const CsvTable& table, const TrainingFilter& filter,
                                           const std::string& metric, ScalingMode mode, std::string* common,
-                                          std::vector<std::string>* single = nullptr);
+                                          std::vector<std::string>* single = nullptr,
+                                          std::vector<std::string>* devices = nullptr);
 void plot_scaling(const FigureOptions& options, const TrainingFilter& filter, const std::string& metric,
                   ScalingMode mode);
 
@@ -92,7 +104,8 @@ struct BubbleSeries {
   std::vector<std::pair<double, double>> replayed;  // bubble_replayed, when the CSV has it
 };
 std::vector<ColumnSpec> bubble_columns();  // the columns the bubble figure reads
-std::vector<BubbleSeries> bubble_series(const CsvTable& table, const TrainingFilter& filter, std::string* common);
+std::vector<BubbleSeries> bubble_series(const CsvTable& table, const TrainingFilter& filter, std::string* common,
+                                        std::vector<std::string>* devices = nullptr);
 void plot_bubble(const FigureOptions& options, const TrainingFilter& filter);
 
 // One stacked bar per scheme (and whatever else varies): bytes per category, and the estimate when given.
@@ -103,7 +116,8 @@ struct MemoryBar {
   std::vector<double> bytes;  // per kMemoryCategories
   std::optional<double> estimate;
 };
-std::vector<MemoryBar> memory_bars(const CsvTable& table, const TrainingFilter& filter, std::string* common);
+std::vector<MemoryBar> memory_bars(const CsvTable& table, const TrainingFilter& filter, std::string* common,
+                                   std::vector<std::string>* devices = nullptr);
 void plot_memory(const FigureOptions& options, const TrainingFilter& filter);
 
 // ---- timeline ------------------------------------------------------------------------------------
@@ -128,6 +142,7 @@ struct Timeline {
   int steps = 0;       // number of steps found
   bool implicit_idle = false;  // idle spans were derived from gaps between compute spans
   bool by_track = false;       // a row per track (a rank's stream or thread); communication drawn at full height
+  std::vector<std::string> devices;  // otherData's "device" (or "devices") when the trace names it, for the caption
 };
 
 // Classifies one trace event: by name first (F/B/W + space or "mb", forward/backward/wgrad..., send/recv),
@@ -142,8 +157,16 @@ void plot_timeline(const FigureOptions& options, int step, bool by_track = false
 
 // ---- shared drawing helpers -------------------------------------------------------------------------
 
-// A distinct colour for index i (cycled), as "#rrggbb".
+// A distinct colour for index i (cycled every kPaletteSize), as "#rrggbb".
 std::string series_color(int i);
+// A point type for index i: filled, or its hollow twin (the in-place or theory line of the same series).
+int series_point(int i, bool hollow = false);
+// The distinct colour indices of a figure in panels of at most `limit`, as even as can be (7 -> 4 + 3), no
+// panel holding two indices of one palette colour; ascending within and across parts.
+std::vector<std::vector<int>> split_colors(const std::vector<int>& colors, int limit = kMaxSeriesPerPanel);
+// The caption line under a figure's title: "measured on: MACHINE, device cpu" (the device as the input file
+// names it, left out when MACHINE already says it); without --machine it says the machine was not named.
+std::string machine_caption(const std::string& machine, const std::vector<std::string>& devices);
 // "set xtics (...)" with power-of-two sizes labelled 8, 1K, 64M, 1G, at most max_ticks of them.
 std::string size_tics_command(const std::string& axis, double min_bytes, double max_bytes, int max_ticks);
 // Chooses B/KiB/MiB/GiB for a largest value: {divisor, unit name}.

@@ -1,5 +1,6 @@
 // merge-traces: the per-process Chrome traces of an mpirun job (bench_train --trace T writes T.rankR.json on
 // every process but rank 0's) as one trace, on one time axis.
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -65,6 +66,14 @@ void merge_traces(const std::vector<std::string>& inputs, const std::string& out
       events.push_back(std::move(e));
     }
   }
+  // The devices the inputs name (otherData.device), kept for the figure's caption.
+  nlohmann::json devices = nlohmann::json::array();
+  for (const nlohmann::json& t : traces) {
+    const nlohmann::json& other = t["otherData"];
+    if (other.contains("device") && other["device"].is_string() &&
+        std::find(devices.begin(), devices.end(), other["device"]) == devices.end())
+      devices.push_back(other["device"]);
+  }
   nlohmann::json out = {{"traceEvents", std::move(events)},
                         {"displayTimeUnit", "ms"},
                         {"otherData",
@@ -72,6 +81,7 @@ void merge_traces(const std::vector<std::string>& inputs, const std::string& out
                           {"clock", "steady"},
                           {"time_origin_steady_ns", origin},
                           {"merged_from", inputs}}}};
+  if (!devices.empty()) out["otherData"]["devices"] = std::move(devices);
   write_file_atomically(output, out.dump() + "\n");
 }
 

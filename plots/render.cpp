@@ -249,6 +249,18 @@ std::string quote(const std::string& text) {
   return out + "'";
 }
 
+std::string quote_lines(const std::vector<std::string>& lines) {
+  std::string out = "\"";
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i) out += "\\n";
+    for (char c : lines[i]) {
+      if (c == '\\' || c == '"') out += '\\';
+      out += c == '\n' ? ' ' : c;
+    }
+  }
+  return out + "\"";
+}
+
 std::string render(const PlotScript& script, const RenderOptions& options) {
   const ImageFormat format = image_format(options.output);
   const std::string dir = directory_of(options.output);

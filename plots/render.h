@@ -59,5 +59,8 @@ std::string title_font(const ImageSize& size, int larger = 4);
 // Gnuplot string literal: single-quoted, quotes doubled (the terminals run in noenhanced mode, so no other
 // character is special).
 std::string quote(const std::string& text);
+// Gnuplot string of several lines (a title over its caption line): double-quoted, "\n" between the lines,
+// backslashes and double quotes escaped.
+std::string quote_lines(const std::vector<std::string>& lines);
 
 }  // namespace parbench::plots

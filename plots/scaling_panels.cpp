@@ -10,8 +10,8 @@ namespace {
 
 // The margins and x labels of a row: only the bottom row shows the ranks under its axis.
 void place(PlotScript& sc, const PanelBox& box) {
-  sc.cmd("set origin 0," + gnuplot_number(box.origin_y));
-  sc.cmd("set size 1," + gnuplot_number(box.height));
+  sc.cmd("set origin " + gnuplot_number(box.origin_x) + "," + gnuplot_number(box.origin_y));
+  sc.cmd("set size " + gnuplot_number(box.width) + "," + gnuplot_number(box.height));
   sc.cmd("set tmargin 0.5");
   if (box.bottom) {
     sc.cmd("set bmargin 3.5");

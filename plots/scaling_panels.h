@@ -8,9 +8,10 @@
 
 namespace parbench::plots {
 
-// Where a row sits in the multiplot (fractions of the image) and whether it is the bottom one, which carries the
-// x axis labels.
+// Where a row sits in the multiplot (fractions of the image; a column of its own when the series are split over
+// several) and whether it is the bottom one, which carries the x axis labels.
 struct PanelBox {
+  double origin_x = 0, width = 1;
   double origin_y = 0, height = 0;
   bool bottom = true;
 };

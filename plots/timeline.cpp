@@ -279,7 +279,7 @@ bool add_spans(const TraceEvents& ev, double begin, double end, Timeline& tl) {
   return explicit_idle;
 }
 
-// Without idle events, idle = the gaps between compute ranges of a row (the bubble of docs/MEASUREMENTS.md:
+// Without idle events, idle = the gaps between compute ranges of a row (the bubble of docs/metrics.md:
 // communication does not count as busy). With rows per track, a row without compute (a communication stream) has
 // no idle time.
 void add_implicit_idle(Timeline& tl) {
@@ -302,6 +302,23 @@ void add_implicit_idle(Timeline& tl) {
 
 }  // namespace
 
+namespace {
+
+// otherData's "device" (a string) or "devices" (strings, a merged trace), when the writer recorded them.
+std::vector<std::string> trace_devices(const json& doc) {
+  std::vector<std::string> out;
+  if (!doc.is_object() || !doc.contains("otherData") || !doc["otherData"].is_object()) return out;
+  const json& other = doc["otherData"];
+  if (const auto d = other.find("device"); d != other.end() && d->is_string()) out.push_back(d->get<std::string>());
+  if (const auto d = other.find("devices"); d != other.end() && d->is_array())
+    for (const json& v : *d)
+      if (v.is_string() && std::find(out.begin(), out.end(), v.get<std::string>()) == out.end())
+        out.push_back(v.get<std::string>());
+  return out;
+}
+
+}  // namespace
+
 Timeline read_timeline(const std::string& path, int step, bool by_track) {
   const json doc = parse_trace(path);
   const TraceEvents ev = read_events(trace_events(doc, path), path, by_track);
@@ -311,6 +328,7 @@ Timeline read_timeline(const std::string& path, int step, bool by_track) {
   const bool explicit_idle = add_spans(ev, begin, end, tl);
   tl.span_ms = (end - begin) / 1000.0;
   if (!explicit_idle) add_implicit_idle(tl);
+  tl.devices = trace_devices(doc);
   return tl;
 }
 
@@ -360,7 +378,8 @@ void plot_timeline(const FigureOptions& o, int step, bool by_track) {
   const int rows = static_cast<int>(tl.rows.size());
   PlotScript sc;
   sc.cmd("set encoding utf8");
-  sc.cmd("set title " + quote(o.title.empty() ? default_title(tl) : o.title) + title_font(o.render.size));
+  sc.cmd("set title " + quote_lines({o.title.empty() ? default_title(tl) : o.title, machine_caption(o.machine, tl.devices)}) +
+         title_font(o.render.size));
   const std::string band = tl.by_track ? "" : "; communication in the lower band";
   sc.cmd("set xlabel 'time since the step start (ms)" + band + (tl.implicit_idle ? ", idle = no compute'" : "'"));
   char range[128];

@@ -1,5 +1,6 @@
-// scaling, bubble and memory: figures from a training CSV (bench_train), one series or bar per scheme (and
-// whatever else varies between rows). The scaling figure's lower rows are in plots/scaling_panels.cpp.
+// scaling and bubble: figures from a training CSV (bench_train), one series per scheme (and whatever else varies
+// between rows). The scaling figure's lower rows are in plots/scaling_panels.cpp, the memory figure in
+// plots/memory.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,32 +13,11 @@
 #include "plots/figures.h"
 #include "plots/grouping.h"
 #include "plots/scaling_panels.h"
+#include "plots/training_common.h"
 
 namespace parbench::plots {
 namespace train_csv = csv::train;
 namespace {
-
-// Applies the scheme/model/ranks filters; UsageError when a filter names a column the file lacks.
-bool keep_row(const CsvTable& t, std::size_t r, const TrainingFilter& f) {
-  if (!f.models.empty() && !t.has_column(train_csv::model))
-    throw UsageError(t.path() + ": --model given but the file has no 'model' column");
-  if (!f.ranks.empty() && !t.has_column(train_csv::ranks))
-    throw UsageError(t.path() + ": --ranks given but the file has no 'ranks' column");
-  if (!wanted(f.schemes, t.text(r, train_csv::scheme))) return false;
-  if (!f.models.empty() && !wanted(f.models, t.text(r, train_csv::model))) return false;
-  if (!f.ranks.empty() && !std::count(f.ranks.begin(), f.ranks.end(), t.integer(r, train_csv::ranks))) return false;
-  return true;
-}
-
-Key row_key(const CsvTable& t, std::size_t r, const std::vector<KeyField>& fields) {
-  Key key;
-  for (const KeyField& f : fields) key.push_back(t.has_column(f.column) ? t.text(r, f.column) : "");
-  return key;
-}
-
-[[noreturn]] void no_rows(const CsvTable& t, const std::string& what) {
-  throw UsageError(t.path() + ": no rows to plot " + what);
-}
 
 std::vector<Key> sorted_distinct(std::vector<Key> keys) {
   std::sort(keys.begin(), keys.end(), key_less);
@@ -45,9 +25,18 @@ std::vector<Key> sorted_distinct(std::vector<Key> keys) {
   return keys;
 }
 
-std::string title_or(const FigureOptions& o, const std::string& base, const std::string& common) {
-  if (!o.title.empty()) return o.title;
-  return common.empty() ? base : base + " (" + common + ")";
+// The series of each share of split_colors, in their order.
+template <class S>
+std::vector<std::vector<S>> split_series(const std::vector<S>& series) {
+  std::vector<int> colors;
+  for (const S& s : series) colors.push_back(s.color);
+  std::vector<std::vector<S>> out;
+  for (const std::vector<int>& part : split_colors(colors)) {
+    out.emplace_back();
+    for (const S& s : series)
+      if (std::binary_search(part.begin(), part.end(), s.color)) out.back().push_back(s);
+  }
+  return out;
 }
 
 // Integer tics at the values present (ranks, microbatches), on a log2 axis when they span more than 16x.
@@ -67,14 +56,6 @@ void integer_axis(PlotScript& sc, const std::string& axis, const std::set<double
     const double pad = std::max(0.5, (hi - lo) * 0.05);
     sc.cmd("set " + axis + "range [" + gnuplot_number(lo - pad) + ":" + gnuplot_number(hi + pad) + "]");
   }
-}
-
-// Filled point types (circle, square, triangle, inverted triangle, diamond); the one below each is hollow.
-constexpr int kPointTypes[] = {7, 5, 9, 11, 13};
-
-void finish(const PlotScript& sc, const FigureOptions& o) {
-  const std::string warnings = render(sc, o.render);
-  if (!warnings.empty()) std::fprintf(stderr, "gnuplot: %s", warnings.c_str());
 }
 
 }  // namespace
@@ -100,10 +81,13 @@ std::optional<double> row_overlap(const CsvTable& t, std::size_t r) {
 
 std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilter& filter, const std::string& metric,
                                           ScalingMode mode, std::string* common,
-                                          std::vector<std::string>* single) {
-  const std::vector<KeyField> fields = {{train_csv::scheme, as_is, true}, {train_csv::schedule, as_is},
-                                        {train_csv::model, as_is},        {train_csv::device, as_is},
-                                        {train_csv::impl, as_is},         {train_csv::predicted, predicted_words}};
+                                          std::vector<std::string>* single, std::vector<std::string>* devices) {
+  const std::vector<KeyField> fields = {{train_csv::scheme, as_is, true},
+                                        {train_csv::schedule, as_is},
+                                        {train_csv::model, as_is},
+                                        {train_csv::device, as_is, false, false},  // the caption names it
+                                        {train_csv::impl, as_is},
+                                        {train_csv::predicted, predicted_words}};
   struct Acc {
     double sum = 0, overlap = 0;
     int rows = 0, overlaps = 0;
@@ -126,6 +110,7 @@ std::vector<ScalingSeries> scaling_series(const CsvTable& t, const TrainingFilte
   if (keys.empty()) no_rows(t, "(no row with a " + metric + " value passes the filters)");
   const std::vector<bool> varies = varying_fields(keys);
   if (common) *common = common_values(keys, fields, varies);
+  if (devices) *devices = field_values(keys, 3);
   const std::vector<Key> distinct = sorted_distinct(keys);
   std::vector<ScalingSeries> out;
   for (auto& [key, by_ranks] : grouped) {
@@ -157,8 +142,8 @@ namespace {
 // The top row of the scaling figure: throughput with the ideal (dashed, same colour per scheme).
 void throughput_panel(PlotScript& sc, const std::vector<ScalingSeries>& series, const std::string& unit, bool strong,
                       double ymax, const PanelBox& box) {
-  sc.cmd("set origin 0," + gnuplot_number(box.origin_y));
-  sc.cmd("set size 1," + gnuplot_number(box.height));
+  sc.cmd("set origin " + gnuplot_number(box.origin_x) + "," + gnuplot_number(box.origin_y));
+  sc.cmd("set size " + gnuplot_number(box.width) + "," + gnuplot_number(box.height));
   sc.cmd("set bmargin 1");
   sc.cmd("set format x ''");
   sc.cmd("set ylabel " + quote(strong ? unit + " (whole job)" : unit + " per rank"));
@@ -197,8 +182,8 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
                                               {train_csv::predicted, false},
                                               {train_csv::overlap, false}});
   std::string common;
-  std::vector<std::string> single;
-  const std::vector<ScalingSeries> series = scaling_series(t, filter, metric, mode, &common, &single);
+  std::vector<std::string> single, devices;
+  const std::vector<ScalingSeries> series = scaling_series(t, filter, metric, mode, &common, &single, &devices);
   std::set<double> ranks;
   double ymax = 0, emax = 100;
   for (const auto& s : series) {
@@ -214,19 +199,25 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
 
   PlotScript sc;
   sc.cmd("set encoding utf8");
-  sc.cmd("set multiplot title " + quote(title_or(o, base, common)) + title_font(o.render.size));
+  sc.cmd("set multiplot title " + heading(o, base, common, devices) + title_font(o.render.size));
   sc.cmd("set lmargin 12");
   sc.cmd("set rmargin 4");
   integer_axis(sc, "x", ranks);
   sc.cmd("set grid xtics ytics lc rgb '#d0d0d0'");
-  // A CSV with overlap values gets a third row under the efficiency; one without keeps the two-row layout.
-  if (any_overlap(series)) {
-    throughput_panel(sc, series, unit, strong, ymax, {0.5, 0.44, false});
-    efficiency_panel(sc, series, emax, {0.27, 0.23, false});
-    overlap_panel(sc, series, {0, 0.27, true});
-  } else {
-    throughput_panel(sc, series, unit, strong, ymax, {0.34, 0.6, false});
-    efficiency_panel(sc, series, emax, {0, 0.34, true});
+  // More series than a panel holds: a column of rows per share, on the same axes. A CSV with overlap values gets a
+  // third row under the efficiency; one without keeps the two-row layout. The top row ends below the two-line title.
+  const bool overlap = any_overlap(series);
+  const std::vector<std::vector<ScalingSeries>> parts = split_series(series);
+  for (std::size_t p = 0; p < parts.size(); ++p) {
+    const double x = static_cast<double>(p) / parts.size(), w = 1.0 / parts.size();
+    if (overlap) {
+      throughput_panel(sc, parts[p], unit, strong, ymax, {x, w, 0.5, 0.41, false});
+      efficiency_panel(sc, parts[p], emax, {x, w, 0.27, 0.23, false});
+      overlap_panel(sc, parts[p], {x, w, 0, 0.27, true});
+    } else {
+      throughput_panel(sc, parts[p], unit, strong, ymax, {x, w, 0.34, 0.57, false});
+      efficiency_panel(sc, parts[p], emax, {x, w, 0, 0.34, true});
+    }
   }
   sc.cmd("unset multiplot");
   finish(sc, o);
@@ -236,11 +227,12 @@ void plot_scaling(const FigureOptions& o, const TrainingFilter& filter, const st
 
 // ---- bubble --------------------------------------------------------------------------------------
 
-std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter& filter, std::string* common) {
+std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter& filter, std::string* common,
+                                        std::vector<std::string>* devices) {
   const std::vector<KeyField> fields = {
       {train_csv::schedule, as_is, true}, {train_csv::pp, with_pattern("pp=", "")},
       {train_csv::scheme, as_is},         {train_csv::model, as_is},
-      {train_csv::device, as_is},         {train_csv::ranks, with_pattern("", " ranks")}};
+      {train_csv::device, as_is, false, false}, {train_csv::ranks, with_pattern("", " ranks")}};
   struct Acc {
     std::map<double, std::pair<double, int>> measured, theory, replayed;
   };
@@ -266,6 +258,7 @@ std::vector<BubbleSeries> bubble_series(const CsvTable& t, const TrainingFilter&
   if (keys.empty()) no_rows(t, "(no row with a schedule and bubble values passes the filters)");
   const std::vector<bool> varies = varying_fields(keys);
   if (common) *common = common_values(keys, fields, varies);
+  if (devices) *devices = field_values(keys, 4);
   const std::vector<Key> distinct = sorted_distinct(keys);
   std::vector<BubbleSeries> out;
   for (auto& [key, acc] : grouped) {
@@ -291,7 +284,8 @@ void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
   image_format(o.render.output);
   const CsvTable t = CsvTable::read(o.input, bubble_columns());
   std::string common;
-  const std::vector<BubbleSeries> series = bubble_series(t, filter, &common);
+  std::vector<std::string> devices;
+  const std::vector<BubbleSeries> series = bubble_series(t, filter, &common, &devices);
   std::set<double> micro;
   double ymax = 0;
   for (const auto& s : series) {
@@ -299,171 +293,53 @@ void plot_bubble(const FigureOptions& o, const TrainingFilter& filter) {
     for (auto [x, y] : s.theory) micro.insert(x), ymax = std::max(ymax, y);
     for (auto [x, y] : s.replayed) micro.insert(x), ymax = std::max(ymax, y);
   }
+  const std::vector<std::vector<BubbleSeries>> parts = split_series(series);
+  const std::string title = heading(o, "Pipeline bubble vs microbatches", common, devices);
   PlotScript sc;
   sc.cmd("set encoding utf8");
-  sc.cmd("set title " + quote(title_or(o, "Pipeline bubble vs microbatches", common)) + title_font(o.render.size));
+  // More schedules than a panel holds: panels side by side on the same axes.
+  if (parts.size() > 1)
+    sc.cmd("set multiplot layout 1," + std::to_string(parts.size()) + " title " + title + title_font(o.render.size));
+  else
+    sc.cmd("set title " + title + title_font(o.render.size));
   integer_axis(sc, "x", micro);
   sc.cmd("set xlabel 'microbatches per step'");
   sc.cmd("set ylabel 'bubble (% of step time)'");
   sc.cmd("set yrange [0:" + gnuplot_number(std::max(1.0, ymax * 1.15)) + "]");
   sc.cmd("set grid xtics ytics lc rgb '#d0d0d0'");
   sc.cmd("set key top right reverse Left box opaque samplen 3");
-  std::string plot = "plot ";
-  std::vector<const std::vector<std::pair<double, double>>*> blocks;
-  for (const auto& s : series) {
-    if (!s.measured.empty()) {
-      plot += "'-' using 1:2 with linespoints lw 2 pt " + std::to_string(kPointTypes[s.color % 5]) +
-              " ps 1.2 lc rgb '" + series_color(s.color) + "' title " + quote(s.label) + ", ";
-      blocks.push_back(&s.measured);
-    }
-    if (!s.theory.empty()) {
-      plot += "'-' using 1:2 with linespoints lw 1.5 dt 2 pt " + std::to_string(kPointTypes[s.color % 5] - 1) +
-              " ps 1 lc rgb '" + series_color(s.color) + "' " +
-              (s.measured.empty() ? "title " + quote(s.label + " (theory only)") : std::string("notitle")) + ", ";
-      blocks.push_back(&s.theory);
-    }
-    if (!s.replayed.empty()) {
-      plot += "'-' using 1:2 with lines lw 1.5 dt 3 lc rgb '" + series_color(s.color) + "' notitle, ";
-      blocks.push_back(&s.replayed);
-    }
-  }
   const bool any_replay = std::any_of(series.begin(), series.end(), [](const auto& s) { return !s.replayed.empty(); });
-  plot += "NaN with linespoints lw 2 pt 7 lc rgb 'black' title 'measured', "
-          "NaN with linespoints lw 1.5 dt 2 pt 6 lc rgb 'black' title 'theory'";
-  if (any_replay) plot += ", NaN with lines lw 1.5 dt 3 lc rgb 'black' title 'replayed from measured action times'";
-  sc.cmd(plot);
-  for (const auto* b : blocks) {
-    std::vector<std::vector<double>> rows;
-    for (auto [x, y] : *b) rows.push_back({x, y});
-    sc.data(std::move(rows));
-  }
-  finish(sc, o);
-}
-
-// ---- memory --------------------------------------------------------------------------------------
-
-std::vector<MemoryBar> memory_bars(const CsvTable& t, const TrainingFilter& filter, std::string* common) {
-  const std::vector<KeyField> fields = {{train_csv::scheme, as_is, true},
-                                        {train_csv::schedule, as_is},
-                                        {train_csv::ranks, with_pattern("", " ranks")},
-                                        {train_csv::tp, with_pattern("tp=", ""), false, false},
-                                        {train_csv::pp, with_pattern("pp=", ""), false, false},
-                                        {train_csv::dp, with_pattern("dp=", ""), false, false},
-                                        {train_csv::model, as_is},
-                                        {train_csv::device, as_is},
-                                        {train_csv::impl, as_is}};
-  struct Acc {
-    std::vector<double> bytes = std::vector<double>(kMemoryCategories.size(), 0.0);
-    double estimate = 0;
-    int rows = 0, estimates = 0;
-  };
-  std::map<Key, Acc, decltype(&key_less)> grouped(&key_less);
-  std::vector<Key> keys;
-  for (std::size_t r = 0; r < t.size(); ++r) {
-    if (!keep_row(t, r, filter)) continue;
-    Key key = row_key(t, r, fields);
-    Acc& acc = grouped[key];
-    for (std::size_t c = 0; c < kMemoryCategories.size(); ++c) {
-      const double v = t.number(r, kMemoryCategories[c]);
-      if (v < 0)
-        throw UsageError(t.path() + ":" + std::to_string(t.line(r)) + ": column '" + kMemoryCategories[c] +
-                         "': negative byte count " + t.text(r, kMemoryCategories[c]));
-      acc.bytes[c] += v;
+  for (const std::vector<BubbleSeries>& part : parts) {
+    std::string plot = "plot ";
+    std::vector<const std::vector<std::pair<double, double>>*> blocks;
+    for (const auto& s : part) {
+      if (!s.measured.empty()) {
+        plot += "'-' using 1:2 with linespoints lw 2 pt " + std::to_string(series_point(s.color)) + " ps 1.2 lc rgb '" +
+                series_color(s.color) + "' title " + quote(s.label) + ", ";
+        blocks.push_back(&s.measured);
+      }
+      if (!s.theory.empty()) {
+        plot += "'-' using 1:2 with linespoints lw 1.5 dt 2 pt " + std::to_string(series_point(s.color, true)) +
+                " ps 1 lc rgb '" + series_color(s.color) + "' " +
+                (s.measured.empty() ? "title " + quote(s.label + " (theory only)") : std::string("notitle")) + ", ";
+        blocks.push_back(&s.theory);
+      }
+      if (!s.replayed.empty()) {
+        plot += "'-' using 1:2 with lines lw 1.5 dt 3 lc rgb '" + series_color(s.color) + "' notitle, ";
+        blocks.push_back(&s.replayed);
+      }
     }
-    acc.rows += 1;
-    if (const auto e = t.optional_number(r, train_csv::estimate_bytes)) acc.estimate += *e, acc.estimates += 1;
-    keys.push_back(std::move(key));
-  }
-  if (keys.empty()) no_rows(t, "(no row passes the filters)");
-  const std::vector<bool> varies = varying_fields(keys);
-  if (common) *common = common_values(keys, fields, varies);
-  std::vector<MemoryBar> out;
-  for (auto& [key, acc] : grouped) {
-    MemoryBar bar;
-    bar.label = key_label(key, fields, varies);
-    for (double b : acc.bytes) bar.bytes.push_back(b / acc.rows);
-    if (acc.estimates) bar.estimate = acc.estimate / acc.estimates;
-    out.push_back(std::move(bar));
-  }
-  return out;
-}
-
-void plot_memory(const FigureOptions& o, const TrainingFilter& filter) {
-  image_format(o.render.output);
-  std::vector<ColumnSpec> columns = {{train_csv::scheme}};
-  for (const std::string& c : kMemoryCategories) columns.push_back({c});
-  for (const char* c : {train_csv::estimate_bytes, train_csv::schedule, train_csv::ranks, train_csv::tp, train_csv::pp,
-                        train_csv::dp, train_csv::model, train_csv::device, train_csv::impl})
-    columns.push_back({c, false});
-  const CsvTable t = CsvTable::read(o.input, columns);
-  std::string common;
-  const std::vector<MemoryBar> bars = memory_bars(t, filter, &common);
-
-  double top = 0;
-  std::size_t longest = 0;
-  for (const auto& b : bars) {
-    double total = 0;
-    for (double v : b.bytes) total += v;
-    top = std::max({top, total, b.estimate.value_or(0.0)});
-    longest = std::max(longest, b.label.size());
-  }
-  const auto [div, unit] = byte_unit(top);
-  static const char* const kNames[] = {"parameters", "gradients", "optimizer state", "activations",
-                                       "communication buffers", "workspace"};
-  static const char* const kColors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948"};
-
-  PlotScript sc;
-  sc.cmd("set encoding utf8");
-  sc.cmd("set title " + quote(title_or(o, "Per-rank peak memory by category", common)) + title_font(o.render.size));
-  sc.cmd("set ylabel " + quote("memory per rank (" + unit + ")"));
-  sc.cmd("set yrange [0:" + gnuplot_number(std::max(top / div, 1e-9) * 1.15) + "]");
-  sc.cmd("set xrange [-0.6:" + gnuplot_number(static_cast<double>(bars.size()) - 0.4) + "]");
-  sc.cmd("set grid ytics lc rgb '#d0d0d0'");
-  sc.cmd("set key outside right top vertical reverse Left box samplen 2");
-  std::string tics = "set xtics (";
-  for (std::size_t i = 0; i < bars.size(); ++i) tics += (i ? ", " : "") + quote(bars[i].label) + " " + std::to_string(i);
-  sc.cmd(tics + ")");
-  // Long or many labels would run into each other: tilt them.
-  if (bars.size() * std::max<std::size_t>(longest, 1) > 90) sc.cmd("set xtics rotate by -30 left");
-  sc.cmd("set xtics nomirror scale 0");
-  // Total per bar printed above it.
-  for (std::size_t i = 0; i < bars.size(); ++i) {
-    double total = 0;
-    for (double v : bars[i].bytes) total += v;
-    const auto [own_div, own_unit] = byte_unit(total);  // a small bar keeps readable digits
-    char text[64];
-    std::snprintf(text, sizeof text, "%.3g %s", total / own_div, own_unit.c_str());
-    sc.cmd("set label " + quote(text) + " at " + std::to_string(i) + "," + gnuplot_number(total / div) +
-           " center offset 0,0.8 front" + (bars.size() > 8 ? title_font(o.render.size, -2) : std::string()));
-  }
-  std::string plot = "plot ";
-  std::vector<std::vector<std::vector<double>>> blocks;
-  for (std::size_t c = 0; c < kMemoryCategories.size(); ++c) {
-    std::vector<std::vector<double>> rows;
-    for (std::size_t i = 0; i < bars.size(); ++i) {
-      double below = 0;
-      for (std::size_t k = 0; k < c; ++k) below += bars[i].bytes[k];
-      const double v = bars[i].bytes[c];
-      if (v <= 0) continue;
-      const double x = static_cast<double>(i), y0 = below / div, y1 = (below + v) / div;
-      rows.push_back({x, (y0 + y1) / 2, x - 0.35, x + 0.35, y0, y1});
+    plot += "NaN with linespoints lw 2 pt 5 lc rgb 'black' title 'measured', "
+            "NaN with linespoints lw 1.5 dt 2 pt 4 lc rgb 'black' title 'theory'";
+    if (any_replay) plot += ", NaN with lines lw 1.5 dt 3 lc rgb 'black' title 'replayed from measured action times'";
+    sc.cmd(plot);
+    for (const auto* b : blocks) {
+      std::vector<std::vector<double>> rows;
+      for (auto [x, y] : *b) rows.push_back({x, y});
+      sc.data(std::move(rows));
     }
-    if (rows.empty()) continue;  // a category no bar has stays out of the legend
-    plot += "'-' using 1:2:3:4:5:6 with boxxyerror fs solid 0.9 border lc rgb 'white' lc rgb '" +
-            std::string(kColors[c]) + "' title " + quote(kNames[c]) + ", ";
-    blocks.push_back(std::move(rows));
   }
-  std::vector<std::vector<double>> estimates;
-  for (std::size_t i = 0; i < bars.size(); ++i)
-    if (bars[i].estimate) estimates.push_back({static_cast<double>(i) - 0.45, *bars[i].estimate / div, 0.9, 0.0});
-  if (!estimates.empty()) {
-    plot += "'-' using 1:2:3:4 with vectors nohead lw 3 lc rgb 'black' title 'closed-form estimate', ";
-    blocks.push_back(std::move(estimates));
-  }
-  if (blocks.empty()) no_rows(t, "(every memory category is 0)");
-  plot.resize(plot.size() - 2);
-  sc.cmd(plot);
-  for (auto& b : blocks) sc.data(std::move(b));
+  if (parts.size() > 1) sc.cmd("unset multiplot");
   finish(sc, o);
 }
 
