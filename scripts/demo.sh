@@ -16,8 +16,9 @@ show() {
     { line = ""; for (j = 1; j <= n; j++) line = line (j > 1 ? "," : "") $col[w[j]]; print line }' "$file" | column -s, -t
 }
 
-step "setting up the packages parbench needs"
-scripts/setup.sh
+step "checking for what the demo needs (scripts/setup.sh --for demo)"
+# Installs what is missing only as root or with PARBENCH_INSTALL=1; otherwise says what and how, and stops.
+scripts/setup.sh --for demo --hint "PARBENCH_INSTALL=1 scripts/demo.sh"
 step "building the programs the demo runs into build/ (the whole log goes to build.log)"
 # Only the programs (no tests), with a line every 10 s saying how far ninja has come.
 BUILD_TARGETS="bench_memcpy bench_allreduce bench_train parbench-plot" BUILD_DIR=build scripts/build.sh >build.log 2>&1 &
@@ -58,8 +59,8 @@ else
 fi
 { cat $out/allreduce_small.csv; tail -n +2 $out/allreduce4.csv; } > $out/allreduce.csv
 rm $out/allreduce_small.csv $out/allreduce4.csv
-build/bin/parbench-plot busbw -i $out/allreduce.csv -o $out/allreduce_busbw.png --ranks 2,4
-build/bin/parbench-plot latency -i $out/allreduce.csv -o $out/allreduce_latency.png --ranks 2,4
+build/bin/parbench-plot busbw -i $out/allreduce.csv -o $out/allreduce_busbw.png --ranks 2,4 --machine "$(uname -n), $(nproc) cores"
+build/bin/parbench-plot latency -i $out/allreduce.csv -o $out/allreduce_latency.png --ranks 2,4 --machine "$(uname -n), $(nproc) cores"
 
 # The schemes, schedules and --dp-schemes come from the program: "name ranks layers family args" per line.
 mapfile -t runnable < <($bin/bench_train --list-runnable | grep -v '^#')
@@ -74,7 +75,7 @@ for run in "${runnable[@]}"; do
 done
 show $out/train_schemes.csv scheme ranks step_ms samples_per_s peak_bytes params_bytes grads_bytes optimizer_bytes \
   activations_bytes comm_buffer_bytes workspace_bytes comm_bytes_per_step max_param_diff_vs_single
-build/bin/parbench-plot memory -i $out/train_schemes.csv -o $out/train_memory.png
+build/bin/parbench-plot memory -i $out/train_schemes.csv -o $out/train_memory.png --machine "$(uname -n), $(nproc) cores"
 
 step "bench_train: strong scaling of ddp and zero3 over 1, 2, 4 ranks"
 for scheme in ddp zero3; do
@@ -82,12 +83,12 @@ for scheme in ddp zero3; do
     $bin/bench_train --device $device --ranks $n --scheme $scheme "${model[@]}" --quiet --csv $out/train_scaling.csv
   done
 done
-build/bin/parbench-plot scaling -i $out/train_scaling.csv -o $out/train_scaling.png
+build/bin/parbench-plot scaling -i $out/train_scaling.csv -o $out/train_scaling.png --machine "$(uname -n), $(nproc) cores"
 
 step "one ddp step on a timeline (Chrome trace; open it in https://ui.perfetto.dev)"
 $bin/bench_train --device $device --ranks 2 --scheme ddp "${model[@]}" --bucket-mb 0.05 --quiet \
   --trace $out/ddp_trace.json
-build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png \
+build/bin/parbench-plot timeline -i $out/ddp_trace.json -o $out/ddp_timeline.png --machine "$(uname -n), $(nproc) cores" \
   --title "DDP, 2 ranks: one step, bucket allreduces on the communication thread"
 
 shape=(--model gpt --hidden 64 --heads 4 --seq 32 --vocab 128 --steps 4 --warmup 1)
@@ -106,7 +107,7 @@ for schedule in gpipe 1f1b; do
 done
 show $out/train_pipeline.csv scheme schedule microbatches partition step_ms bubble_measured bubble_theory \
   bubble_replayed activations_bytes
-build/bin/parbench-plot bubble -i $out/train_pipeline.csv -o $out/pipeline_bubble.png
+build/bin/parbench-plot bubble -i $out/train_pipeline.csv -o $out/pipeline_bubble.png --machine "$(uname -n), $(nproc) cores"
 
 step "model-parallel schemes at 4 ranks (2-way, data parallel over the rest), each checked against a single-rank run"
 # Every schedule and --dp-scheme, and a hybrid grid with a pipeline; 4 layers unless a pipeline needs a multiple.
@@ -123,7 +124,7 @@ show $out/train_model_parallel.csv scheme schedule tp pp dp zero microbatches st
 step "one 1f1b step of 4 stages on a timeline"
 $bin/bench_train --device $device --ranks 4 --scheme pp --schedule 1f1b --microbatches 8 --global-batch 16 \
   "${deep[@]}" --quiet --trace $out/pp_trace.json
-build/bin/parbench-plot timeline -i $out/pp_trace.json -o $out/pp_timeline.png \
+build/bin/parbench-plot timeline -i $out/pp_trace.json -o $out/pp_timeline.png --machine "$(uname -n), $(nproc) cores" \
   --title "1F1B pipeline, 4 stages, 8 microbatches: one step"
 
 step "summary"
