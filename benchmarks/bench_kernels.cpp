@@ -48,7 +48,7 @@ using optable::Work;
 using kernels_bench::GptShape;
 using kernels_bench::Options;
 
-// Peak dense throughput and memory bandwidth, for the roofline (dense, from data sheets: docs/MEASUREMENTS.md).
+// Peak dense throughput and memory bandwidth, for the roofline (dense, from data sheets: docs/metrics.md).
 struct Peak {
   double bf16_tflops, f32_tflops, gbps;
 };
@@ -341,7 +341,11 @@ int main(int argc, char** argv) {
   for (auto& a : args) av.push_back(a.data());
   int ac = int(av.size());
   av.push_back(nullptr);
-  benchmark::Initialize(&ac, av.data());
+  // --help is ours (its first lines name Google Benchmark's flags): benchmark::Initialize would print its own usage
+  // and exit before our options were listed.
+  const bool help =
+      std::any_of(args.begin() + 1, args.end(), [](const std::string& a) { return a == "--help" || a == "-h"; });
+  if (!help) benchmark::Initialize(&ac, av.data());
 
   Options o;
   Bench b;

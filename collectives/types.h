@@ -1,4 +1,4 @@
-// Collective kinds and reduction ops: names, parsing, buffer shapes and the busbw factors (docs/MEASUREMENTS.md);
+// Collective kinds and reduction ops: names, parsing, buffer shapes and the busbw factors (docs/metrics.md);
 // the collective functions read collectives/collective_table.h, which holds one row per collective.
 #pragma once
 #include <cstddef>

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Proves README's "How to extend" rows: in a scratch copy of the tree it adds a dummy schedule, scheme, collective
-# algorithm, kernel op and collective exactly as their rows say, checks that the files it had to touch are the ones the row
-# names and no others, builds a CPU-only build of the programs, and shows each dummy picked up everywhere: help
-# texts, bench_train --list-runnable, the CTest lists made from the registries, the op table's tests, and a run
-# that passes its check. Usage: scripts/check_extensions.sh [SCRATCH_DIR] (default build-extensions/; replaced).
+# Proves the "How to extend" rows of docs/dev/extending.md: in a scratch copy of the tree it adds a dummy schedule,
+# scheme, collective algorithm, kernel op and collective exactly as their rows say, checks that the files it had to
+# touch are the ones the row names and no others, builds a CPU-only build of the programs, and shows each dummy
+# picked up everywhere: help texts, bench_train --list-runnable, the CTest lists made from the registries, the op
+# table's tests, and a run that passes its check. Usage: scripts/check_extensions.sh [SCRATCH_DIR] (default
+# build-extensions/; replaced).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -11,8 +12,11 @@ scratch=${1:-build-extensions}
 case "$scratch" in /*) ;; *) scratch="$src/$scratch" ;; esac
 rm -rf "$scratch"
 mkdir -p "$scratch/pristine" "$scratch/tree"
-# The tracked tree and new files git does not ignore, as they are in the working tree.
-git ls-files -co --exclude-standard -z | tar --null -T - -cf - | tar -xf - -C "$scratch/pristine"
+# The tracked tree and new files git does not ignore, as they are in the working tree (a tracked file deleted or
+# moved there and not yet committed is left out).
+git ls-files -co --exclude-standard -z | while IFS= read -r -d '' f; do
+  if [ -e "$f" ] || [ -L "$f" ]; then printf '%s\0' "$f"; fi
+done | tar --null -T - -cf - | tar -xf - -C "$scratch/pristine"
 cp -a "$scratch/pristine/." "$scratch/tree/"
 tree=$scratch/tree
 fail() { echo "check_extensions: $*" >&2; exit 1; }
@@ -62,8 +66,9 @@ sed -i 's/^\( *\)case Collective::allreduce:$/\1case Collective::allreduce2:\n&/
 sed -i 's/^\( *\){Collective::sendrecv, {{5, 5}, {5, 5}, 100, 0, 1.0, false, false}},$/&\n\1{Collective::allreduce2, {{5, 5}, {5, 5}, 100, 0, 1.5, false, true}},/' \
   "$tree/tests/collectives/test_collective_table.cpp"
 
-# --- the files touched are those the rows name (README's paths in backquotes, NAME and <op> standing for any name)
-readme_row() { grep -F "| $1 |" "$src/README.md" || fail "README has no How to extend row '$1'"; }
+# --- the files touched are those the rows name (the page's paths in backquotes, NAME and <op> standing for any name)
+rows_page=docs/dev/extending.md
+extend_row() { grep -F "| $1 |" "$src/$rows_page" || fail "$rows_page has no How to extend row '$1'"; }
 row_paths() {  # a row's backquoted paths as glob patterns, one a line ({h,cpp} expanded)
   grep -o '`[^`]*`' <<<"$1" | tr -d '`' | sed 's/NAME/*/g; s/<op>/*/g' | while read -r p; do
     if [[ $p =~ ^(.*)\{([^}]*)\}(.*)$ ]]; then
@@ -76,7 +81,7 @@ row_paths() {  # a row's backquoted paths as glob patterns, one a line ({h,cpp} 
 }
 check_row() {  # row, then the files touched for it
   local row=$1 text f pattern named
-  text=$(readme_row "$row")
+  text=$(extend_row "$row")
   shift
   for f in "$@"; do
     [ -e "$scratch/pristine/$f" ] && cmp -s "$scratch/pristine/$f" "$tree/$f" &&
@@ -86,7 +91,7 @@ check_row() {  # row, then the files touched for it
       # shellcheck disable=SC2053  # the pattern is a glob on purpose
       [[ $f == $pattern ]] && named=1
     done < <(row_paths "$text")
-    [ "$named" = 1 ] || fail "the '$row' row of README's How to extend does not name $f"
+    [ "$named" = 1 ] || fail "the '$row' row of $rows_page does not name $f"
   done
 }
 check_row "a pipeline schedule" parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp
@@ -103,7 +108,7 @@ expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/sche
   kernels/dummyop.cpp kernels/op_table.cpp collectives/types.h collectives/collective_table.cpp \
   collectives/algo_naive.cpp tests/collectives/test_collective_table.cpp | sort)
 [ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
-echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, each named by its README row"
+echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, each named by its row in $rows_page"
 
 # --- build what shows them: CPU only, unoptimised (the checks run tiny sizes), in unity batches as the real build
 # but the copies file by file: they keep the file-local names of the files they copy, which one batch would see

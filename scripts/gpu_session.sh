@@ -5,7 +5,7 @@
 # names; turned into a system file with those measured linears and the tables predicted on it), every
 # collective at 1, 2, 4 and 8 rank threads, and bench_train for every runnable scheme with
 # --check, each step time-boxed and none stopping the run; writes each program's raw output and summary.md (step,
-# exit status, wall seconds, key numbers) to docs/gpu_runs/<UTC date>-<gpu>/ and prints the summary last.
+# exit status, wall seconds, key numbers) to docs/results/gpu/<UTC date>-<gpu>/ and prints the summary last.
 #
 #   scripts/gpu_session.sh                  # a real GPU: Release build into build-gpu/ for its compute capability
 #   scripts/gpu_session.sh --emulated       # the emulated GPU build (build-gpu-emu/), small sizes: CI and no GPU
@@ -16,7 +16,7 @@
 #   --build-dir DIR    build here instead of build-gpu/ or build-gpu-emu/
 #   --prebuilt BINDIR  skip the build and run the programs in BINDIR (built elsewhere with the same CUDA major
 #                      version; its parent folder is the build whose ctest runs)
-#   --out DIR          write the run here instead of docs/gpu_runs/<UTC date>-<gpu>/
+#   --out DIR          write the run here instead of docs/results/gpu/<UTC date>-<gpu>/
 #   --budget SECONDS   wall-clock budget of the whole run, the build included (default 540: one 10-minute
 #                      session with room to copy results; 3600 with --emulated, whose build runs on few cores)
 #   --ranks LIST       rank counts of the collectives (default 1,2,4,8, capped at the GPUs present but at least 2,
@@ -160,7 +160,7 @@ detect_gpu
 find_nccl
 use_carried_deps
 if [ -z "$out" ]; then
-  out=docs/gpu_runs/$(date -u +%Y-%m-%d)-$gpu_short
+  out=docs/results/gpu/$(date -u +%Y-%m-%d)-$gpu_short
   [ ! -e "$out" ] || out=$out-$(date -u +%H%M%S)
 fi
 mkdir -p "$out" || { echo "$prog: cannot create the run folder '$out'" >&2; exit 1; }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up, checks the structure (scripts/check_structure.sh), builds and runs the tests that are not unit tests
-# (ctest), checks README's "How to extend" rows, then runs the unit tests and the cuda path (ctest label gpu)
+# (ctest), runs the docs' command blocks (tests/docs/run_doc_commands.py), checks docs/dev/extending.md's rows, then runs the unit tests and the cuda path (ctest label gpu)
 # in an AddressSanitizer + UndefinedBehaviorSanitizer build on emulated GPUs (PARBENCH_CUDA=EMULATED), where ASan
 # also sees kernels that overrun device buffers; then the threaded parts under ThreadSanitizer; last every fuzzer
 # in its reproducible mode (scripts/fuzz.sh --ci: a fixed seed and run count per target, from the committed
@@ -27,8 +27,10 @@ stage() {  # ends the running stage (if any) and starts the one named
   stage_start=$SECONDS
   [ -z "$stage_name" ] || echo "== $stage_name"
 }
+cuda12_pid=""
 summary() {
   local status=$?
+  [ -z "$cuda12_pid" ] || kill "$cuda12_pid" 2>/dev/null || true  # a stage failed while it ran
   [ -z "$stage_name" ] || { [ "$status" -eq 0 ] || stage_name="$stage_name (FAILED)"; stage ""; }
   echo "== stage times (wall clock)"
   local i
@@ -40,11 +42,12 @@ summary() {
 trap summary EXIT
 
 stage "setup"
-scripts/setup.sh
+# Checks what is present; installs what is missing only where it may (root, or PARBENCH_INSTALL=1).
+scripts/setup.sh --for test --hint "PARBENCH_INSTALL=1 scripts/test.sh"
 
 stage "structure checks"
-# No folder cycles, no include of a library not linked, the code-size limits (README "Structure checks"): a few
-# seconds of configuring and reading, before anything is built.
+# No folder cycles, no include of a library not linked, the code-size limits, no dates in user pages
+# (docs/dev/testing.md): a few seconds of configuring and reading, before anything is built.
 scripts/check_structure.sh
 
 stage "build (default)"
@@ -55,14 +58,30 @@ stage "build (default)"
 # compiles about a quarter faster (plots/cli.cpp 6.9 s -> 5.0 s). Its own folder, build-test/: build/ stays the
 # programs' folder (demo.sh, README), built for speed.
 BUILD_DIR=build-test scripts/build.sh "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG"
+# Every .cu compiled by a CUDA 12 nvcc (Debian's 12.4, headers from PyPI, cached outside the tree) for sm_80 and
+# sm_90, objects only (the default build above compiled them with CUDA 13): beside the next two stages, whose tests
+# spend much of their time waiting (mpirun's start, the faults' timeouts); its own stage below waits for it.
+scripts/check_cuda12.sh >build-cuda12.log 2>&1 &
+cuda12_pid=$!
 stage "ctest (default build)"
 # The tests that are not unit tests (programs under mpirun, launchers, scripts, the ptxas and SASS checks of the
 # device code nvcc built): the unit tests run once, in the sanitizer build below, where ASan and UBSan watch them.
 # predict_vs_cpu_runs (quiet_machine) needs idle cores.
 (cd build-test && ctest --output-on-failure -j "$test_jobs" -LE 'quiet_machine|unit')
 
+stage "docs (every command block of README.md and docs/)"
+# Each runnable block runs on this build's cpu device with small sizes; GPU and cluster commands are only parsed.
+python3 tests/docs/run_doc_commands.py --bin build-test/bin
+
+stage "CUDA 12 compile check (started beside the two stages above)"
+cuda12_status=0
+wait "$cuda12_pid" || cuda12_status=$?
+cuda12_pid=""
+if [ "$cuda12_status" -ne 0 ]; then cat build-cuda12.log; exit "$cuda12_status"; fi
+grep '^check_cuda12:' build-cuda12.log
+
 stage "extension check"
-# README's "How to extend" rows done for real in a scratch copy: the files touched are the rows' and each dummy entry
+# docs/dev/extending.md's rows done for real in a scratch copy: the files touched are the rows' and each dummy entry
 # shows up in help texts, generated test lists and runs.
 scripts/check_extensions.sh build-extensions
 
@@ -94,6 +113,11 @@ export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
 (cd build-tsan && ctest --output-on-failure -j "$test_jobs" \
   -R '^(ThreadsTransport|Doorbell|Communicator|ReduceKernel|Watchdog)\.|SimtKernels\.|^Simt(Runtime|Launch|Stack|Schedules)\.|^tsan_' \
   -E 'RefusalsAreUsageErrorsWithReasons')  # that one expects an MPI build
+
+stage "build variants (optional parts hidden, dependencies fetched from local copies)"
+# GoogleTest, Google Benchmark and gnuplot-iostream hidden, CLI11 / nlohmann-json / GoogleTest through FetchContent
+# from local copies: the programs still build and the configure says what it left out (docs/install.md).
+tests/build/configure_variants.sh build-variants
 
 stage "fuzz (build, then fixed seed and runs)"
 scripts/fuzz.sh --ci

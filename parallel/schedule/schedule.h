@@ -54,7 +54,7 @@ struct ScheduleKind {
   std::function<void(int stages, int microbatches, int chunks)> validate;
   ComputeOrderFn compute_order;
   // The idle fraction of every stage with equal stage times and free communication (F = 1, B = 2, BI = W = 1),
-  // in closed form (docs/MEASUREMENTS.md); the simulator must agree exactly.
+  // in closed form (docs/metrics.md); the simulator must agree exactly.
   std::function<double(int stages, int microbatches, int chunks)> bubble;
 };
 

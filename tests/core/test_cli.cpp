@@ -1,6 +1,8 @@
 // Exit-code policy of run_program and the common options.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "app/cli.h"
 #include "base/error.h"
 
@@ -42,6 +44,21 @@ TEST(Cli, ExitCodes) {
   EXPECT_NE(err.find("bad thing 'x'"), std::string::npos);
   EXPECT_NE(err.find("broke"), std::string::npos);
   EXPECT_EQ(run({}, [] { return 3; }), 3);
+}
+
+// PARBENCH_PARSE_ONLY=1 parses and stops before the body; a bad option still exits 2.
+TEST(Cli, ParseOnlyStopsBeforeTheBody) {
+  setenv("PARBENCH_PARSE_ONLY", "1", 1);
+  bool ran = false;
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(run({"--sizes", "8:1G:x2"}, [&] { ran = true; return 1; }), 0);
+  EXPECT_EQ(run({"--sizes", "1G:8"}, [&] { ran = true; return 0; }), 2);
+  const std::string err = testing::internal::GetCapturedStderr();
+  unsetenv("PARBENCH_PARSE_ONLY");
+  EXPECT_FALSE(ran);
+  EXPECT_NE(err.find("not run (PARBENCH_PARSE_ONLY=1)"), std::string::npos);
+  EXPECT_EQ(run({}, [&] { ran = true; return 0; }), 0);
+  EXPECT_TRUE(ran);
 }
 
 // The number validators accept their range and refuse the rest with the value and the accepted range named.
