@@ -52,8 +52,8 @@ scripts/check_structure.sh
 
 stage "build (default)"
 # -g1 (line tables: stack traces keep files and lines) instead of -g: a quarter less compile time. Device code for
-# the default architectures (sm_80 and sm_90), as demo.sh and a plain build compile it: a kernel that assembles for
-# one only (multimem is sm_90's) fails here, not on a user's first build.
+# the default architectures (sm_80 and sm_90), as a plain build compiles it (and demo.sh on a GPU machine): a kernel
+# that assembles for one only (multimem is sm_90's) fails here, not on a user's first build.
 # -O1 instead of -O2: this build's programs only run functional tests (nothing here measures speed), and its C++
 # compiles about a quarter faster (plots/cli.cpp 6.9 s -> 5.0 s). Its own folder, build-test/: build/ stays the
 # programs' folder (demo.sh, README), built for speed.
