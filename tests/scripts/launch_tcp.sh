@@ -168,13 +168,20 @@ bad_rendezvous() {
   # torchrun's agent holds MASTER_PORT with torch's own store (a listener here stands for it): with
   # TORCHELASTIC_USE_AGENT_STORE=True ours takes the next port; rank 0 alone with the port taken and no such
   # variable is refused at once, naming where the port came from and the way out.
-  local held
-  held=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
-t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); print(p)')
-  python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(60)' \
-    "$held" &
-  local holder=$!
-  sleep 0.3
+  # The holder picks its port and keeps it from then on (a port found free and bound again later can be taken by
+  # any socket in between), one whose next port is free for the agent's case.
+  local held="" holder
+  python3 -c 'import socket, time
+while True:
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]
+    try:
+        t = socket.socket(); t.bind(("127.0.0.1", p + 1)); t.close(); break
+    except OSError:
+        s.close()
+s.listen(); print(p, flush=True); time.sleep(60)' >"$out/held-port" &
+  holder=$!
+  for _ in $(seq 50); do held=$(cat "$out/held-port"); [ -z "$held" ] || break; sleep 0.1; done
+  [ -n "$held" ] || fail "the port holder did not start"
   TORCHELASTIC_USE_AGENT_STORE=True run_torchrun agent 2 "$held" 2 "$bin/bench_allreduce" "${t[@]}"
   wait_ranks agent 2 0
   expect_in agent "$out/agent.0" "(torchrun, tcp bootstrap)"
