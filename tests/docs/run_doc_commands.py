@@ -16,6 +16,7 @@ import argparse
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -202,6 +203,7 @@ class Runner:
         self.failures = []
         self.counts = {"run": 0, "commands": 0, "parsed": 0, "not-run": 0, "tables": 0}
         self.not_run = []
+        self.scratch = []  # the pages' scratch folders, removed at the end
 
     def fail(self, where, what):
         self.failures.append(f"{where}: {what}")
@@ -293,7 +295,9 @@ class Runner:
                     self.fail(block.where(), f"a docs marker above a '{block.info or 'plain'}' block")
                 continue
             if marker is None:
-                cwd = cwd or scratch_root(self.repo)
+                if cwd is None:
+                    cwd = scratch_root(self.repo)
+                    self.scratch.append(cwd)
                 self.run_block(block, cwd)
             elif marker == "parse-only":
                 self.parse_block(block)
@@ -322,8 +326,12 @@ def main():
     pages = [Path(p) for p in a.pages] or [repo / "README.md"] + sorted(
         p for p in (repo / "docs").rglob("*.md") if "results" not in p.relative_to(repo / "docs").parts)
     runner = Runner(repo, bindir, a.timeout, a.verbose)
-    for page in pages:
-        runner.page(page)
+    try:
+        for page in pages:
+            runner.page(page)
+    finally:
+        for folder in runner.scratch:
+            shutil.rmtree(folder, ignore_errors=True)
     c = runner.counts
     for item in runner.not_run:
         print(f"docs: not run: {item}")
