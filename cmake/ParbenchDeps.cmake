@@ -1,6 +1,7 @@
-# Third-party libraries. Every program needs CLI11, nlohmann-json, Boost (the simt fibers' Boost.Context and the
-# TCP store's Asio headers), fast-cpp-csv-parser's header (schedule and calibration CSVs) and threads. Optional:
-# GoogleTest (tests/), Google Benchmark (bench_kernels); parbench-plot's own are found in plots/.
+# Third-party libraries. Every program needs CLI11, nlohmann-json, fast-cpp-csv-parser's header (schedule and
+# calibration CSVs) and threads; the three header-only ones are fetched when missing, where allowed. Optional:
+# Boost.Context (the simt fibers' fast switch), GoogleTest (tests/), Google Benchmark (bench_kernels);
+# parbench-plot's own are found in plots/.
 #
 # PARBENCH_FETCH_DEPS says what FetchContent may download: AUTO fetches CLI11 and nlohmann-json when find_package
 # does not find them (GoogleTest missing leaves the tests out), ON fetches CLI11, nlohmann-json and GoogleTest
@@ -92,31 +93,50 @@ parbench_header_dependency(nlohmann_json nlohmann_json::nlohmann_json nlohmann_j
 
 find_package(Threads REQUIRED)
 
-# Boost: Boost.Context switches the simt device's fibers (device/simt, linked statically so the switch is a direct
-# call rather than one through the PLT); the TCP rendezvous store runs on Asio's headers. 1.66: Asio's io_context.
+# Boost.Context switches the simt device's fibers (device/simt, linked statically so the switch is a direct call
+# rather than one through the PLT). Optional: without it the fibers switch with POSIX ucontext, which makes a
+# signal-mask system call per switch. 1.66: the fcontext API used.
 set(_pb_static_libs ${Boost_USE_STATIC_LIBS})
 set(Boost_USE_STATIC_LIBS ON)
 find_package(Boost 1.66 QUIET COMPONENTS context)
 set(Boost_USE_STATIC_LIBS ${_pb_static_libs})
+set(PARBENCH_HAVE_BOOST_CONTEXT ${Boost_FOUND})
 if(NOT Boost_FOUND)
-  set(_pb_found "")
+  set(_pb_found "not found")
   if(Boost_VERSION_STRING)
-    set(_pb_found " (found ${Boost_VERSION_STRING}: 1.66 or newer, with its context library, needed)")
+    set(_pb_found "found Boost ${Boost_VERSION_STRING} without a static context library")
   endif()
-  message(FATAL_ERROR "parbench needs Boost.Context and Boost's headers${_pb_found}: the simt device's fibers "
-                      "and the TCP store, the context library as a static one. Install them (Debian/Ubuntu: "
-                      "libboost-context-dev; RHEL/Rocky: boost-devel and boost-static, from CRB) or point Boost_ROOT "
-                      "at a Boost installation.")
+  parbench_leave_out("simt's Boost.Context fibers" "${_pb_found}; the simt device switches with ucontext, about ten times slower: "
+                     "Debian/Ubuntu libboost-context-dev, RHEL/Rocky boost-devel and boost-static (CRB)")
 endif()
 
-# fast-cpp-csv-parser: one header, libfccp/csv.h (the Debian layout). Packaged by Debian and Ubuntu only; elsewhere
-# put csv.h in a folder libfccp/ and pass that folder's parent as -DPARBENCH_FCCP_INCLUDE_DIR.
-find_path(PARBENCH_FCCP_INCLUDE_DIR libfccp/csv.h)
-if(NOT PARBENCH_FCCP_INCLUDE_DIR)
-  message(FATAL_ERROR "parbench needs fast-cpp-csv-parser's header libfccp/csv.h (schedule and calibration CSVs), "
-                      "which was not found. Install it (Debian/Ubuntu: libfccp-dev; RHEL/Rocky: not packaged: copy "
-                      "csv.h from github.com/ben-strasser/fast-cpp-csv-parser into DIR/libfccp/) and configure "
-                      "with -DPARBENCH_FCCP_INCLUDE_DIR=DIR.")
+# fast-cpp-csv-parser: one header, included as <libfccp/csv.h> (Debian's layout), behind the target parbench::fccp.
+# Found (PARBENCH_FCCP_INCLUDE_DIR: the folder holding libfccp/), else fetched where allowed: upstream ships csv.h
+# alone at its top, so the fetch copies it into a libfccp/ folder of the build tree. The URL names a commit, which
+# fixes its content; FETCHCONTENT_SOURCE_DIR_FCCP takes a local folder holding csv.h instead.
+set(PARBENCH_FCCP_URL
+    https://raw.githubusercontent.com/ben-strasser/fast-cpp-csv-parser/5a417973b4cea674a5e4a3b88a23098a2ab75479/csv.h)
+if(NOT PARBENCH_FETCH_DEPS STREQUAL "ON")
+  find_path(PARBENCH_FCCP_INCLUDE_DIR libfccp/csv.h)
+endif()
+add_library(parbench_fccp INTERFACE)
+add_library(parbench::fccp ALIAS parbench_fccp)
+if(PARBENCH_FCCP_INCLUDE_DIR AND NOT PARBENCH_FETCH_DEPS STREQUAL "ON")
+  target_include_directories(parbench_fccp SYSTEM INTERFACE "${PARBENCH_FCCP_INCLUDE_DIR}")
+elseif(PARBENCH_FETCH_DEPS STREQUAL "OFF")
+  parbench_dependency_missing("fast-cpp-csv-parser's header libfccp/csv.h" libfccp-dev
+                              "not packaged: csv.h into DIR/libfccp/, then -DPARBENCH_FCCP_INCLUDE_DIR=DIR")
+else()
+  FetchContent_Declare(fccp URL ${PARBENCH_FCCP_URL} DOWNLOAD_NO_EXTRACT TRUE SOURCE_SUBDIR parbench-headers-only)
+  FetchContent_MakeAvailable(fccp)
+  if(NOT EXISTS "${fccp_SOURCE_DIR}/csv.h")
+    message(FATAL_ERROR "fccp: no csv.h in ${fccp_SOURCE_DIR} (the folder FetchContent gave; "
+                        "FETCHCONTENT_SOURCE_DIR_FCCP must hold csv.h)")
+  endif()
+  file(COPY "${fccp_SOURCE_DIR}/csv.h" DESTINATION "${CMAKE_BINARY_DIR}/_deps/fccp-include/libfccp")
+  target_include_directories(parbench_fccp SYSTEM INTERFACE "${CMAKE_BINARY_DIR}/_deps/fccp-include")
+  parbench_fetched_from(fccp ${PARBENCH_FCCP_URL} _pb_from)
+  parbench_note_fetched("fast-cpp-csv-parser from ${_pb_from}")
 endif()
 
 # GoogleTest (with GoogleMock): only the tests. Fetched with PARBENCH_FETCH_DEPS=ON, built from its source with its

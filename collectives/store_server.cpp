@@ -1,11 +1,19 @@
-// The rendezvous store's server: one Boost.Asio thread, a session per connection, reading one request at a time
-// (a rank waits for each reply) and answering gets when their key is set.
-#include <utility>  // before Boost.Asio, whose awaitable.hpp uses std::exchange
+// The rendezvous store's server: one thread polling non-blocking sockets (POSIX only, no library), a session per
+// connection. Requests are answered in order; a get whose key is not set yet parks its session, which handles
+// nothing more until a set answers it (a rank waits for each reply anyway).
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
-#include <boost/asio.hpp>
-
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <set>
 #include <thread>
@@ -16,190 +24,291 @@
 
 namespace parbench {
 
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
 using store::Op;
 using store::Reply;
 using store::Request;
 
 namespace {
-class Session;
+
+using Clock = std::chrono::steady_clock;
+
+struct Session {
+  int fd = -1;
+  std::string peer;
+  Clock::time_point hello_deadline;
+  std::string in;            // bytes read, not yet handled
+  std::string out;           // replies not yet written
+  int rank = -1;             // set by the hello
+  bool parked = false;       // a get waits for its key
+  bool close_after = false;  // refused: closed once `out` is written
+};
+
+std::string peer_of(int fd) {
+  sockaddr_in a{};
+  socklen_t n = sizeof a;
+  char text[INET_ADDRSTRLEN] = {};
+  if (getpeername(fd, reinterpret_cast<sockaddr*>(&a), &n) != 0 || !inet_ntop(AF_INET, &a.sin_addr, text, sizeof text))
+    return "an unknown address";
+  return std::string(text) + ":" + std::to_string(ntohs(a.sin_port));
 }
+
+}  // namespace
 
 struct StoreServer::Impl {
   Impl(std::string t, int w, double hello_s) : token(std::move(t)), world_size(w), hello_timeout_s(hello_s) {}
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
+  ~Impl() {
+    for (auto& [id, s] : sessions) ::close(s.fd);
+    for (int fd : {listen_fd, wake[0], wake[1]})
+      if (fd >= 0) ::close(fd);
+  }
+
   std::string token;
   int world_size;
   double hello_timeout_s;
+  int listen_fd = -1;
+  int wake[2] = {-1, -1};  // a byte written to wake[1] ends the loop
+  std::atomic<bool> stopping{false};
   std::map<std::string, std::string> table;
-  std::map<std::string, std::vector<std::shared_ptr<Session>>> waiting;  // gets parked until their key is set
-  std::set<int> joined;                                                // ranks with a live session
+  std::map<std::string, std::vector<std::uint64_t>> waiting;  // parked sessions by the key they wait for
+  std::map<std::uint64_t, Session> sessions;                  // by id: an fd may be reused, an id never is
+  std::set<int> joined;                                       // ranks with a live session
+  std::uint64_t next_id = 0;
   std::atomic<int> dropped{0};
   int port = 0;  // as bound
   std::thread thread;
 
-  void accept();
+  void run();
+  void accept_all();
+  void read_from(std::uint64_t id);
+  void write_to(Session& s);
+  void handle_frames(std::uint64_t id);
+  void handle(std::uint64_t id, const Request& r);
+  void join(std::uint64_t id, const Request& r);
+  void close(std::uint64_t id);
+
+  void send(Session& s, const Reply& reply) {
+    const std::string body = store::encode(reply);
+    s.out += store::frame_prefix(body.size()) + body;
+  }
+  // Another job's rank, or a rank that cannot join: the reason goes back, then the connection closes.
+  void refuse(Session& s, const std::string& why) {
+    log(s, why);
+    send(s, Reply{false, why});
+    s.close_after = true;
+  }
+  void drop(std::uint64_t id, const std::string& why) {
+    log(sessions.at(id), why);
+    close(id);
+  }
+  void log(const Session& s, const std::string& why) {
+    ++dropped;
+    std::fprintf(stderr, "parbench store: dropped a connection from %s: %s\n", s.peer.c_str(), why.c_str());
+  }
 };
 
-namespace {
+void StoreServer::Impl::close(std::uint64_t id) {
+  auto it = sessions.find(id);
+  if (it == sessions.end()) return;
+  if (it->second.rank >= 0) joined.erase(it->second.rank);
+  ::shutdown(it->second.fd, SHUT_RDWR);
+  ::close(it->second.fd);
+  sessions.erase(it);  // an id left in `waiting` is skipped when its key is set
+}
 
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, StoreServer::Impl& server)
-      : socket_(std::move(socket)), server_(server), hello_timer_(server.io) {}
-
-  void start() {
-    boost::system::error_code ec;
-    const auto peer = socket_.remote_endpoint(ec);
-    peer_ = ec ? std::string("an unknown address") : peer.address().to_string() + ":" + std::to_string(peer.port());
-    hello_timer_.expires_after(std::chrono::milliseconds(long(server_.hello_timeout_s * 1000)));
-    hello_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& e) {
-      if (!e && self->rank_ < 0) self->drop("no hello within the time allowed");
-    });
-    read_request();
+void StoreServer::Impl::accept_all() {
+  for (;;) {
+    const int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;  // EAGAIN: none left; anything else loses that connection only
+    Session s;
+    s.fd = fd;
+    s.peer = peer_of(fd);
+    s.hello_deadline =
+        Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(hello_timeout_s));
+    sessions.emplace(next_id++, std::move(s));
   }
+}
 
-  // Answers a get that was waiting for its key.
-  void answer(const std::string& value) { send({true, value}); }
-
- private:
-  void read_request() {
-    asio::async_read(socket_, asio::buffer(prefix_), [self = shared_from_this()](auto ec, std::size_t) {
-      if (ec) return self->close();
-      std::string why;
-      const auto n = store::frame_length(self->prefix_, why);
-      if (!n) return self->drop(why);
-      self->body_.resize(*n);
-      asio::async_read(self->socket_, asio::buffer(self->body_), [self](auto ec2, std::size_t) {
-        if (ec2) return self->close();
-        self->handle();
-      });
-    });
+void StoreServer::Impl::read_from(std::uint64_t id) {
+  Session& s = sessions.at(id);
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::recv(s.fd, buf, sizeof buf, 0);
+    if (n > 0) {
+      s.in.append(buf, std::size_t(n));
+      if (s.in.size() > 2 * (4 + std::size_t(store::kMaxFrame)))  // a rank sends one request, then waits
+        return drop(id, "more than a request sent ahead of its reply");
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n < 0 && errno == EINTR) continue;
+    return close(id);  // the peer closed, or the connection failed
   }
+  handle_frames(id);
+}
 
-  void handle() {
-    std::string why;
-    const std::optional<Request> r = store::decode_request(body_, why);
-    if (!r) return drop(why);
-    if (rank_ < 0) return r->op == Op::hello ? join(*r) : drop("a request before its hello");
-    switch (r->op) {
-      case Op::hello: return drop("a second hello");
-      case Op::set: {
-        server_.table[r->key] = r->value;
-        auto parked = server_.waiting.extract(r->key);
-        if (!parked.empty())
-          for (auto& waiter : parked.mapped()) waiter->answer(r->value);
-        return send({true, {}});
-      }
-      case Op::get: {
-        if (auto it = server_.table.find(r->key); it != server_.table.end()) return send({true, it->second});
-        server_.waiting[r->key].push_back(shared_from_this());  // its only owner until answered
-        return;
-      }
-      case Op::add: {
-        std::string& v = server_.table[r->key];
-        const std::int64_t now = store::parse_int(v).value_or(0) + *store::parse_int(r->value);
-        v = std::to_string(now);
-        return send({true, v});
-      }
+void StoreServer::Impl::write_to(Session& s) {
+  while (!s.out.empty()) {
+    const ssize_t n = ::send(s.fd, s.out.data(), s.out.size(), MSG_NOSIGNAL);
+    if (n > 0) {
+      s.out.erase(0, std::size_t(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return;  // EAGAIN: the rest when poll says writable; a failure shows in the next read
     }
   }
+}
 
-  // A hello from a rank of this job joins it; one from elsewhere gets the reason, then the connection closes.
-  void join(const Request& r) {
+// Handles the whole frames read so far, in order, until one parks the session or it closes.
+void StoreServer::Impl::handle_frames(std::uint64_t id) {
+  for (;;) {
+    auto it = sessions.find(id);
+    if (it == sessions.end()) return;
+    Session& s = it->second;
+    if (s.parked || s.close_after || s.in.size() < 4) return;
     std::string why;
-    const auto hello = store::parse_hello(r.value, why);
-    if (!hello) return drop(why);
-    const auto [rank, world] = *hello;
-    if (r.key != server_.token) return refuse("a wrong job token (a rank of another job?)");
-    if (world != server_.world_size)
-      return refuse("rank " + std::to_string(rank) + " was started for " + std::to_string(world) +
-                    " ranks, the store for " + std::to_string(server_.world_size) + " (WORLD_SIZE differs)");
-    if (!server_.joined.insert(rank).second)
-      return refuse("rank " + std::to_string(rank) + " has already joined (two processes with the same RANK?)");
-    rank_ = rank;
-    hello_timer_.cancel();
-    send({true, {}});
+    const auto n = store::frame_length(reinterpret_cast<const unsigned char*>(s.in.data()), why);
+    if (!n) return drop(id, why);
+    if (s.in.size() < 4 + std::size_t(*n)) return;
+    const std::string body = s.in.substr(4, *n);
+    s.in.erase(0, 4 + std::size_t(*n));
+    const std::optional<Request> r = store::decode_request(body, why);
+    if (!r) return drop(id, why);
+    handle(id, *r);
   }
+}
 
-  void send(Reply reply) {
-    const std::string body = store::encode(reply);
-    auto out = std::make_shared<std::string>(store::frame_prefix(body.size()) + body);
-    asio::async_write(socket_, asio::buffer(*out), [self = shared_from_this(), out](auto ec, std::size_t) {
-      if (ec) return self->close();
-      self->read_request();
-    });
+void StoreServer::Impl::handle(std::uint64_t id, const Request& r) {
+  Session& s = sessions.at(id);
+  if (s.rank < 0) {
+    if (r.op != Op::hello) return drop(id, "a request before its hello");
+    return join(id, r);
   }
-
-  void refuse(const std::string& why) {
-    log(why);
-    const std::string body = store::encode(Reply{false, why});
-    auto out = std::make_shared<std::string>(store::frame_prefix(body.size()) + body);
-    asio::async_write(socket_, asio::buffer(*out), [self = shared_from_this(), out](auto, std::size_t) {
-      self->close();
-    });
+  switch (r.op) {
+    case Op::hello:
+      return drop(id, "a second hello");
+    case Op::set: {
+      table[r.key] = r.value;
+      send(s, {true, {}});
+      auto parked = waiting.extract(r.key);
+      if (parked.empty()) return;
+      for (const std::uint64_t waiter : parked.mapped()) {
+        auto w = sessions.find(waiter);
+        if (w == sessions.end()) continue;  // closed while it waited
+        w->second.parked = false;
+        send(w->second, {true, r.value});
+        handle_frames(waiter);  // anything it sent meanwhile; a drop there erases only that session
+      }
+      return;
+    }
+    case Op::get: {
+      if (auto it = table.find(r.key); it != table.end()) return send(s, {true, it->second});
+      s.parked = true;
+      waiting[r.key].push_back(id);
+      return;
+    }
+    case Op::add: {
+      std::string& v = table[r.key];
+      v = std::to_string(store::parse_int(v).value_or(0) + *store::parse_int(r.value));
+      return send(s, {true, v});
+    }
   }
+}
 
-  void drop(const std::string& why) {
-    log(why);
-    close();
+// A hello from a rank of this job joins it; one from elsewhere gets the reason, then the connection closes.
+void StoreServer::Impl::join(std::uint64_t id, const Request& r) {
+  Session& s = sessions.at(id);
+  std::string why;
+  const auto hello = store::parse_hello(r.value, why);
+  if (!hello) return drop(id, why);
+  const auto [rank, world] = *hello;
+  if (r.key != token) return refuse(s, "a wrong job token (a rank of another job?)");
+  if (world != world_size)
+    return refuse(s, "rank " + std::to_string(rank) + " was started for " + std::to_string(world) +
+                         " ranks, the store for " + std::to_string(world_size) + " (WORLD_SIZE differs)");
+  if (!joined.insert(rank).second)
+    return refuse(s, "rank " + std::to_string(rank) + " has already joined (two processes with the same RANK?)");
+  s.rank = rank;
+  send(s, {true, {}});
+}
+
+void StoreServer::Impl::run() {
+  std::vector<pollfd> fds;
+  std::vector<std::uint64_t> ids;  // the session of fds[i + 2]
+  while (!stopping.load()) {
+    fds.assign({{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}});
+    ids.clear();
+    auto next_deadline = Clock::time_point::max();
+    for (auto& [id, s] : sessions) {
+      fds.push_back({s.fd, short(POLLIN | (s.out.empty() ? 0 : POLLOUT)), 0});
+      ids.push_back(id);
+      if (s.rank < 0) next_deadline = std::min(next_deadline, s.hello_deadline);
+    }
+    int wait_ms = -1;
+    if (next_deadline != Clock::time_point::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(next_deadline - Clock::now()).count();
+      wait_ms = int(std::clamp<long long>(left, 0, 60000));
+    }
+    if (::poll(fds.data(), fds.size(), wait_ms) < 0) {
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "parbench store: stopped serving: poll: %s\n", std::strerror(errno));
+      return;  // the ranks' calls then end at their timeouts, naming the store
+    }
+    if (fds[1].revents) break;
+    if (fds[0].revents & POLLIN) accept_all();
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const short ev = fds[i + 2].revents;
+      auto it = sessions.find(ids[i]);
+      if (!ev || it == sessions.end()) continue;
+      if (ev & POLLOUT) write_to(it->second);
+      if (ev & (POLLIN | POLLHUP | POLLERR)) read_from(ids[i]);
+    }
+    // Replies queued this round go out now where the socket takes them; refused sessions close once theirs is
+    // written; silent ones at their hello deadline.
+    const auto now = Clock::now();
+    for (auto it = sessions.begin(); it != sessions.end();) {
+      const std::uint64_t id = it->first;
+      Session& s = it->second;
+      ++it;
+      write_to(s);
+      if (s.close_after && s.out.empty())
+        close(id);
+      else if (s.rank < 0 && !s.close_after && now >= s.hello_deadline)
+        drop(id, "no hello within the time allowed");
+    }
   }
-
-  void log(const std::string& why) {
-    ++server_.dropped;
-    std::fprintf(stderr, "parbench store: dropped a connection from %s: %s\n", peer_.c_str(), why.c_str());
-  }
-
-  void close() {
-    if (closed_) return;
-    closed_ = true;
-    if (rank_ >= 0) server_.joined.erase(rank_);
-    hello_timer_.cancel();
-    boost::system::error_code ignored;
-    socket_.shutdown(tcp::socket::shutdown_both, ignored);
-    socket_.close(ignored);
-  }
-
-  tcp::socket socket_;
-  StoreServer::Impl& server_;
-  asio::steady_timer hello_timer_;
-  std::string peer_;
-  unsigned char prefix_[4] = {};
-  std::string body_;
-  int rank_ = -1;
-  bool closed_ = false;
-};
-
-}  // namespace
-
-void StoreServer::Impl::accept() {
-  acceptor.async_accept([this](const boost::system::error_code& ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<Session>(std::move(socket), *this)->start();
-    accept();
-  });
 }
 
 StoreServer::StoreServer(int port, std::string token, int world_size, double hello_timeout_s)
     : impl_(std::make_shared<Impl>(std::move(token), world_size, hello_timeout_s)) {
-  try {
-    const tcp::endpoint at(tcp::v4(), std::uint16_t(port));
-    impl_->acceptor.open(at.protocol());
-    impl_->acceptor.set_option(tcp::acceptor::reuse_address(true));
-    impl_->acceptor.bind(at);
-    impl_->acceptor.listen();
-    impl_->port = impl_->acceptor.local_endpoint().port();
-  } catch (const boost::system::system_error& e) {
-    throw Error("the rendezvous store cannot listen on port " + std::to_string(port) + ": " + e.what());
-  }
-  impl_->accept();
-  impl_->thread = std::thread([impl = impl_] { impl->io.run(); });
+  Impl& m = *impl_;
+  const auto fail = [&](const char* what) {
+    const int e = errno;
+    throw Error("the rendezvous store cannot listen on port " + std::to_string(port) + ": " + what + ": " +
+                std::strerror(e));
+  };
+  m.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (m.listen_fd < 0) fail("socket");
+  const int one = 1;
+  ::setsockopt(m.listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in at{};
+  at.sin_family = AF_INET;
+  at.sin_addr.s_addr = htonl(INADDR_ANY);
+  at.sin_port = htons(std::uint16_t(port));
+  if (::bind(m.listen_fd, reinterpret_cast<sockaddr*>(&at), sizeof at) != 0) fail("bind");
+  if (::listen(m.listen_fd, SOMAXCONN) != 0) fail("listen");
+  socklen_t n = sizeof at;
+  if (::getsockname(m.listen_fd, reinterpret_cast<sockaddr*>(&at), &n) != 0) fail("getsockname");
+  m.port = ntohs(at.sin_port);
+  if (::pipe2(m.wake, O_CLOEXEC) != 0) fail("pipe");
+  m.thread = std::thread([impl = impl_] { impl->run(); });
 }
 
 StoreServer::~StoreServer() {
-  asio::post(impl_->io, [impl = impl_.get()] { impl->io.stop(); });
+  impl_->stopping = true;
+  const char byte = 0;
+  while (::write(impl_->wake[1], &byte, 1) < 0 && errno == EINTR) {
+  }
   impl_->thread.join();
 }
 

@@ -22,9 +22,8 @@ rm -rf "$dir"
 mkdir -p "$dir"
 for deb in "$debs"/*.deb; do dpkg -x "$deb" "$dir"; done
 
-# Boost: the simt device's fiber switch needs Boost.Context (one header and its static library) and the TCP
-# rendezvous store Asio's headers, so of Boost's 160 MB of headers only those these two reach (g++ -M) go, with the
-# CMake package files that find them.
+# Boost: the simt device's fast fiber switch needs Boost.Context (one header and its static library), so of Boost's
+# 160 MB of headers only those that header reaches (g++ -M) go, with the CMake package files that find them.
 context=$(apt-cache depends libboost-context-dev | awk '/Depends:/ { print $2; exit }')
 headers=$(apt-cache depends "$context" | awk '$2 ~ /^libboost[0-9.]+-dev$/ { print $2; exit }')
 [ -n "$context" ] && [ -n "$headers" ] || { echo "gpu_deps.sh: Boost.Context's Debian packages not found" >&2; exit 1; }
@@ -36,7 +35,7 @@ mkdir -p "$dir/$arch_lib/cmake"
 cp "$boost/$arch_lib/libboost_context.a" "$dir/$arch_lib/"
 cp -r "$boost/$arch_lib"/cmake/{Boost-*,BoostDetectToolset-*,boost_context-*,boost_headers-*} "$dir/$arch_lib/cmake/"
 rm -f "$dir/$arch_lib"/cmake/boost_context-*/libboost_context-variant-shared.cmake  # static only (simt links it so)
-printf '#include <boost/context/detail/fcontext.hpp>\n#include <boost/asio.hpp>\n#include <boost/version.hpp>\n' |
+printf '#include <boost/context/detail/fcontext.hpp>\n#include <boost/version.hpp>\n' |
   g++ -std=c++20 -M -I"$boost/usr/include" -x c++ - | tr ' \\' '\n\n' | sed -n "s|^$boost/usr/include/||p" |
   while read -r h; do mkdir -p "$dir/usr/include/$(dirname "$h")"; cp "$boost/usr/include/$h" "$dir/usr/include/$h"; done
 

@@ -42,7 +42,7 @@ python3          | cmd:python3                                        | python3 
 git              | cmd:git                                            | git                     | =          | git                          | test        | the extension check (copies the tracked tree)
 cli11            | hdr:CLI/CLI.hpp                                    | libcli11-dev            | =          | cli11-devel@epel             | demo? test? | every program's options
 nlohmann-json    | hdr:nlohmann/json.hpp                              | nlohmann-json3-dev      | =          | json-devel@epel              | demo? test? | JSON output and traces
-fccp             | fccp                                               | libfccp-dev             | =          | -                            | demo test   | reading CSV files (schedule files, parbench-plot)
+fccp             | fccp                                               | libfccp-dev             | =          | -                            | demo? test? | reading CSV files (schedule files, parbench-plot)
 gnuplot-iostream | hdr:gnuplot-iostream.h                             | libgnuplot-iostream-dev | =          | -                            | demo test   | parbench-plot's pipe to gnuplot
 gtest            | hdr:gtest/gtest.h lib:gtest                        | libgtest-dev            | =          | gtest-devel@epel             | test        | the unit tests (the build leaves them out without it)
 gmock            | hdr:gmock/gmock.h lib:gmock                        | libgmock-dev            | =          | gmock-devel@epel             | test        | the unit tests' mocks
@@ -50,8 +50,7 @@ benchmark        | hdr:benchmark/benchmark.h lib:benchmark            | libbench
 boost-iostreams  | hdr:boost/iostreams/stream.hpp lib:boost_iostreams | libboost-iostreams-dev  | =          | boost-devel                  | demo test   | parbench-plot
 boost-filesystem | hdr:boost/filesystem.hpp lib:boost_filesystem      | libboost-filesystem-dev | =          | boost-devel                  | demo test   | parbench-plot
 boost-system     | lib:boost_system                                   | libboost-system-dev     | =          | boost-devel                  | demo test   | parbench-plot
-boost-asio       | hdr:boost/asio/io_context.hpp                      | libboost-dev            | =          | boost-devel                  | demo test   | the TCP rendezvous store (Asio's headers)
-boost-context    | hdr:boost/context/fiber.hpp static:boost_context   | libboost-context-dev    | =          | boost-devel boost-static@crb | demo test   | the simt device's fibers (linked statically)
+boost-context    | hdr:boost/context/fiber.hpp static:boost_context   | libboost-context-dev    | =          | boost-devel boost-static@crb | demo? test  | the simt device's fast fiber switch (linked statically)
 cuda-headers     | cuda-headers                                       | -                       | -          | -                            | test        | the emulated GPU build of scripts/test.sh (cuda_runtime_api.h, cublas_v2.h)
 nvcc             | nvcc                                               | -                       | -          | -                            | demo? test? | the cuda device
 clang            | cmd:clang++                                        | clang                   | =          | clang                        | test        | the fuzzers (scripts/fuzz.sh)
@@ -66,8 +65,9 @@ declare -A fallback=(
   [nlohmann-json]=$fetched
   [gtest]="-DPARBENCH_FETCH_DEPS=ON lets the build download GoogleTest"
   [gmock]="-DPARBENCH_FETCH_DEPS=ON lets the build download GoogleTest (GoogleMock is part of it)"
-  [fccp]="where not packaged: copy fast-cpp-csv-parser's csv.h into DIR/libfccp/ and configure with -DPARBENCH_FCCP_INCLUDE_DIR=DIR"
+  [fccp]="$fetched; or copy fast-cpp-csv-parser's csv.h into DIR/libfccp/ and configure with -DPARBENCH_FCCP_INCLUDE_DIR=DIR"
   [gnuplot-iostream]="where not packaged: gnuplot-iostream.h into PREFIX/include with PREFIX on CMAKE_PREFIX_PATH, or -DPARBENCH_GNUPLOT_IOSTREAM_INCLUDE_DIR=DIR"
+  [boost-context]="without it the simt device switches its fibers with POSIX ucontext: the same results, about ten times slower"
   [cuda-headers]="NVIDIA's CUDA toolkit (its apt or dnf repository, or the runfile); CUDA_HOME when not in /usr/local/cuda"
   [nvcc]="NVIDIA's CUDA toolkit; without it the build has the cpu and simt devices only"
   [lizard]="python3 -m pip install --user lizard (or pipx install lizard)"

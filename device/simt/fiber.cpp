@@ -1,5 +1,5 @@
-// simt internals: fiber stacks, the context switch on Boost.Context's fcontext, the guard-page SIGSEGV handler
-// and the AddressSanitizer fiber annotations.
+// simt internals: fiber stacks, the context switch (Boost.Context's fcontext, or ucontext), the guard-page SIGSEGV
+// handler and the AddressSanitizer fiber annotations.
 #include "device/simt/fiber.h"
 
 #include <signal.h>
@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,6 +74,14 @@ void unmap_stack(FiberStack& s) {
 }
 
 namespace {
+#ifdef PARBENCH_SIMT_UCONTEXT
+// makecontext passes int arguments only: the Context's address comes as two halves.
+__attribute__((no_sanitize("thread"))) void fiber_start(unsigned hi, unsigned lo) {
+  auto* self = reinterpret_cast<Context*>((std::uintptr_t(hi) << 32) | std::uintptr_t(lo));
+  self->entry(self->arg);
+  std::abort();
+}
+#else
 namespace fctx = boost::context::detail;
 
 // A fiber's first code, on its fresh stack: records the context that switched here (as switch_context does after
@@ -84,10 +93,20 @@ __attribute__((no_sanitize("thread"))) void fiber_start(fctx::transfer_t t) {
   self->entry(self->arg);
   std::abort();
 }
+#endif
 }  // namespace
 
 void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg) {
+#ifdef PARBENCH_SIMT_UCONTEXT
+  if (getcontext(&c.uc) != 0) throw Error(std::string("simt: getcontext: ") + std::strerror(errno));
+  c.uc.uc_stack.ss_sp = s.lo;
+  c.uc.uc_stack.ss_size = s.size;
+  c.uc.uc_link = nullptr;
+  const auto p = reinterpret_cast<std::uintptr_t>(&c);
+  makecontext(&c.uc, reinterpret_cast<void (*)()>(&fiber_start), 2, unsigned(p >> 32), unsigned(p & 0xffffffffu));
+#else
   c.fctx = fctx::make_fcontext(s.lo + s.size, s.size, &fiber_start);
+#endif
   c.entry = entry;
   c.arg = arg;
   c.resumer = nullptr;

@@ -1,8 +1,13 @@
-// simt internals: fiber stacks with guard pages, the context switch (Boost.Context's fcontext), and the SIGSEGV
-// handler that turns a guard-page hit into a clear stack-overflow message.
+// simt internals: fiber stacks with guard pages, the context switch (Boost.Context's fcontext; POSIX ucontext
+// where the build found no Boost.Context: a signal-mask system call per switch, so slower), and the SIGSEGV handler
+// that turns a guard-page hit into a clear stack-overflow message.
 #pragma once
-#include <boost/context/detail/fcontext.hpp>
 #include <cstddef>
+#ifdef PARBENCH_SIMT_UCONTEXT
+#include <ucontext.h>
+#else
+#include <boost/context/detail/fcontext.hpp>
+#endif
 
 #if defined(__SANITIZE_THREAD__)
 #define PB_SIMT_TSAN 1
@@ -37,7 +42,13 @@ void unmap_stack(FiberStack& s);
 // the sanitizer annotations around a switch are the caller's (asan_*, tsan_* below), since Boost's own fiber
 // types annotate for neither with fcontext.
 struct Context {
+#ifdef PARBENCH_SIMT_UCONTEXT
+  // glibc's x86-64 ucontext_t points into itself: made in place and never moved (a block's fibers live in a
+  // vector sized before any is made).
+  ucontext_t uc{};
+#else
   boost::context::detail::fcontext_t fctx = nullptr;
+#endif
   void (*entry)(void*) = nullptr;  // what a fiber runs when first switched to
   void* arg = nullptr;
   Context* resumer = nullptr;  // the context that last switched to this one: where the switch saves it
@@ -51,8 +62,12 @@ void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* a
 // switch would leave them unbalanced.
 __attribute__((no_sanitize("thread"))) inline void switch_context(Context& from, Context& to) {
   to.resumer = &from;
+#ifdef PARBENCH_SIMT_UCONTEXT
+  swapcontext(&from.uc, &to.uc);  // saves into `from` itself: nothing to hand back
+#else
   const boost::context::detail::transfer_t t = boost::context::detail::jump_fcontext(to.fctx, &to);
   from.resumer->fctx = t.fctx;
+#endif
 }
 
 // What the stack-overflow message names. The scheduler points this at the running fiber's.

@@ -146,6 +146,74 @@ int raw_connection(int port) {
   return fd;
 }
 
+std::string frame_of(const store::Request& r) {
+  const std::string body = store::encode(r);
+  return store::frame_prefix(body.size()) + body;
+}
+
+// Reads one reply frame from a raw connection (the test's own blocking socket).
+store::Reply read_reply(int fd) {
+  auto read_exactly = [fd](std::size_t n) {
+    std::string got(n, '\0');
+    for (std::size_t at = 0; at < n;) {
+      const ssize_t k = recv(fd, got.data() + at, n - at, 0);
+      if (k <= 0) throw Error("the store closed the connection");
+      at += std::size_t(k);
+    }
+    return got;
+  };
+  const std::string prefix = read_exactly(4);
+  std::string why;
+  const auto n = store::frame_length(reinterpret_cast<const unsigned char*>(prefix.data()), why);
+  if (!n) throw Error(why);
+  const auto reply = store::decode_reply(read_exactly(*n), why);
+  if (!reply) throw Error(why);
+  return *reply;
+}
+
+TEST(TcpStore, FramesSplitByteByByteOrSentTogetherAreAnsweredInOrder) {
+  StoreServer server(0, "job-1", 2);
+  const int split = raw_connection(server.port());  // rank 0: every byte in a send of its own
+  for (const char ch : frame_of({Op::hello, "job-1", "0 2"}) + frame_of({Op::add, "n", "5"})) {
+    ASSERT_EQ(send(split, &ch, 1, MSG_NOSIGNAL), 1);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  EXPECT_EQ(read_reply(split), (store::Reply{true, ""}));
+  EXPECT_EQ(read_reply(split), (store::Reply{true, "5"}));
+  const int joined = raw_connection(server.port());  // rank 1: hello, add, set and get in one send
+  const std::string all = frame_of({Op::hello, "job-1", "1 2"}) + frame_of({Op::add, "n", "-2"}) +
+                          frame_of({Op::set, "k", "v"}) + frame_of({Op::get, "k", ""});
+  ASSERT_EQ(send(joined, all.data(), all.size(), MSG_NOSIGNAL), ssize_t(all.size()));
+  EXPECT_EQ(read_reply(joined), (store::Reply{true, ""}));
+  EXPECT_EQ(read_reply(joined), (store::Reply{true, "3"}));
+  EXPECT_EQ(read_reply(joined), (store::Reply{true, ""}));
+  EXPECT_EQ(read_reply(joined), (store::Reply{true, "v"}));
+  EXPECT_EQ(server.dropped(), 0);
+  close(split);
+  close(joined);
+}
+
+TEST(TcpStore, ARankThatLeavesWhileItsGetWaitsChangesNothingForTheOthers) {
+  StoreServer server(0, "job-1", 3);
+  const int leaver = raw_connection(server.port());
+  const std::string hello_get = frame_of({Op::hello, "job-1", "2 3"}) + frame_of({Op::get, "late", ""});
+  ASSERT_EQ(send(leaver, hello_get.data(), hello_get.size(), MSG_NOSIGNAL), ssize_t(hello_get.size()));
+  EXPECT_EQ(read_reply(leaver), (store::Reply{true, ""}));
+  std::thread waiter([&] {
+    StoreClient c("127.0.0.1", server.port(), "job-1", 1, 3, 10);
+    EXPECT_EQ(c.get("late"), "set");  // parked beside the leaver's get
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  close(leaver);  // parked, then gone: its rank is free again
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  StoreClient setter("127.0.0.1", server.port(), "job-1", 0, 3, 10);
+  setter.set("late", "set");
+  waiter.join();
+  StoreClient back("127.0.0.1", server.port(), "job-1", 2, 3, 10);  // rank 2 rejoins
+  EXPECT_EQ(back.get("late"), "set");
+  EXPECT_EQ(server.dropped(), 0);
+}
+
 TEST(TcpStore, StrayConnectionsAreDroppedAndTheJobGoesOn) {
   StoreServer server(0, "job-1", 2, /*hello_timeout_s=*/0.2);
   std::mt19937 gen(7);

@@ -20,6 +20,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 FENCE = re.compile(r"^(\s*)```\s*(\S*)\s*$")
@@ -204,10 +206,16 @@ class Runner:
         self.counts = {"run": 0, "commands": 0, "parsed": 0, "not-run": 0, "tables": 0}
         self.not_run = []
         self.scratch = []  # the pages' scratch folders, removed at the end
+        self.lock = threading.Lock()  # pages run side by side (--jobs): the tallies above are shared
 
     def fail(self, where, what):
-        self.failures.append(f"{where}: {what}")
-        print(f"docs: FAIL {where}: {what}", file=sys.stderr)
+        with self.lock:
+            self.failures.append(f"{where}: {what}")
+            print(f"docs: FAIL {where}: {what}", file=sys.stderr, flush=True)
+
+    def count(self, what):
+        with self.lock:
+            self.counts[what] += 1
 
     def rewrite(self, command):
         """The command as the shell will run it: build/bin/ made --bin, option values shrunk in place (the rest of
@@ -226,9 +234,9 @@ class Runner:
         if not cmds:
             self.fail(block.where(), "a console block without a '$ ' command")
             return
-        self.counts["run"] += 1
+        self.count("run")
         for cmd in cmds:
-            self.counts["commands"] += 1
+            self.count("commands")
             try:
                 line = self.rewrite(cmd)
             except ValueError as e:
@@ -251,7 +259,7 @@ class Runner:
         if not cmds:
             self.fail(block.where(), "a parse-only block without a '$ ' command")
             return
-        self.counts["parsed"] += 1
+        self.count("parsed")
         env = dict(self.env, PARBENCH_PARSE_ONLY="1")
         for cmd in cmds:
             progs = split_programs(cmd, self.programs)
@@ -266,7 +274,7 @@ class Runner:
                                              f"{(r.stdout + r.stderr).strip()[-400:]}")
 
     def check_table(self, path, line, spec, rows):
-        self.counts["tables"] += 1
+        self.count("tables")
         where = f"{path}:{line}"
         words = spec.split()
         if not words or words[0] not in self.programs:
@@ -297,13 +305,15 @@ class Runner:
             if marker is None:
                 if cwd is None:
                     cwd = scratch_root(self.repo)
-                    self.scratch.append(cwd)
+                    with self.lock:
+                        self.scratch.append(cwd)
                 self.run_block(block, cwd)
             elif marker == "parse-only":
                 self.parse_block(block)
             elif marker.startswith("not-run:") and marker[len("not-run:"):].strip():
-                self.counts["not-run"] += 1
-                self.not_run.append(f"{block.where()}: {marker[len('not-run:'):].strip()}")
+                self.count("not-run")
+                with self.lock:
+                    self.not_run.append(f"{block.where()}: {marker[len('not-run:'):].strip()}")
             else:
                 self.fail(block.where(), f"unknown marker '{marker}': use parse-only or not-run: REASON")
         for table in tables:
@@ -315,6 +325,9 @@ def main():
     ap.add_argument("--bin", required=True, help="the build's bin folder (stands for build/bin/ in the docs)")
     ap.add_argument("--repo", default=str(Path(__file__).resolve().parents[2]), help="the repository root")
     ap.add_argument("--timeout", type=int, default=180, help="seconds one command may take")
+    ap.add_argument("-j", "--jobs", type=int, default=2,
+                    help="pages checked side by side (their commands wait much of the time: mpirun's start, "
+                         "timeouts); commands of one page always run in order")
     ap.add_argument("-v", "--verbose", action="store_true", help="print each command as it runs")
     ap.add_argument("pages", nargs="*", help="pages to check (default: README.md and docs/**/*.md but "
                                              "docs/results/)")
@@ -325,15 +338,19 @@ def main():
         return 2
     pages = [Path(p) for p in a.pages] or [repo / "README.md"] + sorted(
         p for p in (repo / "docs").rglob("*.md") if "results" not in p.relative_to(repo / "docs").parts)
+    if a.jobs < 1:
+        print(f"docs: --jobs {a.jobs}: expected a whole number >= 1", file=sys.stderr)
+        return 2
     runner = Runner(repo, bindir, a.timeout, a.verbose)
     try:
-        for page in pages:
-            runner.page(page)
+        with ThreadPoolExecutor(max_workers=a.jobs) as pool:
+            for done in [pool.submit(runner.page, page) for page in pages]:
+                done.result()  # a page that raised (not a failed command: a bug here) stops the run
     finally:
         for folder in runner.scratch:
             shutil.rmtree(folder, ignore_errors=True)
     c = runner.counts
-    for item in runner.not_run:
+    for item in sorted(runner.not_run):
         print(f"docs: not run: {item}")
     print(f"docs: {len(pages)} pages: {c['run']} command blocks run ({c['commands']} commands), {c['parsed']} "
           f"parsed only, {c['not-run']} not run, {c['tables']} option tables checked; "

@@ -149,11 +149,11 @@ run install-rocky FAKE_STATUS=0 PARBENCH_SETUP_OS_RELEASE="$rocky" \
 expect_call install-rocky "sudo dnf install -y -q epel-release"
 expect_call install-rocky "sudo dnf config-manager --set-enabled crb"
 expect_call install-rocky \
-  "dnf install -y -q --setopt=strict=0 ninja-build gnuplot boost-devel boost-static openmpi-devel cli11-devel"
+  "dnf install -y -q --setopt=strict=0 ninja-build gnuplot openmpi-devel cli11-devel boost-devel boost-static"
 expect_out install-rocky "cli11-devel (EPEL)"
 # another system: what to install and the fetch option, exit 1, nothing called
 other=$(os ID=arch)
-run install-other FAKE_STATUS=0 PARBENCH_SETUP_OS_RELEASE="$other" PARBENCH_SETUP_PRETEND_MISSING=fccp \
+run install-other FAKE_STATUS=0 PARBENCH_SETUP_OS_RELEASE="$other" PARBENCH_SETUP_PRETEND_MISSING=fccp,gnuplot-iostream \
   -- --install --for demo
 expect_status install-other 1
 expect_out install-other "-DPARBENCH_FETCH_DEPS=ON"
