@@ -27,10 +27,11 @@ stage() {  # ends the running stage (if any) and starts the one named
   stage_start=$SECONDS
   [ -z "$stage_name" ] || echo "== $stage_name"
 }
-cuda12_pid=""
+cuda12_pid="" docs_pid=""
 summary() {
   local status=$?
-  [ -z "$cuda12_pid" ] || kill "$cuda12_pid" 2>/dev/null || true  # a stage failed while it ran
+  local pid
+  for pid in $cuda12_pid $docs_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
   [ -z "$stage_name" ] || { [ "$status" -eq 0 ] || stage_name="$stage_name (FAILED)"; stage ""; }
   echo "== stage times (wall clock)"
   local i
@@ -69,21 +70,28 @@ stage "ctest (default build)"
 # predict_vs_cpu_runs (quiet_machine) needs idle cores.
 (cd build-test && ctest --output-on-failure -j "$test_jobs" -LE 'quiet_machine|unit')
 
-stage "docs (every command block of README.md and docs/)"
-# Each runnable block runs on this build's cpu device with small sizes; GPU and cluster commands are only parsed.
-python3 tests/docs/run_doc_commands.py --bin build-test/bin
+stage "docs and extension check (side by side)"
+# Docs: each runnable block runs on this build's cpu device with small sizes; GPU and cluster commands are only
+# parsed. Its commands mostly wait (mpirun's start, timeouts), so it runs beside the extension check, which
+# compiles: docs/dev/extending.md's rows done for real in a scratch copy, the files touched are the rows' and each
+# dummy entry shows up in help texts, generated test lists and runs.
+python3 tests/docs/run_doc_commands.py --bin build-test/bin >build-docs.log 2>&1 &
+docs_pid=$!
+extension_status=0
+scripts/check_extensions.sh build-extensions || extension_status=$?
+docs_status=0
+wait "$docs_pid" || docs_status=$?
+docs_pid=""
+cat build-docs.log
+[ "$extension_status" -eq 0 ] || { echo "test.sh: the extension check failed (above the docs' output)"; exit 1; }
+[ "$docs_status" -eq 0 ] || exit "$docs_status"
 
-stage "CUDA 12 compile check (started beside the two stages above)"
+stage "CUDA 12 compile check (started beside the stages above)"
 cuda12_status=0
 wait "$cuda12_pid" || cuda12_status=$?
 cuda12_pid=""
 if [ "$cuda12_status" -ne 0 ]; then cat build-cuda12.log; exit "$cuda12_status"; fi
 grep '^check_cuda12:' build-cuda12.log
-
-stage "extension check"
-# docs/dev/extending.md's rows done for real in a scratch copy: the files touched are the rows' and each dummy entry
-# shows up in help texts, generated test lists and runs.
-scripts/check_extensions.sh build-extensions
 
 stage "build (sanitizers)"
 # -O1: the emulated GPU runs every kernel on the CPU under ASan; unoptimised, the gpu label alone took 9 minutes.
