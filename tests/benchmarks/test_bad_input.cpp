@@ -58,8 +58,11 @@ const std::vector<Case>& cases() {
       {"bench_allreduce", "--device cpu -D 1 -R 2 -o max" + kRows, {"-D 1 with -o max", "accepted: -o sum"}},
       {"bench_allreduce", "--device cpu -D 2 -R 2 -d half" + kRows, {"-D 2 with -d f16", "float, double and int32"}},
       {"bench_allreduce", "--device cpu -D 1 -R 2" + kRows, {"-D 1 runs kernels on GPUs", "--device cuda"}},
-      {"bench_allreduce", "--device cpu --impl nccl-multimem -R 1" + kRows, {"--impl nccl-multimem needs", "-R 2"}},
-      // The implementation refuses a host device in these words too (Communicator.NcclDeviceKernelsRefuse...).
+      // Named in --impl, a device kernel that cannot run here is not run, with the reason, like any other
+      // implementation (Communicator.NcclDeviceKernelsRefuse...); with nothing else asked for, the run ends.
+      {"bench_allreduce", "--device cpu --impl nccl-multimem -R 1" + kRows,
+       {"none of the implementations asked for can run allreduce here",
+        "--impl nccl-multimem runs kernels on GPUs: --device cuda (device cpu)"}},
       {"bench_allreduce", "--device cpu --impl nccl-lsa -R 2" + kRows,
        {"--impl nccl-lsa runs kernels on GPUs: --device cuda (device cpu)"}},
 #endif
@@ -74,9 +77,10 @@ const std::vector<Case>& cases() {
        {"-R 2 (NCCL buffer registration): NCCL device API not available: emulated NCCL", "accepted here: -R 0"}},
       {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K -R 1" + kRows,
        {"-R 1 (NCCL buffer registration): NCCL device API not available: emulated NCCL"}},
-      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K --impl ring,nccl-lsa -R 2" + kRows,
-       {"--impl nccl-lsa (our allreduce kernels on NCCL's device API): NCCL device API not available: emulated "
-        "NCCL"}},
+      {"bench_allreduce", "--device cuda --ranks 2 --sizes 1K --impl nccl-lsa,nccl-multimem" + kRows,
+       {"none of the implementations asked for can run allreduce here",
+        "--impl nccl-lsa (our allreduce kernels on NCCL's device API): NCCL device API not available: emulated NCCL",
+        "--impl nccl-multimem (our allreduce kernels"}},
 #endif
       {"bench_allreduce", "-e 1Q" + kRows, {"'1Q'", "K, M or G suffix"}},
       {"bench_allreduce", "-b 1K -e 4K -i 0" + kRows, {"--stepbytes 0", "positive step"}},
