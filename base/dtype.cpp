@@ -48,46 +48,6 @@ const std::vector<DType>& all_dtypes() {
   return all;
 }
 
-float f16_to_float(f16 v) {
-  std::uint32_t sign = std::uint32_t(v.bits & 0x8000u) << 16;
-  std::uint32_t exp = (v.bits >> 10) & 0x1f;
-  std::uint32_t mant = v.bits & 0x3ffu;
-  std::uint32_t u;
-  if (exp == 0x1f) {
-    u = sign | 0x7f800000u | (mant << 13);
-  } else if (exp != 0) {
-    u = sign | ((exp + 112) << 23) | (mant << 13);
-  } else if (mant == 0) {
-    u = sign;
-  } else {  // subnormal: value = mant * 2^-24
-    float f = std::ldexp(float(mant), -24);
-    std::memcpy(&u, &f, 4);
-    u |= sign;
-  }
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
-f16 float_to_f16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  std::uint16_t sign = std::uint16_t((u >> 16) & 0x8000u);
-  std::uint32_t absu = u & 0x7fffffffu;
-  if (absu >= 0x7f800000u) return f16{std::uint16_t(sign | 0x7c00u | (absu > 0x7f800000u ? 0x200u : 0))};
-  if (absu >= 0x477ff000u) return f16{std::uint16_t(sign | 0x7c00u)};  // rounds to infinity
-  if (absu < 0x38800000u) {  // below the smallest normal half: subnormal or zero, RNE via float arithmetic
-    float a;
-    std::memcpy(&a, &absu, 4);
-    float scaled = a * 16777216.0f;  // 2^24: units of the smallest subnormal
-    std::uint16_t m = std::uint16_t(std::nearbyint(scaled));
-    return f16{std::uint16_t(sign | m)};
-  }
-  std::uint32_t rounded = absu + 0xfffu + ((absu >> 13) & 1u);
-  std::uint32_t exp = (rounded >> 23) - 112;
-  return f16{std::uint16_t(sign | (exp << 10) | ((rounded >> 13) & 0x3ffu))};
-}
-
 double load_as_double(const void* base, DType t, std::size_t i) {
   switch (t) {
     case DType::f64: return static_cast<const double*>(base)[i];

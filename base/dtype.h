@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/float16.h"
+
 namespace parbench {
 
 enum class DType { f64, f32, f16, bf16, i32, i8, u8 };
@@ -19,7 +21,7 @@ bool dtype_is_float(DType t);
 DType parse_dtype(std::string_view s);
 const std::vector<DType>& all_dtypes();
 
-// 16-bit floats on the host: storage types with round-to-nearest-even conversion from float.
+// 16-bit floats on the host: storage types, converted as base/float16.h says (nearest even, canonical NaN).
 struct bf16 {
   std::uint16_t bits = 0;
 };
@@ -27,21 +29,10 @@ struct f16 {
   std::uint16_t bits = 0;
 };
 
-inline float bf16_to_float(bf16 v) {
-  std::uint32_t u = std::uint32_t(v.bits) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline bf16 float_to_bf16(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu)) return bf16{std::uint16_t((u >> 16) | 0x40)};  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return bf16{std::uint16_t(u >> 16)};
-}
-float f16_to_float(f16 v);
-f16 float_to_f16(float f);
+inline float bf16_to_float(bf16 v) { return float16::bf16_bits_to_float(v.bits); }
+inline bf16 float_to_bf16(float f) { return bf16{float16::float_to_bf16_bits(f)}; }
+inline float f16_to_float(f16 v) { return float16::f16_bits_to_float(v.bits); }
+inline f16 float_to_f16(float f) { return f16{float16::float_to_f16_bits(f)}; }
 
 // Read / write element i of a typed buffer as double (for references and checks, not hot paths).
 double load_as_double(const void* base, DType t, std::size_t i);

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "collectives/types.h"
 #include "base/dtype.h"
+#include "base/float16.h"
+#include "collectives/types.h"
 #include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {

@@ -2,6 +2,7 @@
 // (`omp simd` with -fopenmp-simd: element-wise, so the results are those of the scalar loop).
 #include <cstring>
 
+#include "base/float16.h"
 #include "collectives/reduce.h"
 
 namespace parbench::cpu_ref {

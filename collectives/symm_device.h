@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/float16.h"
 #include "collectives/symm_sync.h"
 #include "collectives/types.h"
 #include "device/kernel_common.h"

@@ -6,25 +6,13 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/float16.h"
 #include "device/emu/emu.h"
 
 namespace parbench::gpu_emu {
 
 namespace {
 
-float bf16_to_float(std::uint16_t b) {
-  const std::uint32_t bits = std::uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-std::uint16_t float_to_bf16(float f) {  // round to nearest even, NaN kept quiet
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if (std::isnan(f)) return std::uint16_t((bits >> 16) | 0x40);
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return std::uint16_t(bits >> 16);
-}
 float to_tf32(float f) {  // the tensor cores' TF32 inputs: 10 mantissa bits, round to nearest
   std::uint32_t bits;
   std::memcpy(&bits, &f, 4);
@@ -40,11 +28,12 @@ float gelu_tanh(float x) {
 }
 
 float load(const void* p, cudaDataType t, std::size_t i) {
-  return t == CUDA_R_32F ? static_cast<const float*>(p)[i] : bf16_to_float(static_cast<const std::uint16_t*>(p)[i]);
+  if (t == CUDA_R_32F) return static_cast<const float*>(p)[i];
+  return float16::bf16_bits_to_float(static_cast<const std::uint16_t*>(p)[i]);
 }
 void store(void* p, cudaDataType t, std::size_t i, float v) {
   if (t == CUDA_R_32F) static_cast<float*>(p)[i] = v;
-  else static_cast<std::uint16_t*>(p)[i] = float_to_bf16(v);
+  else static_cast<std::uint16_t*>(p)[i] = float16::float_to_bf16_bits(v);
 }
 std::size_t type_size(cudaDataType t) { return t == CUDA_R_32F ? 4 : 2; }
 std::string max1(int v) { return std::to_string(std::max(1, v)); }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "base/float16.h"
+
 namespace parbench::simt {
 
 // ---- vector types (alignment as in CUDA's vector_types.h, so vector loads keep their layout)
@@ -132,38 +134,11 @@ inline float __int2float_rn(int x) { return float(x); }
 inline float __uint2float_rn(unsigned x) { return float(x); }
 
 // ---- 16-bit floats. Storage is one uint16_t (same layout as CUDA's and parbench::bf16/f16), so
-// launchers may reinterpret_cast host buffers. Conversions from float round to nearest even.
-inline std::uint16_t simt_float_to_bf16_bits(float f) {
-  std::uint32_t u = simt_bit_cast<std::uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fff;  // NaN -> canonical NaN, as CUDA does
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return std::uint16_t(u >> 16);
-}
-inline float simt_bf16_bits_to_float(std::uint16_t b) { return simt_bit_cast<float>(std::uint32_t(b) << 16); }
-
-inline std::uint16_t simt_float_to_f16_bits(float f) {
-  std::uint32_t x = simt_bit_cast<std::uint32_t>(f);
-  std::uint16_t sign = std::uint16_t((x >> 16) & 0x8000u);
-  x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) return sign | (x > 0x7f800000u ? 0x7e00 : 0x7c00);  // NaN, inf
-  if (x >= 0x477ff000u) return sign | 0x7c00;  // >= 65520 rounds to inf
-  if (x < 0x38800000u) {                        // below 2^-14: subnormal half; scaling by 2^24 is exact
-    float scaled = simt_bit_cast<float>(x) * 16777216.0f;
-    return sign | std::uint16_t(std::nearbyint(scaled));  // default rounding mode: nearest even
-  }
-  std::uint32_t r = x + 0xfffu + ((x >> 13) & 1u);  // round to nearest even at bit 13
-  return sign | std::uint16_t((r - (112u << 23)) >> 13);
-}
-inline float simt_f16_bits_to_float(std::uint16_t h) {
-  std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-  std::uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) {
-    float v = float(m) * (1.0f / 16777216.0f);
-    return sign ? -v : v;
-  }
-  if (e == 31) return simt_bit_cast<float>(sign | 0x7f800000u | (m << 13));
-  return simt_bit_cast<float>(sign | ((e + 112u) << 23) | (m << 13));
-}
+// launchers may reinterpret_cast host buffers. The conversions are base/float16.h's (nearest even, NaN canonical).
+inline std::uint16_t simt_float_to_bf16_bits(float f) { return float16::float_to_bf16_bits(f); }
+inline float simt_bf16_bits_to_float(std::uint16_t b) { return float16::bf16_bits_to_float(b); }
+inline std::uint16_t simt_float_to_f16_bits(float f) { return float16::float_to_f16_bits(f); }
+inline float simt_f16_bits_to_float(std::uint16_t h) { return float16::f16_bits_to_float(h); }
 
 struct __nv_bfloat16 {
   std::uint16_t __x;

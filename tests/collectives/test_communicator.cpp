@@ -15,6 +15,7 @@
 #include "collectives/reduce.h"
 #include "core/memory.h"
 #include "sweep.h"
+#include "tests/float16_devices.h"
 
 namespace parbench {
 namespace {
@@ -325,6 +326,12 @@ TEST(ReduceKernel, CpuAndSimtMatchIndependentReference) {
         EXPECT_EQ(out[n * es], 0x5a) << "wrote past the end";
       }
     }
+}
+
+// One rule for 16-bit floats on every device (base/float16.h): NaN canonical, ties to even, overflow to inf.
+TEST(ReduceKernel, SixteenBitFloatsFollowOneRuleOnCpuAndSimt) {
+  for (DeviceKind k : {DeviceKind::cpu, DeviceKind::simt})
+    EXPECT_EQ(float16_check::float16_mismatches(Device{k, 0}), "") << device_kind_name(k);
 }
 
 TEST(ReduceKernel, DivideTruncatesIntegersAndRoundsFloats) {

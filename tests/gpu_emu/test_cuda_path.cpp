@@ -23,6 +23,7 @@
 #include "device/emu/gpu_emu.h"
 #include "profiles/range.h"
 #include "profiles/stream_ranges.h"
+#include "tests/float16_devices.h"
 
 namespace parbench {
 namespace {
@@ -349,6 +350,10 @@ TEST(CudaTrace, UnresolvedStreamRangesAreBounded) {
   EXPECT_EQ(rec.event_count(), kRanges) << "no range is lost";
   rec.clear();
 }
+
+// The collectives' CUDA reduction kernel stores 16-bit floats by base/float16.h's rule, as cpu and simt do
+// (ReduceKernel.SixteenBitFloatsFollowOneRuleOnCpuAndSimt): NaN canonical, ties to even, overflow to infinity.
+TEST(CudaReduce, SixteenBitFloatsFollowTheOneRule) { EXPECT_EQ(float16_check::float16_mismatches(kGpu), ""); }
 
 }  // namespace
 }  // namespace parbench
