@@ -45,27 +45,19 @@ double nearest(float f, int mant_bits, int exp_bits) {
   return std::signbit(f) ? -r : r;
 }
 
-void expect_f16(float f) {
-  const std::uint16_t got = float16::float_to_f16_bits(f);
+// `convert` (float -> 16 bits of a format with `mant_bits` and `exp_bits`) gives the nearest value, NaN canonical.
+void expect_rounded(float f, std::uint16_t (*convert)(float), int mant_bits, int exp_bits, const char* format) {
+  const std::uint16_t got = convert(f);
   if (std::isnan(f)) {
-    ASSERT_EQ(got, kCanonicalNaN) << f;
+    ASSERT_EQ(got, kCanonicalNaN) << format << " of " << f;
     return;
   }
-  const double want = nearest(f, 10, 5), have = decode(got, 10, 5);
-  ASSERT_EQ(have, want) << "f16 of " << f << " gave 0x" << std::hex << got;
-  ASSERT_EQ(std::signbit(have), std::signbit(want)) << f;
+  const double want = nearest(f, mant_bits, exp_bits), have = decode(got, mant_bits, exp_bits);
+  ASSERT_EQ(have, want) << format << " of " << f << " gave 0x" << std::hex << got;
+  ASSERT_EQ(std::signbit(have), std::signbit(want)) << format << " of " << f;
 }
-
-void expect_bf16(float f) {
-  const std::uint16_t got = float16::float_to_bf16_bits(f);
-  if (std::isnan(f)) {
-    ASSERT_EQ(got, kCanonicalNaN) << f;
-    return;
-  }
-  const double want = nearest(f, 7, 8), have = decode(got, 7, 8);
-  ASSERT_EQ(have, want) << "bf16 of " << f << " gave 0x" << std::hex << got;
-  ASSERT_EQ(std::signbit(have), std::signbit(want)) << f;
-}
+void expect_f16(float f) { expect_rounded(f, float16::float_to_f16_bits, 10, 5, "f16"); }
+void expect_bf16(float f) { expect_rounded(f, float16::float_to_bf16_bits, 7, 8, "bf16"); }
 
 TEST(Float16, EveryPatternDecodesByItsFormulaAndEncodesBack) {
   for (unsigned b = 0; b < 65536; ++b) {
