@@ -3,11 +3,11 @@
 # Boost.Context (the simt fibers' fast switch), GoogleTest (tests/), Google Benchmark (bench_kernels);
 # parbench-plot's own are found in plots/.
 #
-# PARBENCH_FETCH_DEPS says what FetchContent may download: AUTO fetches CLI11 and nlohmann-json when find_package
-# does not find them (GoogleTest missing leaves the tests out), ON fetches CLI11, nlohmann-json and GoogleTest
-# without looking for installed ones, OFF fetches nothing. FETCHCONTENT_SOURCE_DIR_<NAME> (CLI11, NLOHMANN_JSON,
-# GOOGLETEST) points a fetch at a local folder instead: for the header-only ones, one holding just the headers in
-# the upstream layout.
+# PARBENCH_FETCH_DEPS says what FetchContent may download: AUTO fetches CLI11, nlohmann-json and
+# fast-cpp-csv-parser's csv.h when they are not found (GoogleTest missing leaves the tests out), ON fetches those
+# and GoogleTest without looking for installed ones, OFF fetches nothing. FETCHCONTENT_SOURCE_DIR_<NAME> (CLI11,
+# NLOHMANN_JSON, FCCP, GOOGLETEST) points a fetch at a local folder instead: for the header-only ones, one holding
+# just the headers in the upstream layout (csv.h alone for FCCP).
 include(FetchContent)
 set(PARBENCH_FETCH_DEPS AUTO CACHE STRING "Fetch missing libraries with FetchContent: AUTO, ON (always) or OFF")
 set_property(CACHE PARBENCH_FETCH_DEPS PROPERTY STRINGS AUTO ON OFF)
