@@ -16,9 +16,10 @@
 
 #include "collective_bench/timing.h"
 #include "core/stats.h"
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 #include "collectives/datacheck.h"
-#include "collectives/transport_mpi.h"
+#include "collectives/transport/transport_mpi.h"
 #include "app/program.h"
 #include "benchmarks/harness_overhead_options.h"
 #include "core/sizes.h"

@@ -7,7 +7,7 @@
 
 #include "app/interrupt.h"
 #include "app/program.h"
-#include "collectives/fault_injection.h"
+#include "collectives/communicator/fault_injection.h"
 #include "benchmarks/train/options.h"
 #include "benchmarks/train/runnable.h"
 #include "benchmarks/train/train_run.h"

@@ -7,7 +7,7 @@ add_library(parbench_collective_bench STATIC ${PARBENCH_CB}/engine.cpp ${PARBENC
 target_link_libraries(parbench_collective_bench PUBLIC parbench_program_options parbench_collectives
                       parbench_profiles parbench_app nlohmann_json::nlohmann_json)
 target_include_directories(parbench_collective_bench PUBLIC ${CMAKE_CURRENT_SOURCE_DIR})
-include(${PROJECT_SOURCE_DIR}/collectives/collectives.cmake)
+include(${PROJECT_SOURCE_DIR}/collectives/table/collectives.cmake)
 foreach(c IN LISTS PARBENCH_COLLECTIVES)
   add_executable(bench_${c} ${CMAKE_CURRENT_SOURCE_DIR}/bench_collective.cpp)
   target_compile_definitions(bench_${c} PRIVATE PARBENCH_BENCH_COLLECTIVE="${c}")

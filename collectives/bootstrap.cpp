@@ -1,5 +1,6 @@
 // Bootstrap of the ranks: threads (one ThreadsWorld) or mpirun (MPI world, node-local split), and NCCL on cuda
 // when every rank has a GPU of its own; the tcp bootstrap is in bootstrap_tcp.cpp.
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 
 #include <algorithm>
@@ -13,23 +14,23 @@
 #include <thread>
 #include <vector>
 
-#include "collectives/algorithm.h"
+#include "collectives/communicator/algorithm.h"
 #include "collectives/bootstrap_tcp.h"
-#include "collectives/fault_injection.h"
-#include "collectives/measurement.h"
+#include "collectives/communicator/fault_injection.h"
+#include "collectives/table/measurement.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "profiles/trace.h"
 
 #ifdef PARBENCH_HAVE_MPI
-#include "collectives/liveness.h"
-#include "collectives/transport_mpi.h"
+#include "collectives/communicator/liveness.h"
+#include "collectives/transport/transport_mpi.h"
 #endif
 #ifdef PARBENCH_HAVE_CUDA
 #include <cuda_runtime.h>
 #endif
 #ifdef PARBENCH_HAVE_NCCL
-#include "collectives/nccl_util.h"
+#include "collectives/transport/nccl_util.h"
 #endif
 
 namespace parbench {
@@ -56,9 +57,6 @@ namespace {
 std::string handwritten_list() { return join(handwritten_algorithm_names()); }
 
 // The launch chosen by --bootstrap, read from the environment on first use.
-std::mutex g_launch_mu;
-BootstrapKind g_requested = BootstrapKind::automatic;
-std::optional<Launch> g_launch;
 
 // The GPU of node-local rank `local_rank`: round robin from the one --device names.
 int rank_gpu(const Device& base, int local_rank, int gpus) { return (base.index + local_rank) % gpus; }
@@ -187,7 +185,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
         TraceTrack track(r, "comm");
         Device d = rank_device(o.device, r, gpus);
         enable_peer_access(d, rank_gpus);
-        Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s);
+        Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s, choose_automatically);
         comm.set_local(r, n);
         void* nccl = nullptr;
 #ifdef PARBENCH_HAVE_NCCL
@@ -318,7 +316,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
     if (!transport)
       transport = host_transport_under_mpi(&world, rank, size, same_node_ranks(node, rank, size), d, o.timeout_s);
     {
-      Communicator comm(std::move(transport), d, o.timeout_s);
+      Communicator comm(std::move(transport), d, o.timeout_s, choose_automatically);
       comm.set_local(local_rank, local_size);
       comm.set_nccl(nccl, nccl_reason);
       body(comm);
@@ -358,47 +356,6 @@ std::string nccl_gpu_refusal(int ranks_per_node, int gpus) {
          std::to_string(gpus) + " GPU(s) on this node; run at most " + std::to_string(gpus) +
          " rank(s) per node, or use the hand-written implementations (" + handwritten_list() +
          "), which can share a GPU";
-}
-
-void select_bootstrap(const std::string& name) {
-  const BootstrapKind k = parse_bootstrap(name);
-  std::lock_guard lock(g_launch_mu);
-  g_requested = k;
-  g_launch.reset();
-}
-
-const Launch& current_launch() {
-  std::lock_guard lock(g_launch_mu);
-  if (!g_launch) g_launch = detect_launch(g_requested, [](const char* name) { return std::getenv(name); });
-  return *g_launch;
-}
-
-bool launched_as_processes() { return current_launch().bootstrap != BootstrapKind::threads; }
-
-std::string launch_description() {
-  const Launch& l = current_launch();
-  if (l.bootstrap == BootstrapKind::threads) return "threads";
-  return l.launcher + ", " + bootstrap_name(l.bootstrap) + " bootstrap";
-}
-
-bool launched_by_mpirun() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE");
-}
-
-int launcher_world_size() {
-  try {
-    return current_launch().world_size;
-  } catch (const UsageError&) {
-    return 1;
-  }
-}
-
-int launcher_world_rank() {
-  try {
-    return current_launch().world_rank;
-  } catch (const UsageError&) {
-    return 0;
-  }
 }
 
 void run_ranks(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {

@@ -5,8 +5,8 @@
 #include <functional>
 #include <string>
 
-#include "collectives/communicator.h"
-#include "collectives/launcher.h"
+#include "collectives/communicator/communicator.h"
+#include "collectives/launch/launcher.h"
 #include "core/device.h"
 
 namespace parbench {
@@ -16,24 +16,6 @@ struct LaunchOptions {
   Device device;  // on cuda, rank r uses GPU (index + local rank) % GPUs
   double timeout_s = 300;
 };
-
-// The bootstrap --bootstrap chose (auto, mpi, tcp, threads; UsageError for another name): called once the
-// command line is read, before anything asks how the ranks were launched.
-void select_bootstrap(const std::string& name);
-// The launch of this process for the chosen bootstrap (detect_launch on the environment, read once); UsageError
-// for a launcher variable with a bad value.
-const Launch& current_launch();
-// True when this process is one rank of several processes (mpi or tcp bootstrap), not a process of rank threads.
-bool launched_as_processes();
-// "torchrun, tcp bootstrap", "mpirun, mpi bootstrap" or "threads": how run headers name the launch.
-std::string launch_description();
-
-// True when the launcher's environment says this process is one of an mpirun job (OpenMPI, PMIx or PMI).
-bool launched_by_mpirun();
-// World size and rank as the launcher says (before MPI starts): 1 and 0 for threads, and for launcher variables
-// that current_launch() refuses (which reports them).
-int launcher_world_size();
-int launcher_world_rank();
 
 // Why NCCL cannot run with `ranks_per_node` ranks on a node with `gpus` GPUs (naming the hand-written
 // implementations that can run instead), or "" when every rank has a GPU of its own. PARBENCH_NCCL=off in the

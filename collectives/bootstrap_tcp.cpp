@@ -1,6 +1,7 @@
 // The tcp bootstrap: what the mpi bootstrap gets from MPI (world, node-local ranks, NCCL's id, a host transport),
 // made from rank 0's TCP store and a TCP mesh between the ranks.
 #include "collectives/bootstrap_tcp.h"
+#include "collectives/registry.h"
 
 #include <unistd.h>
 
@@ -12,18 +13,18 @@
 #include <vector>
 
 #include "base/error.h"
-#include "collectives/measurement.h"
-#include "collectives/tcp_store.h"
-#include "collectives/transport_tcp.h"
+#include "collectives/table/measurement.h"
+#include "collectives/launch/tcp_store.h"
+#include "collectives/transport/transport_tcp.h"
 #include "profiles/trace.h"
 
 #ifdef PARBENCH_HAVE_NCCL
-#include "collectives/nccl_util.h"
+#include "collectives/transport/nccl_util.h"
 #endif
 #ifdef PARBENCH_HAVE_MPI
 #include <random>
 
-#include "collectives/transport_mpi.h"
+#include "collectives/transport/transport_mpi.h"
 #endif
 
 namespace parbench {
@@ -150,7 +151,7 @@ void run_joined(const LaunchOptions& o, const Launch& l, StoreClient& store,
   store.barrier();  // every rank is done with the store: rank 0's may go whenever rank 0 ends
   try {
     {
-      Communicator comm(std::move(transport), d, o.timeout_s);
+      Communicator comm(std::move(transport), d, o.timeout_s, choose_automatically);
       comm.set_local(local.rank, local.size);
       comm.set_nccl(nccl, nccl_reason);
       body(comm);

@@ -5,9 +5,9 @@
 #include <cmath>
 #include <limits>
 
-#include "collectives/alltoallv_split.h"
-#include "collectives/collective_table.h"
-#include "collectives/communicator.h"
+#include "collectives/table/alltoallv_split.h"
+#include "collectives/table/collective_table.h"
+#include "collectives/communicator/communicator.h"
 #include "core/memory.h"
 
 namespace parbench::datacheck {

@@ -6,9 +6,9 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/algorithm.h"
-#include "collectives/nccl_registration.h"
-#include "collectives/types.h"
+#include "collectives/communicator/algorithm.h"
+#include "collectives/device_side/nccl_registration.h"
+#include "collectives/table/types.h"
 
 namespace parbench {
 

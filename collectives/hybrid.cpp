@@ -12,7 +12,7 @@
 #include "base/error.h"
 
 #ifdef PARBENCH_HAVE_MPI
-#include "collectives/transport_mpi.h"
+#include "collectives/transport/transport_mpi.h"
 
 namespace parbench {
 namespace {
@@ -114,7 +114,7 @@ void run_ranks_per_process(Communicator& process, int k, const std::function<voi
       const int rank = proc * k + t;
       try {
         Communicator comm(std::make_unique<HybridTransport>(mc, k, world, rank, 0), process.device(),
-                          process.timeout_s());
+                          process.timeout_s(), process.chooser());
         comm.set_local(process.local_rank() * k + t, process.local_size() * k);
         body(comm);
       } catch (const UsageError&) {

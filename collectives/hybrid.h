@@ -4,7 +4,7 @@
 #pragma once
 #include <functional>
 
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 
 namespace parbench {
 

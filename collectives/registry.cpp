@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <functional>
 
-#include "collectives/algorithm.h"
+#include "collectives/registry.h"
 #include "base/error.h"
 #include "base/text.h"
 

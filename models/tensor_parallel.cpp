@@ -2,7 +2,7 @@
 // with their (B, T, C) <-> rank-major reordering).
 #include "models/tensor_parallel.h"
 
-#include "collectives/collective_table.h"
+#include "collectives/table/collective_table.h"
 #include "base/error.h"
 #include "core/memory.h"
 #include "profiles/range.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 #include "core/allocator.h"
 #include "core/stream.h"
 #include "core/tensor.h"

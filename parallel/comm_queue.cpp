@@ -3,7 +3,7 @@
 
 #include <optional>
 
-#include "collectives/fault_injection.h"
+#include "collectives/communicator/fault_injection.h"
 #include "core/current_stream.h"
 #include "profiles/trace.h"
 

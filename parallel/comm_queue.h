@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 #include "core/stream.h"
 #include "core/stream_timeline.h"
 #include "core/tensor.h"

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <memory>
 
-#include "collectives/fault_injection.h"
+#include "collectives/communicator/fault_injection.h"
 #include "base/error.h"
 #include "profiles/range.h"
 

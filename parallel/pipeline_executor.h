@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 #include "core/stream.h"
 #include "core/stream_timeline.h"
 #include "models/model.h"

@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
-#include "collectives/collective_table.h"
-#include "collectives/communicator.h"
+#include "collectives/table/collective_table.h"
+#include "collectives/communicator/communicator.h"
 #include "core/allocator.h"
 #include "core/stream.h"
 #include "core/stream_timeline.h"

@@ -12,7 +12,7 @@
 
 namespace parbench {
 
-class Algorithm;  // collectives/algorithm.h
+class Algorithm;  // collectives/communicator/algorithm.h
 
 struct TrainConfig {
   ModelConfig model;

@@ -23,7 +23,7 @@
 #endif
 #include <libfccp/csv.h>
 
-#include "collectives/collective_table.h"
+#include "collectives/table/collective_table.h"
 #include "base/error.h"
 #include "base/text.h"
 #include "core/csv_columns.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <limits>
 
-#include "collectives/collective_table.h"
+#include "collectives/table/collective_table.h"
 #include "base/error.h"
 
 namespace parbench::predict {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/types.h"
+#include "collectives/table/types.h"
 #include "predict/system.h"
 
 namespace parbench::predict {

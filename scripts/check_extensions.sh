@@ -45,7 +45,7 @@ sed -i 's/^std::unique_ptr<Scheme> make_ddp(const TrainConfig& cfg, RankContext 
 
 # --- a collective algorithm: collectives/algo_NAME.cpp and its line in collectives/registry.cpp
 sed 's/make_naive_algorithm/make_dummyalgo_algorithm/; s/return "naive";/return "dummyalgo";/' \
-  "$tree/collectives/algo_naive.cpp" >"$tree/collectives/algo_dummyalgo.cpp"
+  "$tree/collectives/algorithms/algo_naive.cpp" >"$tree/collectives/algo_dummyalgo.cpp"
 sed -i 's/^\( *\)X(naive, "naive", false, 7) *\\$/&\n\1X(dummyalgo, "dummyalgo", false, 0) \\/' "$tree/collectives/registry.cpp"
 
 # --- a kernel op: kernels/<op>.cu and kernels/<op>.cpp and its lines in kernels/op_table.cpp (a copy of the gelu
@@ -59,10 +59,10 @@ sed -i 's/^\( *\)X(gelu_forward, OpKind::per_dtype) *\\$/&\n\1X(dummyop_forward,
 
 # --- a collective (a copy of allreduce's row, last, served by naive): its Collective value, its table row, and a
 # case in the implementation that serves it; the others refuse it through unsupported()
-sed -i 's/sendrecv, alltoallv, hypercube$/sendrecv, alltoallv, hypercube, allreduce2/' "$tree/collectives/types.h"
+sed -i 's/sendrecv, alltoallv, hypercube$/sendrecv, alltoallv, hypercube, allreduce2/' "$tree/collectives/table/types.h"
 sed -i 's/^\( *\)block, block_offset, hypercube},$/&\n\1{Collective::allreduce2, "allreduce2", "all_reduce2", false, true, count, count,\n\1 reduced, same, ring_twice},/' \
-  "$tree/collectives/collective_table.cpp"
-sed -i 's/^\( *\)case Collective::allreduce:$/\1case Collective::allreduce2:\n&/' "$tree/collectives/algo_naive.cpp"
+  "$tree/collectives/table/collective_table.cpp"
+sed -i 's/^\( *\)case Collective::allreduce:$/\1case Collective::allreduce2:\n&/' "$tree/collectives/algorithms/algo_naive.cpp"
 sed -i 's/^\( *\){Collective::sendrecv, {{5, 5}, {5, 5}, 100, 0, 1.0, false, false}},$/&\n\1{Collective::allreduce2, {{5, 5}, {5, 5}, 100, 0, 1.5, false, true}},/' \
   "$tree/tests/collectives/test_collective_table.cpp"
 
@@ -99,14 +99,14 @@ check_row "a parallelism scheme" parallel/schemes/dummyscheme.cpp parallel/schem
   parallel/schemes/registry.cpp parallel/schemes/data_parallel.h
 check_row "a collective algorithm" collectives/algo_dummyalgo.cpp collectives/registry.cpp
 check_row "a kernel op" kernels/dummyop.cu kernels/dummyop.cpp kernels/op_table.cpp
-check_row "a collective" collectives/types.h collectives/collective_table.cpp collectives/algo_naive.cpp \
+check_row "a collective" collectives/table/types.h collectives/table/collective_table.cpp collectives/algorithms/algo_naive.cpp \
   tests/collectives/test_collective_table.cpp
 touched=$(cd "$scratch" && { diff -rq pristine tree || true; } | sed -E 's#^Only in tree/?([^:]*): (.*)$#\1/\2#; s#^Files pristine/([^ ]*) and .*#\1#; s#^/##' | sort)
 expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp \
   parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp parallel/schemes/registry.cpp \
   parallel/schemes/data_parallel.h collectives/algo_dummyalgo.cpp collectives/registry.cpp kernels/dummyop.cu \
-  kernels/dummyop.cpp kernels/op_table.cpp collectives/types.h collectives/collective_table.cpp \
-  collectives/algo_naive.cpp tests/collectives/test_collective_table.cpp | sort)
+  kernels/dummyop.cpp kernels/op_table.cpp collectives/table/types.h collectives/table/collective_table.cpp \
+  collectives/algorithms/algo_naive.cpp tests/collectives/test_collective_table.cpp | sort)
 [ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
 echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, each named by its row in $rows_page"
 

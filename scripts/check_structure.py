@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # Dependency checks of the source tree: no cycle between top-level folders, neither in #include lines nor in the
 # libraries CMake links (in any of the build configurations given), and no include of a library's header by a
-# target that does not link that library. Standard library only; CMake's file API gives every target's sources,
+# target that does not link that library, and inside a layered folder (LAYERS) no include or link from a layer to a
+# later one. Standard library only; CMake's file API gives every target's sources,
 # its --graphviz output the link edges (the file API lists no link dependencies of static libraries).
 import argparse
 import collections
@@ -19,6 +20,9 @@ DIRECTIVE = re.compile(r"^\s*#\s*(include|ifdef|ifndef|if|elif|else|endif)\b(.*)
 DECIDED_MACRO = re.compile(r"^(PB_|PARBENCH_|__CUDACC__$)")
 GRAPHVIZ_NODE = re.compile(r'^\s*"(node\d+)"\s*\[\s*label\s*=\s*"([^"]*)"')
 GRAPHVIZ_EDGE = re.compile(r'^\s*"(node\d+)"\s*->\s*"(node\d+)"')
+# Folders whose subfolders are layers, lowest first; "" is the folder's own files (its top). A file or library may
+# use its own layer and earlier levels only; the layers of one level (a tuple) do not use each other.
+LAYERS = {"collectives": ["table", "launch", "transport", "communicator", ("algorithms", "device_side"), ""]}
 
 
 def top_folder(rel):
@@ -344,6 +348,73 @@ def include_edges(includes):
     return edges
 
 
+def layer_of(rel):
+    """(layered folder, layer, level) of a tree path inside a folder of LAYERS, else None; level -1 for a
+    subfolder that is no layer."""
+    folder = top_folder(rel)
+    if folder not in LAYERS:
+        return None
+    rest = rel.split("/")[1:]
+    layer = rest[0] if len(rest) > 1 else ""
+    for level, names in enumerate(LAYERS[folder]):
+        if layer in (names if isinstance(names, tuple) else (names,)):
+            return folder, layer, level
+    return folder, layer, -1
+
+
+def layer_name(folder, layer):
+    return "%s/%s" % (folder, layer) if layer else "%s (top)" % folder
+
+
+def layer_uses(a, b):
+    """Why layer a may not use layer b ("" when it may): b is later, or a sibling of a's level."""
+    if a[0] != b[0] or a[1] == b[1]:
+        return ""
+    if b[2] > a[2]:
+        return "a later layer"
+    return "a layer of the same level" if b[2] == a[2] else ""
+
+
+def layer_violations(includes, projects):
+    """Includes and links from a layer to a later layer or a sibling, and subfolders of a layered folder that are
+    no layer, as violations()'s (key, lines)."""
+    found = collections.OrderedDict()
+    for f in sorted(includes.files):
+        mine = layer_of(f)
+        if mine and mine[2] < 0:
+            found.setdefault("%s is not a layer of %s" % (os.path.dirname(f), mine[0]),
+                             ["  %s: add it to LAYERS in scripts/check_structure.py or move it" % f])
+            continue
+        for line, header in includes.of(f):
+            theirs = layer_of(header)
+            why = theirs and mine and layer_uses(mine, theirs)
+            if why:
+                key = "layer: %s includes %s, %s" % (layer_name(*mine[:2]), layer_name(*theirs[:2]), why)
+                found.setdefault(key, []).append("  %s:%d includes %s" % (f, line, header))
+    for project in projects:
+        layers = {}
+        for target, files in project.files.items():
+            counts = collections.Counter(layer_of(f) for f in files if layer_of(f))
+            if counts:
+                layers[target] = counts.most_common(1)[0][0]
+        for target, mine in sorted(layers.items()):
+            for dep in sorted(project.config.links.get(target, ())):
+                theirs = layers.get(dep)
+                why = theirs and layer_uses(mine, theirs)
+                if why:
+                    key = "layer: %s links %s, %s" % (layer_name(*mine[:2]), layer_name(*theirs[:2]), why)
+                    text = "  %s links %s (configuration %s)" % (target, dep, project.config.name)
+                    if text not in found.setdefault(key, []):
+                        found[key].append(text)
+    return list(found.items())
+
+
+def describe_layers():
+    return ["layers of %s/, lowest first: %s" % (folder, " < ".join(
+        " | ".join(n or "(top)" for n in (names if isinstance(names, tuple) else (names,))) for names in levels))
+        for folder, levels in sorted(LAYERS.items())]
+
+
 def cycles(edges):
     """The shortest cycle through each folder that is on one, each once: [[a, b, ..., a]]."""
     graph = collections.defaultdict(set)
@@ -382,8 +453,10 @@ def violations(source, configs):
                       ["  %s -> %s: %s" % (a, b, edges[(a, b)]) for a, b in zip(cycle, cycle[1:])]))
     link_cycles = collections.OrderedDict()
     unlinked = collections.OrderedDict()
+    projects = []
     for config in configs:
         project = Project(config, includes)
+        projects.append(project)
         edges = project.link_edges()
         for cycle in cycles(edges):
             entry = link_cycles.setdefault(" -> ".join(cycle), [[], {}])
@@ -404,7 +477,7 @@ def violations(source, configs):
         where = "" if names == sorted(everywhere) else " (configuration %s)" % ", ".join(names)
         text = "includes %s from target %s which %s does not link" % (header, " or ".join(sorted(owners)), target)
         found.append(("%s %s" % (f, text), ["  %s:%d %s%s" % (f, line, text, where)]))
-    return found
+    return found + layer_violations(includes, projects)
 
 
 def read_allowlist(path):
@@ -453,6 +526,8 @@ def main():
     configure(source, [(build, cmake_args) for _, build, cmake_args in wanted])
     configs = [Configuration(name, build, source) for name, build, _ in wanted]
     found = violations(source, configs)
+    for line in describe_layers():
+        print(line)
     allowed = read_allowlist(args.allowlist)
     new = report(found, allowed, "structure")
     for key in sorted(allowed - {k for k, _ in found}):

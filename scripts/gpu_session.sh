@@ -278,7 +278,7 @@ key_train() {
 }
 
 # --- the phases ----------------------------------------------------------------------------------------------
-collectives=$(sed -nE 's/^ *\{Collective::[a-z0-9_]+, *"([a-z0-9_-]+)".*/\1/p' collectives/collective_table.cpp)
+collectives=$(sed -nE 's/^ *\{Collective::[a-z0-9_]+, *"([a-z0-9_-]+)".*/\1/p' collectives/table/collective_table.cpp)
 if [ "$emulated" = 1 ]; then
   # The emulator's own tests (test_cuda_path: streams, events, copies, NCCL's rules) and the programs' data
   # checks through one hand-written and the NCCL path: a fast sample of the gpu label.

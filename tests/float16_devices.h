@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/float16.h"
-#include "collectives/reduce.h"
+#include "collectives/communicator/reduce.h"
 #include "core/current_stream.h"
 #include "core/memory.h"
 

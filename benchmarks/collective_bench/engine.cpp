@@ -14,12 +14,13 @@
 #include <iostream>
 #include <optional>
 
-#include "collectives/alltoallv_split.h"
+#include "collectives/registry.h"
+#include "collectives/table/alltoallv_split.h"
 #include "collectives/bootstrap.h"
-#include "collectives/collective_table.h"
+#include "collectives/table/collective_table.h"
 #include "collectives/datacheck.h"
-#include "collectives/fault_injection.h"
-#include "collectives/measurement.h"
+#include "collectives/communicator/fault_injection.h"
+#include "collectives/table/measurement.h"
 #include "app/program.h"
 #include "collectives/hybrid.h"
 #include "base/error.h"

@@ -7,8 +7,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
-#include "collectives/nccl_registration.h"
+#include "collectives/device_side/nccl_registration.h"
 
 #ifdef PARBENCH_HAVE_CUDA
 #include <cuda_runtime.h>

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 #include "options.h"
 #include "report.h"
 

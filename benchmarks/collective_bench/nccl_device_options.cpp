@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "collectives/nccl_registration.h"
+#include "collectives/device_side/nccl_registration.h"
 #include "options.h"
 
 namespace parbench {

@@ -7,7 +7,8 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "collectives/algorithm.h"
+#include "collectives/registry.h"
+#include "collectives/communicator/algorithm.h"
 #include "collectives/bootstrap.h"
 #include "base/error.h"
 #include "base/text.h"

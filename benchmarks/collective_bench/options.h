@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/types.h"
+#include "collectives/table/types.h"
 #include "core/device.h"
 #include "app/common_options.h"  // and CLI::App, declared
 

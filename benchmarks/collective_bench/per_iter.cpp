@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "collectives/registry.h"
+
 namespace parbench {
 
 PerIterResult fold_iteration_times(const std::vector<double>& all, int iters, int skip,

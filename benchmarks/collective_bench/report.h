@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/types.h"
+#include "collectives/table/types.h"
 #include "json_stream.h"
 #include "options.h"
 #include "per_iter.h"

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "collectives/registry.h"
 #include "app/interrupt.h"
 
 namespace parbench {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 
 namespace parbench {
 

@@ -7,7 +7,8 @@
 #include <cmath>
 #include <thread>
 
-#include "collectives/fault_injection.h"
+#include "collectives/registry.h"
+#include "collectives/communicator/fault_injection.h"
 #include "core/graph.h"
 #include "core/memory.h"
 #include "profiles/range.h"

@@ -9,7 +9,7 @@
 #include <map>
 #include <thread>
 
-#include "collectives/measurement.h"
+#include "collectives/table/measurement.h"
 #include "core/current_stream.h"
 #include "core/host_counts.h"
 #include "benchmarks/train/train_run.h"

@@ -5,7 +5,8 @@
 
 #include "base/error.h"
 #include "base/text.h"
-#include "collectives/algorithm.h"
+#include "collectives/registry.h"
+#include "collectives/communicator/algorithm.h"
 #include "collectives/bootstrap.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/scheme_kinds.h"

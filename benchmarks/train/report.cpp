@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/train/train_run.h"
+#include "collectives/registry.h"
 #include "base/error.h"
 #include "app/output.h"
 #include "app/report.h"

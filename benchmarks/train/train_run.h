@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 #include "core/allocator.h"
 #include "core/stats.h"
 #include "app/output.h"

@@ -1,6 +1,7 @@
 // The data-parallel family's shared machinery.
 #include "parallel/schemes/data_parallel.h"
 
+#include "collectives/registry.h"
 #include "base/error.h"
 #include "core/memory.h"
 #include "kernels/ops.h"

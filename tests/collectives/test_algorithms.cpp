@@ -6,6 +6,7 @@
 #include <mutex>
 #include <random>
 
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 #include "sweep.h"
 

@@ -1,4 +1,4 @@
-// alltoallv's split (collectives/alltoallv_split.h): nccl-tests' distance-weighted formula with known values, the
+// alltoallv's split (collectives/table/alltoallv_split.h): nccl-tests' distance-weighted formula with known values, the
 // invariants at every rank count and spread, and the environment's values and matrix files, good and bad.
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "collectives/alltoallv_split.h"
+#include "collectives/table/alltoallv_split.h"
 
 namespace parbench {
 namespace {

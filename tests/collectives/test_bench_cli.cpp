@@ -13,8 +13,9 @@
 
 #include "bench_run.h"
 #include "base/text.h"
-#include "collectives/algorithm.h"
-#include "collectives/types.h"
+#include "collectives/registry.h"
+#include "collectives/communicator/algorithm.h"
+#include "collectives/table/types.h"
 
 namespace {
 
@@ -46,7 +47,7 @@ TEST(BenchCli, AllreduceTableAndCsv) {
   std::filesystem::remove(csv);
 }
 
-// Every program the build makes, one per row of the collective table (collectives/collectives.cmake reads them).
+// Every program the build makes, one per row of the collective table (collectives/table/collectives.cmake reads them).
 TEST(BenchCli, EveryProgramRunsClean) {
   std::stringstream list(PB_CMAKE_COLLECTIVES);
   int programs = 0;

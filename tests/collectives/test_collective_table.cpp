@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/collective_table.h"
+#include "collectives/table/collective_table.h"
 #include "collectives/datacheck.h"
 #include "base/error.h"
 
@@ -25,7 +25,7 @@ std::vector<std::string> cmake_list() {
 TEST(CollectiveTable, MatchesTheCmakeListRowForRow) {
   const std::vector<std::string> cmake = cmake_list();
   ASSERT_EQ(cmake.size(), collective_table().size())
-      << "collectives/collectives.cmake (" << PB_CMAKE_COLLECTIVES << ") and the table (" << collective_names()
+      << "collectives/table/collectives.cmake (" << PB_CMAKE_COLLECTIVES << ") and the table (" << collective_names()
       << ") differ";
   for (std::size_t k = 0; k < cmake.size(); ++k) {
     EXPECT_EQ(cmake[k], collective_table()[k].name) << "row " << k;

@@ -10,9 +10,10 @@
 #include <mutex>
 #include <random>
 
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
-#include "collectives/nccl_registration.h"
-#include "collectives/reduce.h"
+#include "collectives/device_side/nccl_registration.h"
+#include "collectives/communicator/reduce.h"
 #include "core/memory.h"
 #include "sweep.h"
 #include "tests/float16_devices.h"

@@ -1,4 +1,4 @@
-// Faults end to end (PARBENCH_FAULT, collectives/fault_injection.h): a rank killed, stalled, leaving early or
+// Faults end to end (PARBENCH_FAULT, collectives/communicator/fault_injection.h): a rank killed, stalled, leaving early or
 // throwing, under mpirun and in threads mode, in the collective programs and in bench_train's pipeline. Every run
 // must end within its --timeout plus a few seconds, exit non-zero, name the failed or late rank and what was being
 // measured, leave no process behind and keep the CSV rows measured before the fault. Also a flipped byte in transit
@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "bench_run.h"
-#include "collectives/fault_injection.h"
+#include "collectives/communicator/fault_injection.h"
 #include "base/error.h"
 
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "collectives/launcher.h"
+#include "collectives/launch/launcher.h"
 
 namespace parbench {
 namespace {

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 #include "sweep.h"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "collectives/tcp_store.h"
+#include "collectives/launch/tcp_store.h"
 
 namespace parbench {
 namespace {

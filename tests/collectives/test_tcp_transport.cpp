@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/error.h"
-#include "collectives/tcp_store.h"
-#include "collectives/transport_tcp.h"
+#include "collectives/launch/tcp_store.h"
+#include "collectives/transport/transport_tcp.h"
 
 namespace parbench {
 namespace {

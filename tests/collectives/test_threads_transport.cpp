@@ -10,8 +10,8 @@
 #include <numeric>
 #include <thread>
 
-#include "collectives/doorbell.h"
-#include "collectives/transport.h"
+#include "collectives/transport/doorbell.h"
+#include "collectives/transport/transport.h"
 
 namespace parbench {
 namespace {

@@ -1,4 +1,4 @@
-// The watchdog (collectives/watchdog.h): an expired watch reports the call and what the thread was measuring, a
+// The watchdog (collectives/communicator/watchdog.h): an expired watch reports the call and what the thread was measuring, a
 // watch disarmed in time never fires, and re-arming while the watchdog thread reads the slot is race free (the
 // ThreadSanitizer stage of scripts/test.sh runs this; a plain copy of the description was a data race).
 #include <gmock/gmock.h>
@@ -10,8 +10,8 @@
 #include <string>
 #include <thread>
 
-#include "collectives/measurement.h"
-#include "collectives/watchdog.h"
+#include "collectives/table/measurement.h"
+#include "collectives/communicator/watchdog.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <string_view>
 
-#include "collectives/store_protocol.h"
+#include "collectives/launch/store_protocol.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace parbench::store;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 #include "core/allocator.h"
 #include "core/current_stream.h"

@@ -13,10 +13,11 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
-#include "collectives/communicator.h"
+#include "collectives/communicator/communicator.h"
 #include "collectives/datacheck.h"
-#include "collectives/symmetric_memory.h"
+#include "collectives/communicator/symmetric_memory.h"
 #include "core/host_counts.h"
 #include "core/memory.h"
 #include "device/emu/gpu_emu.h"

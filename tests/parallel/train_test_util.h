@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 #include "parallel/train.h"
 

@@ -24,7 +24,7 @@ want=(bench_kernels_f32 bench_kernels_bf16 linears_bf16 dgx-h100-measured valida
       allreduce_latency_r2 allreduce_latency_graph_r2)
 while read -r c; do
   want+=("${c}_r1" "${c}_r2" "${c}_r4")
-done < <(sed -nE 's/^ *\{Collective::[a-z0-9_]+, *"([a-z0-9_-]+)".*/\1/p' "$src/collectives/collective_table.cpp")
+done < <(sed -nE 's/^ *\{Collective::[a-z0-9_]+, *"([a-z0-9_-]+)".*/\1/p' "$src/collectives/table/collective_table.cpp")
 for t in $("$bin/bench_train" --list-runnable | awk '!/^#/ { print $1 }'); do want+=("train_$t"); done
 [ ${#want[@]} -gt 20 ] || fail "too few expected steps: ${want[*]}"
 for step in "${want[@]}"; do

@@ -1,0 +1,62 @@
+// Inbox matching for the threads transport.
+#include "collectives/transport/threads_inbox.h"
+
+#include <algorithm>
+
+namespace parbench {
+
+namespace {
+// Pops the front entry of `queue` and marks it taken; null when empty.
+template <class T>
+T* take_front(std::deque<T*>& queue) {
+  if (queue.empty()) return nullptr;
+  T* entry = queue.front();
+  queue.pop_front();
+  entry->state.store(CopyState::copying, std::memory_order_relaxed);  // read under this lock by withdraw
+  return entry;
+}
+
+// One side's arrival: the other side's oldest waiting entry, taken; else `mine` (when not null) waits in its queue.
+template <class Theirs, class Mine>
+Theirs* take_or_wait(std::deque<Theirs*>& theirs, std::deque<Mine*>& waiting, Mine* mine) {
+  if (Theirs* entry = take_front(theirs)) return entry;
+  if (mine) waiting.push_back(mine);
+  return nullptr;
+}
+
+template <class T>
+void erase_waiting(std::deque<T*>& queue, const T* entry) {
+  auto it = std::find(queue.begin(), queue.end(), entry);
+  if (it != queue.end()) queue.erase(it);
+}
+}  // namespace
+
+Inbox::~Inbox() {
+  for (auto& [channel, q] : channels_)
+    for (Envelope* e : q.sends)
+      if (!e->sender) delete e;
+}
+
+PostedReceive* Inbox::match_send(const Channel& channel, Envelope* send) {
+  std::lock_guard lock(mu_);
+  Queues& q = channels_[channel];
+  return take_or_wait(q.receives, q.sends, send);
+}
+
+Envelope* Inbox::match_receive(const Channel& channel, PostedReceive* receive) {
+  std::lock_guard lock(mu_);
+  Queues& q = channels_[channel];
+  return take_or_wait(q.sends, q.receives, receive);
+}
+
+void Inbox::withdraw(const Channel& channel, const Envelope* send) {
+  std::lock_guard lock(mu_);
+  if (auto it = channels_.find(channel); it != channels_.end()) erase_waiting(it->second.sends, send);
+}
+
+void Inbox::withdraw(const Channel& channel, const PostedReceive* receive) {
+  std::lock_guard lock(mu_);
+  if (auto it = channels_.find(channel); it != channels_.end()) erase_waiting(it->second.receives, receive);
+}
+
+}  // namespace parbench
