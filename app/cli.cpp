@@ -47,6 +47,8 @@ int run_program(CLI::App& app, int argc, char** argv, const std::function<int()>
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
+  } catch (const CLI::Success&) {  // an option that printed what was asked (--list-impls) and ends the run
+    return 0;
   } catch (const CLI::ConversionError& e) {
     // CLI11 says "Could not convert: --x = v": name the value, and where the accepted form is.
     print_error(name + ": error: " + e.what() + ": not a value of the option's type; the accepted values are "

@@ -1,57 +1,69 @@
-// The registry: one line per implementation. Each maker is defined in its algo_<name>.cpp file.
+// The registry: one line per implementation. Each maker is defined in its algo_<id>.cpp file.
 #include <algorithm>
 #include <functional>
 
 #include "collectives/registry.h"
+#include "collectives/device_side/device_algorithm.h"
 #include "base/error.h"
 #include "base/text.h"
 
 namespace parbench {
 
-// name, its --impl text, library call or hand-written, and its place in the "auto" policy (1 first; 0: only when
-// named: mpi-nb, the non-blocking form of mpi, oneshot, which needs every rank's buffer addressable, the
-// device-side collectives over symmetric memory, which need a GPU per rank on one node, and our kernels on NCCL's
-// device API, which -D selects for the nccl rows and which need the buffers registered as NCCL windows, -R 2). Auto
-// prefers the vendor's library, then MPI's, then the bandwidth-optimal ring, then the latency-optimal recursive
-// algorithms, then tree and naive.
-#define PB_ALGORITHMS(X)                   \
-  X(nccl, "nccl", true, 1)                 \
-  X(mpi, "mpi", true, 2)                   \
-  X(mpi_nb, "mpi-nb", true, 0)             \
-  X(naive, "naive", false, 7)              \
-  X(tree, "tree", false, 6)                \
-  X(ring, "ring", false, 3)                \
-  X(rd, "rd", false, 5)                    \
-  X(rhd, "rhd", false, 4)                  \
-  X(oneshot, "oneshot", false, 0)          \
-  X(oneshot_dev, "oneshot-dev", false, 0)  \
-  X(twoshot_dev, "twoshot-dev", false, 0)  \
-  X(ring_dev, "ring-dev", false, 0)        \
-  X(naive_dev, "naive-dev", false, 0)      \
-  X(tree_dev, "tree-dev", false, 0)        \
-  X(rd_dev, "rd-dev", false, 0)            \
-  X(rhd_dev, "rhd-dev", false, 0)          \
-  X(nccl_lsa, "nccl-lsa", false, 0)        \
-  X(nccl_multimem, "nccl-multimem", false, 0)
+// One line per implementation, in the order of the help texts. X(id, name, kind, auto rank): an implementation
+// whose unsupported() says which collectives it runs; its place in the "auto" policy (1 first; 0: only when named:
+// mpi-nb, the non-blocking form of mpi, oneshot, which needs every rank's buffer addressable, and our kernels on
+// NCCL's device API, which -D selects for the nccl rows and which need the buffers registered as NCCL windows,
+// -R 2). Auto prefers the vendor's library, then MPI's, then the bandwidth-optimal ring, then the latency-optimal
+// recursive algorithms, then tree and naive. D(id, name, collectives...): a device-side implementation over
+// symmetric memory (device_side/algo_<id>.cpp and its kernels' .cu), never automatic (it needs a GPU per rank on
+// one node), whose collectives are these; the tests of every such implementation are made from these rows
+// (--list-impls).
+#define PB_ALGORITHMS(X, D)                                                                                  \
+  X(nccl, "nccl", library, 1)                                                                                \
+  X(mpi, "mpi", library, 2)                                                                                  \
+  X(mpi_nb, "mpi-nb", library, 0)                                                                            \
+  X(naive, "naive", host, 7)                                                                                 \
+  X(tree, "tree", host, 6)                                                                                   \
+  X(ring, "ring", host, 3)                                                                                   \
+  X(rd, "rd", host, 5)                                                                                       \
+  X(rhd, "rhd", host, 4)                                                                                     \
+  X(oneshot, "oneshot", host, 0)                                                                             \
+  D(oneshot_dev, "oneshot-dev", allreduce)                                                                   \
+  D(twoshot_dev, "twoshot-dev", allreduce)                                                                   \
+  D(ring_dev, "ring-dev", allreduce, reduce_scatter, allgather)                                              \
+  D(naive_dev, "naive-dev", broadcast, reduce, allreduce, gather, allgather, scatter, reduce_scatter, alltoall, \
+    sendrecv)                                                                                                \
+  D(tree_dev, "tree-dev", broadcast, reduce, allreduce)                                                      \
+  D(rd_dev, "rd-dev", allreduce, allgather)                                                                  \
+  D(rhd_dev, "rhd-dev", allreduce, reduce_scatter, allgather)                                                \
+  X(nccl_lsa, "nccl-lsa", nccl_device, 0)                                                                    \
+  X(nccl_multimem, "nccl-multimem", nccl_device, 0)
 
-#define PB_DECLARE(name, text, library, auto_rank) std::unique_ptr<Algorithm> make_##name##_algorithm();
-PB_ALGORITHMS(PB_DECLARE)
+#define PB_DECLARE(id, name, kind, auto_rank) std::unique_ptr<Algorithm> make_##id##_algorithm();
+#define PB_DECLARE_DEVICE(id, name, ...) std::unique_ptr<Algorithm> make_##id##_algorithm(DeviceRow row);
+PB_ALGORITHMS(PB_DECLARE, PB_DECLARE_DEVICE)
 #undef PB_DECLARE
+#undef PB_DECLARE_DEVICE
 
 namespace {
 struct Entry {
   std::string name;
-  bool library;
+  ImplKind kind;
   int auto_rank;
+  std::vector<Collective> collectives;  // a device-side row's; empty for the others
   std::unique_ptr<Algorithm> algo;
 };
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries = [] {
     std::vector<Entry> e;
-#define PB_REGISTER(name, text, library, auto_rank) \
-  e.push_back({text, library, auto_rank, make_##name##_algorithm()});
-    PB_ALGORITHMS(PB_REGISTER)
+    using enum Collective;
+#define PB_REGISTER(id, name, kind, auto_rank) \
+  e.push_back({name, ImplKind::kind, auto_rank, {}, make_##id##_algorithm()});
+#define PB_REGISTER_DEVICE(id, name, ...) \
+  e.push_back({name, ImplKind::device, 0, {__VA_ARGS__}, make_##id##_algorithm({name, {__VA_ARGS__}})});
+    PB_ALGORITHMS(PB_REGISTER, PB_REGISTER_DEVICE)
 #undef PB_REGISTER
+#undef PB_REGISTER_DEVICE
     return e;
   }();
   return entries;
@@ -73,7 +85,7 @@ std::vector<std::string> algorithm_names() {
 std::vector<std::string> handwritten_algorithm_names() {
   std::vector<std::string> names;
   for (const auto& e : registry())
-    if (!e.library) names.push_back(e.name);
+    if (e.kind != ImplKind::library) names.push_back(e.name);
   return names;
 }
 
@@ -85,6 +97,34 @@ std::vector<std::string> auto_order() {
   std::vector<std::string> names;
   for (const Entry* e : ranked) names.push_back(e->name);
   return names;
+}
+
+const char* impl_kind_name(ImplKind k) {
+  switch (k) {
+    case ImplKind::library: return "library";
+    case ImplKind::host: return "host";
+    case ImplKind::device: return "device";
+    case ImplKind::nccl_device: return "nccl-device";
+  }
+  return "?";
+}
+
+std::vector<ImplementationRow> implementation_rows() {
+  std::vector<ImplementationRow> rows;
+  for (const auto& e : registry()) rows.push_back({e.name, e.kind, e.collectives});
+  return rows;
+}
+
+std::string list_implementations() {
+  std::string out =
+      "# implementation kind collectives (in registry order, with the collectives of the device-side ones and "
+      "\"-\" where the implementation decides per call)\n";
+  for (const auto& r : implementation_rows()) {
+    std::vector<std::string> names;
+    for (Collective c : r.collectives) names.emplace_back(collective_name(c));
+    out += r.name + " " + impl_kind_name(r.kind) + " " + (names.empty() ? "-" : join(names, ",")) + "\n";
+  }
+  return out;
 }
 
 std::string auto_policy_text() {

@@ -11,6 +11,22 @@ namespace parbench {
 
 class Communicator;
 
+// How an implementation runs: a library's collectives (NCCL, MPI), host-driven steps (the hand-written
+// algorithms), kernels alone over symmetric memory (device), our kernels on NCCL's device API (nccl-device).
+enum class ImplKind { library, host, device, nccl_device };
+const char* impl_kind_name(ImplKind k);  // "library", "host", "device", "nccl-device"
+// A registry row: name, kind and, for a device-side implementation, the collectives it implements (empty: the
+// implementation's unsupported() decides per call).
+struct ImplementationRow {
+  std::string name;
+  ImplKind kind;
+  std::vector<Collective> collectives;
+};
+std::vector<ImplementationRow> implementation_rows();
+// --list-impls: a comment line, then "name kind collective,collective|-" per row, in registry order (what the
+// emulated GPU's tests are made from).
+std::string list_implementations();
+
 // The implementation registered under `name`; throws UsageError naming the accepted names.
 const Algorithm& find_algorithm(std::string_view name);
 // --impl: the implementation registered under `name`, or null for "auto" (the policy below chooses per collective);

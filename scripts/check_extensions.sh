@@ -43,10 +43,10 @@ sed -i 's/^\( *\){"ddp", make_ddp},$/&\n\1{"dummyscheme", make_dummyscheme},/' "
 sed -i 's/^std::unique_ptr<Scheme> make_ddp(const TrainConfig& cfg, RankContext ctx);$/&\nstd::unique_ptr<Scheme> make_dummyscheme(const TrainConfig\& cfg, RankContext ctx);/' \
   "$tree/parallel/schemes/data_parallel.h"
 
-# --- a collective algorithm: collectives/algo_NAME.cpp and its line in collectives/registry.cpp
+# --- a collective algorithm: collectives/algorithms/algo_NAME.cpp and its line in collectives/registry.cpp
 sed 's/make_naive_algorithm/make_dummyalgo_algorithm/; s/return "naive";/return "dummyalgo";/' \
-  "$tree/collectives/algorithms/algo_naive.cpp" >"$tree/collectives/algo_dummyalgo.cpp"
-sed -i 's/^\( *\)X(naive, "naive", false, 7) *\\$/&\n\1X(dummyalgo, "dummyalgo", false, 0) \\/' "$tree/collectives/registry.cpp"
+  "$tree/collectives/algorithms/algo_naive.cpp" >"$tree/collectives/algorithms/algo_dummyalgo.cpp"
+sed -i 's/^\( *\)X(naive, "naive", host, 7) *\\$/&\n\1X(dummyalgo, "dummyalgo", host, 0) \\/' "$tree/collectives/registry.cpp"
 
 # --- a kernel op: kernels/<op>.cu and kernels/<op>.cpp and its lines in kernels/op_table.cpp (a copy of the gelu
 # pair, four ops, renamed; the GELU math they share stays theirs)
@@ -97,14 +97,14 @@ check_row() {  # row, then the files touched for it
 check_row "a pipeline schedule" parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp
 check_row "a parallelism scheme" parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp \
   parallel/schemes/registry.cpp parallel/schemes/data_parallel.h
-check_row "a collective algorithm" collectives/algo_dummyalgo.cpp collectives/registry.cpp
+check_row "a collective algorithm" collectives/algorithms/algo_dummyalgo.cpp collectives/registry.cpp
 check_row "a kernel op" kernels/dummyop.cu kernels/dummyop.cpp kernels/op_table.cpp
 check_row "a collective" collectives/table/types.h collectives/table/collective_table.cpp collectives/algorithms/algo_naive.cpp \
   tests/collectives/test_collective_table.cpp
 touched=$(cd "$scratch" && { diff -rq pristine tree || true; } | sed -E 's#^Only in tree/?([^:]*): (.*)$#\1/\2#; s#^Files pristine/([^ ]*) and .*#\1#; s#^/##' | sort)
 expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp \
   parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp parallel/schemes/registry.cpp \
-  parallel/schemes/data_parallel.h collectives/algo_dummyalgo.cpp collectives/registry.cpp kernels/dummyop.cu \
+  parallel/schemes/data_parallel.h collectives/algorithms/algo_dummyalgo.cpp collectives/registry.cpp kernels/dummyop.cu \
   kernels/dummyop.cpp kernels/op_table.cpp collectives/table/types.h collectives/table/collective_table.cpp \
   collectives/algorithms/algo_naive.cpp tests/collectives/test_collective_table.cpp | sort)
 [ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
@@ -116,7 +116,7 @@ echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, ea
 cat >>"$tree/CMakeLists.txt" <<'EOF_CMAKE'
 set_source_files_properties(${CMAKE_SOURCE_DIR}/parallel/schedule/dummysched.cpp
   ${CMAKE_SOURCE_DIR}/parallel/schemes/dummyscheme.cpp DIRECTORY parallel PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
-set_source_files_properties(${CMAKE_SOURCE_DIR}/collectives/algo_dummyalgo.cpp DIRECTORY collectives
+set_source_files_properties(${CMAKE_SOURCE_DIR}/collectives/algorithms/algo_dummyalgo.cpp DIRECTORY collectives/algorithms
   PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 set_source_files_properties(${CMAKE_SOURCE_DIR}/kernels/dummyop.cpp
   ${CMAKE_BINARY_DIR}/kernels/simt_wrappers/kernels_dummyop.cu.cpp DIRECTORY kernels

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <sstream>
 
@@ -139,6 +140,13 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_option("--impl", o.impl,
                  "comma list of implementations: " + impl_list_text() + "; auto = " + auto_policy_text())
       ->capture_default_str();
+  app.add_flag_callback(
+      "--list-impls",
+      [] {
+        std::fputs(list_implementations().c_str(), stdout);
+        throw CLI::Success();
+      },
+      "print every implementation: name, kind and the collectives of the device-side ones; then exit");
   app.add_option("--ranks", o.ranks, "ranks as threads of this process (same as -t N; without mpirun)")
       ->check(CLI::Range(0, 1024));
   add_bootstrap_option(app, select_bootstrap);

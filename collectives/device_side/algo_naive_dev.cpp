@@ -8,26 +8,9 @@ namespace {
 
 class NaiveDevice final : public DeviceAlgorithm {
  public:
-  std::string_view name() const override { return "naive-dev"; }
+  using DeviceAlgorithm::DeviceAlgorithm;
 
  protected:
-  bool implements(Collective c) const override {
-    switch (c) {
-      case Collective::broadcast:
-      case Collective::reduce:
-      case Collective::allreduce:
-      case Collective::gather:
-      case Collective::allgather:
-      case Collective::scatter:
-      case Collective::reduce_scatter:
-      case Collective::alltoall:
-      case Collective::sendrecv: return true;
-      default: return false;
-    }
-  }
-  std::string implemented() const override {
-    return "broadcast, reduce, allreduce, gather, allgather, scatter, reducescatter, alltoall and sendrecv";
-  }
   unsigned phases(int) const override { return kNaivePhases; }
   // The input, or the whole send buffer where it holds a block per rank (scatter, reduce-scatter, alltoall).
   std::size_t buffer_bytes(const CollArgs& a, int ranks) const override {
@@ -44,6 +27,8 @@ class NaiveDevice final : public DeviceAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_naive_dev_algorithm() { return std::make_unique<NaiveDevice>(); }
+std::unique_ptr<Algorithm> make_naive_dev_algorithm(DeviceRow row) {
+  return std::make_unique<NaiveDevice>(std::move(row));
+}
 
 }  // namespace parbench

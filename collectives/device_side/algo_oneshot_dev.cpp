@@ -7,7 +7,7 @@ namespace {
 
 class OneShotDevice final : public DeviceAlgorithm {
  public:
-  std::string_view name() const override { return "oneshot-dev"; }
+  using DeviceAlgorithm::DeviceAlgorithm;
 
  protected:
   unsigned phases(int) const override { return kOneshotPhases; }
@@ -20,6 +20,8 @@ class OneShotDevice final : public DeviceAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_oneshot_dev_algorithm() { return std::make_unique<OneShotDevice>(); }
+std::unique_ptr<Algorithm> make_oneshot_dev_algorithm(DeviceRow row) {
+  return std::make_unique<OneShotDevice>(std::move(row));
+}
 
 }  // namespace parbench

@@ -8,11 +8,9 @@ namespace {
 
 class RecursiveDoublingDevice final : public DeviceAlgorithm {
  public:
-  std::string_view name() const override { return "rd-dev"; }
+  using DeviceAlgorithm::DeviceAlgorithm;
 
  protected:
-  bool implements(Collective c) const override { return c == Collective::allreduce || c == Collective::allgather; }
-  std::string implemented() const override { return "allreduce and allgather"; }
   unsigned phases(int ranks) const override { return rd_phases(ranks); }
   // Allreduce: a partial result per step (and the input); allgather: the whole gathered message.
   std::size_t buffer_bytes(const CollArgs& a, int ranks) const override {
@@ -29,6 +27,8 @@ class RecursiveDoublingDevice final : public DeviceAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_rd_dev_algorithm() { return std::make_unique<RecursiveDoublingDevice>(); }
+std::unique_ptr<Algorithm> make_rd_dev_algorithm(DeviceRow row) {
+  return std::make_unique<RecursiveDoublingDevice>(std::move(row));
+}
 
 }  // namespace parbench

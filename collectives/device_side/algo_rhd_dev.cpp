@@ -8,13 +8,9 @@ namespace {
 
 class HalvingDoublingDevice final : public DeviceAlgorithm {
  public:
-  std::string_view name() const override { return "rhd-dev"; }
+  using DeviceAlgorithm::DeviceAlgorithm;
 
  protected:
-  bool implements(Collective c) const override {
-    return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::allgather;
-  }
-  std::string implemented() const override { return "allreduce, reducescatter and allgather"; }
   unsigned phases(int ranks) const override { return rhd_phases(ranks); }  // more than rd's allgather uses
   // The whole message: allreduce's input, reduce-scatter's and allgather's n blocks.
   std::size_t buffer_bytes(const CollArgs& a, int ranks) const override {
@@ -33,6 +29,8 @@ class HalvingDoublingDevice final : public DeviceAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_rhd_dev_algorithm() { return std::make_unique<HalvingDoublingDevice>(); }
+std::unique_ptr<Algorithm> make_rhd_dev_algorithm(DeviceRow row) {
+  return std::make_unique<HalvingDoublingDevice>(std::move(row));
+}
 
 }  // namespace parbench

@@ -10,13 +10,9 @@ namespace {
 
 class RingDevice final : public DeviceAlgorithm {
  public:
-  std::string_view name() const override { return "ring-dev"; }
+  using DeviceAlgorithm::DeviceAlgorithm;
 
  protected:
-  bool implements(Collective c) const override {
-    return c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::allgather;
-  }
-  std::string implemented() const override { return "allreduce, reducescatter and allgather"; }
   unsigned phases(int ranks) const override { return ring_phases(ranks); }
   // Partial sums and finished shards: two regions of the whole message.
   std::size_t buffer_bytes(const CollArgs& a, int ranks) const override {
@@ -32,6 +28,8 @@ class RingDevice final : public DeviceAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_ring_dev_algorithm() { return std::make_unique<RingDevice>(); }
+std::unique_ptr<Algorithm> make_ring_dev_algorithm(DeviceRow row) {
+  return std::make_unique<RingDevice>(std::move(row));
+}
 
 }  // namespace parbench

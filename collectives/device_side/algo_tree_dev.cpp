@@ -8,13 +8,9 @@ namespace {
 
 class TreeDevice final : public DeviceAlgorithm {
  public:
-  std::string_view name() const override { return "tree-dev"; }
+  using DeviceAlgorithm::DeviceAlgorithm;
 
  protected:
-  bool implements(Collective c) const override {
-    return c == Collective::broadcast || c == Collective::reduce || c == Collective::allreduce;
-  }
-  std::string implemented() const override { return "broadcast, reduce and allreduce"; }
   unsigned phases(int) const override { return kTreePhases; }
   void launch([[maybe_unused]] const SymmPeers& p, [[maybe_unused]] const CollArgs& a) const override {
 #ifdef PARBENCH_HAVE_CUDA
@@ -25,6 +21,8 @@ class TreeDevice final : public DeviceAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_tree_dev_algorithm() { return std::make_unique<TreeDevice>(); }
+std::unique_ptr<Algorithm> make_tree_dev_algorithm(DeviceRow row) {
+  return std::make_unique<TreeDevice>(std::move(row));
+}
 
 }  // namespace parbench

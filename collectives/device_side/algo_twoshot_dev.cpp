@@ -8,7 +8,7 @@ namespace {
 
 class TwoShotDevice final : public DeviceAlgorithm {
  public:
-  std::string_view name() const override { return "twoshot-dev"; }
+  using DeviceAlgorithm::DeviceAlgorithm;
 
  protected:
   unsigned phases(int) const override { return kTwoshotPhases; }
@@ -21,6 +21,8 @@ class TwoShotDevice final : public DeviceAlgorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> make_twoshot_dev_algorithm() { return std::make_unique<TwoShotDevice>(); }
+std::unique_ptr<Algorithm> make_twoshot_dev_algorithm(DeviceRow row) {
+  return std::make_unique<TwoShotDevice>(std::move(row));
+}
 
 }  // namespace parbench

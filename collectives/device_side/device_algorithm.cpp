@@ -1,13 +1,21 @@
 // DeviceAlgorithm (device_algorithm.h): the symmetric memory around each device-side collective's launch.
 #include "collectives/device_side/device_algorithm.h"
 
+#include <algorithm>
+
 #include "collectives/communicator/communicator.h"
 #include "collectives/communicator/symmetric_memory.h"
 
 namespace parbench {
 
 std::string DeviceAlgorithm::unsupported(Collective c, const Communicator& comm) const {
-  if (!implements(c)) return std::string(name()) + " implements " + implemented();
+  const auto& mine = collectives();
+  if (std::find(mine.begin(), mine.end(), c) == mine.end()) {
+    std::string list;
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      list += (i == 0 ? "" : i + 1 == mine.size() ? " and " : ", ") + std::string(collective_name(mine[i]));
+    return std::string(name()) + " implements " + list + (mine.size() == 1 ? " only" : "");
+  }
   return symmetric_memory_refusal(comm);
 }
 

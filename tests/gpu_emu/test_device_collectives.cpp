@@ -267,19 +267,22 @@ TEST_P(DeviceCollectives, MessageBeyondTheLimitIsRefusedOnEveryRank) {
   for (const auto& m : messages) EXPECT_NE(m.find("exceeds the symmetric memory's limit"), std::string::npos) << m;
 }
 
-// The collectives each device-side implementation serves (all others refused naming it).
+// The device-side implementations and the collectives each serves, as the registry's rows declare them (all
+// others refused naming the implementation).
 const std::vector<std::pair<std::string, std::vector<Collective>>>& served() {
-  using enum Collective;
-  static const std::vector<std::pair<std::string, std::vector<Collective>>> table = {
-      {"oneshot-dev", {allreduce}},
-      {"twoshot-dev", {allreduce}},
-      {"ring-dev", {allreduce, reduce_scatter, allgather}},
-      {"naive-dev", {broadcast, reduce, allreduce, gather, allgather, scatter, reduce_scatter, alltoall, sendrecv}},
-      {"tree-dev", {broadcast, reduce, allreduce}},
-      {"rd-dev", {allreduce, allgather}},
-      {"rhd-dev", {allreduce, reduce_scatter, allgather}},
-  };
+  static const std::vector<std::pair<std::string, std::vector<Collective>>> table = [] {
+    std::vector<std::pair<std::string, std::vector<Collective>>> t;
+    for (const auto& row : implementation_rows())
+      if (row.kind == ImplKind::device) t.emplace_back(row.name, row.collectives);
+    return t;
+  }();
   return table;
+}
+
+std::vector<std::string> device_implementations() {
+  std::vector<std::string> names;
+  for (const auto& [name, colls] : served()) names.push_back(name);
+  return names;
 }
 
 bool serves(const std::string& impl, Collective c) {
@@ -320,8 +323,7 @@ TEST_P(DeviceCollectives, RefusesWhatItCannotRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Impl, DeviceCollectives,
-                         ::testing::Values("oneshot-dev", "twoshot-dev", "ring-dev", "naive-dev", "tree-dev", "rd-dev",
-                                           "rhd-dev"),
+                         ::testing::ValuesIn(device_implementations()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
                            return i.param.substr(0, i.param.find('-'));
                          });
