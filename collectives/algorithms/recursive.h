@@ -6,22 +6,12 @@
 #include <vector>
 
 #include "collectives/communicator/communicator.h"
+#include "collectives/table/partition.h"
 
 namespace parbench::recursive {
 
-struct Fold {
-  int n, p2, extra, v;
-  bool folded;  // odd rank below 2*extra: only sends its data in and gets the result back
-  Fold(int size, int rank) : n(size) {
-    p2 = 1;
-    while (p2 * 2 <= n) p2 *= 2;
-    extra = n - p2;
-    folded = rank < 2 * extra && rank % 2 == 1;
-    v = rank < 2 * extra ? rank / 2 : rank - extra;
-  }
-  int real_of(int vr) const { return vr < extra ? 2 * vr : vr + extra; }
-  int lo(int vr) const { return vr < extra ? 2 * vr : vr + extra; }  // lo(p2) == n
-};
+// The fold of a group that is not a power of two (table/partition.h, shared with the device-side kernels).
+using Fold = ButterflyFold;
 
 // Element offsets of n blocks: off[b] .. off[b+1] is block b.
 inline std::vector<std::size_t> fixed_blocks(std::size_t count, int n) {

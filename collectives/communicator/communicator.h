@@ -11,6 +11,7 @@
 
 #include "collectives/communicator/algorithm.h"
 #include "collectives/transport/transport.h"
+#include "collectives/table/partition.h"
 #include "collectives/table/types.h"
 #include "core/device.h"
 #include "core/memory.h"
@@ -211,13 +212,14 @@ inline char* byte_ptr(void* p, std::size_t elems, DType t) { return static_cast<
 inline const char* byte_ptr(const void* p, std::size_t elems, DType t) {
   return static_cast<const char*>(p) + elems * dtype_size(t);
 }
-// Block b of `count` elements split as evenly as possible into n blocks: [offset, offset + length).
+// Block b of `count` elements split as evenly as possible into n blocks (table/partition.h, as the device-side
+// kernels split): [offset, offset + length).
 struct Block {
   std::size_t offset, length;
 };
 inline Block even_block(std::size_t count, int n, int b) {
-  std::size_t base = count / std::size_t(n), rem = count % std::size_t(n), ub = std::size_t(b);
-  return {ub * base + (ub < rem ? ub : rem), base + (ub < rem ? 1 : 0)};
+  const EvenPart part = even_part(count, std::size_t(n), std::size_t(b));
+  return {std::size_t(part.offset), std::size_t(part.length)};
 }
 
 }  // namespace parbench

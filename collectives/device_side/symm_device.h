@@ -6,6 +6,7 @@
 
 #include "base/float16.h"
 #include "collectives/device_side/symm_sync.h"
+#include "collectives/table/partition.h"
 #include "collectives/table/types.h"
 #include "device/kernel_common.h"
 
@@ -29,9 +30,8 @@ struct SymmRange {
   unsigned long long begin, end;
 };
 __device__ inline SymmRange symm_part(unsigned long long begin, unsigned long long n, unsigned parts, unsigned i) {
-  const unsigned long long base = n / parts, rem = n % parts;
-  const unsigned long long at = begin + i * base + (i < rem ? i : rem);
-  return {at, at + base + (i < rem ? 1 : 0)};
+  const EvenPart part = even_part(n, parts, i);
+  return {begin + part.offset, begin + part.offset + part.length};
 }
 
 // Blocks for `n` elements per rank: every rank computes the same from the same count (their blocks pair up).

@@ -2,6 +2,7 @@
 // launchers; each collective is one kernel on the caller's stream.
 #pragma once
 #include "collectives/communicator/symm_peers.h"
+#include "collectives/table/partition.h"
 
 namespace parbench {
 
@@ -11,12 +12,8 @@ constexpr unsigned kTwoshotPhases = 3;
 inline unsigned ring_phases(int ranks) { return 2 * unsigned(ranks); }  // at most: input, n - 1 + n - 2 steps, done
 constexpr unsigned kNaivePhases = 2;  // inputs ready, done reading
 constexpr unsigned kTreePhases = 3;   // up the tree, down the tree, done reading
-// The butterflies' steps: lg of the largest power of two not above `ranks` (the others fold into it).
-inline unsigned symm_butterfly_steps(int ranks) {
-  unsigned steps = 0;
-  while ((2 << steps) <= ranks) ++steps;
-  return steps;
-}
+// The butterflies' steps (table/partition.h): lg of the largest power of two not above `ranks`.
+inline unsigned symm_butterfly_steps(int ranks) { return unsigned(butterfly_steps(ranks)); }
 // Fold in, one per step, result to the folded rank, done reading; rhd has a halving and a doubling step per level.
 inline unsigned rd_phases(int ranks) { return symm_butterfly_steps(ranks) + 3; }
 inline unsigned rhd_phases(int ranks) { return 2 * symm_butterfly_steps(ranks) + 3; }
