@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Proves the "How to extend" rows of docs/dev/extending.md: in a scratch copy of the tree it adds a dummy schedule,
-# scheme, collective algorithm, kernel op and collective exactly as their rows say, checks that the files it had to
-# touch are the ones the row names and no others, builds a CPU-only build of the programs, and shows each dummy
-# picked up everywhere: help texts, bench_train --list-runnable, the CTest lists made from the registries, the op
+# scheme, collective algorithm, device-side collective algorithm, kernel op and collective exactly as their rows
+# say, checks that the files it had to touch are the ones the row names and no others, builds a CPU-only build of
+# the programs (and an emulated-GPU one of what the device-side entry needs), and shows each dummy picked up
+# everywhere: help texts, bench_train --list-runnable, the CTest lists made from the registries, the op
 # table's tests, and a run that passes its check. Usage: scripts/check_extensions.sh [SCRATCH_DIR] (default
 # build-extensions/; replaced).
 set -euo pipefail
@@ -47,6 +48,17 @@ sed -i 's/^std::unique_ptr<Scheme> make_ddp(const TrainConfig& cfg, RankContext 
 sed 's/make_naive_algorithm/make_dummyalgo_algorithm/; s/return "naive";/return "dummyalgo";/' \
   "$tree/collectives/algorithms/algo_naive.cpp" >"$tree/collectives/algorithms/algo_dummyalgo.cpp"
 sed -i 's/^\( *\)X(naive, "naive", host, 7) *\\$/&\n\1X(dummyalgo, "dummyalgo", host, 0) \\/' "$tree/collectives/registry.cpp"
+
+# --- a device-side collective algorithm: collectives/device_side/dev_NAME.cu and algo_NAME_dev.cpp (a copy of
+# ring-dev's pair, its launcher renamed and declared in its .cpp, serving allreduce and allgather only) and its row
+dev=$tree/collectives/device_side
+sed 's/\bsymm_ring\b/symm_dummy/g' "$dev/dev_ring.cu" >"$dev/dev_dummy.cu"
+sed 's/make_ring_dev_algorithm/make_dummy_dev_algorithm/; s/cuda_kernels::symm_ring(/cuda_kernels::symm_dummy(/; s/RingDevice/DummyDevice/g' \
+  "$dev/algo_ring_dev.cpp" >"$dev/algo_dummy_dev.cpp"
+sed -i 's/^namespace parbench {$/&\n#ifdef PARBENCH_HAVE_CUDA\nnamespace cuda_kernels {\nvoid symm_dummy(const SymmPeers\& p, int coll, const void* send, void* recv, unsigned long long count, int dtype,\n                int op, void* stream);\n}  \/\/ namespace cuda_kernels\n#endif/' \
+  "$dev/algo_dummy_dev.cpp"
+sed -i 's/^\( *\)D(ring_dev, "ring-dev", allreduce, reduce_scatter, allgather) *\\$/&\n\1D(dummy_dev, "dummy-dev", allreduce, allgather) \\/' \
+  "$tree/collectives/registry.cpp"
 
 # --- a kernel op: kernels/<op>.cu and kernels/<op>.cpp and its lines in kernels/op_table.cpp (a copy of the gelu
 # pair, four ops, renamed; the GELU math they share stays theirs)
@@ -98,6 +110,8 @@ check_row "a pipeline schedule" parallel/schedule/dummysched.cpp parallel/schedu
 check_row "a parallelism scheme" parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp \
   parallel/schemes/registry.cpp parallel/schemes/data_parallel.h
 check_row "a collective algorithm" collectives/algorithms/algo_dummyalgo.cpp collectives/registry.cpp
+check_row "a device-side collective algorithm" collectives/device_side/dev_dummy.cu \
+  collectives/device_side/algo_dummy_dev.cpp collectives/registry.cpp
 check_row "a kernel op" kernels/dummyop.cu kernels/dummyop.cpp kernels/op_table.cpp
 check_row "a collective" collectives/table/types.h collectives/table/collective_table.cpp collectives/algorithms/algo_naive.cpp \
   tests/collectives/test_collective_table.cpp
@@ -105,6 +119,7 @@ touched=$(cd "$scratch" && { diff -rq pristine tree || true; } | sed -E 's#^Only
 expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/schedule.cpp \
   parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp parallel/schemes/registry.cpp \
   parallel/schemes/data_parallel.h collectives/algorithms/algo_dummyalgo.cpp collectives/registry.cpp kernels/dummyop.cu \
+  collectives/device_side/dev_dummy.cu collectives/device_side/algo_dummy_dev.cpp \
   kernels/dummyop.cpp kernels/op_table.cpp collectives/table/types.h collectives/table/collective_table.cpp \
   collectives/algorithms/algo_naive.cpp tests/collectives/test_collective_table.cpp | sort)
 [ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
@@ -116,8 +131,11 @@ echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, ea
 cat >>"$tree/CMakeLists.txt" <<'EOF_CMAKE'
 set_source_files_properties(${CMAKE_SOURCE_DIR}/parallel/schedule/dummysched.cpp
   ${CMAKE_SOURCE_DIR}/parallel/schemes/dummyscheme.cpp DIRECTORY parallel PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
-set_source_files_properties(${CMAKE_SOURCE_DIR}/collectives/algorithms/algo_dummyalgo.cpp DIRECTORY collectives/algorithms
-  PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+set_source_files_properties(${CMAKE_SOURCE_DIR}/collectives/algorithms/algo_dummyalgo.cpp
+  DIRECTORY collectives/algorithms PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
+set_source_files_properties(${CMAKE_SOURCE_DIR}/collectives/device_side/algo_dummy_dev.cpp
+  ${CMAKE_BINARY_DIR}/collectives/device_side/simt_wrappers/collectives_device_side_dev_dummy.cu.cpp
+  DIRECTORY collectives/device_side PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
 set_source_files_properties(${CMAKE_SOURCE_DIR}/kernels/dummyop.cpp
   ${CMAKE_BINARY_DIR}/kernels/simt_wrappers/kernels_dummyop.cu.cpp DIRECTORY kernels
   PROPERTIES SKIP_UNITY_BUILD_INCLUSION ON)
@@ -166,4 +184,29 @@ expect_in "every bench_<collective> program" "[  PASSED  ] 1 test." "$bin/test_c
   --gtest_filter=BenchCli.EveryProgramRunsClean
 expect_in "the op table's three-way check" "[  PASSED  ] 4 tests." "$bin/test_op_table" \
   --gtest_filter='*dummyop*f32*forward'
+# --- the device-side one on the emulated GPU (its own build: the device-side collectives need the cuda device):
+# listed from its row, its tests made from the listing, its data check clean, its planted race caught
+cmake -S "$tree" -B "$scratch/build-emu" -G Ninja -DPARBENCH_CUDA=EMULATED -DCMAKE_UNITY_BUILD=ON \
+  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O0" >"$scratch/configure-emu.log" 2>&1 ||
+  { cat "$scratch/configure-emu.log"; exit 1; }
+cmake --build "$scratch/build-emu" -j "$(nproc)" --target bench_allreduce bench_allgather test_device_collectives \
+  >"$scratch/build-emu.log" 2>&1 || { tail -40 "$scratch/build-emu.log"; exit 1; }
+emu=$scratch/build-emu/bin
+expect_in "bench_allreduce --list-impls" "dummy-dev device allreduce,allgather" "$emu/bench_allreduce" --list-impls
+emu_list=$(cd "$scratch/build-emu" && ctest -N -V 2>&1)
+for t in gpu_dummy-dev_skipped_wait_caught_seed1 gpu_dummy-dev_allgather_skipped_wait_caught_seed1 \
+  gpu_dummy-dev_stalled_rank_named; do
+  grep -q "Test *#[0-9]*: $t\$" <<<"$emu_list" || fail "ctest's list in the emulated build has no $t test"
+  echo "check_extensions: ctest's list has $t"
+done
+(cd "$scratch/build-emu" && ctest -N -V -R '^gpu_bench_allgather_dev_threads3$') | grep 'Test command' |
+  grep -q '"--impl" "[a-z,-]*dummy-dev' || fail "gpu_bench_allgather_dev_threads3 does not run dummy-dev"
+echo "check_extensions: gpu_bench_allgather_dev_threads3 runs dummy-dev"
+expect_in "a dummy-dev run" "Out of bounds values : 0 OK" env PARBENCH_EMU_GPUS=4 "$emu/bench_allgather" \
+  --device cuda --ranks 3 --impl dummy-dev --sizes 1K,33K -n 1 -w 1 --timeout 60
+(cd "$scratch/build-emu" && ctest -R '^gpu_dummy-dev_skipped_wait_caught_seed1$' >"$scratch/ctest-emu.log" 2>&1) ||
+  { cat "$scratch/ctest-emu.log"; fail "the planted race in dummy-dev's kernel was not caught"; }
+echo "check_extensions: gpu_dummy-dev_skipped_wait_caught_seed1 passed (the planted race caught)"
+expect_in "test_device_collectives" "TimedBatchOfEachCollective/dummy_allgather" env PARBENCH_EMU_GPUS=4 "$emu/test_device_collectives" \
+  --gtest_filter='*dummy*'
 echo "check_extensions: every dummy entry was picked up and passed its checks"
