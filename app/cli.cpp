@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "base/error.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 #include "base/text.h"
 
 namespace parbench {

@@ -22,7 +22,7 @@
 #include "collectives/transport/transport_mpi.h"
 #include "app/program.h"
 #include "benchmarks/harness_overhead_options.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 namespace parbench {
 namespace {

@@ -15,7 +15,7 @@
 #include "app/output.h"
 #include "app/program.h"
 #include "benchmarks/memcpy_options.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 #include "core/stream.h"
 #include "profiles/range.h"
 

@@ -1,7 +1,7 @@
 // bench_train: trains the MLP or the GPT-style model under one parallelism scheme and reports step time,
 // throughput, model FLOP/s, memory per category, communication per step and, with --check, the largest
 // parameter difference from a single-rank run on the same global batch. Here: the run's steps; the options and
-// their checks are in train/options.cpp, the measurement in train/measure.cpp, the report in train/report.cpp.
+// their checks are in train/options.cpp, the measurement in train/measure.cpp, the report in train/run_report.cpp.
 #include <iostream>
 #include <optional>
 
@@ -13,7 +13,7 @@
 #include "benchmarks/train/train_run.h"
 #include "collectives/bootstrap.h"
 #include "base/error.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 #include "base/text.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schemes/model_parallel.h"

@@ -5,7 +5,7 @@
 
 #include "app/cli.h"
 #include "base/error.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 namespace parbench::harness_overhead {
 

@@ -2,7 +2,7 @@
 #include "app/cli.h"
 
 #include "base/error.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 namespace parbench::memcpy_bench {
 

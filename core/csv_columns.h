@@ -81,7 +81,7 @@ inline constexpr char counter_cublaslt[] = "%cuBLASLt";
 inline constexpr char counter_roofline[] = "%roofline";
 }  // namespace kernels
 
-// bench_train --csv (benchmarks/train/report.cpp, and the predicted rows of --simulate and --search): one row per
+// bench_train --csv (benchmarks/train/run_report.cpp, and the predicted rows of --simulate and --search): one row per
 // run. Read by parbench-plot scaling, bubble and memory.
 namespace train {
 inline constexpr char model[] = "model";

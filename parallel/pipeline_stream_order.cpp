@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 
 namespace parbench {
 

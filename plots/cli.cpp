@@ -6,7 +6,7 @@
 #include "app/cli.h"
 #include "app/output.h"
 #include "core/csv_columns.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 namespace parbench::plots {
 

@@ -8,7 +8,7 @@
 
 #include "base/error.h"
 #include "core/csv_columns.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 #include "base/text.h"
 #include "plots/figures.h"
 #include "plots/grouping.h"

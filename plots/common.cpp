@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "base/text.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 #include "plots/figures.h"
 
 namespace parbench::plots {

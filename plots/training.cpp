@@ -1,6 +1,6 @@
 // scaling and bubble: figures from a training CSV (bench_train), one series per scheme (and whatever else varies
 // between rows). The scaling figure's lower rows are in plots/scaling_panels.cpp, the memory figure in
-// plots/memory.cpp.
+// plots/memory_figure.cpp.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

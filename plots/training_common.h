@@ -1,5 +1,5 @@
 // What the figures of a training CSV share (scaling and bubble in plots/training.cpp, memory in
-// plots/memory.cpp): the row filters, a row's key, the heading and the no-rows error.
+// plots/memory_figure.cpp): the row filters, a row's key, the heading and the no-rows error.
 #pragma once
 #include <cstddef>
 #include <string>

@@ -1,4 +1,4 @@
-// One step: the schedule's action lists played with these costs (parallel/schedule/simulate.cpp), then the
+// One step: the schedule's action lists played with these costs (parallel/schedule/play.cpp), then the
 // data-parallel reduction and the optimizer; the split of the slowest stage's time; throughput and memory.
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "parallel/plan/partition.h"
 #include "parallel/plan/plan.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 #include "predict/collective_model.h"
 #include "predict/costs.h"
 #include "predict/memory.h"

@@ -31,11 +31,11 @@
 #include "app/interrupt.h"
 #include "app/output.h"
 #include "app/report.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 #include "engine_notes.h"
 #include "options.h"
 #include "profiles/trace.h"
-#include "report.h"
+#include "nccl_tests_output.h"
 #include "sweep_control.h"
 #include "timing.h"
 

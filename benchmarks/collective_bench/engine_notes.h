@@ -6,7 +6,7 @@
 
 #include "collectives/communicator/communicator.h"
 #include "options.h"
-#include "report.h"
+#include "nccl_tests_output.h"
 
 namespace parbench {
 

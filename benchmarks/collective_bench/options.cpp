@@ -15,7 +15,7 @@
 #include "base/text.h"
 #include "app/output.h"
 #include "core/device.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 namespace parbench {
 namespace {

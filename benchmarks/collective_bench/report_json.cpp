@@ -1,7 +1,7 @@
 // See report.h: the JSON side of the report (-J), in nccl-tests' key order and value types: booleans as the
 // strings "true"/"false", root as its "%6i" text, #wrong as a number with decimals (null unchecked), and with -I
 // an "<half>_per_iter" object after each half.
-#include "report.h"
+#include "nccl_tests_output.h"
 
 #include <cstdio>
 #include <cstring>

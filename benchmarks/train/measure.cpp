@@ -13,7 +13,7 @@
 #include "core/current_stream.h"
 #include "core/host_counts.h"
 #include "benchmarks/train/train_run.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 #include "parallel/schemes/model_parallel.h"
 #include "profiles/range.h"
 #include "profiles/trace.h"

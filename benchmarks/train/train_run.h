@@ -1,5 +1,5 @@
 // bench_train's three steps: validate the options (bench_train.cpp), measure on every rank (measure.cpp) and
-// report on rank 0 (report.cpp), sharing the options and what was measured.
+// report on rank 0 (run_report.cpp), sharing the options and what was measured.
 #pragma once
 #include <array>
 #include <map>
@@ -57,7 +57,8 @@ const std::vector<Column>& train_csv_columns();
 std::string memory_column(MemCategory c);
 std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map<std::string, Cell>& cells);
 
-// --simulate (simulate.cpp) and --search (search.cpp): predictions, printed and written like a run's rows.
+// --simulate (simulate_command.cpp) and --search (search_command.cpp): predictions, printed and written like a
+// run's rows.
 int simulate(const Options& o);
 int search(const Options& o);
 int calibrate(const Options& o);  // --calibrate: the fit and its error per group

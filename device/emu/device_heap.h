@@ -1,5 +1,5 @@
 // Device memory of the emulated GPUs lives in one memory file (memfd) per process, so that another process can map
-// an allocation (CUDA IPC, ipc.cpp); and what IPC needs from the allocation registry (memory.cpp).
+// an allocation (CUDA IPC, ipc.cpp); and what IPC needs from the allocation registry (gpu_memory.cpp).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -27,7 +27,7 @@ void unmap_device_range(void* p, std::size_t bytes, bool release_pages, std::uin
 // addresses are not reused while it is remembered among the freed allocations).
 void reserve_device_range(void* p, std::size_t bytes);
 
-// ---- the registry's side of IPC (memory.cpp)
+// ---- the registry's side of IPC (gpu_memory.cpp)
 // Records that the allocation based at `base` is exported in slot `slot` of the export table.
 void set_export_slot(std::uintptr_t base, int slot);
 // Registers an opened IPC mapping as device memory of `device` (what the opening GPU may touch); `from` names the

@@ -1,4 +1,4 @@
-// The emulated GPU's operations and streams, for the files that make and wait for them (streams.cpp, runtime.cpp).
+// The emulated GPU's operations and streams, for the files that make and wait for them (streams.cpp, cuda_runtime.cpp).
 #pragma once
 #include <chrono>
 #include <deque>

@@ -1,5 +1,5 @@
 // simt internals: the jobs that run a launch's blocks and the pools of OS threads that help the launching thread
-// run them (runtime.cpp's launch).
+// run them (host_runtime.cpp's launch).
 #pragma once
 #include <algorithm>
 #include <atomic>

@@ -9,7 +9,7 @@
 #include "base/error.h"
 #include "core/csv_columns.h"
 #include "parallel/schedule/schedule.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 
 // fccp's error types copy the file name with strncpy into a fixed buffer, which g++ flags where the reader's
 // code is inlined into this file's functions: off for the whole file.

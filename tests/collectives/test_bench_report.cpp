@@ -14,7 +14,7 @@
 #include "base/error.h"
 #include "collective_bench/json_stream.h"
 #include "collective_bench/options.h"
-#include "collective_bench/report.h"
+#include "collective_bench/nccl_tests_output.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "base/error.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 using namespace parbench;
 using V = std::vector<std::uint64_t>;

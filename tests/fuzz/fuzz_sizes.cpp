@@ -5,7 +5,7 @@
 #include <string>
 
 #include "base/error.h"
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -2,7 +2,7 @@
 
 #include "base/error.h"
 #include "parallel/pipeline_stream_order.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 
 namespace parbench {
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 
 using namespace parbench;
 

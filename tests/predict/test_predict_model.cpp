@@ -12,7 +12,7 @@
 
 #include "base/error.h"
 #include "parallel/schedule/schedule.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 #include "predict/calibrate.h"
 #include "predict/collective_model.h"
 #include "predict/costs.h"

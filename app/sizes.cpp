@@ -1,5 +1,5 @@
 // Size and size-list parsing.
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 #include <charconv>
 #include <limits>

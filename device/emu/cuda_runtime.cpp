@@ -1,6 +1,6 @@
 // The emulated CUDA runtime: settings, errors (per-thread last error, sticky faults), devices and peer access,
-// streams. Events live in events.cpp, copies and fills in copies.cpp, allocation in memory.cpp, the stream workers in
-// streams.cpp, kernel launches in launch.cpp.
+// streams. Events live in events.cpp, copies and fills in copies.cpp, allocation in gpu_memory.cpp, the stream
+// workers in streams.cpp, kernel launches in launch.cpp.
 #include <cuda_profiler_api.h>
 #include <cxxabi.h>
 #include <dlfcn.h>

@@ -11,7 +11,7 @@
 #include "app/output.h"
 #include "app/report.h"
 #include "core/csv_columns.h"
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 #include "parallel/schemes/model_parallel.h"
 #include "profiles/trace.h"
 

@@ -1,5 +1,5 @@
 // Schedule simulator and checker.
-#include "parallel/schedule/simulate.h"
+#include "parallel/schedule/play.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,12 +1,12 @@
 // See report.h. The text side: column widths are nccl-tests' (size 12, count 12, type 8, redop 6, root 6, then
 // per half time 7, algbw 6, busbw 6, #wrong 6 and with -I four columns of 7), each column after the first
 // preceded by two blanks, -S's time of day last in 21 characters.
-#include "report.h"
+#include "nccl_tests_output.h"
 
 #include <cstdio>
 #include <ctime>
 
-#include "core/sizes.h"
+#include "app/sizes.h"
 
 namespace parbench {
 namespace {
