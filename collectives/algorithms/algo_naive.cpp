@@ -4,13 +4,13 @@
 #include <vector>
 
 #include "collectives/table/alltoallv_split.h"
-#include "collectives/communicator/communicator.h"
+#include "collectives/algorithms/host_algorithm.h"
 
 namespace parbench {
 namespace {
 
 // Root receives every rank's `count` elements of `send` and combines them in rank order into `out`.
-void reduce_to_root(Communicator& c, const void* send, void* out, std::size_t count, DType t, ReduceOp op, int root) {
+void reduce_to_root(CollectiveSteps& c, const void* send, void* out, std::size_t count, DType t, ReduceOp op, int root) {
   const int n = c.size(), r = c.rank();
   const std::size_t bytes = count * dtype_size(t);
   if (r != root) {
@@ -28,7 +28,7 @@ void reduce_to_root(Communicator& c, const void* send, void* out, std::size_t co
 }
 
 // Root sends `bytes` of `buf` to every other rank, which receives into `buf`.
-void broadcast_from_root(Communicator& c, void* buf, std::size_t bytes, int root) {
+void broadcast_from_root(CollectiveSteps& c, void* buf, std::size_t bytes, int root) {
   const int n = c.size();
   if (c.rank() != root) {
     c.recv(buf, bytes, root);
@@ -41,7 +41,7 @@ void broadcast_from_root(Communicator& c, void* buf, std::size_t bytes, int root
 }
 
 // Each peer's block straight to it, this rank's own block copied.
-void exchange_blocks(Communicator& c, const CollArgs& a) {
+void exchange_blocks(CollectiveSteps& c, const CollArgs& a) {
   const int n = c.size(), r = c.rank();
   const std::size_t bytes = a.count * dtype_size(a.dtype);
   const void* src = a.send;
@@ -61,7 +61,7 @@ void exchange_blocks(Communicator& c, const CollArgs& a) {
 }
 
 // Each peer's share of the alltoallv split straight to it, this rank's own share copied.
-void exchange_split(Communicator& c, const CollArgs& a) {
+void exchange_split(CollectiveSteps& c, const CollArgs& a) {
   const int n = c.size(), r = c.rank();
   const AlltoallvSplit s = alltoallv_split(alltoallv_pattern(), r, n, a.count, a.dtype);
   const std::size_t es = dtype_size(a.dtype);
@@ -84,7 +84,7 @@ void exchange_split(Communicator& c, const CollArgs& a) {
 }
 
 // All-gather in log2 n steps: with rank ^ mask, this rank's aligned group of mask blocks for the peer's.
-void hypercube(Communicator& c, const CollArgs& a) {
+void hypercube(CollectiveSteps& c, const CollArgs& a) {
   const int n = c.size(), r = c.rank();
   const std::size_t bytes = a.count * dtype_size(a.dtype);
   c.copy(byte_ptr(a.recv, a.count * std::size_t(r), a.dtype), a.send, bytes);
@@ -98,14 +98,14 @@ void hypercube(Communicator& c, const CollArgs& a) {
   }
 }
 
-class Naive final : public Algorithm {
+class Naive final : public HostAlgorithm {
  public:
   std::string_view name() const override { return "naive"; }
-  std::string unsupported(Collective coll, const Communicator& c) const override {
+  std::string refusal(Collective coll, const CollectiveSteps& c) const override {
     return ranks_refusal(coll, c.size());
   }
 
-  void run(Communicator& c, const CollArgs& a) const override {
+  void run_steps(CollectiveSteps& c, const CollArgs& a) const override {
     const int n = c.size(), r = c.rank();
     const std::size_t es = dtype_size(a.dtype), bytes = a.count * es;
     switch (a.coll) {

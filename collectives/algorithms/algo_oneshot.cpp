@@ -2,25 +2,25 @@
 // GPUs): each rank reads every rank's input directly and reduces locally. Two synchronisations, no data hops.
 #include <vector>
 
-#include "collectives/communicator/communicator.h"
+#include "collectives/algorithms/host_algorithm.h"
 #include "core/memory.h"
 #include "core/stream.h"
 
 namespace parbench {
 namespace {
 
-class OneShot final : public Algorithm {
+class OneShot final : public HostAlgorithm {
  public:
   std::string_view name() const override { return "oneshot"; }
-  std::string unsupported(Collective c, const Communicator& comm) const override {
+  std::string refusal(Collective c, const CollectiveSteps& comm) const override {
     if (c != Collective::allreduce) return "oneshot implements allreduce only";
-    if (!comm.transport().shares_address_space())
+    if (!comm.ranks_share_address_space())
       return "oneshot reads the other ranks' buffers directly, so all ranks must be threads of one process "
              "(--ranks N without mpirun)";
     return {};
   }
 
-  void run(Communicator& c, const CollArgs& a) const override {
+  void run_steps(CollectiveSteps& c, const CollArgs& a) const override {
     const int n = c.size();
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     // On a GPU the input may still be being written by queued work (a copy that returned early, the previous

@@ -5,15 +5,15 @@
 namespace parbench {
 namespace {
 
-class RecursiveDoubling final : public Algorithm {
+class RecursiveDoubling final : public HostAlgorithm {
  public:
   std::string_view name() const override { return "rd"; }
-  std::string unsupported(Collective c, const Communicator&) const override {
+  std::string refusal(Collective c, const CollectiveSteps&) const override {
     if (c == Collective::allreduce || c == Collective::allgather) return {};
     return "rd implements allreduce and allgather";
   }
 
-  void run(Communicator& c, const CollArgs& a) const override {
+  void run_steps(CollectiveSteps& c, const CollArgs& a) const override {
     if (a.coll == Collective::allgather) return recursive::allgather(c, a);
     const int n = c.size(), r = c.rank();
     const std::size_t es = dtype_size(a.dtype), bytes = a.count * es;

@@ -5,15 +5,15 @@
 namespace parbench {
 namespace {
 
-class HalvingDoubling final : public Algorithm {
+class HalvingDoubling final : public HostAlgorithm {
  public:
   std::string_view name() const override { return "rhd"; }
-  std::string unsupported(Collective c, const Communicator&) const override {
+  std::string refusal(Collective c, const CollectiveSteps&) const override {
     if (c == Collective::allreduce || c == Collective::reduce_scatter || c == Collective::allgather) return {};
     return "rhd implements allreduce, reducescatter and allgather";
   }
 
-  void run(Communicator& c, const CollArgs& a) const override {
+  void run_steps(CollectiveSteps& c, const CollArgs& a) const override {
     if (a.coll == Collective::allgather) return recursive::allgather(c, a);
     if (a.coll == Collective::reduce_scatter) return reduce_scatter(c, a);
     const int n = c.size(), r = c.rank();
@@ -39,7 +39,7 @@ class HalvingDoubling final : public Algorithm {
   }
 
  private:
-  static void reduce_scatter(Communicator& c, const CollArgs& a) {
+  static void reduce_scatter(CollectiveSteps& c, const CollArgs& a) {
     const int n = c.size(), r = c.rank();
     const DType t = a.dtype;
     const std::size_t bytes = a.count * dtype_size(t), total = a.count * std::size_t(n);

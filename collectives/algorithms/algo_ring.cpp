@@ -2,17 +2,17 @@
 // (2(p-1) steps, bandwidth-optimal), plus ring reduce-scatter, ring allgather and a pipelined chain broadcast.
 #include <algorithm>
 
-#include "collectives/communicator/communicator.h"
+#include "collectives/algorithms/host_algorithm.h"
 
 namespace parbench {
 namespace {
 
 constexpr std::size_t kBroadcastChunk = 1 << 20;  // bytes per pipelined broadcast step
 
-class Ring final : public Algorithm {
+class Ring final : public HostAlgorithm {
  public:
   std::string_view name() const override { return "ring"; }
-  std::string unsupported(Collective c, const Communicator&) const override {
+  std::string refusal(Collective c, const CollectiveSteps&) const override {
     switch (c) {
       case Collective::allreduce:
       case Collective::reduce_scatter:
@@ -22,7 +22,7 @@ class Ring final : public Algorithm {
     }
   }
 
-  void run(Communicator& c, const CollArgs& a) const override {
+  void run_steps(CollectiveSteps& c, const CollArgs& a) const override {
     switch (a.coll) {
       case Collective::allreduce: return allreduce(c, a);
       case Collective::reduce_scatter: return reduce_scatter(c, a);
@@ -34,7 +34,7 @@ class Ring final : public Algorithm {
  private:
   static int mod(int x, int n) { return ((x % n) + n) % n; }
 
-  static void allreduce(Communicator& c, const CollArgs& a) {
+  static void allreduce(CollectiveSteps& c, const CollArgs& a) {
     const int n = c.size(), r = c.rank(), right = mod(r + 1, n), left = mod(r - 1, n);
     const DType t = a.dtype;
     const std::size_t es = dtype_size(t);
@@ -62,7 +62,7 @@ class Ring final : public Algorithm {
     }
   }
 
-  static void reduce_scatter(Communicator& c, const CollArgs& a) {
+  static void reduce_scatter(CollectiveSteps& c, const CollArgs& a) {
     const int n = c.size(), r = c.rank(), right = mod(r + 1, n), left = mod(r - 1, n);
     const DType t = a.dtype;
     const std::size_t es = dtype_size(t), bytes = a.count * es;
@@ -87,7 +87,7 @@ class Ring final : public Algorithm {
     if (a.op == ReduceOp::avg) c.divide(a.recv, a.count, t);
   }
 
-  static void allgather(Communicator& c, const CollArgs& a) {
+  static void allgather(CollectiveSteps& c, const CollArgs& a) {
     const int n = c.size(), r = c.rank(), right = mod(r + 1, n), left = mod(r - 1, n);
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     auto block = [&](int b) { return byte_ptr(a.recv, a.count * std::size_t(b), a.dtype); };
@@ -99,7 +99,7 @@ class Ring final : public Algorithm {
   }
 
   // Chain root -> root+1 -> ...: chunk k leaves position p at step k + p, so the chain stays full.
-  static void broadcast(Communicator& c, const CollArgs& a) {
+  static void broadcast(CollectiveSteps& c, const CollArgs& a) {
     const int n = c.size(), r = c.rank(), pos = mod(r - a.root, n);
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     if (r == a.root) c.copy(a.recv, a.send, bytes);

@@ -2,15 +2,15 @@
 // and gather / scatter where each subtree's blocks travel together. Ranks are relative to the root: v = r - root.
 #include <algorithm>
 
-#include "collectives/communicator/communicator.h"
+#include "collectives/algorithms/host_algorithm.h"
 
 namespace parbench {
 namespace {
 
-class Tree final : public Algorithm {
+class Tree final : public HostAlgorithm {
  public:
   std::string_view name() const override { return "tree"; }
-  std::string unsupported(Collective c, const Communicator&) const override {
+  std::string refusal(Collective c, const CollectiveSteps&) const override {
     switch (c) {
       case Collective::broadcast:
       case Collective::reduce:
@@ -21,7 +21,7 @@ class Tree final : public Algorithm {
     }
   }
 
-  void run(Communicator& c, const CollArgs& a) const override {
+  void run_steps(CollectiveSteps& c, const CollArgs& a) const override {
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     switch (a.coll) {
       case Collective::broadcast:
@@ -39,7 +39,7 @@ class Tree final : public Algorithm {
  private:
   static int real(int v, int root, int n) { return (v + root) % n; }
 
-  static void broadcast(Communicator& c, void* buf, std::size_t bytes, int root) {
+  static void broadcast(CollectiveSteps& c, void* buf, std::size_t bytes, int root) {
     const int n = c.size(), v = (c.rank() - root + n) % n;
     int mask = 1;
     while (mask < n) {
@@ -54,7 +54,7 @@ class Tree final : public Algorithm {
   }
 
   // Children fold into the parent's accumulator; the root's accumulator is the output.
-  static void reduce(Communicator& c, const CollArgs& a, int root) {
+  static void reduce(CollectiveSteps& c, const CollArgs& a, int root) {
     const int n = c.size(), v = (c.rank() - root + n) % n;
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     void* acc = v == 0 ? a.recv : c.scratch(0, bytes);
@@ -74,7 +74,7 @@ class Tree final : public Algorithm {
   }
 
   // Relative rank v collects the blocks of v .. v + subtree - 1 in order, then passes them up in one message.
-  static void gather(Communicator& c, const CollArgs& a) {
+  static void gather(CollectiveSteps& c, const CollArgs& a) {
     const int n = c.size(), r = c.rank(), v = (r - a.root + n) % n;
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     int have = 1;
@@ -101,7 +101,7 @@ class Tree final : public Algorithm {
     c.copy(a.recv, buf + bytes * head, bytes * std::size_t(a.root));
   }
 
-  static void scatter(Communicator& c, const CollArgs& a) {
+  static void scatter(CollectiveSteps& c, const CollArgs& a) {
     const int n = c.size(), r = c.rank(), v = (r - a.root + n) % n;
     const std::size_t bytes = a.count * dtype_size(a.dtype);
     char* buf = static_cast<char*>(c.scratch(0, bytes * std::size_t(n)));

@@ -5,7 +5,7 @@
 #pragma once
 #include <vector>
 
-#include "collectives/communicator/communicator.h"
+#include "collectives/algorithms/host_algorithm.h"
 #include "collectives/table/partition.h"
 
 namespace parbench::recursive {
@@ -27,7 +27,7 @@ inline std::vector<std::size_t> even_blocks(std::size_t count, int n) {
 }
 
 // On entry virtual rank v holds its own range of `buf`; on exit every range. Folded ranks do not take part.
-inline void doubling_allgather(Communicator& c, const Fold& f, void* buf, const std::vector<std::size_t>& off,
+inline void doubling_allgather(CollectiveSteps& c, const Fold& f, void* buf, const std::vector<std::size_t>& off,
                                DType t) {
   const std::size_t es = dtype_size(t);
   for (int mask = 1; mask < f.p2; mask <<= 1) {
@@ -43,7 +43,7 @@ inline void doubling_allgather(Communicator& c, const Fold& f, void* buf, const 
 
 // On entry `src` holds this virtual rank's full contribution (`src` may be `buf`: in place); on exit `buf`'s own
 // range is reduced over all. The first step reads `src`, later ones the partial results in `buf`.
-inline void halving_reduce_scatter(Communicator& c, const Fold& f, const void* src, void* buf,
+inline void halving_reduce_scatter(CollectiveSteps& c, const Fold& f, const void* src, void* buf,
                                    const std::vector<std::size_t>& off, DType t, ReduceOp op) {
   const std::size_t es = dtype_size(t);
   int g = 0, m = f.p2;
@@ -63,7 +63,7 @@ inline void halving_reduce_scatter(Communicator& c, const Fold& f, const void* s
 }
 
 // Fold step of a reduction: odd ranks below 2*extra send `bytes` of `buf`; their partners add it in.
-inline void fold_in(Communicator& c, const Fold& f, void* buf, std::size_t count, DType t, ReduceOp op) {
+inline void fold_in(CollectiveSteps& c, const Fold& f, void* buf, std::size_t count, DType t, ReduceOp op) {
   const int r = c.rank();
   if (r >= 2 * f.extra) return;
   const std::size_t bytes = count * dtype_size(t);
@@ -74,7 +74,7 @@ inline void fold_in(Communicator& c, const Fold& f, void* buf, std::size_t count
 }
 
 // rd's allgather: also used by rhd. Works for any n.
-inline void allgather(Communicator& c, const CollArgs& a) {
+inline void allgather(CollectiveSteps& c, const CollArgs& a) {
   const int n = c.size(), r = c.rank();
   const std::size_t bytes = a.count * dtype_size(a.dtype);
   const Fold f(n, r);

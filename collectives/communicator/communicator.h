@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "collectives/communicator/algorithm.h"
+#include "collectives/communicator/collective_steps.h"
 #include "collectives/transport/transport.h"
-#include "collectives/table/partition.h"
 #include "collectives/table/types.h"
 #include "core/device.h"
 #include "core/memory.h"
@@ -25,16 +25,17 @@ class Communicator;
 // (choose_automatically, collectives/registry.h), given by the code that makes communicators (the bootstrap).
 using ImplementationChooser = const Algorithm& (*)(Collective c, const Communicator& comm);
 
-class Communicator {
+class Communicator final : public CollectiveSteps {
  public:
   Communicator(std::unique_ptr<Transport> transport, Device device, double timeout_s, ImplementationChooser choose);
   ~Communicator();
   Communicator(Communicator&&) noexcept;
   Communicator& operator=(Communicator&&) noexcept;
 
-  int rank() const { return transport_->rank(); }
-  int size() const { return transport_->size(); }
-  const Device& device() const { return device_; }
+  int rank() const override { return transport_->rank(); }
+  int size() const override { return transport_->size(); }
+  const Device& device() const override { return device_; }
+  bool ranks_share_address_space() const override { return transport_->shares_address_space(); }
   Transport& transport() const { return *transport_; }
   int local_rank() const { return local_rank_; }
   // The world rank of rank `r` of this communicator (split ones keep their members' world ranks).
@@ -82,7 +83,7 @@ class Communicator {
   Communicator split(int color, int key);
 
   // Point-to-point: every op of the group is posted, then all complete, within the timeout.
-  void group(std::span<const P2POp> ops);
+  void group(std::span<const P2POp> ops) override;
   // Sends that complete in the background (the pipeline's activations and gradients): keep the buffers unchanged
   // until finish_sends() returns, which waits, within the timeout, until the peers have received them all.
   void post_sends(std::span<const P2POp> ops);
@@ -91,9 +92,9 @@ class Communicator {
   // per peer in issue order (tags are not used: both sides must issue in the same order). Needs nccl_comm().
   void queue_group(std::span<const P2POp> ops, void* stream);
   void abandon_sends() { transport_->abandon_sends(); }  // after a failure, before the buffers go
-  void send(const void* buf, std::size_t bytes, int peer);
-  void recv(void* buf, std::size_t bytes, int peer);
-  void barrier();
+  void send(const void* buf, std::size_t bytes, int peer) override;
+  void recv(void* buf, std::size_t bytes, int peer) override;
+  void barrier() override;
 
   // The implementation this communicator's collectives run (null: the chooser given at construction, per
   // collective), set once; split() passes it on.
@@ -134,12 +135,12 @@ class Communicator {
     combine(inout, inout, in, count, t, op);
   }
   // out = x op y: an out-of-place algorithm's first step reads its send buffer instead of a copy of it.
-  void combine(void* out, const void* x, const void* y, std::size_t count, DType t, ReduceOp op);
-  void divide(void* buf, std::size_t count, DType t);  // buf /= size(): the end of avg
-  void copy(void* dst, const void* src, std::size_t bytes);
+  void combine(void* out, const void* x, const void* y, std::size_t count, DType t, ReduceOp op) override;
+  void divide(void* buf, std::size_t count, DType t) override;  // buf /= size(): the end of avg
+  void copy(void* dst, const void* src, std::size_t bytes) override;
   // A device buffer of at least `bytes`, kept between calls (slots 0..3 are independent). Algorithms use slots
   // 0 and 1; run() stages host buffers on a GPU in 2 and 3.
-  void* scratch(int slot, std::size_t bytes);
+  void* scratch(int slot, std::size_t bytes) override;
   // A pinned host buffer of at least `bytes`, kept between calls, for implementations that stage GPU data through
   // host memory (MPI's collectives); a larger request replaces it.
   char* host_staging(std::size_t bytes) { return host_staging_.get(bytes); }
@@ -206,20 +207,5 @@ class Communicator {
 // "allreduce/ring of 1024 bytes (256 x f32 per rank, 4 ranks)": how reports name a call.
 std::string describe_call(Collective c, std::string_view impl, std::size_t bytes, std::size_t count, DType t,
                           int ranks);
-
-// Helpers shared by the algorithm files.
-inline char* byte_ptr(void* p, std::size_t elems, DType t) { return static_cast<char*>(p) + elems * dtype_size(t); }
-inline const char* byte_ptr(const void* p, std::size_t elems, DType t) {
-  return static_cast<const char*>(p) + elems * dtype_size(t);
-}
-// Block b of `count` elements split as evenly as possible into n blocks (table/partition.h, as the device-side
-// kernels split): [offset, offset + length).
-struct Block {
-  std::size_t offset, length;
-};
-inline Block even_block(std::size_t count, int n, int b) {
-  const EvenPart part = even_part(count, std::size_t(n), std::size_t(b));
-  return {std::size_t(part.offset), std::size_t(part.length)};
-}
 
 }  // namespace parbench
