@@ -106,7 +106,8 @@ if(NOT Boost_FOUND)
   if(Boost_VERSION_STRING)
     set(_pb_found "found Boost ${Boost_VERSION_STRING} without a static context library")
   endif()
-  parbench_leave_out("simt's Boost.Context fibers" "${_pb_found}; the simt device switches with ucontext, about ten times slower: "
+  parbench_leave_out("simt's Boost.Context fibers"
+                     "${_pb_found}; the simt device switches with ucontext, about ten times slower: "
                      "Debian/Ubuntu libboost-context-dev, RHEL/Rocky boost-devel and boost-static (CRB)")
 endif()
 

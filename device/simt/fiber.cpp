@@ -106,10 +106,10 @@ void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* a
   makecontext(&c.uc, reinterpret_cast<void (*)()>(&fiber_start), 2, unsigned(p >> 32), unsigned(p & 0xffffffffu));
 #else
   c.fctx = fctx::make_fcontext(s.lo + s.size, s.size, &fiber_start);
+  c.resumer = nullptr;
 #endif
   c.entry = entry;
   c.arg = arg;
-  c.resumer = nullptr;
 }
 
 GuardInfo& running_guard() {

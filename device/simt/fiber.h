@@ -51,7 +51,9 @@ struct Context {
 #endif
   void (*entry)(void*) = nullptr;  // what a fiber runs when first switched to
   void* arg = nullptr;
+#ifndef PARBENCH_SIMT_UCONTEXT
   Context* resumer = nullptr;  // the context that last switched to this one: where the switch saves it
+#endif
 };
 // Prepares `c` to run entry(arg) on `s` when first switched to. entry must never return.
 void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* arg);
@@ -61,10 +63,10 @@ void make_context(Context& c, const FiberStack& s, void (*entry)(void*), void* a
 // recorded on the fiber resumed and the exit, when this one resumes, on this one; a fiber's first run and last
 // switch would leave them unbalanced.
 __attribute__((no_sanitize("thread"))) inline void switch_context(Context& from, Context& to) {
-  to.resumer = &from;
 #ifdef PARBENCH_SIMT_UCONTEXT
   swapcontext(&from.uc, &to.uc);  // saves into `from` itself: nothing to hand back
 #else
+  to.resumer = &from;
   const boost::context::detail::transfer_t t = boost::context::detail::jump_fcontext(to.fctx, &to);
   from.resumer->fctx = t.fctx;
 #endif

@@ -43,10 +43,10 @@ inline const WarpSlots& exchange(const void* mine, std::size_t bytes, const char
   return s;
 }
 
-inline float bf16_lo(std::uint32_t w) { return simt_bf16_bits_to_float(std::uint16_t(w)); }
-inline float bf16_hi(std::uint32_t w) { return simt_bf16_bits_to_float(std::uint16_t(w >> 16)); }
-inline float f16_lo(std::uint32_t w) { return simt_f16_bits_to_float(std::uint16_t(w)); }
-inline float f16_hi(std::uint32_t w) { return simt_f16_bits_to_float(std::uint16_t(w >> 16)); }
+inline float bf16_lo(std::uint32_t w) { return float16::bf16_bits_to_float(std::uint16_t(w)); }
+inline float bf16_hi(std::uint32_t w) { return float16::bf16_bits_to_float(std::uint16_t(w >> 16)); }
+inline float f16_lo(std::uint32_t w) { return float16::f16_bits_to_float(std::uint16_t(w)); }
+inline float f16_hi(std::uint32_t w) { return float16::f16_bits_to_float(std::uint16_t(w >> 16)); }
 
 struct MmaOperands {
   std::uint32_t a[4], b[2];

@@ -135,24 +135,20 @@ inline float __uint2float_rn(unsigned x) { return float(x); }
 
 // ---- 16-bit floats. Storage is one uint16_t (same layout as CUDA's and parbench::bf16/f16), so
 // launchers may reinterpret_cast host buffers. The conversions are base/float16.h's (nearest even, NaN canonical).
-inline std::uint16_t simt_float_to_bf16_bits(float f) { return float16::float_to_bf16_bits(f); }
-inline float simt_bf16_bits_to_float(std::uint16_t b) { return float16::bf16_bits_to_float(b); }
-inline std::uint16_t simt_float_to_f16_bits(float f) { return float16::float_to_f16_bits(f); }
-inline float simt_f16_bits_to_float(std::uint16_t h) { return float16::f16_bits_to_float(h); }
 
 struct __nv_bfloat16 {
   std::uint16_t __x;
   __nv_bfloat16() = default;
-  __nv_bfloat16(float f) : __x(simt_float_to_bf16_bits(f)) {}
-  __nv_bfloat16(double d) : __x(simt_float_to_bf16_bits(float(d))) {}
-  operator float() const { return simt_bf16_bits_to_float(__x); }
+  __nv_bfloat16(float f) : __x(float16::float_to_bf16_bits(f)) {}
+  __nv_bfloat16(double d) : __x(float16::float_to_bf16_bits(float(d))) {}
+  operator float() const { return float16::bf16_bits_to_float(__x); }
 };
 struct __half {
   std::uint16_t __x;
   __half() = default;
-  __half(float f) : __x(simt_float_to_f16_bits(f)) {}
-  __half(double d) : __x(simt_float_to_f16_bits(float(d))) {}
-  operator float() const { return simt_f16_bits_to_float(__x); }
+  __half(float f) : __x(float16::float_to_f16_bits(f)) {}
+  __half(double d) : __x(float16::float_to_f16_bits(float(d))) {}
+  operator float() const { return float16::f16_bits_to_float(__x); }
 };
 using half = __half;
 using nv_bfloat16 = __nv_bfloat16;

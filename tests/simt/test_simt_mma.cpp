@@ -22,9 +22,9 @@ using simt_test::random_ints;
 namespace {
 
 std::uint16_t f16_bits(int v) {  // small integers only: exact in f16
-  return parbench::simt::simt_float_to_f16_bits(float(v));
+  return parbench::float16::float_to_f16_bits(float(v));
 }
-std::uint16_t bf16_bits(int v) { return parbench::simt::simt_float_to_bf16_bits(float(v)); }
+std::uint16_t bf16_bits(int v) { return parbench::float16::float_to_bf16_bits(float(v)); }
 
 struct MmaCase {
   std::vector<int> a, b, c;  // a 16x16, b 16x8 (k by n), c 16x8

@@ -142,8 +142,8 @@ TEST(SimtRuntime, MemoryStreamsEventsAndLastError) {
 // The conversions themselves are base/float16.h's (tests/core/test_float16.cpp); simt's 16-bit arithmetic
 // rounds each result through them.
 TEST(SimtTypes, SixteenBitArithmeticRoundsEachResult) {
-  EXPECT_EQ(simt::simt_float_to_f16_bits(65520.0f), 0x7c00);
-  EXPECT_EQ(simt::simt_float_to_bf16_bits(1.0f + 1.0f / 256), 0x3f80);  // halfway, even below
+  EXPECT_EQ(parbench::float16::float_to_f16_bits(65520.0f), 0x7c00);
+  EXPECT_EQ(parbench::float16::float_to_bf16_bits(1.0f + 1.0f / 256), 0x3f80);  // halfway, even below
   const simt::__nv_bfloat16 one(1.0f), tiny(1.0f / 512);
   EXPECT_EQ(float(one + tiny), 1.0f);
   EXPECT_EQ(float(simt::__hfma(simt::__nv_bfloat16(3.0f), simt::__nv_bfloat16(0.5f), one)), 2.5f);
