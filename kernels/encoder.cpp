@@ -154,7 +154,7 @@ Work encoder_forward_workload(OpCase& c, const OpShape& s) {
       out = c.out(t, {s.B, s.T, s.C});
   double n = double(s.B) * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::encoder_forward(out[i], inp[i], wte[i], wpe[i], st); };
-  return Work{call, {out}, n, 3 * n * elem_bytes(t)};
+  return Work{call, {out}, n, 3 * n * elem_bytes(t)}.named({{"inp", inp}, {"wte", wte}, {"wpe", wpe}, {"out", out}});
 }
 
 Work encoder_backward_workload(OpCase& c, const OpShape& s) {
@@ -163,7 +163,8 @@ Work encoder_backward_workload(OpCase& c, const OpShape& s) {
       dwpe = c.in(t, {s.T, s.C});
   double n = double(s.B) * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::encoder_backward(dwte[i], dwpe[i], dout[i], inp[i], st); };
-  return Work{call, {dwte, dwpe}, 2 * n, 5 * n * elem_bytes(t)};
+  return Work{call, {dwte, dwpe}, 2 * n, 5 * n * elem_bytes(t)}.named(
+      {{"inp", inp}, {"dout", dout}, {"dwte", dwte}, {"dwpe", dwpe}});
 }
 
 }  // namespace parbench::optable

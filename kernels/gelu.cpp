@@ -107,7 +107,7 @@ Work gelu_forward_workload(OpCase& c, const OpShape& s) {
   Arg inp = c.in(c.dtype(), {s.B, s.T, 4 * s.C}, -3, 3), out = c.out(c.dtype(), {s.B, s.T, 4 * s.C});
   double n = 4.0 * s.B * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::gelu_forward(out[i], inp[i], st); };
-  return Work{call, {out}, 9 * n, 2 * n * elem_bytes(c.dtype())};
+  return Work{call, {out}, 9 * n, 2 * n * elem_bytes(c.dtype())}.named({{"inp", inp}, {"out", out}});
 }
 
 Work gelu_backward_workload(OpCase& c, const OpShape& s) {
@@ -115,7 +115,8 @@ Work gelu_backward_workload(OpCase& c, const OpShape& s) {
       dinp = c.out(c.dtype(), {s.B, s.T, 4 * s.C});
   double n = 4.0 * s.B * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::gelu_backward(dinp[i], inp[i], dout[i], st); };
-  return Work{call, {dinp}, 16 * n, 3 * n * elem_bytes(c.dtype())};
+  return Work{call, {dinp}, 16 * n, 3 * n * elem_bytes(c.dtype())}.named(
+      {{"inp", inp}, {"dout", dout}, {"dinp", dinp}});
 }
 
 Work bias_gelu_forward_workload(OpCase& c, const OpShape& s) {
@@ -123,7 +124,7 @@ Work bias_gelu_forward_workload(OpCase& c, const OpShape& s) {
       out = c.out(c.dtype(), {s.B * s.T, 4 * s.C});
   double n = 4.0 * s.B * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::bias_gelu_forward(out[i], inp[i], bias[i], st); };
-  return Work{call, {out}, 10 * n, 2 * n * elem_bytes(c.dtype())};
+  return Work{call, {out}, 10 * n, 2 * n * elem_bytes(c.dtype())}.named({{"inp", inp}, {"bias", bias}, {"out", out}});
 }
 
 Work bias_gelu_backward_workload(OpCase& c, const OpShape& s) {
@@ -134,7 +135,8 @@ Work bias_gelu_backward_workload(OpCase& c, const OpShape& s) {
   auto call = [=](int i, const Stream& st) mutable {
     ops::bias_gelu_backward(dinp[i], &dbias[i], inp[i], bias[i], dout[i], st);
   };
-  return Work{call, {dinp, dbias}, 18 * n, 4 * n * elem_bytes(c.dtype())};
+  return Work{call, {dinp, dbias}, 18 * n, 4 * n * elem_bytes(c.dtype())}.named(
+      {{"inp", inp}, {"bias", bias}, {"dout", dout}, {"dinp", dinp}, {"dbias", dbias}});
 }
 
 }  // namespace parbench::optable

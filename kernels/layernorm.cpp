@@ -118,7 +118,8 @@ Work layernorm_forward_workload(OpCase& c, const OpShape& s) {
   auto call = [=](int i, const Stream& st) mutable {
     ops::layernorm_forward(out[i], mean[i], rstd[i], inp[i], w[i], bias[i], st);
   };
-  return Work{call, {out, mean, rstd}, 8 * n, 3 * n * elem_bytes(t)};
+  return Work{call, {out, mean, rstd}, 8 * n, 3 * n * elem_bytes(t)}.named(
+      {{"inp", inp}, {"weight", w}, {"bias", bias}, {"out", out}, {"mean", mean}, {"rstd", rstd}});
 }
 
 Work layernorm_backward_workload(OpCase& c, const OpShape& s) {
@@ -130,7 +131,8 @@ Work layernorm_backward_workload(OpCase& c, const OpShape& s) {
   auto call = [=](int i, const Stream& st) mutable {
     ops::layernorm_backward(dinp[i], dw[i], db[i], dout[i], inp[i], w[i], mean[i], rstd[i], st);
   };
-  return Work{call, {dinp, dw, db}, 16 * n, 6 * n * elem_bytes(t)};
+  return Work{call, {dinp, dw, db}, 16 * n, 6 * n * elem_bytes(t)}.named({{"inp", inp}, {"weight", w}, {"mean", mean},
+      {"rstd", rstd}, {"dout", dout}, {"dinp", dinp}, {"dweight", dw}, {"dbias", db}});
 }
 
 }  // namespace parbench::optable
