@@ -43,6 +43,7 @@ struct Options {
   double peak_tflops = 0, peak_gbps = 0;
   double min_time = 0;
   bool resume = false;
+  bool list_ops = false;   // --list-ops: the op table's rows instead of benchmarks
   std::string max_memory;  // --max-memory BYTES
 };
 
