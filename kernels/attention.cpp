@@ -164,6 +164,8 @@ void flash_attention_backward(T* dinp, acc_t<T>*, const T* dout, const T* inp, c
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 namespace {
 // The storage dtype and (B, T, C) of an attention input (B,T,3C).
 struct AttnShape {

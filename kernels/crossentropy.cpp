@@ -101,6 +101,8 @@ void crossentropy_shard_finish(acc_t<T>* losses, T* dlogits, const T* logits, co
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void crossentropy_forward_backward(Tensor& losses, Tensor* dlogits, const Tensor& logits, const Tensor& targets,
                                    float dloss, const Stream& s) {
   Op op{"crossentropy_forward_backward", s};

@@ -79,6 +79,8 @@ void encoder_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, 
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 // The embedding ops' checks: inp (B,T) i32 token ids, `table` (V,C), `positions` (maxT >= T, C) when not null, and
 // the activation `act` (B,T,C), in storage dtype d. The tokens of a full table must lie inside it; a vocabulary
 // shard (`vocab_begin` given: its first token id) skips the others. Returns {B, T, C, V}.

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "device/column_partials.h"
+#include "kernels/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -59,6 +59,8 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T*
 }  // namespace parbench::ref
 
 namespace parbench::ops {
+
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
 
 void gelu_forward(Tensor& out, const Tensor& inp, const Stream& s) {
   Op op{"gelu_forward", s};

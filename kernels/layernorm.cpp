@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "device/column_partials.h"
+#include "kernels/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -73,6 +73,8 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
 }  // namespace parbench::ref
 
 namespace parbench::ops {
+
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
 
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& inp, const Tensor& weight,
                        const Tensor& bias, const Stream& s) {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "device/column_partials.h"
+#include "kernels/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -83,6 +83,8 @@ void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
 }  // namespace parbench::ref
 
 namespace parbench::ops {
+
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
 
 std::string_view matmul_algo_name(MatmulAlgo a) {
   switch (a) {

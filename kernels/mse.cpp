@@ -35,6 +35,8 @@ void mse_backward(T* dpred, const T* pred, const T* target, std::int64_t n, floa
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void mse_forward(Tensor& loss, const Tensor& pred, const Tensor& target, const Stream& s) {
   Op op{"mse_forward", s};
   DType d = op.storage(pred, "pred");

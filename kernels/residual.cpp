@@ -29,6 +29,8 @@ void residual_backward(T* da, T* db, const T* dout, std::int64_t n, void*) {
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void residual_forward(Tensor& out, const Tensor& a, const Tensor& b, const Stream& s) {
   Op op{"residual_forward", s};
   DType d = op.storage(out, "out");
