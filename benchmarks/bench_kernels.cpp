@@ -20,9 +20,9 @@
 
 #include "app/program.h"
 #include "app/interrupt.h"
-#include "benchmarks/kernels_memory.h"
-#include "benchmarks/kernels_options.h"
-#include "benchmarks/kernels_rows.h"
+#include "benchmarks/kernels_bench/memory.h"
+#include "benchmarks/kernels_bench/options.h"
+#include "benchmarks/kernels_bench/rows.h"
 #include "base/error.h"
 #include "core/csv_columns.h"
 #include "core/current_stream.h"
@@ -359,7 +359,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // Google Benchmark's own --benchmark_* flags are taken out of argv by benchmark::Initialize before our options
-  // are parsed; --csv and --json are ours (kernels_rows.h: a row per finished benchmark).
+  // are parsed; --csv and --json are ours (kernels_bench/rows.h: a row per finished benchmark).
   std::vector<std::string> args(argv, argv + argc);
   std::vector<char*> av;
   for (auto& a : args) av.push_back(a.data());
