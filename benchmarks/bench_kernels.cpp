@@ -20,9 +20,9 @@
 
 #include "app/program.h"
 #include "app/interrupt.h"
-#include "benchmarks/kernels_memory.h"
-#include "benchmarks/kernels_options.h"
-#include "benchmarks/kernels_rows.h"
+#include "benchmarks/kernels_bench/memory.h"
+#include "benchmarks/kernels_bench/options.h"
+#include "benchmarks/kernels_bench/rows.h"
 #include "base/error.h"
 #include "core/csv_columns.h"
 #include "core/current_stream.h"
@@ -270,9 +270,11 @@ void register_benchmarks(Bench& b, const Options& o, KernelRowsReporter& reporte
       auto part = [&](optable::LinearPart p) {
         return Spec{.entry = nullptr, .dtype = dt, .shape = {}, .linear = LinearSpec{l, p}};
       };
-      add_matmul_versions("linear_forward", part(optable::LinearPart::forward), tail);
-      add_gradient("linear_input_gradient", part(optable::LinearPart::input_gradient), tail);
-      add_gradient("linear_weight_gradient", part(optable::LinearPart::weight_gradient), tail);
+      using optable::LinearPart;
+      using optable::linear_row_name;
+      add_matmul_versions(std::string(linear_row_name(LinearPart::forward)), part(LinearPart::forward), tail);
+      add_gradient(std::string(linear_row_name(LinearPart::input_gradient)), part(LinearPart::input_gradient), tail);
+      add_gradient(std::string(linear_row_name(LinearPart::weight_gradient)), part(LinearPart::weight_gradient), tail);
     }
   for (const auto& shape : shapes) {
     for (DType dt : dtypes) {
@@ -289,7 +291,29 @@ void register_benchmarks(Bench& b, const Options& o, KernelRowsReporter& reporte
   }
 }
 
+// --list-ops: the table's rows, for scripts that pick bench_kernels rows by what they are rather than by name.
+void list_ops() {
+  std::cout << "name,kind,backward,forward_of,cost,k,per_block\n";
+  for (const optable::OpRow& r : optable::op_rows()) {
+    const char* kind = r.kind == optable::OpKind::matmul_versions ? "matmul_versions"
+                       : r.kind == optable::OpKind::fixed_dtype   ? "fixed_dtype"
+                                                                  : "per_dtype";
+    std::cout << r.name << "," << kind << "," << r.pair.backward << "," << r.pair.forward_of << ","
+              << optable::cost_role_name(r.cost.role) << "," << r.cost.k << "," << r.cost.per_block << "\n";
+  }
+  // --linear's rows: kind linear, the part of the layer in the cost column.
+  using optable::LinearPart;
+  for (LinearPart p : {LinearPart::forward, LinearPart::input_gradient, LinearPart::weight_gradient}) {
+    const std::string_view name = optable::linear_row_name(p);
+    std::cout << name << ",linear,,," << name.substr(name.find('_') + 1) << ",,1\n";
+  }
+}
+
 int run(Bench& b, const Options& o, int argc, char** argv) {
+  if (o.list_ops) {
+    list_ops();
+    return 0;
+  }
   check_output_paths({{"--csv", o.common.csv}, {"--json", o.common.json}, {"--trace", o.common.trace}});
   if (o.resume && o.common.csv.empty()) throw UsageError("--resume needs --csv FILE: the benchmarks to skip are its rows");
   KernelRowsReporter reporter(o.common.csv, o.common.json, o.resume);
@@ -335,7 +359,7 @@ int run(Bench& b, const Options& o, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   // Google Benchmark's own --benchmark_* flags are taken out of argv by benchmark::Initialize before our options
-  // are parsed; --csv and --json are ours (kernels_rows.h: a row per finished benchmark).
+  // are parsed; --csv and --json are ours (kernels_bench/rows.h: a row per finished benchmark).
   std::vector<std::string> args(argv, argv + argc);
   std::vector<char*> av;
   for (auto& a : args) av.push_back(a.data());

@@ -53,7 +53,7 @@ inline constexpr char wrong[] = "wrong";
 inline constexpr HeaderColumn header[] = {{device}, {bytes}, {time_us, 2}, {gbps, 2}, {wrong}};
 }  // namespace memcpy_bench
 
-// bench_kernels: its --csv (benchmarks/kernels_rows.cpp, fixed columns) and the counters each benchmark sets, which
+// bench_kernels: its --csv (benchmarks/kernels_bench/rows.cpp, fixed columns) and the counters each benchmark sets, which
 // are also columns of Google Benchmark's own CSV (--benchmark_format=csv, which bench_train --calibrate reads with
 // name, real_time, time_unit and error_occurred).
 namespace kernels {

@@ -164,6 +164,8 @@ void flash_attention_backward(T* dinp, acc_t<T>*, const T* dout, const T* inp, c
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 namespace {
 // The storage dtype and (B, T, C) of an attention input (B,T,3C).
 struct AttnShape {
@@ -249,7 +251,7 @@ Work attention_forward_workload(OpCase& c, const OpShape& s) {
       att = c.out(c.acc(), {s.B, s.NH, s.T, s.T});
   double io = 4.0 * s.B * s.T * s.C * elem_bytes(t), scores = double(s.B) * s.NH * s.T * s.T * 4;
   auto call = [=](int i, const Stream& st) mutable { ops::attention_forward(out[i], att[i], inp[i], s.NH, st); };
-  return Work{call, {out, att}, attn_flops(s), io + 3 * scores};
+  return Work{call, {out, att}, attn_flops(s), io + 3 * scores}.named({{"inp", inp}, {"out", out}, {"att", att}});
 }
 
 Work attention_backward_workload(OpCase& c, const OpShape& s) {
@@ -266,7 +268,8 @@ Work attention_backward_workload(OpCase& c, const OpShape& s) {
     forward_done[std::size_t(i)] = true;
     ops::attention_backward(dinp[i], scratch[i], dout[i], inp[i], att[i], s.NH, st);
   };
-  return Work{call, {dinp}, 2 * attn_flops(s), io + 5 * scores};
+  return Work{call, {dinp}, 2 * attn_flops(s), io + 5 * scores}.named(
+      {{"inp", inp}, {"dout", dout}, {"dinp", dinp}});
 }
 
 Work flash_attention_forward_workload(OpCase& c, const OpShape& s) {
@@ -274,7 +277,8 @@ Work flash_attention_forward_workload(OpCase& c, const OpShape& s) {
   Arg inp = c.in(t, {s.B, s.T, 3 * s.C}, -1, 1), out = c.out(t, {s.B, s.T, s.C}),
       lse = c.out(c.acc(), {s.B, s.NH, s.T});
   auto call = [=](int i, const Stream& st) mutable { ops::flash_attention_forward(out[i], lse[i], inp[i], s.NH, st); };
-  return Work{call, {out, lse}, attn_flops(s), 4.0 * s.B * s.T * s.C * elem_bytes(t)};
+  return Work{call, {out, lse}, attn_flops(s), 4.0 * s.B * s.T * s.C * elem_bytes(t)}.named(
+      {{"inp", inp}, {"out", out}, {"lse", lse}});
 }
 
 Work flash_attention_backward_workload(OpCase& c, const OpShape& s) {
@@ -288,7 +292,8 @@ Work flash_attention_backward_workload(OpCase& c, const OpShape& s) {
     forward_done[std::size_t(i)] = true;
     ops::flash_attention_backward(dinp[i], scratch[i], dout[i], inp[i], out[i], lse[i], s.NH, st);
   };
-  return Work{call, {dinp}, 3.5 * attn_flops(s), 12.0 * s.B * s.T * s.C * elem_bytes(t)};
+  return Work{call, {dinp}, 3.5 * attn_flops(s), 12.0 * s.B * s.T * s.C * elem_bytes(t)}.named(
+      {{"inp", inp}, {"dout", dout}, {"dinp", dinp}});
 }
 
 // The flash pair at the head sizes of the tensor-core kernels: the shape's C split into heads of 64 channels, and
@@ -305,6 +310,13 @@ WideHeads wide_heads(const OpShape& s) {
   b.C = 128 * b.NH;
   return {a, b};
 }
+// The named tensors of both halves, told apart by "hs64/" and "hs128/".
+std::vector<NamedArg> prefixed(const Work& a, const Work& b) {
+  std::vector<NamedArg> out;
+  for (const NamedArg& x : a.args) out.push_back({"hs64/" + x.name, x.arg});
+  for (const NamedArg& x : b.args) out.push_back({"hs128/" + x.name, x.arg});
+  return out;
+}
 }  // namespace
 
 Work flash_attention_fwd_hs64_128_workload(OpCase& c, const OpShape& s) {
@@ -314,7 +326,8 @@ Work flash_attention_fwd_hs64_128_workload(OpCase& c, const OpShape& s) {
     fa(i, st);
     fb(i, st);
   };
-  return Work{call, {a.checked[0], a.checked[1], b.checked[0], b.checked[1]}, a.flops + b.flops, a.bytes + b.bytes};
+  return Work{call, {a.checked[0], a.checked[1], b.checked[0], b.checked[1]}, a.flops + b.flops, a.bytes + b.bytes}
+      .named(prefixed(a, b));
 }
 
 Work flash_attention_bwd_hs64_128_workload(OpCase& c, const OpShape& s) {
@@ -324,7 +337,7 @@ Work flash_attention_bwd_hs64_128_workload(OpCase& c, const OpShape& s) {
     fa(i, st);
     fb(i, st);
   };
-  return Work{call, {a.checked[0], b.checked[0]}, a.flops + b.flops, a.bytes + b.bytes};
+  return Work{call, {a.checked[0], b.checked[0]}, a.flops + b.flops, a.bytes + b.bytes}.named(prefixed(a, b));
 }
 
 }  // namespace parbench::optable

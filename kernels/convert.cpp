@@ -20,6 +20,8 @@ void convert(To* out, const From* inp, std::int64_t n, void*) {
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void convert(Tensor& out, const Tensor& inp, const Stream& s) {
   Op op{"convert", s};
   op.device(out, "out");

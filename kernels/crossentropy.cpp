@@ -101,6 +101,8 @@ void crossentropy_shard_finish(acc_t<T>* losses, T* dlogits, const T* logits, co
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void crossentropy_forward_backward(Tensor& losses, Tensor* dlogits, const Tensor& logits, const Tensor& targets,
                                    float dloss, const Stream& s) {
   Op op{"crossentropy_forward_backward", s};
@@ -194,10 +196,13 @@ Work crossentropy_forward_backward_workload(OpCase& c, const OpShape& s) {
   Arg logits = c.in(t, {s.B * s.T, s.V}, -3, 3), targets = c.tokens({s.B * s.T}, s.V),
       losses = c.out(c.acc(), {s.B * s.T}), dlogits = c.out(t, {s.B * s.T, s.V});
   double n = double(s.B) * s.T * s.V;
+  const float dloss = 1.f / float(s.B * s.T);
   auto call = [=](int i, const Stream& st) mutable {
-    ops::crossentropy_forward_backward(losses[i], &dlogits[i], logits[i], targets[i], 1.f / float(s.B * s.T), st);
+    ops::crossentropy_forward_backward(losses[i], &dlogits[i], logits[i], targets[i], dloss, st);
   };
-  return Work{call, {losses, dlogits}, 6 * n, 3 * n * elem_bytes(t)};
+  // Its own pair: the losses are the forward, dlogits their gradient for dloss per row.
+  return Work{call, {losses, dlogits}, 6 * n, 3 * n * elem_bytes(t)}.named(
+      {{"logits", logits}, {"targets", targets}, {"losses", losses}, {"dlogits", dlogits}}, dloss);
 }
 
 }  // namespace parbench::optable

@@ -89,7 +89,7 @@ T* ptr_or_null(const Tensor* t) {
   return t ? t->ptr<T>() : nullptr;
 }
 
-// fp32 scratch for an op's kernels (e.g. the partials of device/column_sums.h) on the op's device, for work queued on
+// fp32 scratch for an op's kernels (e.g. the partials of kernels/column_sums.h) on the op's device, for work queued on
 // its stream: one buffer per calling thread and stream, grown on demand and kept until the thread ends, so that a
 // training step neither allocates nor frees (a free without the caching pool waits for the whole device, which can
 // stall behind a collective waiting for another rank). Ops on one stream run in its order, so they share the
@@ -115,10 +115,8 @@ void with_storage(DType d, F&& f) {
 
 }  // namespace parbench::ops::detail
 
-// The op host files define their ops in parbench::ops, these helpers at hand (only they include this header).
-namespace parbench::ops {
-using namespace detail;
-}  // namespace parbench::ops
+// The op host files define their ops in parbench::ops and bring these helpers in with a using-directive of their
+// own: a header that did so would hand the detail namespace to everything including it.
 
 // PB_RUN(op, T, name, args...): calls name(args..., stream) in ref on cpu, simt_kernels on simt or cuda_kernels on
 // cuda; the argument list is written once. T is the storage type: the kernels exist for float and bf16 only,

@@ -79,6 +79,8 @@ void encoder_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, 
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 // The embedding ops' checks: inp (B,T) i32 token ids, `table` (V,C), `positions` (maxT >= T, C) when not null, and
 // the activation `act` (B,T,C), in storage dtype d. The tokens of a full table must lie inside it; a vocabulary
 // shard (`vocab_begin` given: its first token id) skips the others. Returns {B, T, C, V}.
@@ -154,7 +156,7 @@ Work encoder_forward_workload(OpCase& c, const OpShape& s) {
       out = c.out(t, {s.B, s.T, s.C});
   double n = double(s.B) * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::encoder_forward(out[i], inp[i], wte[i], wpe[i], st); };
-  return Work{call, {out}, n, 3 * n * elem_bytes(t)};
+  return Work{call, {out}, n, 3 * n * elem_bytes(t)}.named({{"inp", inp}, {"wte", wte}, {"wpe", wpe}, {"out", out}});
 }
 
 Work encoder_backward_workload(OpCase& c, const OpShape& s) {
@@ -163,7 +165,8 @@ Work encoder_backward_workload(OpCase& c, const OpShape& s) {
       dwpe = c.in(t, {s.T, s.C});
   double n = double(s.B) * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::encoder_backward(dwte[i], dwpe[i], dout[i], inp[i], st); };
-  return Work{call, {dwte, dwpe}, 2 * n, 5 * n * elem_bytes(t)};
+  return Work{call, {dwte, dwpe}, 2 * n, 5 * n * elem_bytes(t)}.named(
+      {{"inp", inp}, {"dout", dout}, {"dwte", dwte}, {"dwpe", dwpe}});
 }
 
 }  // namespace parbench::optable

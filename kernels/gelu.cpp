@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "device/column_partials.h"
+#include "kernels/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -60,6 +60,8 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T*
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void gelu_forward(Tensor& out, const Tensor& inp, const Stream& s) {
   Op op{"gelu_forward", s};
   DType d = op.storage(out, "out");
@@ -107,7 +109,7 @@ Work gelu_forward_workload(OpCase& c, const OpShape& s) {
   Arg inp = c.in(c.dtype(), {s.B, s.T, 4 * s.C}, -3, 3), out = c.out(c.dtype(), {s.B, s.T, 4 * s.C});
   double n = 4.0 * s.B * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::gelu_forward(out[i], inp[i], st); };
-  return Work{call, {out}, 9 * n, 2 * n * elem_bytes(c.dtype())};
+  return Work{call, {out}, 9 * n, 2 * n * elem_bytes(c.dtype())}.named({{"inp", inp}, {"out", out}});
 }
 
 Work gelu_backward_workload(OpCase& c, const OpShape& s) {
@@ -115,7 +117,8 @@ Work gelu_backward_workload(OpCase& c, const OpShape& s) {
       dinp = c.out(c.dtype(), {s.B, s.T, 4 * s.C});
   double n = 4.0 * s.B * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::gelu_backward(dinp[i], inp[i], dout[i], st); };
-  return Work{call, {dinp}, 16 * n, 3 * n * elem_bytes(c.dtype())};
+  return Work{call, {dinp}, 16 * n, 3 * n * elem_bytes(c.dtype())}.named(
+      {{"inp", inp}, {"dout", dout}, {"dinp", dinp}});
 }
 
 Work bias_gelu_forward_workload(OpCase& c, const OpShape& s) {
@@ -123,7 +126,7 @@ Work bias_gelu_forward_workload(OpCase& c, const OpShape& s) {
       out = c.out(c.dtype(), {s.B * s.T, 4 * s.C});
   double n = 4.0 * s.B * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::bias_gelu_forward(out[i], inp[i], bias[i], st); };
-  return Work{call, {out}, 10 * n, 2 * n * elem_bytes(c.dtype())};
+  return Work{call, {out}, 10 * n, 2 * n * elem_bytes(c.dtype())}.named({{"inp", inp}, {"bias", bias}, {"out", out}});
 }
 
 Work bias_gelu_backward_workload(OpCase& c, const OpShape& s) {
@@ -134,7 +137,8 @@ Work bias_gelu_backward_workload(OpCase& c, const OpShape& s) {
   auto call = [=](int i, const Stream& st) mutable {
     ops::bias_gelu_backward(dinp[i], &dbias[i], inp[i], bias[i], dout[i], st);
   };
-  return Work{call, {dinp, dbias}, 18 * n, 4 * n * elem_bytes(c.dtype())};
+  return Work{call, {dinp, dbias}, 18 * n, 4 * n * elem_bytes(c.dtype())}.named(
+      {{"inp", inp}, {"bias", bias}, {"dout", dout}, {"dinp", dinp}, {"dbias", dbias}});
 }
 
 }  // namespace parbench::optable

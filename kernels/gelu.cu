@@ -1,5 +1,5 @@
 // GELU (tanh form) and fused bias + GELU, forward and backward.
-#include "device/column_sums.h"
+#include "kernels/column_sums.h"
 
 namespace parbench::PB_KERNEL_NS {
 

@@ -35,6 +35,8 @@ void clip_by_norm(T* x, std::int64_t n, const acc_t<T>* norm_sq, float max_norm,
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void norm_squared(Tensor& out, const Tensor& x, bool accumulate, const Stream& s) {
   Op op{"norm_squared", s};
   DType d = op.storage(x, "x");

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "device/column_partials.h"
+#include "kernels/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -74,6 +74,8 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& inp, const Tensor& weight,
                        const Tensor& bias, const Stream& s) {
   Op op{"layernorm_forward", s};
@@ -118,7 +120,8 @@ Work layernorm_forward_workload(OpCase& c, const OpShape& s) {
   auto call = [=](int i, const Stream& st) mutable {
     ops::layernorm_forward(out[i], mean[i], rstd[i], inp[i], w[i], bias[i], st);
   };
-  return Work{call, {out, mean, rstd}, 8 * n, 3 * n * elem_bytes(t)};
+  return Work{call, {out, mean, rstd}, 8 * n, 3 * n * elem_bytes(t)}.named(
+      {{"inp", inp}, {"weight", w}, {"bias", bias}, {"out", out}, {"mean", mean}, {"rstd", rstd}});
 }
 
 Work layernorm_backward_workload(OpCase& c, const OpShape& s) {
@@ -130,7 +133,8 @@ Work layernorm_backward_workload(OpCase& c, const OpShape& s) {
   auto call = [=](int i, const Stream& st) mutable {
     ops::layernorm_backward(dinp[i], dw[i], db[i], dout[i], inp[i], w[i], mean[i], rstd[i], st);
   };
-  return Work{call, {dinp, dw, db}, 16 * n, 6 * n * elem_bytes(t)};
+  return Work{call, {dinp, dw, db}, 16 * n, 6 * n * elem_bytes(t)}.named({{"inp", inp}, {"weight", w}, {"mean", mean},
+      {"rstd", rstd}, {"dout", dout}, {"dinp", dinp}, {"dweight", dw}, {"dbias", db}});
 }
 
 }  // namespace parbench::optable

@@ -1,6 +1,6 @@
 // Layernorm over the last dimension: one warp per row; saves mean and rstd for the backward pass. The backward's
-// dinp takes a warp per row, dweight and dbias two-pass column sums (device/column_sums.h).
-#include "device/column_sums.h"
+// dinp takes a warp per row, dweight and dbias two-pass column sums (kernels/column_sums.h).
+#include "kernels/column_sums.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -55,7 +55,7 @@ __global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, const T* 
   }
 }
 
-// The parameter gradients' terms of row r, column c: dweight gets norm * dout, dbias dout (device/column_sums.h).
+// The parameter gradients' terms of row r, column c: dweight gets norm * dout, dbias dout (kernels/column_sums.h).
 template <class T>
 struct LayernormParamTerms {
   static constexpr int sums = 2;

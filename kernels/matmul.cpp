@@ -5,7 +5,7 @@
 #include <optional>
 #include <type_traits>
 
-#include "device/column_partials.h"
+#include "kernels/column_partials.h"
 #include "kernels/dispatch.h"
 #include "kernels/op_table.h"
 #include "kernels/ops.h"
@@ -83,6 +83,8 @@ void matmul_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
 }  // namespace parbench::ref
 
 namespace parbench::ops {
+
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
 
 std::string_view matmul_algo_name(MatmulAlgo a) {
   switch (a) {
@@ -231,16 +233,19 @@ Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part, bool wit
             (double(BT) * C + double(OC) * C + double(BT) * OC + (with_bias ? OC : 0)) * e};
     // The tensor-core versions round fp32 inputs to bf16.
     if ((algo == ops::MatmulAlgo::wmma || algo == ops::MatmulAlgo::mma) && t == DType::f32) wk.tol = 2e-2;
+    wk.args = {{"inp", inp}, {"weight", w}, {"out", out}};
+    if (bias) wk.args.push_back({"bias", *bias});
     return wk;
   }
   const bool input = part != LinearPart::weight_gradient, weight = part != LinearPart::input_gradient;
   const bool bias = part == LinearPart::backward;
   Arg dout = c.in(t, {BT, OC}, -0.2, 0.2);
   std::vector<Arg> outs;
+  std::vector<NamedArg> named{{"inp", inp}, {"weight", w}, {"dout", dout}};
   Arg dinp, dw, db;
-  if (input) outs.push_back(dinp = c.out(t, {BT, C}));
-  if (weight) outs.push_back(dw = c.out(t, {OC, C}));
-  if (bias) outs.push_back(db = c.out(t, {OC}));
+  if (input) outs.push_back(dinp = c.out(t, {BT, C})), named.push_back({"dinp", dinp});
+  if (weight) outs.push_back(dw = c.out(t, {OC, C})), named.push_back({"dweight", dw});
+  if (bias) outs.push_back(db = c.out(t, {OC})), named.push_back({"dbias", db});
   const ops::MatmulAlgo algo = c.algo();
   auto call = [=](int i, const Stream& st) mutable {
     bool cpu = st.device().kind == DeviceKind::cpu;
@@ -253,7 +258,7 @@ Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part, bool wit
   if (input) flops += 2.0 * BT * C * OC, bytes += (double(OC) * C + double(BT) * C) * e;
   if (weight) flops += 2.0 * BT * C * OC, bytes += (double(BT) * C + double(OC) * C) * e;
   if (bias) flops += double(BT) * OC, bytes += OC * e;
-  return Work{call, outs, flops, bytes};
+  return Work{call, outs, flops, bytes}.named(std::move(named));
 }
 
 // The model's matmuls, (BT, C * in_mult) -> (BT, C * out_mult).

@@ -3,7 +3,7 @@
 // loads, 4 WMMA tensor cores (bf16 in, fp32 accumulate), 5 mma.sync with a cp.async pipeline (matmul_mma.h).
 // The backward runs on the version-2 kernel, which takes arbitrary strides, or on version 5 (its operands read
 // k-major through ldmatrix.trans; the bf16 default on cuda), and a two-pass column sum for the bias.
-#include "device/column_sums.h"
+#include "kernels/column_sums.h"
 #include "device/kernel_common.h"
 #include "kernels/matmul_mma.h"
 

@@ -35,6 +35,8 @@ void mse_backward(T* dpred, const T* pred, const T* target, std::int64_t n, floa
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void mse_forward(Tensor& loss, const Tensor& pred, const Tensor& target, const Stream& s) {
   Op op{"mse_forward", s};
   DType d = op.storage(pred, "pred");
@@ -59,14 +61,16 @@ Work mse_forward_workload(OpCase& c, const OpShape& s) {
   std::int64_t n = std::int64_t(s.B) * s.T * s.C;
   Arg p = c.in(c.dtype(), {n}), y = c.in(c.dtype(), {n}), loss = c.out(c.acc(), {1});
   auto call = [=](int i, const Stream& st) mutable { ops::mse_forward(loss[i], p[i], y[i], st); };
-  return Work{call, {loss}, 3.0 * n, 2.0 * n * elem_bytes(c.dtype())};
+  return Work{call, {loss}, 3.0 * n, 2.0 * n * elem_bytes(c.dtype())}.named(
+      {{"pred", p}, {"target", y}, {"loss", loss}});
 }
 
 Work mse_backward_workload(OpCase& c, const OpShape& s) {
   std::int64_t n = std::int64_t(s.B) * s.T * s.C;
   Arg p = c.in(c.dtype(), {n}), y = c.in(c.dtype(), {n}), dp = c.out(c.dtype(), {n});
   auto call = [=](int i, const Stream& st) mutable { ops::mse_backward(dp[i], p[i], y[i], 1.f, st); };
-  return Work{call, {dp}, 3.0 * n, 3.0 * n * elem_bytes(c.dtype())};
+  return Work{call, {dp}, 3.0 * n, 3.0 * n * elem_bytes(c.dtype())}.named(
+      {{"pred", p}, {"target", y}, {"dpred", dp}}, 1.0);
 }
 
 }  // namespace parbench::optable

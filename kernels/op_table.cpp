@@ -1,5 +1,5 @@
-// The op table, one line per workload (defined in its op's host file, kernels/<op>.cpp, as <name>_workload), and
-// the making and comparing of a workload's tensors on every side.
+// The op table: each row of kernels/op_list.h with its workload (defined in its op's host file, kernels/<op>.cpp, as
+// <name>_workload), and the making and comparing of a workload's tensors on every side.
 #include "kernels/op_table.h"
 
 #include <algorithm>
@@ -13,49 +13,14 @@
 #include "base/error.h"
 #include "core/memory.h"
 
-// The table, in the order bench_kernels registers it: X(name, kind).
-#define PB_OP_TABLE(X)                                 \
-  X(matmul_forward_qkv, OpKind::matmul_versions)       \
-  X(matmul_forward_fc, OpKind::matmul_versions)        \
-  X(matmul_forward_fcproj, OpKind::matmul_versions)    \
-  X(matmul_forward_fc_gelu, OpKind::matmul_versions)   \
-  X(encoder_forward, OpKind::per_dtype)                \
-  X(encoder_backward, OpKind::per_dtype)               \
-  X(matmul_backward_fc, OpKind::per_dtype)             \
-  X(matmul_backward_input_fc, OpKind::per_dtype)       \
-  X(matmul_backward_weight_fc, OpKind::per_dtype)      \
-  X(gelu_forward, OpKind::per_dtype)                   \
-  X(gelu_backward, OpKind::per_dtype)                  \
-  X(bias_gelu_forward, OpKind::per_dtype)              \
-  X(bias_gelu_backward, OpKind::per_dtype)             \
-  X(layernorm_forward, OpKind::per_dtype)              \
-  X(layernorm_backward, OpKind::per_dtype)             \
-  X(residual_forward, OpKind::per_dtype)               \
-  X(residual_backward, OpKind::per_dtype)              \
-  X(attention_forward, OpKind::per_dtype)              \
-  X(attention_backward, OpKind::per_dtype)             \
-  X(flash_attention_forward, OpKind::per_dtype)        \
-  X(flash_attention_backward, OpKind::per_dtype)       \
-  X(flash_attention_fwd_hs64_128, OpKind::per_dtype)   \
-  X(flash_attention_bwd_hs64_128, OpKind::per_dtype)   \
-  X(crossentropy_forward_backward, OpKind::per_dtype)  \
-  X(adamw_update, OpKind::per_dtype)                   \
-  X(adamw_update_master, OpKind::per_dtype)            \
-  X(sgd_update, OpKind::per_dtype)                     \
-  X(norm_squared, OpKind::per_dtype)                   \
-  X(clip_by_norm, OpKind::per_dtype)                   \
-  X(mse_forward, OpKind::per_dtype)                    \
-  X(mse_backward, OpKind::per_dtype)                   \
-  X(convert_f32_bf16_roundtrip, OpKind::fixed_dtype)
-
 namespace parbench::optable {
 
-#define PB_DECLARE_WORKLOAD(name, kind) Work name##_workload(OpCase& c, const OpShape& s);
+#define PB_DECLARE_WORKLOAD(name, kind, pair, cost) Work name##_workload(OpCase& c, const OpShape& s);
 PB_OP_TABLE(PB_DECLARE_WORKLOAD)
 #undef PB_DECLARE_WORKLOAD
 
 const std::vector<OpEntry>& op_table() {
-#define PB_ENTRY(name, kind) OpEntry{#name, name##_workload, kind},
+#define PB_ENTRY(name, kind, pair, cost) OpEntry{#name, name##_workload, kind, pair, cost},
   static const std::vector<OpEntry> table{PB_OP_TABLE(PB_ENTRY)};
 #undef PB_ENTRY
   return table;

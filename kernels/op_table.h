@@ -1,6 +1,6 @@
 // The op table: one workload per op (its inputs, the call, the outputs to check, and the counted work), which
 // the kernel tests run on every device against the reference and bench_kernels times. Each op's workload lives
-// in its host file (kernels/<op>.cpp); the table (kernels/op_table.cpp) lists it in one line.
+// in its host file (kernels/<op>.cpp); its row (kernels/op_list.h) lists it in one line with its pairing.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -11,6 +11,7 @@
 #include "core/allocator.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "kernels/op_list.h"
 #include "kernels/op_params.h"
 #include "kernels/ops.h"
 
@@ -56,30 +57,44 @@ class OpCase {
   TrackedAllocator host_{Device{}};
 };
 
+// A workload's tensor under its name in the op's signature ("inp", "weight", "out"); the gradient of a tensor is
+// named "d" and its name ("dinp"), after any "prefix/" of a workload made of several.
+struct NamedArg {
+  std::string name;
+  Arg arg;
+};
+
 // What a workload runs: call(side, stream) runs the op on that side's tensors; `checked` are the outputs compared
-// across sides; flops and bytes are the counted work of one call.
+// across sides; flops and bytes are the counted work of one call. A workload of a pair (a forward or its backward)
+// names its tensors in `args`, so that the gradient check can give the backward its forward's inputs and saved
+// outputs and find the gradients; `dloss` is the gradient a backward takes as a number rather than a tensor
+// (mse_backward's and crossentropy's dloss), for each element of its forward's outputs that have no gradient tensor.
 struct Work {
   std::function<void(int side, const Stream&)> call;
   std::vector<Arg> checked;
   double flops = 0, bytes = 0;
   double tol = 0;  // 0: default_tolerance(dtype)
+  std::vector<NamedArg> args = {};
+  double dloss = 0;
+  Work named(std::vector<NamedArg> a, double loss_gradient = 0) && {
+    args = std::move(a);
+    dloss = loss_gradient;
+    return std::move(*this);
+  }
 };
-
-// How an entry is run: once per storage dtype, once per matmul version as well, or once (its dtypes are fixed).
-enum class OpKind { per_dtype, matmul_versions, fixed_dtype };
 
 struct OpEntry {
   std::string name;
   Work (*make)(OpCase&, const OpShape&);
   OpKind kind;
+  OpPair pair;
+  OpCost cost;
 };
 
 const std::vector<OpEntry>& op_table();
 
-// A linear layer (BT, C) -> (BT, OC) on its own, at any widths (bench_kernels --linear, whose forward is the GEMM
-// alone, `with_bias` false; the table's matmul entries are it at the model's widths, with the bias): its forward, its
-// whole backward, or the input or weight gradient alone.
-enum class LinearPart { forward, backward, input_gradient, weight_gradient };
+// A linear layer on its own (bench_kernels --linear, whose forward is the GEMM alone, `with_bias` false; the
+// table's matmul entries are it at the model's widths, with the bias).
 Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part, bool with_bias = true);
 
 // Bound on the relative L2 error of an output against the reference: f32 differs by summation order over long

@@ -6,11 +6,12 @@ file(GLOB PB_OP_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cu)
 file(GLOB PB_OP_HOST_SOURCES CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
 list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublas.cpp)  # cuda only, below
 list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/matmul_cublaslt.cpp)
-list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/op_params.cpp)      # its own library, below
+list(REMOVE_ITEM PB_OP_HOST_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/op_params.cpp      # their own library, below
+     ${CMAKE_CURRENT_SOURCE_DIR}/op_list.cpp)
 
-# What ops take that needs no kernels (workload shapes, AdamW settings), apart: command-line checks and training
-# configurations link it without the kernels.
-add_library(parbench_op_params STATIC op_params.cpp)
+# What ops take that needs no kernels (workload shapes, AdamW settings, the table's rows), apart: command-line
+# checks, training configurations and the predictor link it without the kernels.
+add_library(parbench_op_params STATIC op_params.cpp op_list.cpp)
 target_include_directories(parbench_op_params PUBLIC ${CMAKE_SOURCE_DIR})
 
 add_library(parbench_kernels STATIC ${PB_OP_HOST_SOURCES})

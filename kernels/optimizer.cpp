@@ -62,6 +62,8 @@ void sgd_update(T* params, const T* grads, std::int64_t n, float lr, float weigh
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void adamw_update(Tensor& params, const Tensor& grads, Tensor& m, Tensor& v, const AdamWConfig& cfg, int step,
                   const Stream& s) {
   Op op{"adamw_update", s};

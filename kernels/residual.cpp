@@ -29,6 +29,8 @@ void residual_backward(T* da, T* db, const T* dout, std::int64_t n, void*) {
 
 namespace parbench::ops {
 
+using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
+
 void residual_forward(Tensor& out, const Tensor& a, const Tensor& b, const Stream& s) {
   Op op{"residual_forward", s};
   DType d = op.storage(out, "out");
@@ -53,7 +55,7 @@ Work residual_forward_workload(OpCase& c, const OpShape& s) {
       out = c.out(c.dtype(), {s.B, s.T, s.C});
   double n = double(s.B) * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::residual_forward(out[i], a[i], b[i], st); };
-  return Work{call, {out}, n, 3 * n * elem_bytes(c.dtype())};
+  return Work{call, {out}, n, 3 * n * elem_bytes(c.dtype())}.named({{"a", a}, {"b", b}, {"out", out}});
 }
 
 Work residual_backward_workload(OpCase& c, const OpShape& s) {
@@ -61,7 +63,7 @@ Work residual_backward_workload(OpCase& c, const OpShape& s) {
       dout = c.in(c.dtype(), {s.B, s.T, s.C});
   double n = double(s.B) * s.T * s.C;
   auto call = [=](int i, const Stream& st) mutable { ops::residual_backward(da[i], db[i], dout[i], st); };
-  return Work{call, {da, db}, 2 * n, 5 * n * elem_bytes(c.dtype())};
+  return Work{call, {da, db}, 2 * n, 5 * n * elem_bytes(c.dtype())}.named({{"dout", dout}, {"da", da}, {"db", db}});
 }
 
 }  // namespace parbench::optable

@@ -28,8 +28,15 @@
 #include "base/text.h"
 #include "core/csv_columns.h"
 #include "core/stats.h"
+#include "kernels/op_list.h"
 
 namespace parbench::predict {
+
+bool KernelSample::matmul() const {
+  const optable::OpRow* row = optable::find_op_row(op);
+  return row && row->cost.matrix();
+}
+bool KernelSample::linear() const { return optable::linear_part_of(op, nullptr); }
 
 std::vector<CollectiveSample> read_collective_csv(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("--calibrate: cannot read " + path + "; accepted: a bench_<collective> --csv file");
@@ -263,10 +270,22 @@ std::optional<MeasuredLinear> linear_of_shape(const std::string& shape) {
 
 // Which part of a linear an op's row times: its forward, input gradient or weight gradient; null for another op.
 double MeasuredLinear::*part_of(const std::string& op) {
-  if (op == "linear_forward") return &MeasuredLinear::forward_s;
-  if (op == "linear_input_gradient") return &MeasuredLinear::input_gradient_s;
-  if (op == "linear_weight_gradient") return &MeasuredLinear::weight_gradient_s;
+  optable::LinearPart part{};
+  if (!optable::linear_part_of(op, &part)) return nullptr;
+  switch (part) {
+    case optable::LinearPart::forward: return &MeasuredLinear::forward_s;
+    case optable::LinearPart::input_gradient: return &MeasuredLinear::input_gradient_s;
+    case optable::LinearPart::weight_gradient: return &MeasuredLinear::weight_gradient_s;
+    case optable::LinearPart::backward: return nullptr;
+  }
   return nullptr;
+}
+
+// The op table's attention pair measured against SDPA: the forward of cost role measured_attention and its backward.
+std::pair<std::string, std::string> measured_attention_ops() {
+  const std::vector<std::string_view> rows = optable::op_names_with(optable::CostRole::measured_attention);
+  if (rows.size() != 1) throw Error("the op table has " + std::to_string(rows.size()) + " measured_attention rows");
+  return {std::string(rows[0]), std::string(optable::find_op_row(rows[0])->pair.backward)};
 }
 
 // `held` with each of `added` in it, replacing an entry of the same shape and element size.
@@ -330,6 +349,7 @@ std::vector<MeasuredAttention> read_sdpa_csv(const std::string& path) {
   if (!std::ifstream(path)) throw UsageError("--calibrate: cannot read " + path + "; " + form);
   std::vector<std::array<double, 4>> order;
   std::map<std::array<double, 4>, MeasuredAttention> by_shape;
+  const auto [forward_op, backward_op] = measured_attention_ops();
   try {
     io::CSVReader<6, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
     in.read_header(io::ignore_extra_column, "B", "T", "NH", "hs", "op", "sdpa_us");
@@ -337,14 +357,14 @@ std::vector<MeasuredAttention> read_sdpa_csv(const std::string& path) {
     std::string op;
     while (in.read_row(b, t, nh, hs, op, us)) {
       const std::string where = path + ":" + std::to_string(in.get_file_line());
-      if (op != "flash_attention_forward" && op != "flash_attention_backward") continue;
+      if (op != forward_op && op != backward_op) continue;
       for (double v : {b, t, nh, hs})
         if (!(v >= 1 && v <= 1e9 && v == std::floor(v)))
           throw UsageError("--calibrate: " + where + ": B, T, NH and hs must be whole numbers from 1 to 1e9");
       if (!(us >= 1e-6 && us <= 1e12)) throw UsageError("--calibrate: " + where + ": sdpa_us must be a time in us");
       const std::array<double, 4> key{b, t, nh, hs};
       if (!by_shape.count(key)) order.push_back(key), by_shape[key] = MeasuredAttention{b, nh, t, hs, 2, 0, 0};
-      (op == "flash_attention_forward" ? by_shape[key].forward_s : by_shape[key].backward_s) = us * 1e-6;
+      (op == forward_op ? by_shape[key].forward_s : by_shape[key].backward_s) = us * 1e-6;
     }
   } catch (const io::error::base& e) {
     throw UsageError("--calibrate: " + path + ": " + e.what() + "; " + form);

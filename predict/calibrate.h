@@ -39,8 +39,10 @@ std::vector<LinkFit> fit_links(const std::vector<CollectiveSample>& samples);
 struct KernelSample {
   std::string op, impl, dtype, shape;
   double flops = 0, bytes = 0, seconds = 0;
-  bool matmul() const { return op.rfind("matmul", 0) == 0; }
-  bool linear() const { return op.rfind("linear_", 0) == 0; }  // a part of a bench_kernels --linear
+  // A matrix op of the op table (kernels/op_list.h: its cost role), rated against the matrix peak.
+  bool matmul() const;
+  // A part of a bench_kernels --linear (the op table's linear row names).
+  bool linear() const;
 };
 
 // Whether a CSV is Google Benchmark's (bench_kernels --benchmark_format=csv): its header starts with "name,".

@@ -39,7 +39,15 @@ mkdir -p "$(dirname "$out")"
 # Kernels (f32) at each --shapes entry and at a shape doing almost no work (the fixed cost of an op): matmul and
 # elementwise rates of a block's op mix, as efficiency curves by op size (scripts/calibrate_kernels.awk says how).
 overhead_shape=B=1,T=1,C=4,NH=1,V=4
-f32_rows='^(matmul_forward_(qkv|fc|fcproj)/reference|matmul_backward_(input|weight)_fc|layernorm_(forward|backward)|residual_forward|gelu_(forward|backward)|adamw_update)/cpu/f32/'
+# The op names by what the fit takes them for: the op table's cost column (bench_kernels --list-ops).
+"$bin/bench_kernels" --list-ops >"$tmp/ops.csv"
+ops_with() {  # ops_with ROLE...: the table's rows of those cost roles, as name|name|...
+  awk -F, -v roles=" $* " 'NR > 1 && $2 != "linear" && index(roles, " " $5 " ") { printf "%s%s", (n++ ? "|" : ""), $1 }' \
+    "$tmp/ops.csv"
+}
+matmul_forwards=$(ops_with matrix_forward)
+[ -n "$matmul_forwards" ] || { echo "calibrate.sh: bench_kernels --list-ops names no matrix_forward row" >&2; exit 1; }
+f32_rows="^(($matmul_forwards)/reference|$(ops_with input_gradient weight_gradient elementwise gelu optimizer))/cpu/f32/"
 # kernels_at FILTER BENCH_KERNELS_ARGS...: bench_kernels' CSV rows (header first); of three runs, each benchmark's row
 # with the median real_time (one run moves by several percent on a VM).
 kernels_at() {
@@ -65,19 +73,20 @@ for shape in "${shape_list[@]}"; do kernels_at "$f32_rows" --shape "$shape" | ta
 # parallelism's narrower linears and attention's short heads run at.
 depth_shapes=""
 for c in 16 32 128; do
-  kernels_at '^matmul_(forward_(qkv|fc|fcproj)/reference|backward_input_fc)/cpu/f32/' --shape "B=1,T=32,C=$c,NH=4,V=64" |
+  kernels_at "^(($matmul_forwards)/reference|$(ops_with input_gradient))/cpu/f32/" --shape "B=1,T=32,C=$c,NH=4,V=64" |
     tail -n +2 >> "$tmp/kernels.csv"
   depth_shapes="$depth_shapes B1_T32_C${c}_NH4_V64"
 done
 # --linears: each layer's three GEMMs as they are (the system file's measured linears).
-[ -z "$linears" ] || kernels_at '^linear_' --linear "$linears" --dtype f32 | tail -n +2 >> "$tmp/kernels.csv"
+linear_rows=$(awk -F, '$2 == "linear" { printf "%s%s", (n++ ? "|" : ""), $1 }' "$tmp/ops.csv")
+[ -z "$linears" ] || kernels_at "^($linear_rows)/" --linear "$linears" --dtype f32 | tail -n +2 >> "$tmp/kernels.csv"
 fit=$(awk -v overhead_shape="$(echo "$overhead_shape" | sed 's/=//g; s/,/_/g')" -v depth_shapes="$depth_shapes" \
-      -f "$here/scripts/calibrate_kernels.awk" "$tmp/kernels.csv") ||
+      -f "$here/scripts/calibrate_kernels.awk" "$tmp/ops.csv" "$tmp/kernels.csv") ||
   { echo "calibrate.sh: bench_kernels rows could not be fitted" >&2; exit 1; }
 eval "$fit"  # overhead_us peak_flops matrix_curve matrix_by_k peak_bytes hbm_curve gelu_bytes optimizer_bytes measured_linears
 # bf16: the f32 peak scaled by the ratio of the forward matmul rows' summed rates at the middle shape.
 middle=${shape_list[$(( ${#shape_list[@]} / 2 ))]}
-bf16_ratio=$(kernels_at '^matmul_forward_(qkv|fc|fcproj)/reference/cpu/(f32|bf16)/' --shape "$middle" | awk -F, '
+bf16_ratio=$(kernels_at "^($matmul_forwards)/reference/cpu/(f32|bf16)/" --shape "$middle" | awk -F, '
   NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "FLOP/s") c = i }; next }
   $1 ~ /\/f32\// { f += $c } $1 ~ /\/bf16\// { b += $c } END { if (f > 0 && b > 0) printf "%.6g", b / f; else print "none" }')
 [ "$bf16_ratio" != none ] || { echo "calibrate.sh: bench_kernels printed no bf16 matmul rows" >&2; exit 1; }
@@ -87,8 +96,9 @@ flops16=$(awk -v f="$flops32" -v r="$bf16_ratio" 'BEGIN { printf "%.6g", f * r }
 # Compute units: one matmul benchmark alone, then one copy per core at once; the copies' summed rate over the
 # lone rate is how many ranks can compute together now (the core count on an idle machine, fewer when other jobs
 # hold cores). The median of five such trials: one trial moves by several percent on a VM.
+fc_forward=$(awk -F, 'NR > 1 && $5 == "matrix_forward" && $3 != "" { print $1; exit }' "$tmp/ops.csv")  # the fc's
 matmul_rate() {
-  "$bin/bench_kernels" --device cpu --shape small --benchmark_filter='matmul_forward_fc/reference/cpu/f32' \
+  "$bin/bench_kernels" --device cpu --shape small --benchmark_filter="^$fc_forward/reference/cpu/f32/" \
     --benchmark_min_time=0.3 --benchmark_format=csv 2>/dev/null |
     awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); if (h == "FLOP/s") c = i }; next }
              { print $c + 0 }'

@@ -1,5 +1,7 @@
-# The kernel half of scripts/calibrate.sh: bench_kernels --device cpu --benchmark_format=csv rows (f32) at several
-# shapes in, the system file's matmul and elementwise figures out, as one line of shell assignments:
+# The kernel half of scripts/calibrate.sh: the op table (bench_kernels --list-ops: each row's cost role, the GEMM's
+# inner dimension k and how often a block runs it; the op names come from there) and then bench_kernels --device
+# cpu --benchmark_format=csv rows (f32) at several shapes in, the system file's matmul and elementwise figures out,
+# as one line of shell assignments:
 #   overhead_us=.. peak_flops=.. matrix_curve='[[..]]' matrix_by_k='{..}' peak_bytes=.. hbm_curve='[[..]]'
 #   gelu_bytes=.. optimizer_bytes=.. measured_linears='[..]'
 # -v overhead_shape=NAME names the shape (B1_T1_C4_NH1_V4 style) whose ops do almost no work: the median time of its
@@ -26,7 +28,8 @@
 # for qkv and fc, 4C for fc projection); input_gradient from the matmul_backward_input_fc rows (k = 4C);
 # weight_gradient from the matmul_backward_weight_fc rows (k = B x T; not the depth shapes': the weight gradient's
 # rate depends on its strides, so only the model's own widths count).
-# linear_forward, linear_input_gradient and linear_weight_gradient rows (bench_kernels --linear) come out as
+# Which rows feed which figure is the table's cost column; the names above are the rows of each role today.
+# The linear rows (kind linear in the listing: bench_kernels --linear's forward, input and weight gradient) come out as
 # measured_linears='[{"tokens": .., "in": .., "out": .., "dtype": "f32", "forward_us": .., ...}, ...]', the system file's
 # measured linears ('[]' without such rows).
 # Each op's fixed cost is taken off its time first (the predictor adds it back per op). Each curve is the rates
@@ -37,7 +40,15 @@ BEGIN {
   n_depth = split(depth_shapes, d_list, " ")
   for (i = 1; i <= n_depth; i++) depth_only[d_list[i]] = 1
 }
-NR == 1 {
+# The op table: name,kind,backward,forward_of,cost,k,per_block; the rows each curve expects per shape.
+FNR == NR {
+  if (FNR == 1) next
+  role[$1] = $5; k_of_op[$1] = $6; per_block[$1] = $7 + 0; versions[$1] = $2 == "matmul_versions"
+  linear_part[$1] = $2 == "linear" ? $5 : ""
+  if ($2 != "linear") want[$5]++
+  next
+}
+FNR == 1 {
   for (i = 1; i <= NF; i++) { h = $i; gsub(/"/, "", h); col[h] = i }
   next
 }
@@ -52,23 +63,23 @@ NR == 1 {
   real = $col["real_time"] * scale  # the rate counters are per real time
   t = $col[time_column == "" ? "real_time" : time_column] * scale
   if (!(t > 0) || !(real > 0)) next
-  if (op == "matmul_forward_qkv" || op == "matmul_forward_fc" || op == "matmul_forward_fcproj") {
-    if (part[2] != "reference") next
+  r = linear_part[op] != "" ? "" : role[op]
+  if (r == "matrix_forward") {
+    if (versions[op] && part[2] != "reference") next
     fwd_flops[shape] += $col["FLOP/s"] * real; fwd_time[shape] += t; fwd_ops[shape]++
-    sample("forward", (op == "matmul_forward_fcproj" ? 4 : 1) * dim(shape, "C"), $col["FLOP/s"] * real, t, shape)
-  } else if (op == "matmul_backward_input_fc" || op == "matmul_backward_weight_fc") {
+    sample("forward", k_dim(k_of_op[op], shape), $col["FLOP/s"] * real, t, shape)
+  } else if (r == "input_gradient" || r == "weight_gradient") {
     bwd_flops[shape] += $col["FLOP/s"] * real; bwd_time[shape] += t; bwd_ops[shape]++
-    if (op ~ /input/) sample("input_gradient", 4 * dim(shape, "C"), $col["FLOP/s"] * real, t, shape)
-    else if (!(shape in depth_only)) sample("weight_gradient", dim(shape, "B") * dim(shape, "T"), $col["FLOP/s"] * real, t, shape)
-  } else if (op == "linear_forward" || op == "linear_input_gradient" || op == "linear_weight_gradient") {
+    if (r == "input_gradient" || !(shape in depth_only)) sample(r, k_dim(k_of_op[op], shape), $col["FLOP/s"] * real, t, shape)
+  } else if (linear_part[op] != "") {
     if (!(shape in linear_parts)) linear_names[++n_linears] = shape
-    linear_time[shape, substr(op, 8)] = t; linear_parts[shape]++
+    linear_time[shape, linear_part[op]] = t; linear_parts[shape]++
     next
-  } else if (op == "layernorm_forward" || op == "layernorm_backward" || op == "residual_forward") {
-    ew_time[shape] += 2 * t; ew_ops[shape] += 2
-  } else if (op == "gelu_forward" || op == "gelu_backward") {
+  } else if (r == "elementwise") {
+    ew_time[shape] += per_block[op] * t; ew_ops[shape] += per_block[op]
+  } else if (r == "gelu") {
     gelu_time[shape] += t; gelu_ops[shape]++
-  } else if (op == "adamw_update") {
+  } else if (r == "optimizer") {
     opt_bytes[shape] = $col["bytes/s"] * real; opt_time[shape] = t
   } else next
   all_time[shape, ++rows[shape]] = t
@@ -79,6 +90,13 @@ function sample(kind, k, flops, t, shape) {
   k_kind[++nk] = kind; k_of[nk] = k; k_flops[nk] = flops; k_time[nk] = t; k_shape[nk] = shape
 }
 # Time t of `calls` ops less their fixed cost (ovh each), or t itself where that would leave nothing.
+# A GEMM's inner dimension from the table's k ("C", "4C", "BT") at a shape.
+function k_dim(k, s,    m, n, i) {
+  m = k + 0; if (m == 0) m = 1
+  sub(/^[0-9]+/, "", k); n = 1
+  for (i = 1; i <= length(k); i++) n *= dim(s, substr(k, i, 1))
+  return m * n
+}
 function net(t, calls) { return t - calls * ovh > 0 ? t - calls * ovh : t }
 function median(v, m,    i, j, tmp) {  # of v[1..m]; sorts v
   for (i = 2; i <= m; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) { tmp = v[j]; v[j] = v[j - 1]; v[j - 1] = tmp }
@@ -120,19 +138,22 @@ function curve(n, sz, rt, peak,    i, j, tmp, out, thr) {
 END {
   if (!(overhead_shape in shapes)) { print "calibrate_kernels.awk: no rows at the shape " overhead_shape > "/dev/stderr"; exit 1 }
   ovh = median_time(overhead_shape)
+  ew_want = 0
+  for (o in role) if (role[o] == "elementwise") ew_want += per_block[o]
   nm = 0; ne = 0; pm = 0; pe = 0
   for (s in shapes) {
     if (s == overhead_shape || (s in depth_only)) continue
-    if (fwd_ops[s] != 3 || bwd_ops[s] != 2 || ew_ops[s] != 6 || gelu_ops[s] != 2 || !(s in opt_time)) {
+    if (fwd_ops[s] != want["matrix_forward"] || bwd_ops[s] != want["input_gradient"] + want["weight_gradient"] ||
+        ew_ops[s] != ew_want || gelu_ops[s] != want["gelu"] || !(s in opt_time)) {
       print "calibrate_kernels.awk: shape " s " lacks matmul, elementwise, GeLU or optimizer rows" > "/dev/stderr"; exit 1
     }
-    ff = fwd_flops[s]; bwd_rate = bwd_flops[s] / net(bwd_time[s], 2)
-    msz[++nm] = ff / 3 / 1e9; mrt[nm] = 3 * ff / (net(fwd_time[s], 3) + 2 * ff / bwd_rate)
+    ff = fwd_flops[s]; bwd_rate = bwd_flops[s] / net(bwd_time[s], bwd_ops[s])
+    msz[++nm] = ff / fwd_ops[s] / 1e9; mrt[nm] = 3 * ff / (net(fwd_time[s], fwd_ops[s]) + 2 * ff / bwd_rate)
     if (mrt[nm] > pm) pm = mrt[nm]
     a = dim(s, "B") * dim(s, "T") * dim(s, "C") * 4
-    esz[++ne] = 11 / 3 * a; ert[ne] = 33 * a / net(ew_time[s], 6)
+    esz[++ne] = 11 / 3 * a; ert[ne] = 33 * a / net(ew_time[s], ew_ops[s])
     if (ert[ne] > pe) pe = ert[ne]
-    grt[ne] = 24 * a / net(gelu_time[s], 2)
+    grt[ne] = 24 * a / net(gelu_time[s], gelu_ops[s])
     ort[ne] = opt_bytes[s] / net(opt_time[s], 1)
   }
   if (nm == 0) { print "calibrate_kernels.awk: no shape besides the overhead shape" > "/dev/stderr"; exit 1 }

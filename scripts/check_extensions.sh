@@ -3,8 +3,9 @@
 # scheme, collective algorithm, device-side collective algorithm, kernel op and collective exactly as their rows
 # say, checks that the files it had to touch are the ones the row names and no others, builds a CPU-only build of
 # the programs (and an emulated-GPU one of what the device-side entry needs), and shows each dummy picked up
-# everywhere: help texts, bench_train --list-runnable, the CTest lists made from the registries, the op
-# table's tests, and a run that passes its check. Usage: scripts/check_extensions.sh [SCRATCH_DIR] (default
+# everywhere: help texts, bench_train --list-runnable, the CTest lists made from the registries, the op table's
+# tests (the dummy op's backwards against finite differences of its forwards among them), and a run that passes
+# its check. Usage: scripts/check_extensions.sh [SCRATCH_DIR] (default
 # build-extensions/; replaced).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -60,14 +61,24 @@ sed -i 's/^namespace parbench {$/&\n#ifdef PARBENCH_HAVE_CUDA\nnamespace cuda_ke
 sed -i 's/^\( *\)D(ring_dev, "ring-dev", allreduce, reduce_scatter, allgather) *\\$/&\n\1D(dummy_dev, "dummy-dev", allreduce, allgather) \\/' \
   "$tree/collectives/registry.cpp"
 
-# --- a kernel op: kernels/<op>.cu and kernels/<op>.cpp and its lines in kernels/op_table.cpp (a copy of the gelu
-# pair, four ops, renamed; the GELU math they share stays theirs)
+# --- a kernel op: kernels/<op>.cu and kernels/<op>.cpp and its lines in kernels/op_list.h (a copy of the gelu
+# pair, four ops, renamed, each forward naming its backward; the GELU math they share stays theirs)
 for ext in cu cpp; do
   sed 's/\bgelu_forward/dummyop_forward/g; s/\bgelu_backward/dummyop_backward/g; s/bias_gelu_/bias_dummyop_/g' \
     "$tree/kernels/gelu.$ext" >"$tree/kernels/dummyop.$ext"
 done
-sed -i 's/^\( *\)X(gelu_forward, OpKind::per_dtype) *\\$/&\n\1X(dummyop_forward, OpKind::per_dtype) \\\n\1X(dummyop_backward, OpKind::per_dtype) \\\n\1X(bias_dummyop_forward, OpKind::per_dtype) \\\n\1X(bias_dummyop_backward, OpKind::per_dtype) \\/' \
-  "$tree/kernels/op_table.cpp"
+dummy_rows=$(cat <<'EOF_ROWS'
+  X(dummyop_forward, OpKind::per_dtype, backward("dummyop_backward"), cost(CostRole::memory)) \
+  X(dummyop_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory)) \
+  X(bias_dummyop_forward, OpKind::per_dtype, backward("bias_dummyop_backward"), cost(CostRole::memory)) \
+  X(bias_dummyop_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory)) \
+EOF_ROWS
+)
+dummy_rows=$dummy_rows awk '{ print } /^ *X\(gelu_forward, OpKind::per_dtype, .*\\$/ { print ENVIRON["dummy_rows"] }' \
+  "$tree/kernels/op_list.h" >"$tree/kernels/op_list.h.new"
+mv "$tree/kernels/op_list.h.new" "$tree/kernels/op_list.h"
+grep -q 'X(bias_dummyop_backward, OpKind::per_dtype, kBackward' "$tree/kernels/op_list.h" ||
+  fail "the dummy op's rows were not added to kernels/op_list.h"
 
 # --- a collective (a copy of allreduce's row, last, served by naive): its Collective value, its table row, and a
 # case in the implementation that serves it; the others refuse it through unsupported()
@@ -112,7 +123,7 @@ check_row "a parallelism scheme" parallel/schemes/dummyscheme.cpp parallel/schem
 check_row "a collective algorithm" collectives/algorithms/algo_dummyalgo.cpp collectives/registry.cpp
 check_row "a device-side collective algorithm" collectives/device_side/dev_dummy.cu \
   collectives/device_side/algo_dummy_dev.cpp collectives/registry.cpp
-check_row "a kernel op" kernels/dummyop.cu kernels/dummyop.cpp kernels/op_table.cpp
+check_row "a kernel op" kernels/dummyop.cu kernels/dummyop.cpp kernels/op_list.h
 check_row "a collective" collectives/table/types.h collectives/table/collective_table.cpp collectives/algorithms/algo_naive.cpp \
   tests/collectives/test_collective_table.cpp
 touched=$(cd "$scratch" && { diff -rq pristine tree || true; } | sed -E 's#^Only in tree/?([^:]*): (.*)$#\1/\2#; s#^Files pristine/([^ ]*) and .*#\1#; s#^/##' | sort)
@@ -120,7 +131,7 @@ expected=$(printf '%s\n' parallel/schedule/dummysched.cpp parallel/schedule/sche
   parallel/schemes/dummyscheme.cpp parallel/scheme_kinds.cpp parallel/schemes/registry.cpp \
   parallel/schemes/data_parallel.h collectives/algorithms/algo_dummyalgo.cpp collectives/registry.cpp kernels/dummyop.cu \
   collectives/device_side/dev_dummy.cu collectives/device_side/algo_dummy_dev.cpp \
-  kernels/dummyop.cpp kernels/op_table.cpp collectives/table/types.h collectives/table/collective_table.cpp \
+  kernels/dummyop.cpp kernels/op_list.h collectives/table/types.h collectives/table/collective_table.cpp \
   collectives/algorithms/algo_naive.cpp tests/collectives/test_collective_table.cpp | sort)
 [ "$touched" = "$expected" ] || fail "touched files differ from the rows': $(diff <(echo "$expected") <(echo "$touched") | tr '\n' ' ')"
 echo "check_extensions: the additions touch $(echo "$touched" | wc -l) files, each named by its row in $rows_page"
@@ -184,6 +195,21 @@ expect_in "every bench_<collective> program" "[  PASSED  ] 1 test." "$bin/test_c
   --gtest_filter=BenchCli.EveryProgramRunsClean
 expect_in "the op table's three-way check" "[  PASSED  ] 4 tests." "$bin/test_op_table" \
   --gtest_filter='*dummyop*f32*forward'
+# The dummy pairs' gradient checks come from their rows alone: listed, run, and each gradient printed.
+expect_in "test_op_table's gradient checks" "MatchFiniteDifferencesOfTheForward/dummyop_backward" "$bin/test_op_table" \
+  --gtest_list_tests
+expect_in "test_op_table's gradient checks" "MatchFiniteDifferencesOfTheForward/bias_dummyop_backward" \
+  "$bin/test_op_table" --gtest_list_tests
+fd_out=$("$bin/test_op_table" --gtest_filter='*OpTableGradients*dummyop*' 2>&1) ||
+  fail "the dummy op's gradient checks failed: $fd_out"
+for want in "[  PASSED  ] 2 tests." "[table-fd] dummyop_backward " "[table-fd] bias_dummyop_backward "; do
+  [[ "$fd_out" == *"$want"* ]] || fail "the dummy op's gradient checks do not print '$want': $fd_out"
+done
+for grad in "dummyop_backward .* dinp " "bias_dummyop_backward .* dinp " "bias_dummyop_backward .* dbias "; do
+  grep -q "^\[table-fd\] $grad" <<<"$fd_out" || fail "no finite-difference check of $grad in: $fd_out"
+done
+fd_count=$(grep -c '^\[table-fd\]' <<<"$fd_out")
+echo "check_extensions: the dummy op's gradient checks (finite differences, from its rows alone): $fd_count gradients"
 # --- the device-side one on the emulated GPU (its own build: the device-side collectives need the cuda device):
 # listed from its row, its tests made from the listing, its data check clean, its planted race caught
 cmake -S "$tree" -B "$scratch/build-emu" -G Ninja -DPARBENCH_CUDA=EMULATED -DCMAKE_UNITY_BUILD=ON \
@@ -207,6 +233,6 @@ expect_in "a dummy-dev run" "Out of bounds values : 0 OK" env PARBENCH_EMU_GPUS=
 (cd "$scratch/build-emu" && ctest -R '^gpu_dummy-dev_skipped_wait_caught_seed1$' >"$scratch/ctest-emu.log" 2>&1) ||
   { cat "$scratch/ctest-emu.log"; fail "the planted race in dummy-dev's kernel was not caught"; }
 echo "check_extensions: gpu_dummy-dev_skipped_wait_caught_seed1 passed (the planted race caught)"
-expect_in "test_device_collectives" "TimedBatchOfEachCollective/dummy_allgather" env PARBENCH_EMU_GPUS=4 "$emu/test_device_collectives" \
-  --gtest_filter='*dummy*'
+expect_in "test_device_collectives" "TimedBatchOfEachCollective/dummy_allgather" env PARBENCH_EMU_GPUS=4 \
+  "$emu/test_device_collectives" --gtest_filter='*dummy*'
 echo "check_extensions: every dummy entry was picked up and passed its checks"

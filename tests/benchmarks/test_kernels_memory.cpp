@@ -1,4 +1,4 @@
-// bench_kernels' memory estimate (benchmarks/kernels_memory.h) against what the op table's workloads allocate:
+// bench_kernels' memory estimate (benchmarks/kernels_bench/memory.h) against what the op table's workloads allocate:
 // every entry at every bench shape a host can make quickly, in both storage dtypes, on the benchmarked side and
 // on the float64 reference side. The estimate must cover each workload and be reached by the largest one (a
 // bound far above every workload would refuse runs that fit).
@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <random>
 
-#include "benchmarks/kernels_memory.h"
-#include "benchmarks/kernels_options.h"
+#include "benchmarks/kernels_bench/memory.h"
+#include "benchmarks/kernels_bench/options.h"
 #include "core/allocator.h"
 #include "kernels/op_table.h"
 

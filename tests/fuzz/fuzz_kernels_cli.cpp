@@ -2,8 +2,8 @@
 // options (CLI11 and our validators), the shapes, linears and dtypes they pick on a host and a GPU device,
 // --max-memory and the memory estimate of what they pick, without running anything. A bad vector is a CLI11 ParseError or a
 // UsageError.
-#include "benchmarks/kernels_memory.h"
-#include "benchmarks/kernels_options.h"
+#include "benchmarks/kernels_bench/memory.h"
+#include "benchmarks/kernels_bench/options.h"
 #include "fuzz_args.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

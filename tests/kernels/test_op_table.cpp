@@ -24,7 +24,7 @@ namespace {
 using optable::OpKind;
 
 // Odd sizes on purpose: T and C are not multiples of any tile, V is prime; heads of 8 channels. The second has an
-// odd row count B*T = 65 over three row blocks of the two-pass column sums (device/column_sums.h), the last one
+// odd row count B*T = 65 over three row blocks of the two-pass column sums (kernels/column_sums.h), the last one
 // ragged (22, 22, 21 rows), and C = 36, a multiple of neither 32 nor 128, with heads of 12 channels.
 constexpr optable::OpShape kShape{2, 7, 24, 3, 37};
 constexpr optable::OpShape kOddShape{5, 13, 36, 3, 41};

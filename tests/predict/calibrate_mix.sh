@@ -13,7 +13,8 @@
 # projection) 7.5e9; input gradient k = 64 2e10, k = 256 7.5e9; weight gradient k = B x T = 32 1e10, 128 5e9. The
 # peak is the best of all: 2e10, so the GFLOP curve's points are 0.5 and 0.25. Two --linear layers, their parts in
 # 102, 52 and 202 us and 12, 22 and 32 us, come out as measured linears in the order they came, less the fixed cost.
-# Then rows missing at a shape, or a linear's part, are refused.
+# Then rows missing at a shape, or a linear's part, are refused. The op table's listing (bench_kernels --list-ops)
+# is made up too: its cost roles say which row is which, the names being the table's.
 #   calibrate_mix.sh SCRIPTS_DIR
 set -eu
 awk_file=$1/calibrate_kernels.awk
@@ -56,7 +57,26 @@ rows() {
   linear T256_I64_O192 102 52 202
   linear T32_I32_O64 12 22 32
 } > "$dir/k.csv"
-fit() { awk -v overhead_shape=B1_T1_C4_NH1_V4 -v depth_shapes='B1_T32_C16_NH4_V64' -f "$awk_file" "$1"; }
+cat >"$dir/ops.csv" <<'EOF'
+name,kind,backward,forward_of,cost,k,per_block
+matmul_forward_qkv,matmul_versions,,,matrix_forward,C,1
+matmul_forward_fc,matmul_versions,matmul_backward_fc,,matrix_forward,C,1
+matmul_forward_fcproj,matmul_versions,,,matrix_forward,4C,1
+matmul_backward_input_fc,per_dtype,,matmul_forward_fc,input_gradient,4C,1
+matmul_backward_weight_fc,per_dtype,,matmul_forward_fc,weight_gradient,BT,1
+flash_attention_forward,per_dtype,flash_attention_backward,,measured_attention,,1
+flash_attention_backward,per_dtype,,,memory,,1
+layernorm_forward,per_dtype,layernorm_backward,,elementwise,,2
+layernorm_backward,per_dtype,,,elementwise,,2
+residual_forward,per_dtype,residual_backward,,elementwise,,2
+gelu_forward,per_dtype,gelu_backward,,gelu,,1
+gelu_backward,per_dtype,,,gelu,,1
+adamw_update,per_dtype,,,optimizer,,1
+linear_forward,linear,,,forward,,1
+linear_input_gradient,linear,,,input_gradient,,1
+linear_weight_gradient,linear,,,weight_gradient,,1
+EOF
+fit() { awk -v overhead_shape=B1_T1_C4_NH1_V4 -v depth_shapes='B1_T32_C16_NH4_V64' -f "$awk_file" "$dir/ops.csv" "$1"; }
 got=$(fit "$dir/k.csv")
 want="overhead_us=2 peak_flops=2e+10 matrix_curve='[[0.002, 0.2500], [0, 0.5000]]'\
  matrix_by_k='{\"forward\": [[128, 0.3750], [32, 0.5000], [0, 1.0000]], \"input_gradient\": [[128, 0.3750], [0, 1.0000]],\

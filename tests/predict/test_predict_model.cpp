@@ -1143,7 +1143,7 @@ TEST(PredictCalibrate, KernelCsvFitsMatrixAndHbmCurves) {
       "\"matmul_forward_qkv/cuda/bf16/a/manual_time\",10,1000,1,us,,,,,,2e12,1,1e9\n"
       "\"matmul_forward_fc/cuda/bf16/a/manual_time\",10,1.5,1,ms,,,,,,1.33333333333e12,1,1e9\n"
       "\"matmul_backward_fc/cuda/bf16/a/manual_time\",10,2000000,1,ns,,,,,,1e12,1,1e9\n"
-      "\"matmul_forward_tiny/cuda/bf16/a/manual_time\",10,100,1,us,,,,,,2e11,1,1e9\n"
+      "\"matmul_forward_fcproj/cuda/bf16/a/manual_time\",10,100,1,us,,,,,,2e11,1,1e9\n"
       "\"gelu_forward/cuda/bf16/a/manual_time\",10,1,1,ms,,,,,,1e9,1,1e9\n"
       "\"matmul_forward_qkv/cuda/f32/a/manual_time\",10,1,1,ms,,,,,,1e9,1,1e9\n"
       "\"layernorm_forward/cuda/bf16/a/manual_time\",10,1,1,ms,,,,true,out of memory,,,\n");
@@ -1151,6 +1151,8 @@ TEST(PredictCalibrate, KernelCsvFitsMatrixAndHbmCurves) {
   const std::vector<KernelSample> rows = read_kernels_csv(path);
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_TRUE(rows[0].matmul());
+  EXPECT_FALSE(rows[4].matmul());  // matrix ops are the op table's (kernels/op_list.h), not names with "matmul"
+  EXPECT_FALSE(KernelSample{.op = "matmul_forward_tiny"}.matmul());
   EXPECT_EQ(rows[0].dtype, "bf16");
   EXPECT_NEAR(rows[1].seconds, 1.5e-3, 1e-15);
   EXPECT_NEAR(rows[2].flops, 2e9, 1e-3);

@@ -1,4 +1,4 @@
-#include "benchmarks/kernels_options.h"
+#include "benchmarks/kernels_bench/options.h"
 #include "app/cli.h"
 
 #include "base/error.h"
@@ -35,6 +35,9 @@ void add_options(CLI::App& app, Options& o) {
                  "GEMMs: TOKENSxINxOUT, comma-separated (e.g. 256x64x192)")
       ->delimiter(',');
   app.add_flag("--resume", o.resume, "skip the benchmarks already in --csv (by name), append the rest");
+  app.add_flag("--list-ops", o.list_ops,
+               "print the op table's rows as CSV (name, kind, backward, forward_of, cost, k, per_block), then "
+               "--linear's (kind linear, the part in cost), and exit: scripts/calibrate.sh reads the op names from it");
   app.add_option("--max-memory", o.max_memory,
                  "refuse, before allocating, shapes whose largest workload exceeds BYTES (K/M/G; default: the "
                  "device's memory)");

@@ -1,4 +1,4 @@
-// Sizes of the two-pass column sums (device/column_sums.h), also needed by the ops' host halves, which allocate
+// Sizes of the two-pass column sums (kernels/column_sums.h), also needed by the ops' host halves, which allocate
 // the first pass's fp32 partials: plain C++, no CUDA.
 #pragma once
 #include <algorithm>

@@ -1,5 +1,5 @@
 // KernelRowsReporter: Google Benchmark's display plus our streaming CSV/JSON rows.
-#include "benchmarks/kernels_rows.h"
+#include "benchmarks/kernels_bench/rows.h"
 
 #include <cmath>
 #include <cstdio>

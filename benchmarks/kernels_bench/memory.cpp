@@ -1,4 +1,4 @@
-#include "benchmarks/kernels_memory.h"
+#include "benchmarks/kernels_bench/memory.h"
 
 #include <algorithm>
 #include <initializer_list>

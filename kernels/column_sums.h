@@ -6,7 +6,7 @@
 // read coalesced) into partials[s][b][c] for each of the S sums. Pass 2: a block of 32 columns x 8 row-block
 // strides adds the partials of its columns and folds the 8 strides in order.
 #pragma once
-#include "device/column_partials.h"
+#include "kernels/column_partials.h"
 #include "device/kernel_common.h"
 
 namespace parbench::PB_KERNEL_NS {

@@ -22,7 +22,7 @@ std::vector<GptShape> shapes_to_run(const std::string& name, bool cuda);
 // Whether --shape gives explicit dimensions (holds '=') rather than a name.
 bool is_explicit_shape(const std::string& text);
 // "B=4,T=1000,C=768,NH=12,V=50257": every key once, in any order, each value an integer >= 1, NH dividing C and
-// the workloads' element counts within int; named "B4_T1000_C768_NH12_V50257" (kernels_shape.cpp). UsageError
+// the workloads' element counts within int; named "B4_T1000_C768_NH12_V50257" (kernels_bench/shape.cpp). UsageError
 // naming the bad item and the accepted form.
 GptShape parse_explicit_shape(const std::string& text);
 
@@ -43,6 +43,7 @@ struct Options {
   double peak_tflops = 0, peak_gbps = 0;
   double min_time = 0;
   bool resume = false;
+  bool list_ops = false;   // --list-ops: the op table's rows instead of benchmarks
   std::string max_memory;  // --max-memory BYTES
 };
 

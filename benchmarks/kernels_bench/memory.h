@@ -9,7 +9,7 @@
 
 #include "core/device.h"
 #include "base/dtype.h"
-#include "benchmarks/kernels_options.h"
+#include "benchmarks/kernels_bench/options.h"
 #include "kernels/op_params.h"
 
 namespace parbench::kernels_bench {

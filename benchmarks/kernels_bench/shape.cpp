@@ -10,7 +10,7 @@
 
 #include "base/error.h"
 #include "base/text.h"
-#include "benchmarks/kernels_options.h"
+#include "benchmarks/kernels_bench/options.h"
 
 namespace parbench::kernels_bench {
 
