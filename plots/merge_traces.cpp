@@ -22,7 +22,7 @@ nlohmann::json read_trace(const std::string& path) {
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for a number too large
     throw UsageError(path + ": not JSON (" + std::string(e.what()) + ")");
   }
   if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array())

@@ -114,7 +114,7 @@ json parse_trace(const std::string& path) {
   if (!in) throw UsageError("cannot open input '" + path + "': " + std::strerror(errno));
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, and out_of_range for a number too large for a double
     throw UsageError(path + ": not valid JSON: " + e.what());
   }
 }

@@ -491,6 +491,9 @@ TEST(Timeline, BadTracesNameTheFileAndPlace) {
   write_file(dir.file("bad.json"), "{\"traceEvents\": [ {\"ph\":\"X\", ");
   EXPECT_THAT(usage_error([&] { read_timeline(dir.file("bad.json"), -1); }),
               AllOf(HasSubstr("bad.json: not valid JSON"), HasSubstr("line 1")));
+  write_file(dir.file("overflow.json"), "[{\"name\":\"forward\",\"ph\":\"X\",\"ts\":5E700000,\"dur\":3}]");
+  EXPECT_THAT(usage_error([&] { read_timeline(dir.file("overflow.json"), -1); }),
+              AllOf(HasSubstr("overflow.json: not valid JSON"), HasSubstr("number overflow")));
   write_file(dir.file("nodur.json"), "[{\"name\":\"F\",\"ph\":\"X\",\"ts\":1,\"pid\":0}]");
   EXPECT_THAT(usage_error([&] { read_timeline(dir.file("nodur.json"), -1); }),
               HasSubstr("nodur.json: traceEvents[0]: 'dur' is missing"));

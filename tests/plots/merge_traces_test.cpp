@@ -62,6 +62,7 @@ TEST(MergeTraces, RefusesForeignFilesAndRepeatedRanksWritingNothing) {
   write_file(dir.file("b.json"), rank_trace(0, 200, 0));
   write_file(dir.file("plain.json"), R"({"traceEvents":[]})");
   write_file(dir.file("text.json"), "rank 0 F 12 ms");
+  write_file(dir.file("overflow.json"), R"({"traceEvents":[{"ts":1E400000}]})");
   struct Case {
     std::vector<std::string> inputs;
     std::string message;
@@ -70,6 +71,7 @@ TEST(MergeTraces, RefusesForeignFilesAndRepeatedRanksWritingNothing) {
       {{dir.file("a.json"), dir.file("b.json")}, "hold trace process 1; give each rank's trace once"},
       {{dir.file("a.json"), dir.file("plain.json")}, "plain.json: no otherData.time_origin_steady_ns"},
       {{dir.file("text.json")}, "text.json: not JSON"},
+      {{dir.file("overflow.json")}, "overflow.json: not JSON ([json.exception.out_of_range.406] number overflow"},
       {{dir.file("missing.json")}, "cannot open trace"}};
   for (const Case& c : cases) {
     std::vector<std::string> args = {"merge-traces", "-o", dir.file("out.json")};
