@@ -67,9 +67,11 @@ void store_from_double(void* base, DType t, std::size_t i, double v) {
     case DType::f32: static_cast<float*>(base)[i] = float(v); break;
     case DType::f16: static_cast<f16*>(base)[i] = float_to_f16(float(v)); break;
     case DType::bf16: static_cast<bf16*>(base)[i] = float_to_bf16(float(v)); break;
-    case DType::i32: static_cast<std::int32_t*>(base)[i] = std::int32_t(v); break;
-    case DType::i8: static_cast<std::int8_t*>(base)[i] = std::int8_t(v); break;
-    case DType::u8: static_cast<std::uint8_t*>(base)[i] = std::uint8_t(v); break;
+    // Integers through int64: a value out of the type's range wraps as the type's own arithmetic does (a double
+    // converted straight to a narrower integer it does not fit is undefined).
+    case DType::i32: static_cast<std::int32_t*>(base)[i] = std::int32_t(std::int64_t(v)); break;
+    case DType::i8: static_cast<std::int8_t*>(base)[i] = std::int8_t(std::int64_t(v)); break;
+    case DType::u8: static_cast<std::uint8_t*>(base)[i] = std::uint8_t(std::int64_t(v)); break;
   }
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "device/kernel_common.h"
+#include "kernels/acc_type.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -115,7 +116,7 @@ __global__ void attention_dinp_kernel(T* dinp, const float* ds, const float* att
 }
 
 template <class T>
-void attention_forward(T* out, float* att, const T* inp, int B, int T_, int C, int NH, void* stream) {
+void attention_forward(T* out, acc_t<T>* att, const T* inp, int B, int T_, int C, int NH, void* stream) {
   PB_CHECK(NH > 0 && C % NH == 0, "attention: C=" + std::to_string(C) + " is not a multiple of NH=" + std::to_string(NH));
   std::int64_t scores = std::int64_t(B) * NH * T_ * T_;
   if (scores == 0) return;
@@ -131,8 +132,8 @@ void attention_forward(T* out, float* att, const T* inp, int B, int T_, int C, i
 }
 
 template <class T>
-void attention_backward(T* dinp, float* scratch, const T* dout, const T* inp, const float* att, int B, int T_, int C,
-                        int NH, void* stream) {
+void attention_backward(T* dinp, acc_t<T>* scratch, const T* dout, const T* inp, const acc_t<T>* att, int B, int T_,
+                        int C, int NH, void* stream) {
   PB_CHECK(NH > 0 && C % NH == 0, "attention: C=" + std::to_string(C) + " is not a multiple of NH=" + std::to_string(NH));
   std::int64_t scores = std::int64_t(B) * NH * T_ * T_;
   if (scores == 0) return;
@@ -149,9 +150,11 @@ void attention_backward(T* dinp, float* scratch, const T* dout, const T* inp, co
 }
 
 #define PB_INSTANTIATE(T)                                                                                     \
-  template void attention_forward<T>(T*, float*, const T*, int, int, int, int, void*);                        \
-  template void attention_backward<T>(T*, float*, const T*, const T*, const float*, int, int, int, int, void*);
+  template void attention_forward<T>(T*, acc_t<T>*, const T*, int, int, int, int, void*);                     \
+  template void attention_backward<T>(T*, acc_t<T>*, const T*, const T*, const acc_t<T>*, int, int, int, int, \
+                                      void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

@@ -2,6 +2,7 @@
 // vocabulary-parallel version splits it into three passes over a column shard, between which the caller
 // combines the per-row statistics over the tensor-parallel ranks.
 #include "device/kernel_common.h"
+#include "kernels/acc_type.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -28,7 +29,7 @@ __global__ void crossentropy_kernel(float* losses, T* dlogits, const T* logits, 
 }
 
 template <class T>
-void crossentropy_forward_backward(float* losses, T* dlogits, const T* logits, const std::int32_t* targets, int N,
+void crossentropy_forward_backward(acc_t<T>* losses, T* dlogits, const T* logits, const std::int32_t* targets, int N,
                                    int V, float dloss, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(crossentropy_kernel<DevT<T>>, N, 256, 0, stream)(losses, dev(dlogits), dev(logits), targets, V, dloss);
@@ -90,15 +91,15 @@ __global__ void crossentropy_shard_finish_kernel(float* losses, T* dlogits, cons
 }
 
 template <class T>
-void crossentropy_shard_max(float* row_max, const T* logits, int N, int Vs, void* stream) {
+void crossentropy_shard_max(acc_t<T>* row_max, const T* logits, int N, int Vs, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(crossentropy_shard_max_kernel<DevT<T>>, N, 256, 0, stream)(row_max, dev(logits), Vs);
   PB_CHECK_LAUNCH();
 }
 
 template <class T>
-void crossentropy_shard_sums(float* sumexp, float* target_logit, const T* logits, const std::int32_t* targets,
-                             const float* row_max, int N, int Vs, std::int64_t vocab_begin, void* stream) {
+void crossentropy_shard_sums(acc_t<T>* sumexp, acc_t<T>* target_logit, const T* logits, const std::int32_t* targets,
+                             const acc_t<T>* row_max, int N, int Vs, std::int64_t vocab_begin, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(crossentropy_shard_sums_kernel<DevT<T>>, N, 256, 0, stream)
   (sumexp, target_logit, dev(logits), targets, row_max, Vs, vocab_begin);
@@ -106,9 +107,9 @@ void crossentropy_shard_sums(float* sumexp, float* target_logit, const T* logits
 }
 
 template <class T>
-void crossentropy_shard_finish(float* losses, T* dlogits, const T* logits, const std::int32_t* targets,
-                               const float* row_max, const float* sumexp, const float* target_logit, int N, int Vs,
-                               std::int64_t vocab_begin, float dloss, void* stream) {
+void crossentropy_shard_finish(acc_t<T>* losses, T* dlogits, const T* logits, const std::int32_t* targets,
+                               const acc_t<T>* row_max, const acc_t<T>* sumexp, const acc_t<T>* target_logit, int N,
+                               int Vs, std::int64_t vocab_begin, float dloss, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(crossentropy_shard_finish_kernel<DevT<T>>, N, 256, 0, stream)
   (losses, dev(dlogits), dev(logits), targets, row_max, sumexp, target_logit, Vs, vocab_begin, dloss);
@@ -116,14 +117,16 @@ void crossentropy_shard_finish(float* losses, T* dlogits, const T* logits, const
 }
 
 #define PB_INSTANTIATE(T)                                                                                        \
-  template void crossentropy_forward_backward<T>(float*, T*, const T*, const std::int32_t*, int, int, float,     \
+  template void crossentropy_forward_backward<T>(acc_t<T>*, T*, const T*, const std::int32_t*, int, int, float,  \
                                                  void*);                                                         \
-  template void crossentropy_shard_max<T>(float*, const T*, int, int, void*);                                    \
-  template void crossentropy_shard_sums<T>(float*, float*, const T*, const std::int32_t*, const float*, int, int, \
-                                           std::int64_t, void*);                                                 \
-  template void crossentropy_shard_finish<T>(float*, T*, const T*, const std::int32_t*, const float*,            \
-                                             const float*, const float*, int, int, std::int64_t, float, void*);
+  template void crossentropy_shard_max<T>(acc_t<T>*, const T*, int, int, void*);                                 \
+  template void crossentropy_shard_sums<T>(acc_t<T>*, acc_t<T>*, const T*, const std::int32_t*, const acc_t<T>*, \
+                                           int, int, std::int64_t, void*);                                       \
+  template void crossentropy_shard_finish<T>(acc_t<T>*, T*, const T*, const std::int32_t*, const acc_t<T>*,      \
+                                             const acc_t<T>*, const acc_t<T>*, int, int, std::int64_t, float,    \
+                                             void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

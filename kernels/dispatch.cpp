@@ -30,7 +30,7 @@ struct ScratchBuffers {
   Entry& at(const Device& d, void* stream) {
     for (Entry& e : entries)
       if (e.device == d && e.stream == stream) return e;
-    return entries.emplace_back(Entry{d, stream});
+    return entries.emplace_back(Entry{d, stream, 0, {}});
   }
 };
 

@@ -11,18 +11,9 @@
 #include "core/host_counts.h"
 #include "core/stream.h"
 #include "core/tensor.h"
+#include "kernels/acc_type.h"
 #include "kernels/ref.h"
 
-// The kernels keep statistics and optimizer state in f32 whatever the storage (they exist for f32 and bf16);
-// the reference keeps them in f64 for f64 storage (ref::acc_t).
-namespace parbench::simt_kernels {
-template <class T>
-using acc_t = float;
-}  // namespace parbench::simt_kernels
-namespace parbench::cuda_kernels {
-template <class T>
-using acc_t = float;
-}  // namespace parbench::cuda_kernels
 
 // An op's signature, written once at the top of its host file: declares the reference (namespace ref, defined
 // in the same file, which therefore takes the launcher's argument list, `void* stream` included) and the

@@ -94,5 +94,6 @@ void encoder_backward(T* dwte, T* dwpe, const T* dout, const std::int32_t* inp, 
                                           void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

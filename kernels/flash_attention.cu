@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "device/kernel_common.h"
+#include "kernels/acc_type.h"
 #include "kernels/flash_mma_bwd.h"
 #include "kernels/flash_mma_fwd.h"
 
@@ -216,7 +217,7 @@ bool use_mma(int hs, std::initializer_list<const void*> bases) {
 }  // namespace
 
 template <class T>
-void flash_attention_forward(T* out, float* lse, const T* inp, int B, int T_, int C, int NH, void* stream) {
+void flash_attention_forward(T* out, acc_t<T>* lse, const T* inp, int B, int T_, int C, int NH, void* stream) {
   check_heads(C, NH);
   if (B == 0 || T_ == 0) return;
   int hs = C / NH;
@@ -236,8 +237,8 @@ void flash_attention_forward(T* out, float* lse, const T* inp, int B, int T_, in
 }
 
 template <class T>
-void flash_attention_backward(T* dinp, float* scratch, const T* dout, const T* inp, const T* out, const float* lse,
-                              int B, int T_, int C, int NH, void* stream) {
+void flash_attention_backward(T* dinp, acc_t<T>* scratch, const T* dout, const T* inp, const T* out,
+                              const acc_t<T>* lse, int B, int T_, int C, int NH, void* stream) {
   check_heads(C, NH);
   if (B == 0 || T_ == 0) return;
   int hs = C / NH;
@@ -267,11 +268,12 @@ void flash_attention_backward(T* dinp, float* scratch, const T* dout, const T* i
   PB_CHECK_LAUNCH();
 }
 
-#define PB_INSTANTIATE(T)                                                                                     \
-  template void flash_attention_forward<T>(T*, float*, const T*, int, int, int, int, void*);                  \
-  template void flash_attention_backward<T>(T*, float*, const T*, const T*, const T*, const float*, int, int, \
+#define PB_INSTANTIATE(T)                                                                                           \
+  template void flash_attention_forward<T>(T*, acc_t<T>*, const T*, int, int, int, int, void*);                     \
+  template void flash_attention_backward<T>(T*, acc_t<T>*, const T*, const T*, const T*, const acc_t<T>*, int, int, \
                                             int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

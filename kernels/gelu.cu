@@ -83,5 +83,6 @@ void bias_gelu_backward(T* dinp, T* dbias, const T* inp, const T* bias, const T*
   template void bias_gelu_backward<T>(T*, T*, const T*, const T*, const T*, float*, int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

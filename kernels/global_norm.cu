@@ -1,6 +1,7 @@
 // Gradient norm (sum of squares, accumulated across tensors) and clipping by the global norm,
 // both reading and writing the norm on the device so no host sync is needed.
 #include "device/kernel_common.h"
+#include "kernels/acc_type.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -30,7 +31,7 @@ __global__ void clip_kernel(T* x, std::int64_t n, const float* norm_sq, float ma
 }
 
 template <class T>
-void norm_squared(float* out, const T* x, std::int64_t n, bool accumulate, void* stream) {
+void norm_squared(acc_t<T>* out, const T* x, std::int64_t n, bool accumulate, void* stream) {
   if (!accumulate) {
     PB_LAUNCH(set_scalar_kernel, 1, 1, 0, stream)(out, 0.f);
     PB_CHECK_LAUNCH();
@@ -43,16 +44,17 @@ void norm_squared(float* out, const T* x, std::int64_t n, bool accumulate, void*
 }
 
 template <class T>
-void clip_by_norm(T* x, std::int64_t n, const float* norm_sq, float max_norm, void* stream) {
+void clip_by_norm(T* x, std::int64_t n, const acc_t<T>* norm_sq, float max_norm, void* stream) {
   if (n == 0) return;
   PB_LAUNCH(clip_kernel<DevT<T>>, grid_for(n, 256), 256, 0, stream)(dev(x), n, norm_sq, max_norm);
   PB_CHECK_LAUNCH();
 }
 
 #define PB_INSTANTIATE(T)                                                               \
-  template void norm_squared<T>(float*, const T*, std::int64_t, bool, void*);           \
-  template void clip_by_norm<T>(T*, std::int64_t, const float*, float, void*);
+  template void norm_squared<T>(acc_t<T>*, const T*, std::int64_t, bool, void*);        \
+  template void clip_by_norm<T>(T*, std::int64_t, const acc_t<T>*, float, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

@@ -1,5 +1,6 @@
 // Layernorm over the last dimension: one warp per row; saves mean and rstd for the backward pass. The backward's
 // dinp takes a warp per row, dweight and dbias two-pass column sums (kernels/column_sums.h).
+#include "kernels/acc_type.h"
 #include "kernels/column_sums.h"
 
 namespace parbench::PB_KERNEL_NS {
@@ -73,8 +74,8 @@ struct LayernormParamTerms {
 };
 
 template <class T>
-void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight, const T* bias, int N, int C,
-                       void* stream) {
+void layernorm_forward(T* out, acc_t<T>* mean, acc_t<T>* rstd, const T* inp, const T* weight, const T* bias, int N,
+                       int C, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(layernorm_forward_kernel<DevT<T>>, ceil_div(N, kRowsPerBlock), 32 * kRowsPerBlock, 0, stream)
   (dev(out), mean, rstd, dev(inp), dev(weight), dev(bias), N, C);
@@ -82,8 +83,8 @@ void layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* 
 }
 
 template <class T>
-void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight, const float* mean,
-                        const float* rstd, float* scratch, int N, int C, void* stream) {
+void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
+                        const acc_t<T>* mean, const acc_t<T>* rstd, float* scratch, int N, int C, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(layernorm_backward_dinp_kernel<DevT<T>>, ceil_div(N, kRowsPerBlock), 32 * kRowsPerBlock, 0, stream)
   (dev(dinp), dev(dout), dev(inp), dev(weight), mean, rstd, N, C);
@@ -92,11 +93,12 @@ void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* i
   column_sums(dev(dweight), dev(dbias), terms, N, C, true, scratch, stream);
 }
 
-#define PB_INSTANTIATE(T)                                                                                      \
-  template void layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, int, void*);      \
-  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const float*, const float*,     \
+#define PB_INSTANTIATE(T)                                                                                         \
+  template void layernorm_forward<T>(T*, acc_t<T>*, acc_t<T>*, const T*, const T*, const T*, int, int, void*);    \
+  template void layernorm_backward<T>(T*, T*, T*, const T*, const T*, const T*, const acc_t<T>*, const acc_t<T>*, \
                                       float*, int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

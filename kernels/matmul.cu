@@ -274,5 +274,6 @@ void add_bias(T* out, const T* bias, int BT, int OC, void* stream) {
   template void add_bias<T>(T*, const T*, int, int, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

@@ -1,5 +1,6 @@
 // Mean-squared-error loss (the MLP's), forward (device scalar) and backward.
 #include "device/kernel_common.h"
+#include "kernels/acc_type.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -25,7 +26,7 @@ __global__ void mse_backward_kernel(T* dpred, const T* pred, const T* target, st
 }
 
 template <class T>
-void mse_forward(float* loss, const T* pred, const T* target, std::int64_t n, void* stream) {
+void mse_forward(acc_t<T>* loss, const T* pred, const T* target, std::int64_t n, void* stream) {
   PB_LAUNCH(mse_zero_kernel, 1, 1, 0, stream)(loss);
   PB_CHECK_LAUNCH();
   if (n == 0) return;
@@ -43,9 +44,10 @@ void mse_backward(T* dpred, const T* pred, const T* target, std::int64_t n, floa
 }
 
 #define PB_INSTANTIATE(T)                                                                      \
-  template void mse_forward<T>(float*, const T*, const T*, std::int64_t, void*);               \
+  template void mse_forward<T>(acc_t<T>*, const T*, const T*, std::int64_t, void*);            \
   template void mse_backward<T>(T*, const T*, const T*, std::int64_t, float, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

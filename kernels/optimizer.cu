@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "device/kernel_common.h"
+#include "kernels/acc_type.h"
 
 namespace parbench::PB_KERNEL_NS {
 
@@ -86,15 +87,15 @@ void launch_adamw(T* params, const T* grads, float* master, float* m, float* v, 
 }
 
 template <class T>
-void adamw_update(T* params, const T* grads, float* m, float* v, std::int64_t n, float lr, float beta1, float beta2,
-                  float eps, float weight_decay, int step, void* stream) {
+void adamw_update(T* params, const T* grads, acc_t<T>* m, acc_t<T>* v, std::int64_t n, float lr, float beta1,
+                  float beta2, float eps, float weight_decay, int step, void* stream) {
   launch_adamw(params, grads, static_cast<float*>(nullptr), m, v, n, lr, beta1, beta2, eps, weight_decay, step,
                stream);
 }
 
 template <class T>
-void adamw_update_master(T* params, const T* grads, float* master, float* m, float* v, std::int64_t n, float lr,
-                         float beta1, float beta2, float eps, float weight_decay, int step, void* stream) {
+void adamw_update_master(T* params, const T* grads, acc_t<T>* master, acc_t<T>* m, acc_t<T>* v, std::int64_t n,
+                         float lr, float beta1, float beta2, float eps, float weight_decay, int step, void* stream) {
   launch_adamw(params, grads, master, m, v, n, lr, beta1, beta2, eps, weight_decay, step, stream);
 }
 
@@ -105,13 +106,14 @@ void sgd_update(T* params, const T* grads, std::int64_t n, float lr, float weigh
   PB_CHECK_LAUNCH();
 }
 
-#define PB_INSTANTIATE(T)                                                                                         \
-  template void adamw_update<T>(T*, const T*, float*, float*, std::int64_t, float, float, float, float, float,   \
-                                int, void*);                                                                      \
-  template void adamw_update_master<T>(T*, const T*, float*, float*, float*, std::int64_t, float, float, float,  \
-                                       float, float, int, void*);                                                 \
+#define PB_INSTANTIATE(T)                                                                                            \
+  template void adamw_update<T>(T*, const T*, acc_t<T>*, acc_t<T>*, std::int64_t, float, float, float, float, float, \
+                                int, void*);                                                                         \
+  template void adamw_update_master<T>(T*, const T*, acc_t<T>*, acc_t<T>*, acc_t<T>*, std::int64_t, float, float,    \
+                                       float, float, float, int, void*);                                             \
   template void sgd_update<T>(T*, const T*, std::int64_t, float, float, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

@@ -39,5 +39,6 @@ void residual_backward(T* da, T* db, const T* dout, std::int64_t n, void* stream
   template void residual_backward<T>(T*, T*, const T*, std::int64_t, void*);
 PB_INSTANTIATE(float)
 PB_INSTANTIATE(::parbench::bf16)
+#undef PB_INSTANTIATE
 
 }  // namespace parbench::PB_KERNEL_NS

@@ -5,7 +5,9 @@
 
 // fccp's error types copy the file name with strncpy into a fixed buffer, which g++ flags inside the header.
 #pragma GCC diagnostic push
+#if !defined(__clang__)  // (clang has no such warning)
 #pragma GCC diagnostic ignored "-Wstringop-truncation"
+#endif
 #include <libfccp/csv.h>
 #pragma GCC diagnostic pop
 

@@ -30,9 +30,9 @@ std::vector<Cell> row_by_name(const std::vector<Column>& columns, const std::map
     auto it = cells.find(c.name);
     row.push_back(it == cells.end() ? Cell{} : it->second);
   }
-  for (const auto& [name, cell] : cells)
-    PB_CHECK(std::any_of(columns.begin(), columns.end(), [&](const Column& c) { return c.name == name; }),
-             "no CSV column '" + name + "'");
+  for (const auto& cell : cells)
+    PB_CHECK(std::any_of(columns.begin(), columns.end(), [&](const Column& c) { return c.name == cell.first; }),
+             "no CSV column '" + cell.first + "'");
   return row;
 }
 

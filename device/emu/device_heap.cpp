@@ -13,9 +13,10 @@
 #include <mutex>
 #include <random>
 
+#include "base/sanitizers.h"
 #include "device/emu/device_heap.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef PB_ASAN
 #include <sanitizer/asan_interface.h>
 #define PB_EMU_POISON(p, n) __asan_poison_memory_region((p), (n))
 #define PB_EMU_UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))

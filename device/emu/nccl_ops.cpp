@@ -227,7 +227,7 @@ void launch(std::vector<Pending> ops) {
       (p.call.kind == Kind::send || p.call.kind == Kind::recv ? p2p : collectives).push_back(p.call);
     }
     StreamState* s = resolve_stream(stream);
-    auto reissue = [comm, collectives, p2p](StreamState* t) { queue_share(t, comm, collectives, p2p); };
+    auto reissue = [c = comm, collectives, p2p](StreamState* t) { queue_share(t, c, collectives, p2p); };
     if (!record_if_capturing(s, share_text(collectives, p2p), reissue))
       queue_share(s, comm, collectives, p2p);
   }

@@ -14,12 +14,12 @@ namespace {
 // GPU's half and bfloat16 arithmetic does.
 struct Half {
   static float get(const void* p) {
-    _Float16 h;
+    f16 h;
     std::memcpy(&h, p, 2);
-    return float(h);
+    return f16_to_float(h);
   }
   static void put(void* p, float f) {
-    const _Float16 h = _Float16(f);
+    const f16 h = float_to_f16(f);
     std::memcpy(p, &h, 2);
   }
 };

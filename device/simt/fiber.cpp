@@ -15,15 +15,9 @@
 #include <string>
 
 #include "base/error.h"
+#include "base/sanitizers.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define PB_SIMT_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PB_SIMT_ASAN 1
-#endif
-#endif
-#ifdef PB_SIMT_ASAN
+#ifdef PB_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
@@ -59,14 +53,14 @@ FiberStack map_stack(std::size_t usable_bytes) {
   s.lo = s.map + kGuardBytes;
   s.stale_lo = s.lo;  // the mapping may reuse addresses whose shadow an earlier stack left poisoned
   s.size = usable_bytes;
-#ifdef PB_SIMT_TSAN
+#ifdef PB_TSAN
   s.tsan_fiber = __tsan_create_fiber(0);
 #endif
   return s;
 }
 
 void unmap_stack(FiberStack& s) {
-#ifdef PB_SIMT_TSAN
+#ifdef PB_TSAN
   if (s.tsan_fiber) __tsan_destroy_fiber(s.tsan_fiber);
 #endif
   if (s.map) munmap(s.map, s.map_bytes);
@@ -184,7 +178,7 @@ void install_guard_handler() {
   (void)alt;
 }
 
-#ifdef PB_SIMT_ASAN
+#ifdef PB_ASAN
 void asan_start_switch(void** fake_stack_save, const void* bottom, std::size_t size) {
   __sanitizer_start_switch_fiber(fake_stack_save, bottom, size);
 }

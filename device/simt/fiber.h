@@ -9,14 +9,8 @@
 #include <boost/context/detail/fcontext.hpp>
 #endif
 
-#if defined(__SANITIZE_THREAD__)
-#define PB_SIMT_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PB_SIMT_TSAN 1
-#endif
-#endif
-#ifdef PB_SIMT_TSAN
+#include "base/sanitizers.h"
+#ifdef PB_TSAN
 #include <sanitizer/tsan_interface.h>
 #endif
 
@@ -96,7 +90,7 @@ void asan_unpoison(const void* p, std::size_t bytes);
 // before the context switch. Always inlined: a function of its own would be entered on one fiber and left on
 // another, unbalancing TSan's shadow call stacks. Flag 0: the switch orders the two fibers (they alternate on one
 // OS thread). Fibers are made and destroyed with their stacks (map_stack, unmap_stack).
-#ifdef PB_SIMT_TSAN
+#ifdef PB_TSAN
 inline void* tsan_current_fiber() { return __tsan_get_current_fiber(); }
 __attribute__((always_inline)) inline void tsan_switch_to(void* fiber) { __tsan_switch_to_fiber(fiber, 0); }
 #else

@@ -12,6 +12,7 @@ namespace parbench {
 // One microbatch's forward and backward through each kind of unit, in any one time unit.
 struct UnitCosts {
   double embedding = 0, block = 1, head = 0;
+  bool operator==(const UnitCosts&) const = default;
 };
 
 // --partition: uniform, balanced or a FILE of block counts.

@@ -15,7 +15,7 @@ namespace {
 double in_type(DType t, double v) {
   switch (t) {
     case DType::f32: return double(float(v));
-    case DType::f16: return double(_Float16(v));
+    case DType::f16: return double(f16_to_float(float_to_f16(float(v))));
     case DType::bf16: return double(bf16_to_float(float_to_bf16(float(v))));
     default: return v;
   }

@@ -100,10 +100,10 @@ TEST(NcclEmu, SixteenBitTypesRoundEveryStep) {
     cudaFree(d);
   });
   with_ranks(2, [&](int r, ncclComm_t comm, cudaStream_t s) {
-    std::vector<_Float16> in(4, _Float16(r == 0 ? 1.5f : 2.25f));
+    std::vector<parbench::f16> in(4, parbench::float_to_f16(r == 0 ? 1.5f : 2.25f));
     auto* d = to_device(in);
     ASSERT_EQ(ncclAllReduce(d, d, 4, ncclFloat16, ncclMax, comm, s), ncclSuccess);
-    for (auto x : to_host(d, 4, s)) EXPECT_EQ(float(x), 2.25f);
+    for (auto x : to_host(d, 4, s)) EXPECT_EQ(parbench::f16_to_float(x), 2.25f);
     cudaFree(d);
   });
 }
@@ -111,7 +111,7 @@ TEST(NcclEmu, SixteenBitTypesRoundEveryStep) {
 // `v` (a small integer) encoded as one element of type `t` at `out`.
 void encode(ncclDataType_t t, int v, char* out) {
   switch (t) {
-    case ncclFloat16: { _Float16 h = _Float16(v); std::memcpy(out, &h, 2); break; }
+    case ncclFloat16: { auto h = parbench::float_to_f16(float(v)); std::memcpy(out, &h, 2); break; }
     case ncclBfloat16: { auto b = parbench::float_to_bf16(float(v)); std::memcpy(out, &b, 2); break; }
     case ncclFloat32: { float f = float(v); std::memcpy(out, &f, 4); break; }
     case ncclFloat64: { double f = v; std::memcpy(out, &f, 8); break; }

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
+#include "base/sanitizers.h"
 #include "parallel/schedule/schedule.h"
 #include "parallel/schedule/play.h"
 #include "predict/calibrate.h"
@@ -439,7 +440,7 @@ TEST(PredictSystem, MeasuredLinearsReplaceTheCurvesForTheirShapeOnly) {
   EXPECT_FALSE(j["gpu"].contains("linears"));
   const nlohmann::json entry = {{"tokens", 256}, {"in", 64}, {"out", 192}, {"dtype", "f32"},
                                 {"forward_us", 100}, {"input_gradient_us", 50}, {"weight_gradient_us", 200}};
-  j["gpu"]["linears"] = {entry};
+  j["gpu"]["linears"] = nlohmann::json::array({entry});
   const SystemModel sys = system_from_json(j, "sys.json");
   const LinearSeconds t = linear_seconds(sys, 256, 64, 192, 4);
   EXPECT_DOUBLE_EQ(t.forward, 100e-6);
@@ -530,7 +531,7 @@ TEST(PredictSystem, MeasuredAttentionReplacesFlashAttentionOfItsShapeOnly) {
   EXPECT_FALSE(j["gpu"].contains("attention"));
   const nlohmann::json entry = {{"batch", 2}, {"heads", 8}, {"seq", 2048}, {"head_dim", 128}, {"dtype", "bf16"},
                                 {"forward_us", 1000}, {"backward_us", 3000}};
-  j["gpu"]["attention"] = {entry};
+  j["gpu"]["attention"] = nlohmann::json::array({entry});
   const SystemModel one = system_from_json(system_to_json(system_from_json(j, "a.json")), "b.json");
   ASSERT_EQ(one.gpu.measured_attention.size(), 1u);
   EXPECT_NEAR(one.gpu.measured_attention[0].backward_s, 3e-3, 1e-15);
@@ -995,7 +996,7 @@ TEST(PredictZero3, FsdpShardGradOpIsZero3WithoutTheBackwardGathers) {
 
 // Sanitizer builds run several times slower: there the time limits are not checked (the results still are), and
 // the pipeline is smaller (under ASan the full-size one alone took half a minute of CI).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(PB_ASAN) || defined(PB_TSAN)
 constexpr double kSlowdown = 0;
 #else
 constexpr double kSlowdown = 1;

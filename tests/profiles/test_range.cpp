@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "base/sanitizers.h"
 #include "profiles/range.h"
 
 using namespace parbench;
@@ -15,7 +16,7 @@ using namespace parbench;
 // supplies its own operator new/delete pairs, so there the sanitizer's malloc hook counts instead
 // (it sees every allocation, operator new included).
 static thread_local long t_allocations = 0;
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef PB_ASAN
 extern "C" int __sanitizer_install_malloc_and_free_hooks(
     void (*malloc_hook)(const volatile void*, std::size_t), void (*free_hook)(const volatile void*));
 static void count_malloc(const volatile void*, std::size_t) { ++t_allocations; }
@@ -89,7 +90,7 @@ TEST(RangeCategory, IdsNamesAndColours) {
 }
 
 TEST(RangeCost, NoAllocationWhileNothingRecords) {
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef PB_ASAN
   ASSERT_TRUE(g_hooks_installed) << "could not install the sanitizer malloc hook";
 #endif
   TraceRecorder& rec = TraceRecorder::instance();
