@@ -238,6 +238,11 @@ endif()
 set(PARBENCH_PLOTS AUTO CACHE STRING "Build parbench-plot and its tests: AUTO, ON or OFF")
 set_property(CACHE PARBENCH_PLOTS PROPERTY STRINGS AUTO ON OFF)
 
+# The unit tests' executables (parbench_add_test in tests/): OFF leaves them out of the build and of ctest's list,
+# keeping the tests of the programs and scripts (scripts/test.sh's default build: its unit tests run in the
+# sanitizer build, so compiling them twice would only cost time).
+option(PARBENCH_UNIT_TESTS "Build the unit-test executables and list their tests in ctest" ON)
+
 # libFuzzer targets (tests/fuzz): everything compiled with clang's fuzzer instrumentation, ASan and UBSan; build
 # only the `fuzz` target of such a tree (scripts/fuzz.sh does).
 option(PARBENCH_FUZZ "Build the libFuzzer targets of tests/fuzz (clang only)" OFF)

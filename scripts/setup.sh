@@ -53,7 +53,7 @@ boost-system     | lib:boost_system                                   | libboost
 boost-context    | hdr:boost/context/fiber.hpp static:boost_context   | libboost-context-dev    | =          | boost-devel boost-static@crb | demo? test  | the simt device's fast fiber switch (linked statically)
 cuda-headers     | cuda-headers                                       | -                       | -          | -                            | test        | the emulated GPU build of scripts/test.sh (cuda_runtime_api.h, cublas_v2.h)
 nvcc             | nvcc                                               | -                       | -          | -                            | demo? test? | the cuda device
-clang            | cmd:clang++                                        | clang                   | =          | clang                        | test        | the fuzzers (scripts/fuzz.sh)
+clang            | cmd:clang++                                        | clang                   | =          | clang                        | test        | the sanitizer build and the fuzzers (scripts/test.sh, scripts/fuzz.sh)
 libfuzzer        | fuzzer                                             | {clang-rt}              | {clang-rt} | compiler-rt                  | test        | linking the fuzzers (clang -fsanitize=fuzzer)
 lizard           | lizard                                             | pip:lizard              | pip:lizard | pip:lizard                   | test        | the code-size check (scripts/check_code_size.py)
 EOF

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -208,6 +209,7 @@ class Runner:
         self.failures = []
         self.counts = {"run": 0, "commands": 0, "parsed": 0, "not-run": 0, "tables": 0}
         self.not_run = []
+        self.durations = []  # (seconds, where, command): the slowest are printed at the end, to keep the check short
         self.scratch = []  # the pages' scratch folders, removed at the end
         self.lock = threading.Lock()  # pages run side by side (--jobs): the tallies above are shared
 
@@ -247,12 +249,15 @@ class Runner:
                 continue
             if self.verbose:
                 print(f"docs: {block.where()}: {line}")
+            start = time.monotonic()
             try:
                 r = subprocess.run(["bash", "-o", "pipefail", "-c", line], cwd=cwd, env=self.env,
                                    capture_output=True, text=True, timeout=self.timeout)
                 rc, out = r.returncode, (r.stdout + r.stderr)
             except subprocess.TimeoutExpired:
                 rc, out = "timeout", f"no end within {self.timeout} s"
+            with self.lock:
+                self.durations.append((time.monotonic() - start, block.where(), cmd))
             if rc not in (0, 141):  # 141: a reader such as head closed the pipe early
                 tail = "\n    ".join(out.strip().splitlines()[-8:])
                 self.fail(block.where(), f"'{cmd}' exited {rc} (ran as: {line})\n    {tail}")
@@ -355,6 +360,8 @@ def main():
     c = runner.counts
     for item in sorted(runner.not_run):
         print(f"docs: not run: {item}")
+    for seconds, where, cmd in sorted(runner.durations, reverse=True)[:5]:
+        print(f"docs: slowest: {seconds:5.1f} s {where}: {cmd[:90]}")
     print(f"docs: {len(pages)} pages: {c['run']} command blocks run ({c['commands']} commands), {c['parsed']} "
           f"parsed only, {c['not-run']} not run, {c['tables']} option tables checked; "
           f"{len(runner.failures)} failures")
