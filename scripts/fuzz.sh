@@ -8,6 +8,8 @@
 #       the targets of kRuns.
 #   scripts/fuzz.sh [SECONDS_PER_TARGET (default 20)] [TARGET ...]
 #       exploratory: each target for a bounded time, a seed of libFuzzer's choosing (not reproducible).
+#   scripts/fuzz.sh --build-only [TARGET ...]
+#       builds what --ci would run and stops (scripts/test.sh builds them while other stages run).
 # New inputs go to a scratch folder, never into the corpus. A crash, a hang (-timeout), a leak or a sanitizer
 # report fails the script and leaves the input in build-fuzz/ (crash-*, timeout-*, leak-*) with the log.
 set -euo pipefail
@@ -22,9 +24,11 @@ declare -A kRuns=([fuzz_sizes]=100000 [fuzz_csv_rows]=8000 [fuzz_plot_csv]=120 [
 kSeed=1
 
 ci=0
+build_only=0
 seconds=20
-if [ "${1:-}" = "--ci" ]; then
+if [ "${1:-}" = "--ci" ] || [ "${1:-}" = "--build-only" ]; then
   ci=1
+  [ "$1" = "--ci" ] || build_only=1
   shift
 elif [ $# -gt 0 ]; then
   seconds=$1
@@ -44,6 +48,7 @@ elif [ ${#targets[@]} -eq 0 ]; then
   for dir in tests/fuzz/corpus/*/; do targets+=("$(basename "$dir")"); done
 fi
 cmake --build build-fuzz --target "${targets[@]}" -j "$(nproc)"
+[ "$build_only" -eq 0 ] || exit 0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # --ci runs each target without address-space randomisation and, where the system allows it, as pid 1 of a new
 # pid namespace: the compare tracing feeds the values compared (pointers among them) to the mutator, and the pid

@@ -27,11 +27,11 @@ stage() {  # ends the running stage (if any) and starts the one named
   stage_start=$SECONDS
   [ -z "$stage_name" ] || echo "== $stage_name"
 }
-cuda12_pid="" docs_pid=""
+cuda12_pid="" docs_pid="" later_pid=""
 summary() {
   local status=$?
   local pid
-  for pid in $cuda12_pid $docs_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
+  for pid in $cuda12_pid $docs_pid $later_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
   [ -z "$stage_name" ] || { [ "$status" -eq 0 ] || stage_name="$stage_name (FAILED)"; stage ""; }
   echo "== stage times (wall clock)"
   local i
@@ -100,25 +100,26 @@ stage "build (sanitizers)"
 # sanitizers in about 40% less time than g++ (a unity file of parallel/: 9.3 s against 15.0 s).
 BUILD_DIR=build-asan scripts/build.sh -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COMPILER=clang -DPARBENCH_SANITIZE=ON \
   -DPARBENCH_CUDA=EMULATED -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-g1 -O1"
+# The ThreadSanitizer and fuzz builds, at the lowest priority, beside the sanitizer stages' tests: those wait
+# much of the time (mpirun's start, the faults' timeouts) and the builds take only the cores they leave idle.
+nice -n 19 scripts/build_later_trees.sh "$jobs" >build-later.log 2>&1 &
+later_pid=$!
 stage "ctest (sanitizers, unit tests)"
 # OpenMPI's own allocations outlive MPI_Finalize, so the tests that start mpirun check memory errors but not
 # leaks; every other unit test checks leaks too.
 export UBSAN_OPTIONS=print_stacktrace=1
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$test_jobs" -L unit -E 'Mpi|^gpu_')
 stage "ctest (sanitizers, mpirun unit tests and gpu label)"
-# The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, the programs
-# under one stream-timing seed here (two in the other builds), the emulator's own tests under three; their names start with gpu_) in one run, so that the mpirun tests' waits
-# overlap the emulated GPUs' work.
+# The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, names starting
+# gpu_: the programs under one stream-timing seed here, two in the other builds, the emulator's own tests under
+# three) in one run, so that the mpirun tests' waits overlap the emulated GPUs' work.
 (cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$test_jobs" -L 'unit|gpu' -R 'Mpi|^gpu_')
 
-stage "build (ThreadSanitizer)"
-# The threads transport, DDP's communication thread, the pipeline executor and simt's fibers. Only what the stage
-# runs, CPU devices only (no MPI: OpenMPI's own threads are not instrumented), -O1 -g1 to keep the build short.
-cmake -S . -B build-tsan -G Ninja -DPARBENCH_SANITIZE=thread -DPARBENCH_CUDA=OFF -DPARBENCH_MPI=OFF \
-  -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" >build-tsan.configure.log 2>&1 ||
-  { cat build-tsan.configure.log; exit 1; }
-cmake --build build-tsan -j "$jobs" --target test_coll_threads_transport test_coll_communicator test_coll_watchdog test_simt \
-  bench_train
+stage "build (ThreadSanitizer and fuzz; started beside the stages above)"
+later_status=0
+wait "$later_pid" || later_status=$?
+later_pid=""
+if [ "$later_status" -ne 0 ]; then tail -60 build-later.log; exit "$later_status"; fi
 stage "ctest (ThreadSanitizer)"
 export TSAN_OPTIONS="halt_on_error=1 exitcode=66"
 (cd build-tsan && ctest --output-on-failure -j "$test_jobs" \
@@ -130,6 +131,6 @@ stage "build variants (optional parts hidden, dependencies fetched from local co
 # from local copies: the programs still build and the configure says what it left out (docs/install.md).
 tests/build/configure_variants.sh build-variants
 
-stage "fuzz (build, then fixed seed and runs)"
+stage "fuzz (fixed seed and runs)"
 scripts/fuzz.sh --ci
 stage ""
