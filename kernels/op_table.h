@@ -14,6 +14,7 @@
 #include "kernels/op_list.h"
 #include "kernels/op_params.h"
 #include "kernels/ops.h"
+#include "kernels/tensor_values.h"
 
 namespace parbench::optable {
 
@@ -97,21 +98,6 @@ const std::vector<OpEntry>& op_table();
 // table's matmul entries are it at the model's widths, with the bias).
 Work linear_workload(OpCase& c, int BT, int C, int OC, LinearPart part, bool with_bias = true);
 
-// Bound on the relative L2 error of an output against the reference: f32 differs by summation order over long
-// sums, bf16 outputs by their rounding.
-inline double default_tolerance(DType d) { return d == DType::f32 ? 1e-4 : 5e-2; }
-
 inline double elem_bytes(DType d) { return double(dtype_size(d)); }
-
-// Uniform random values in [lo, hi) / NaN into a host tensor of any dtype. From kParallelFillElements elements on,
-// each value is a hash of its index and one draw of `rng`, filled on every core: one draw per element would take
-// a minute for a published model's linear layer (a billion elements).
-constexpr std::int64_t kParallelFillElements = std::int64_t(1) << 22;
-void fill_uniform(Tensor& t, std::mt19937_64& rng, double lo, double hi);
-void fill_nan(Tensor& t);
-// ||out - ref|| / ||ref|| over the elements (either tensor on any device); infinity when out holds a NaN or an
-// infinity (a poisoned element left unwritten).
-double rel_l2(const Tensor& out, const Tensor& ref);
-double rel_l2(const std::vector<double>& out, const std::vector<double>& ref);
 
 }  // namespace parbench::optable

@@ -27,11 +27,11 @@ stage() {  # ends the running stage (if any) and starts the one named
   stage_start=$SECONDS
   [ -z "$stage_name" ] || echo "== $stage_name"
 }
-cuda12_pid="" docs_pid="" later_pid=""
+cuda12_pid="" ctest_pid="" docs_pid="" later_pid=""
 summary() {
   local status=$?
   local pid
-  for pid in $cuda12_pid $docs_pid $later_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
+  for pid in $cuda12_pid $ctest_pid $docs_pid $later_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
   [ -z "$stage_name" ] || { [ "$status" -eq 0 ] || stage_name="$stage_name (FAILED)"; stage ""; }
   echo "== stage times (wall clock)"
   local i
@@ -53,38 +53,43 @@ scripts/check_structure.sh
 
 stage "build (default)"
 # -g1 (line tables: stack traces keep files and lines) instead of -g: a quarter less compile time. Device code for
-# the default architectures (sm_80 and sm_90), as a plain build compiles it (and demo.sh on a GPU machine): a kernel
-# that assembles for one only (multimem is sm_90's) fails here, not on a user's first build.
+# sm_90 only, which the SASS checks read: the CUDA 12 check below compiles every .cu for both default architectures
+# (sm_80 and sm_90), so a kernel that assembles for one only (multimem is sm_90's) still fails here, not on a
+# user's first build; compiling both here too cost about a minute.
 # -O1 instead of -O2: this build's programs only run functional tests (nothing here measures speed), and its C++
 # compiles about a quarter faster (plots/cli.cpp 6.9 s -> 5.0 s). Its own folder, build-test/: build/ stays the
 # programs' folder (demo.sh, README), built for speed. No unit-test executables (PARBENCH_UNIT_TESTS=OFF): the unit
 # tests run once, in the sanitizer build below, and compiling them here too cost a minute.
-BUILD_DIR=build-test scripts/build.sh "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DPARBENCH_UNIT_TESTS=OFF
+BUILD_DIR=build-test scripts/build.sh "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" -DPARBENCH_UNIT_TESTS=OFF \
+  -DCMAKE_CUDA_ARCHITECTURES=90
 # Every .cu compiled by a CUDA 12 nvcc (Debian's 12.4, headers from PyPI, cached outside the tree) for sm_80 and
-# sm_90, objects only (the default build above compiled them with CUDA 13): beside the next two stages, whose tests
-# spend much of their time waiting (mpirun's start, the faults' timeouts); its own stage below waits for it.
+# sm_90, objects only (the default build above compiled them with CUDA 13): beside the next stage, whose parts
+# spend much of their time waiting; its own stage below waits for it.
 scripts/check_cuda12.sh >build-cuda12.log 2>&1 &
 cuda12_pid=$!
-stage "ctest (default build)"
-# The tests that are not unit tests (programs under mpirun, launchers, scripts, the ptxas and SASS checks of the
-# device code nvcc built): the unit tests run once, in the sanitizer build below, where ASan and UBSan watch them.
-# predict_vs_cpu_runs (quiet_machine) needs idle cores.
-(cd build-test && ctest --output-on-failure -j "$test_jobs" -LE 'quiet_machine|unit')
-
-stage "docs and extension check (side by side)"
-# Docs: each runnable block runs on this build's cpu device with small sizes; GPU and cluster commands are only
-# parsed. Its commands mostly wait (mpirun's start, timeouts), so it runs beside the extension check, which
-# compiles: docs/dev/extending.md's rows done for real in a scratch copy, the files touched are the rows' and each
-# dummy entry shows up in help texts, generated test lists and runs.
+stage "ctest (default build), docs and extension check (side by side)"
+# Three parts that mostly wait (mpirun's start, the faults' and launchers' timeouts) beside one that compiles:
+# - ctest: the tests that are not unit tests (programs under mpirun, launchers, scripts, the ptxas and SASS checks
+#   of the device code nvcc built); the unit tests run once, in the sanitizer build below, where ASan and UBSan
+#   watch them. predict_vs_cpu_runs (quiet_machine) needs idle cores.
+# - the docs: each runnable block runs on this build's cpu device with small sizes; GPU and cluster commands are
+#   only parsed.
+# - the extension check, which compiles: docs/dev/extending.md's rows done for real in a scratch copy, the files
+#   touched are the rows' and each dummy entry shows up in help texts, generated test lists and runs.
+(cd build-test && ctest --output-on-failure -j "$test_jobs" -LE 'quiet_machine|unit') >build-test-ctest.log 2>&1 &
+ctest_pid=$!
 python3 tests/docs/run_doc_commands.py --bin build-test/bin >build-docs.log 2>&1 &
 docs_pid=$!
 extension_status=0
 scripts/check_extensions.sh build-extensions || extension_status=$?
-docs_status=0
+ctest_status=0 docs_status=0
+wait "$ctest_pid" || ctest_status=$?
 wait "$docs_pid" || docs_status=$?
-docs_pid=""
+ctest_pid="" docs_pid=""
+if [ "$ctest_status" -eq 0 ]; then tail -n 12 build-test-ctest.log; else cat build-test-ctest.log; fi
 cat build-docs.log
-[ "$extension_status" -eq 0 ] || { echo "test.sh: the extension check failed (above the docs' output)"; exit 1; }
+[ "$ctest_status" -eq 0 ] || { echo "test.sh: ctest of the default build failed (above the docs' output)"; exit 1; }
+[ "$extension_status" -eq 0 ] || { echo "test.sh: the extension check failed (above the ctest and docs output)"; exit 1; }
 [ "$docs_status" -eq 0 ] || exit "$docs_status"
 
 stage "CUDA 12 compile check (started beside the stages above)"

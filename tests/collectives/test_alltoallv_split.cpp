@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "collectives/table/alltoallv_split.h"
+#include "tests/test_files.h"
 
 namespace parbench {
 namespace {
@@ -167,7 +168,7 @@ TEST(AlltoallvSplit, MatrixRunSizesFollowNcclTests) {
 }
 
 TEST(AlltoallvSplit, EnvironmentReadsTheFile) {
-  const std::string path = ::testing::TempDir() + "alltoallv_matrix.txt";
+  const std::string path = pbtest::scratch_file("alltoallv_matrix.txt");
   std::ofstream(path) << "0 32\n16 0\n";
   setenv("NCCL_TESTS_ALLTOALLV_MATRIX_FILE", path.c_str(), 1);
   setenv("NCCL_TESTS_ALLTOALLV_MATRIX_SCALE", "2", 1);

@@ -20,41 +20,35 @@ function(pb_dev_test name)
                        ENVIRONMENT "PARBENCH_EMU_WAIT_TIMEOUT=120;${pb_env}")
 endfunction()
 
-execute_process(COMMAND "${pb_bin}/bench_allreduce" --list-impls OUTPUT_VARIABLE pb_out ERROR_VARIABLE pb_err
-                RESULT_VARIABLE pb_rc)
+include(${CMAKE_CURRENT_LIST_DIR}/../listing.cmake)
+parbench_listing("${pb_bin}/bench_allreduce" --list-impls gpu_device_impls_listed pb_rows)
 set(pb_device "")    # the device-side implementations, registry order
 set(pb_all "")       # every implementation
 set(pb_colls "")     # the collectives any of them serves, first-seen order
-if(pb_rc EQUAL 0)
-  string(REPLACE "\n" ";" pb_lines "${pb_out}")
-  foreach(line IN LISTS pb_lines)
-    if(line STREQUAL "" OR line MATCHES "^#")
-      continue()
-    endif()
-    separate_arguments(fields UNIX_COMMAND "${line}")
-    list(GET fields 0 impl)
-    list(GET fields 1 kind)
-    list(GET fields 2 colls)
-    list(APPEND pb_all ${impl})
-    if(kind STREQUAL "device")
-      list(APPEND pb_device ${impl})
-      string(REPLACE "," ";" colls "${colls}")
-      set(pb_serves_${impl} ${colls})
-      foreach(c IN LISTS colls)
-        list(APPEND pb_impls_${c} ${impl})
-        list(FIND pb_colls ${c} seen)  # (ctest's scripts run under the old policies: no IN_LIST)
-        if(seen EQUAL -1)
-          list(APPEND pb_colls ${c})
-        endif()
-      endforeach()
-    endif()
-  endforeach()
-endif()
-if(NOT pb_rc EQUAL 0 OR pb_device STREQUAL "")
-  string(REPLACE "\n" " " pb_err "${pb_err}")
-  add_test(gpu_device_impls_listed sh -c
-           "echo \"$0 --list-impls (exit $1) listed no device-side implementation: $2\"; exit 1"
-           "${pb_bin}/bench_allreduce" "${pb_rc}" "${pb_err}")
+foreach(line IN LISTS pb_rows)
+  separate_arguments(fields UNIX_COMMAND "${line}")
+  list(GET fields 0 impl)
+  list(GET fields 1 kind)
+  list(GET fields 2 colls)
+  list(APPEND pb_all ${impl})
+  if(kind STREQUAL "device")
+    list(APPEND pb_device ${impl})
+    string(REPLACE "," ";" colls "${colls}")
+    set(pb_serves_${impl} ${colls})
+    foreach(c IN LISTS colls)
+      list(APPEND pb_impls_${c} ${impl})
+      list(FIND pb_colls ${c} seen)  # (ctest's scripts run under the old policies: no IN_LIST)
+      if(seen EQUAL -1)
+        list(APPEND pb_colls ${c})
+      endif()
+    endforeach()
+  endif()
+endforeach()
+if(pb_device STREQUAL "")
+  if(NOT pb_rows STREQUAL "")  # (an empty or failed listing has its failing test already)
+    add_test(gpu_device_impls_listed sh -c "echo \"$0 --list-impls listed no device-side implementation\"; exit 1"
+             "${pb_bin}/bench_allreduce")
+  endif()
   return()
 endif()
 
@@ -155,7 +149,7 @@ endforeach()
 
 # Every implementation bench_allreduce accepts, in one list: those that can run here run with a clean data check,
 # the rest print `not run: <reason>` (the emulated NCCL has no device API, the MPI library needs a process per rank)
-# and the run exits 0.
+# and the run exits 0. Under one stream-timing seed (the run is long for several).
 if(NOT pb_has_nccl)
   return()
 endif()
@@ -163,5 +157,6 @@ list(JOIN pb_all "," impls)
 add_test(gpu_bench_allreduce_every_impl sh -c "\"$0\" \"$@\" 2>&1; echo exit status $?" ${pb_bin}/bench_allreduce
          --device cuda --ranks 2 --impl ${impls} --sizes 1K,33K -n 1 -w 1 --timeout 60)
 set_tests_properties(gpu_bench_allreduce_every_impl PROPERTIES LABELS gpu TIMEOUT 300
+                     ENVIRONMENT "PARBENCH_EMU_DELAY=random:1;PARBENCH_EMU_WAIT_TIMEOUT=120"
                      PASS_REGULAR_EXPRESSION "# nccl-lsa: not run: --impl nccl-lsa \\(our allreduce kernels on NCCL's device API\\): NCCL device API not available: emulated NCCL.*# nccl-multimem: not run: --impl nccl-multimem .*exit status 0"
                      FAIL_REGULAR_EXPRESSION "exit status [1-9]|Out of bounds values : [1-9]|FAILED")

@@ -7,23 +7,11 @@
 #include <vector>
 
 #include "base/error.h"
+#include "tests/test_files.h"
 
 namespace parbench::plots::test {
 
-// A fresh directory under TMPDIR (or /tmp), removed with its files at destruction.
-class ScratchDir {
- public:
-  ScratchDir();
-  ~ScratchDir();
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-  std::vector<std::string> entries() const;  // names in the directory, sorted
-
- private:
-  std::string path_;
-};
+using pbtest::ScratchDir;
 
 void write_file(const std::string& path, const std::string& content);
 

@@ -20,6 +20,7 @@
 #include "predict/predict.h"
 #include "predict/search.h"
 #include "predict/zero3.h"
+#include "tests/test_files.h"
 
 using namespace parbench;
 using namespace parbench::predict;
@@ -1050,7 +1051,7 @@ TEST(PredictCalibrate, FitRecoversAlphaAndBetaAndReportsTheError) {
   rows[0].seconds *= 1.5;  // one slow measurement at 2 ranks
   fits = fit_links(rows);
   EXPECT_GT(fits[0].max_rel_error, 0.1);
-  const std::string path = ::testing::TempDir() + "/not_collective.csv";
+  const std::string path = pbtest::scratch_file("not_collective.csv");
   std::ofstream(path) << "stage,op\n0,F\n";
   EXPECT_THROW(read_collective_csv(path), UsageError);
   EXPECT_THROW(fit_links({{"allreduce", "ring", 2, 8, 1e-6}}), UsageError);  // one size: nothing to fit
@@ -1073,7 +1074,7 @@ TEST(PredictCalibrate, EachWireFamilyFitsItsOwnSteps) {
     EXPECT_NEAR(fits[0].alpha, alpha, 1e-12) << f.collective;
     EXPECT_NEAR(fits[0].gbps(), 2.0, 1e-6) << f.collective;
   }
-  const std::string path = ::testing::TempDir() + "/bad_collective.csv";
+  const std::string path = pbtest::scratch_file("bad_collective.csv");
   std::ofstream(path) << "collective,impl,ranks,bytes,time_us\nallreduce,ring,2,8,1\nall_reduce,ring,2,16,1\n";
   try {
     read_collective_csv(path);
@@ -1125,7 +1126,7 @@ TEST(PredictPipeline, BlockingSendsHoldTheSendingStage) {
 namespace {
 
 std::string write_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = pbtest::scratch_file(name);
   std::ofstream(path) << text;
   return path;
 }

@@ -8,11 +8,10 @@
 #include <fstream>
 #include <string>
 
-#include <unistd.h>
-
 #include "base/error.h"
 #include "predict/costs.h"
 #include "predict/validate.h"
+#include "tests/test_files.h"
 
 using namespace parbench;
 using testing::AllOf;
@@ -25,13 +24,16 @@ const char* kPublishedHeader =
     "table,row,system,hidden,heads,layers,seq,vocab,tp,pp,v,gpus,global_batch,micro_batch,sp,recompute,schedule,"
     "attention,p2p,zero,partition,tp_overlap,dp_overlap,measure,published,shaped_by\n";
 
-// A file of its own per call: ctest runs each test in its own process at the same time as others, so the name
-// carries the test, the process and a count.
+// The tables' folder: the process's own, removed when it ends.
+const pbtest::ScratchDir& tables() {
+  static const pbtest::ScratchDir dir;
+  return dir;
+}
+
+// A file of its own per call.
 std::string write_published(const std::string& body) {
   static int calls = 0;
-  const std::string path = testing::TempDir() + "published_" +
-                           testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
-                           std::to_string(getpid()) + "_" + std::to_string(++calls) + ".csv";
+  const std::string path = tables().file("published_" + std::to_string(++calls) + ".csv");
   std::ofstream(path) << kPublishedHeader << body;
   return path;
 }
@@ -256,7 +258,7 @@ TEST(PredictValidate, ShardingColumnIsOptional) {
   EXPECT_THAT(published_error(table("1", "fsdp")), HasSubstr(":2: sharding fsdp needs zero 2 or 3, not 1"));
   EXPECT_THAT(published_error(table("2", "zero")),
               HasSubstr(":2: sharding 'zero' is unknown; accepted: - (ZeRO as DeepSpeed"));
-  const std::string path = testing::TempDir() + "published_no_p2p_" + std::to_string(getpid()) + ".csv";
+  const std::string path = tables().file("published_no_p2p.csv");
   std::string no_p2p(kPublishedHeader, std::strlen(kPublishedHeader) - 1);
   no_p2p.replace(no_p2p.find(",p2p,"), 5, ",");
   std::ofstream(path) << no_p2p << "\n";
