@@ -178,6 +178,9 @@ void cuda_memset(int index, void* p, int value, std::size_t bytes, void* stream)
   }
   CUDA_CHECK(cudaSetDevice(index));
   CUDA_CHECK(cudaMemset(p, value, bytes));
+  // cudaMemset of device memory returns before the fill is done, and a non-blocking stream's later work is not
+  // ordered after the legacy stream's: waiting for the fill makes it done on return, as device_memcpy's copies are.
+  CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 void* cuda_malloc_host(int index, std::size_t bytes) {

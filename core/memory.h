@@ -73,8 +73,7 @@ void device_memcpy_2d(const Device& dst_dev, void* dst, std::size_t dst_pitch, c
 void device_memcpy_2d_async(const Device& dst_dev, void* dst, std::size_t dst_pitch, const Device& src_dev,
                             const void* src, std::size_t src_pitch, std::size_t width, std::size_t rows,
                             const Stream& s);
-// On the stream device_memcpy would use: on the thread's current stream it is done on return (synchronised);
-// on the legacy default stream it may still run after return, but before any later work on the device.
+// On the stream device_memcpy would use; done on return (that stream synchronised).
 void device_memset(const Device& d, void* p, int value, std::size_t bytes);
 // Queued on stream `s` (cudaMemsetAsync) after its earlier work; on host devices done at once.
 void device_memset_async(const Device& d, void* p, int value, std::size_t bytes, const Stream& s);

@@ -6,6 +6,9 @@
 #include <vector>
 
 #include "core/memory.h"
+#if defined(PARBENCH_CUDA_EMULATED)
+#include "device/emu/gpu_emu.h"
+#endif
 #include "kernels/ops.h"
 
 namespace parbench::ops {
@@ -52,12 +55,23 @@ OpScratch::OpScratch(const Stream& s, std::int64_t floats) {
   data_ = static_cast<float*>(e.blocks.back());
 }
 
+#if defined(PARBENCH_CUDA_EMULATED)
+std::size_t declared_operands() { return gpu_emu::operand_mark(); }
+Op::~Op() { gpu_emu::release_operands(operands_before); }
+#else
+std::size_t declared_operands() { return 0; }
+Op::~Op() = default;
+#endif
+
 void Op::fail(const std::string& what) const { throw Error(std::string(name) + ": " + what); }
 
 void Op::device(const Tensor& t, const char* tn) const {
   if (!t.defined()) fail(std::string(tn) + " is not allocated");
   if (!(t.device() == s.device()))
     fail(std::string(tn) + " is on " + device_name(t.device()) + " but the stream is on " + device_name(s.device()));
+#if defined(PARBENCH_CUDA_EMULATED)
+  if (t.device().kind == DeviceKind::cuda) gpu_emu::declare_operand(t.data(), t.bytes());
+#endif
 }
 
 void Op::dtype(const Tensor& t, const char* tn, DType want) const {

@@ -43,10 +43,17 @@ struct Named {
   const char* name;
 };
 
+// How many tensor extents the calling thread's ops have declared to the emulated GPU's hazard checker so far (0 in
+// other builds): an Op's checks declare its tensors there, for the pointer arguments of the launches that follow,
+// and its end takes them back.
+std::size_t declared_operands();
+
 // One op call's checks against its stream; every message starts with the op's name.
 struct Op {
   const char* name;
   const Stream& s;
+  std::size_t operands_before = declared_operands();
+  ~Op();
 
   [[noreturn]] void fail(const std::string& what) const;
   void device(const Tensor& t, const char* tn) const;

@@ -16,6 +16,9 @@ target_include_directories(parbench_op_params PUBLIC ${CMAKE_SOURCE_DIR})
 
 add_library(parbench_kernels STATIC ${PB_OP_HOST_SOURCES})
 target_link_libraries(parbench_kernels PUBLIC parbench_op_params parbench_core)
+if(PARBENCH_CUDA_EMULATED)  # dispatch.cpp declares each op's tensors to the emulated GPU's hazard checker
+  target_compile_definitions(parbench_kernels PRIVATE PARBENCH_CUDA_EMULATED=1)
+endif()
 
 # The kernels built for simt (through the emulator) and, with CUDA, for cuda.
 parbench_add_kernels(parbench_ops ${PB_OP_SOURCES})

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "base/host_order.h"
+
 namespace parbench {
 
 namespace {
@@ -37,16 +39,32 @@ Inbox::~Inbox() {
       if (!e->sender) delete e;
 }
 
+namespace {
+// Each side hands what it has seen of the GPUs' work to the side that matches it later (base/host_order.h): the
+// sender's settled buffers, the receiver's finished uses of its buffer.
+template <class Match>
+auto in_host_order(const void* inbox, Match match) {
+  host_order::publish(inbox);
+  auto entry = match();
+  host_order::receive(inbox);
+  return entry;
+}
+}  // namespace
+
 PostedReceive* Inbox::match_send(const Channel& channel, Envelope* send) {
-  std::lock_guard lock(mu_);
-  Queues& q = channels_[channel];
-  return take_or_wait(q.receives, q.sends, send);
+  return in_host_order(this, [&] {
+    std::lock_guard lock(mu_);
+    Queues& q = channels_[channel];
+    return take_or_wait(q.receives, q.sends, send);
+  });
 }
 
 Envelope* Inbox::match_receive(const Channel& channel, PostedReceive* receive) {
-  std::lock_guard lock(mu_);
-  Queues& q = channels_[channel];
-  return take_or_wait(q.sends, q.receives, receive);
+  return in_host_order(this, [&] {
+    std::lock_guard lock(mu_);
+    Queues& q = channels_[channel];
+    return take_or_wait(q.sends, q.receives, receive);
+  });
 }
 
 void Inbox::withdraw(const Channel& channel, const Envelope* send) {

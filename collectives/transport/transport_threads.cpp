@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/host_order.h"
 #include "collectives/transport/doorbell.h"
 #include "collectives/transport/threads_inbox.h"
 #include "collectives/transport/transport.h"
@@ -118,6 +119,7 @@ void fill(PostedReceive& r, const void* data, std::size_t bytes, const Device& d
   r.sent_bytes = bytes;
   if (bytes == r.bytes) device_memcpy(r.device, r.buf, device, data, bytes);
   Doorbell* owner = r.receiver;  // r may be gone once done
+  host_order::publish(owner);    // the owner's wait receives it: the copy is done for its GPU work too
   r.state.store(CopyState::done, std::memory_order_release);
   owner->ring();
 }
@@ -132,6 +134,7 @@ void empty_into(Envelope* e, PostedReceive& r) {
     return;
   }
   Doorbell* owner = e->sender;  // e may be gone once done
+  host_order::publish(owner);
   e->state.store(CopyState::done, std::memory_order_release);
   owner->ring();
 }
@@ -329,7 +332,7 @@ class ThreadsTransport final : public Transport {
     } published{me_.waiting_on};
     for (;;) {
       const std::uint32_t ticket = me_.bell.ticket();
-      if (done()) return;
+      if (done()) return host_order::receive(&me_.bell);  // what the peers that finished our copies had seen
       throw_if_aborted();
       if (!published.set) {
         me_.waiting_on.store(waiting_for(), std::memory_order_relaxed);
@@ -422,7 +425,7 @@ class ThreadsTransport final : public Transport {
   void wait_out(Done done) {
     for (;;) {
       const std::uint32_t ticket = me_.bell.ticket();
-      if (done()) return;
+      if (done()) return host_order::receive(&me_.bell);  // what the peers that finished our copies had seen
       me_.bell.wait(ticket, Deadline::max(), world_->wait);
     }
   }

@@ -79,9 +79,11 @@ cudaError_t plan_copy(const char* api, const std::string& site, void* dst, std::
 
 // Queues a copy of `rows` rows and returns the op. Pageable host sources are staged at once, as CUDA does, so
 // the caller may reuse them when the call returns.
-OpPtr queue_copy(StreamState* s, const char* api, void* dst, std::size_t dpitch, const void* src, std::size_t spitch,
-                 std::size_t width, std::size_t rows, bool stage_source) {
+OpPtr queue_copy(StreamState* s, const char* api, const std::string& site, void* dst, std::size_t dpitch,
+                 const void* src, std::size_t spitch, std::size_t width, std::size_t rows, bool stage_source) {
   count(Count::copy);
+  std::vector<MemAccess> accesses{{dst, dpitch * (rows - 1) + width, true, "the destination"}};
+  if (!stage_source) accesses.push_back({src, spitch * (rows - 1) + width, false, "the source"});
   std::shared_ptr<std::vector<char>> staged;
   if (stage_source) {
     staged = std::make_shared<std::vector<char>>(width * rows);
@@ -93,7 +95,7 @@ OpPtr queue_copy(StreamState* s, const char* api, void* dst, std::size_t dpitch,
     for (std::size_t r = 0; r < rows; ++r)
       std::memmove(static_cast<char*>(dst) + r * dpitch, static_cast<const char*>(src) + r * spitch, width);
     (void)staged;
-  });
+  }, {}, std::move(accesses), site);
 }
 
 // What a capture going on forbids: a synchronous copy from the capturing thread, an async one into the capture with
@@ -131,7 +133,7 @@ cudaError_t copy(const char* api, const std::string& site, bool async, cudaStrea
   if (cudaError_t e = capture_problem(api, site, async, s, pageable_src || pageable_dst); e != cudaSuccess) return e;
   if (pageable_src || pageable_dst) count(Count::pageable_copy);
   if (!async && pageable_src && to_dev) wait_ops({stream_tail(s)}, api);  // "a stream sync before the copy"
-  OpPtr op = queue_copy(s, api, dst, dpitch, src, spitch, width, rows, pageable_src && to_dev);
+  OpPtr op = queue_copy(s, api, site, dst, dpitch, src, spitch, width, rows, pageable_src && to_dev);
   // What returns early: device-to-device always; the async forms unless they write pageable memory;
   // cudaMemcpy from pageable memory once staged. Everything else waits for the copy.
   bool wait;
@@ -156,7 +158,7 @@ cudaError_t fill(const char* api, const std::string& site, cudaStream_t stream, 
   StreamState* s = work_stream(async ? stream : nullptr, api, site);
   if (!s) return bad_stream(api);
   OpPtr op = enqueue(s, std::string(api) + " of " + std::to_string(bytes) + " bytes",
-                     [=] { std::memset(p, value, bytes); });
+                     [=] { std::memset(p, value, bytes); }, {}, {{p, bytes, true, "the memory set"}}, site);
   // cudaMemset returns early for device memory; a pinned host target makes it synchronous.
   if (!async && o.side == Side::pinned) wait_ops({op}, api);
   return cudaSuccess;

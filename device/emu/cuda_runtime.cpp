@@ -58,8 +58,14 @@ std::vector<int> parse_visible(const char* v, int gpus) {
   return visible;
 }
 
-// PARBENCH_EMU_LEGACY_STREAM and PARBENCH_EMU_KERNEL_DELAY_US.
+// PARBENCH_EMU_LEGACY_STREAM, PARBENCH_EMU_KERNEL_DELAY_US and PARBENCH_EMU_HAZARDS.
 void read_stream_settings(Settings& x) {
+  if (const char* v = std::getenv("PARBENCH_EMU_HAZARDS"); v && *v) {
+    if (std::strcmp(v, "abort") == 0) x.hazards = HazardMode::abort;
+    else if (std::strcmp(v, "report") == 0) x.hazards = HazardMode::report;
+    else if (std::strcmp(v, "off") == 0) x.hazards = HazardMode::off;
+    else bad_setting("PARBENCH_EMU_HAZARDS", v, "abort, report or off");
+  }
   if (const char* v = std::getenv("PARBENCH_EMU_LEGACY_STREAM"); v && *v) {
     if (std::strcmp(v, "allow") != 0 && std::strcmp(v, "error") != 0)
       bad_setting("PARBENCH_EMU_LEGACY_STREAM", v, "allow or error");
@@ -338,6 +344,7 @@ cudaError_t cudaDeviceSynchronize() {
   if (cudaError_t e = capture_forbids("cudaDeviceSynchronize", PB_EMU_SITE()); e != cudaSuccess) return e;
   const int d = current_device();
   wait_ops(device_tail(d), "cudaDeviceSynchronize");
+  host_observes_device(d);
   return sticky(d);
 }
 cudaError_t cudaDeviceCanAccessPeer(int* can, int d, int peer) {

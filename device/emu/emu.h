@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "device/emu/gpu_emu.h"
+#include "device/emu/hazards.h"
 
 namespace parbench::gpu_emu {
 
@@ -55,8 +56,11 @@ std::string describe(const Allocation& a);
 // memory, freed memory, another GPU without peer access, or a range past the allocation's end. `bytes` 0 checks
 // only the address (a kernel pointer argument, whose extent is unknown).
 std::string device_access_problem(int device, const void* p, std::size_t bytes);
-// Gives the calling thread access to device memory in strict mode (stream workers, simt block threads).
+// Gives the calling thread access to device memory in strict mode and to guarded pinned memory (stream workers,
+// simt block threads, before each piece of work).
 void allow_device_access_on_this_thread();
+// Allocates the pinned guards' key (hazards.h) once, before the first stream's thread or allocation.
+void start_pinned_guards();
 
 // ---- streams: each stream runs its operations in order on its own worker thread
 struct Op;
@@ -78,16 +82,21 @@ StreamState* work_stream(cudaStream_t s, const char* api, const std::string& sit
 std::function<void()> kernel_work(std::function<void()> work);
 // Queues `work` on `s` after everything CUDA orders before it (the stream's earlier work; for the legacy stream
 // the work queued on the device's blocking streams, and for a blocking stream the legacy stream's) and after
-// `extra` ops. A `work` that throws makes the device's error sticky with the exception's message.
-OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std::vector<OpPtr> extra = {});
+// `extra` ops. A `work` that throws makes the device's error sticky with the exception's message. `accesses`, the
+// memory the work touches, go to the hazard checker (hazards.h) with `site`, the API's caller, in its reports.
+OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std::vector<OpPtr> extra = {},
+              std::vector<MemAccess> accesses = {}, std::string site = {});
 // Blocks the calling host thread until `op` finished (one counted host wait); aborts with the device's pending
 // work listed after PARBENCH_EMU_WAIT_TIMEOUT seconds (default 600) instead of hanging.
 void wait_op(const OpPtr& op, const char* why);
 bool op_done(const OpPtr& op);
 // PARBENCH_EMU_WAIT_TIMEOUT in seconds (default 600): how long any emulated wait may last before it is reported.
 double wait_timeout_s();
-// Last op queued on each stream of `device` (what cudaDeviceSynchronize waits for).
+// Last op queued on each stream of `device`, destroyed streams' not yet done included (what cudaDeviceSynchronize
+// waits for).
 std::vector<OpPtr> device_tail(int device);
+// After waiting for device_tail(device): the calling host thread has seen the destroyed streams' work too.
+void host_observes_device(int device);
 OpPtr stream_tail(StreamState* s);
 
 // ---- stream capture (graphs.cpp): while a stream captures (cudaStreamBeginCapture), the work meant for it is

@@ -2,6 +2,7 @@
 #include "device/emu/gemm_ref.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -94,24 +95,43 @@ GemmRefusal gemm_type_problem(const EmuGemm& g, cublasComputeType_t compute) {
                                            ", compute " + std::to_string(compute) + ")"};
 }
 
-GemmRefusal gemm_operand_problem(int device, const EmuGemm& g) {
+namespace {
+
+struct GemmArg {
+  const char* name;
+  const void* p;
+  std::size_t bytes;
+  std::string role() const { return name[0] == 'b' ? std::string("the bias") : std::string("matrix ") + name; }
+};
+// The bytes of A, B, C and the bias a GEMM touches (column-major with leading dimensions, as cuBLAS lays them).
+std::array<GemmArg, 4> gemm_args(const EmuGemm& g) {
   const std::size_t a_rows = g.ta == CUBLAS_OP_N ? g.m : g.k, b_rows = g.tb == CUBLAS_OP_N ? g.k : g.n;
   const std::size_t a_cols = g.ta == CUBLAS_OP_N ? g.k : g.m, b_cols = g.tb == CUBLAS_OP_N ? g.n : g.k;
-  struct Arg {
-    const char* name;
-    const void* p;
-    std::size_t bytes;
-  } args[] = {{"A", g.A, (std::size_t(g.lda) * (a_cols - 1) + a_rows) * type_size(g.at)},
-              {"B", g.B, (std::size_t(g.ldb) * (b_cols - 1) + b_rows) * type_size(g.bt)},
-              {"C", g.C, (std::size_t(g.ldc) * (g.n - 1) + g.m) * type_size(g.ct)},
-              {"bias", g.bias, std::size_t(g.m) * type_size(g.bias_t)}};
-  for (const Arg& x : args) {
+  return {{{"A", g.A, (std::size_t(g.lda) * (a_cols - 1) + a_rows) * type_size(g.at)},
+           {"B", g.B, (std::size_t(g.ldb) * (b_cols - 1) + b_rows) * type_size(g.bt)},
+           {"C", g.C, (std::size_t(g.ldc) * (g.n - 1) + g.m) * type_size(g.ct)},
+           {"bias", g.bias, std::size_t(g.m) * type_size(g.bias_t)}}};
+}
+
+// For the hazard checker: A, B and the bias read (none when k is 0), C read and written.
+std::vector<MemAccess> gemm_accesses(const EmuGemm& g) {
+  std::vector<MemAccess> out;
+  for (const GemmArg& x : gemm_args(g)) {
+    if (!x.p || (g.k == 0 && (x.name[0] == 'A' || x.name[0] == 'B'))) continue;
+    out.push_back({x.p, x.bytes, x.name[0] == 'C', x.role()});
+  }
+  return out;
+}
+
+}  // namespace
+
+GemmRefusal gemm_operand_problem(int device, const EmuGemm& g) {
+  for (const GemmArg& x : gemm_args(g)) {
     if (g.k == 0 && (x.name[0] == 'A' || x.name[0] == 'B')) continue;
     if (!x.p && x.name[0] == 'b') continue;  // no bias: none read
     if (!x.p) return {CUBLAS_STATUS_INVALID_VALUE, std::string(x.name) + " is null"};
-    const std::string what = x.name[0] == 'b' ? std::string("the bias") : std::string("matrix ") + x.name;
     if (std::string why = device_access_problem(device, x.p, x.bytes); !why.empty())
-      return {CUBLAS_STATUS_EXECUTION_FAILED, what + " is " + why};
+      return {CUBLAS_STATUS_EXECUTION_FAILED, x.role() + " is " + why};
   }
   return {};
 }
@@ -132,7 +152,7 @@ cublasStatus_t gemm_submit(const char* api, const std::string& site, int device,
   if (!s || stream_device(s) != device)
     return gemm_refuse(CUBLAS_STATUS_EXECUTION_FAILED, api, "the handle's stream is not a live stream of its GPU");
   enqueue(s, std::string(api) + " " + std::to_string(g.m) + "x" + std::to_string(g.n) + "x" + std::to_string(g.k),
-          kernel_work([g] { g.run(); }));
+          kernel_work([g] { g.run(); }), {}, gemm_accesses(g), site);
   return CUBLAS_STATUS_SUCCESS;
 }
 

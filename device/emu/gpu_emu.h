@@ -2,6 +2,7 @@
 // would), so a test can say "a steady-state step makes no cudaMalloc" or "a timed batch waits on the host once".
 #pragma once
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -51,6 +52,20 @@ std::vector<RegionRecord> finished_regions();
 int nccl_comms_alive();
 void region_push(const char* name);
 void region_pop();
+
+// The stream-ordering hazard checker (device/emu/hazards.h): PARBENCH_EMU_HAZARDS=abort (the default) prints a
+// conflict between two operations that nothing orders and aborts; report prints it and goes on; off checks nothing.
+enum class HazardMode { abort, report, off };
+// For tests: a mode other than the environment's from now on, and the reports so far (taken: the list empties).
+void set_hazard_mode(HazardMode mode);
+std::vector<std::string> take_hazard_reports();
+
+// The extents of the tensors an op hands its kernels, declared by the op (kernels/dispatch.h) before it launches
+// them, so the checker counts a pointer argument's bytes from the tensor that starts there instead of up to its
+// allocation's end. operand_mark() before the declarations, release_operands(mark) after the launches.
+std::size_t operand_mark();
+void declare_operand(const void* p, std::size_t bytes);
+void release_operands(std::size_t mark);
 
 }  // namespace parbench::gpu_emu
 

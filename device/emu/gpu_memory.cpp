@@ -4,6 +4,7 @@
 // carries a memory protection key that only the emulator's threads may use, so a host thread that
 // dereferences device memory stops with the allocation named.
 #include <signal.h>
+#include <sys/ucontext.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -66,6 +67,11 @@ std::optional<Allocation> find_locked(Registry& r, std::uintptr_t a) {
 
 void on_segv(int sig, siginfo_t* info, void* ctx) {
 #ifdef SEGV_PKUERR
+  if (info->si_code == SEGV_PKUERR && pinned_guard_key() >= 0 && int(info->si_pkey) == pinned_guard_key()) {
+    const auto* uc = static_cast<const ucontext_t*>(ctx);
+    const bool write = (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0;  // the page fault's error code: a write
+    if (pinned_guard_fault(info->si_addr, write)) return;          // the access runs again, let through
+  }
   if (info->si_code == SEGV_PKUERR) {
     char buf[1024];
     int n = std::snprintf(buf, sizeof buf,
@@ -95,6 +101,19 @@ void on_segv(int sig, siginfo_t* info, void* ctx) {
   g_previous_segv.sa_handler(sig);
 }
 
+void install_segv_handler() {
+  static const bool done = [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGSEGV, &sa, &g_previous_segv);
+    simt::detail::set_block_thread_hook(allow_device_access_on_this_thread);
+    return true;
+  }();
+  (void)done;
+}
+
 bool strict_mode() {
   static const bool on = [] {
     if (!settings().strict) return false;
@@ -104,12 +123,7 @@ bool strict_mode() {
                    std::strerror(errno));
       std::exit(2);
     }
-    struct sigaction sa {};
-    sa.sa_sigaction = on_segv;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGSEGV, &sa, &g_previous_segv);
-    simt::detail::set_block_thread_hook(allow_device_access_on_this_thread);
+    install_segv_handler();
     return true;
   }();
   return on;
@@ -126,7 +140,12 @@ void* raw_alloc(std::size_t bytes, bool device, std::uint64_t* offset) {
     return p;
   }
   void* p = nullptr;
-  // The exact size, so AddressSanitizer reports a kernel that runs past the end of a buffer.
+  // The exact size, so AddressSanitizer reports a kernel that runs past the end of a buffer; with the pinned
+  // guards (hazards.h), whole pages of its own, which the guards' key may cover without touching other memory.
+  if (pinned_guard_key() >= 0) {
+    const std::size_t page = 4096, span = (std::max<std::size_t>(bytes, 1) + page - 1) / page * page;
+    return ::posix_memalign(&p, page, span) == 0 ? p : nullptr;
+  }
   if (::posix_memalign(&p, 256, std::max<std::size_t>(bytes, 1)) != 0) return nullptr;
   return p;
 }
@@ -149,10 +168,13 @@ void implicit_sync(int device) {
     }
   count(Count::device_sync);
   wait_ops(ops, "cudaFree's implicit synchronisation");
+  for (int d = 0; d < device_count(); ++d)
+    if (d == device || peer_enabled(device, d) || peer_enabled(d, device)) host_observes_device(d);
 }
 
 cudaError_t allocate(void** out, std::size_t bytes, MemKind kind, std::string site) {
   if (!out) return fail(cudaErrorInvalidValue, "a null pointer to store the allocation in");
+  start_pinned_guards();
   *out = nullptr;
   const int dev = kind == MemKind::device ? current_device() : -1;
   if (dev >= 0 && sticky(dev) != cudaSuccess) return sticky(dev);
@@ -211,6 +233,7 @@ cudaError_t release(void* p, MemKind kind, const char* api, std::string site) {
     return fail(cudaErrorInvalidValue, std::string(api) + " from " + site + " of " + describe(a) +
                                            ": close it with cudaIpcCloseMemHandle");
   implicit_sync(a.device >= 0 ? a.device : current_device());
+  forget_accesses(a.serial);
   if (a.export_slot >= 0) unexport_slot(a.export_slot);
   std::lock_guard<std::mutex> l(r.m);
   r.live.erase(a.base);
@@ -273,6 +296,7 @@ void remove_ipc_mapping(void* p, const std::string& site) {
     a = it->second;
   }
   implicit_sync(a.device);
+  forget_accesses(a.serial);
   reserve_device_range(p, a.size);
   std::lock_guard<std::mutex> l(r.m);
   r.live.erase(a.base);
@@ -281,6 +305,16 @@ void remove_ipc_mapping(void* p, const std::string& site) {
 
 void allow_device_access_on_this_thread() {
   if (strict_mode()) ::pkey_set(g_pkey, 0);
+  if (pinned_guard_key() >= 0) ::pkey_set(pinned_guard_key(), 0);
+}
+
+void start_pinned_guards() {
+  static const bool started = [] {
+    init_pinned_guards();
+    if (pinned_guard_key() >= 0) install_segv_handler();
+    return true;
+  }();
+  (void)started;
 }
 
 }  // namespace parbench::gpu_emu

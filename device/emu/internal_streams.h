@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct Op {
   // latest of its enqueueing, the end of the stream's previous op and the end of what it waited for, as a GPU
   // timestamps an event, so neither the fuzz delay nor the worker's scheduling moves an event's time.
   std::chrono::steady_clock::time_point finished;
+  VClock clock;  // what happens before it (hazards.h); set when queued, then never changed
 };
 
 struct Capture;  // graphs.cpp
@@ -35,6 +37,8 @@ struct StreamState {
   bool non_blocking = false;  // cudaStreamNonBlocking: no implicit ordering with the legacy stream
   bool destroyed = false;
   std::uint64_t id = 0;
+  int timeline = 0;  // its index in the hazard checker's clocks
+  VClock clock;      // the clock of its latest op
   std::deque<OpPtr> queue;  // queued and not finished, in order
   OpPtr last;               // the latest op queued
   std::chrono::steady_clock::time_point last_finished;  // of the last op the worker finished
@@ -42,6 +46,8 @@ struct StreamState {
 };
 
 StreamState* create_stream(int device, bool non_blocking);
+// The scheduler's mutex, which guards every op, stream and hazard clock.
+std::mutex& scheduler_mutex();
 void destroy_stream(StreamState* s);
 // Blocks until every op is done; counts one host wait.
 void wait_ops(const std::vector<OpPtr>& ops, const char* why);

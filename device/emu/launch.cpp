@@ -12,6 +12,29 @@
 
 namespace parbench::gpu_emu {
 
+namespace {
+
+// What the hazard checker takes a kernel to touch: through each pointer argument, the tensor the op declared there
+// (kernels/dispatch.h), else everything from the pointer to its allocation's end; a pointer to const is read, any
+// other written. Memory reached through pointers stored in device memory (the device-side collectives' peer
+// tables) is ordered by the kernels' own flags and is not counted.
+std::vector<MemAccess> kernel_accesses(const std::vector<PointerArg>& pointers) {
+  std::vector<MemAccess> out;
+  for (const PointerArg& a : pointers) {
+    if (!a.p) continue;
+    std::size_t bytes = declared_extent(a.p);
+    if (bytes == 0) {
+      const auto alloc = find_allocation(a.p);
+      if (!alloc) continue;
+      bytes = alloc->base + alloc->size - reinterpret_cast<std::uintptr_t>(a.p);
+    }
+    out.push_back({a.p, bytes, !a.read_only, "pointer argument " + std::to_string(a.index)});
+  }
+  return out;
+}
+
+}  // namespace
+
 void enqueue_launch(const simt::detail::LaunchSpec& spec, const volatile void* stream, std::function<void()> run,
                     std::vector<PointerArg> pointers) {
   count(Count::launch);
@@ -49,7 +72,7 @@ void enqueue_launch(const simt::detail::LaunchSpec& spec, const volatile void* s
     fail(cudaErrorIllegalAddress, msg);
     return;
   }
-  enqueue(s, what, kernel_work(std::move(run)));
+  enqueue(s, what, kernel_work(std::move(run)), {}, kernel_accesses(pointers));
 }
 
 void check_launch(const char* file, int line) {

@@ -17,6 +17,7 @@ namespace parbench::gpu_emu {
 struct PointerArg {
   int index;
   const void* p;
+  bool read_only;  // a pointer to const: the kernel reads through it (a plain pointer counts as a write)
 };
 // Checks the launch (stream of the current GPU, limits, pointer arguments the GPU may touch) and queues `run`.
 // A failure becomes the calling thread's last CUDA error, read by PB_CHECK_LAUNCH as on a GPU.
@@ -55,7 +56,9 @@ class StreamLaunch {
   template <class Params, std::size_t... I>
   static void collect(const Params& t, std::vector<PointerArg>& out, std::index_sequence<I...>) {
     auto one = [&](int i, const auto& v) {
-      if constexpr (std::is_pointer_v<std::decay_t<decltype(v)>>) out.push_back({i, static_cast<const void*>(v)});
+      using V = std::decay_t<decltype(v)>;
+      if constexpr (std::is_pointer_v<V>)
+        out.push_back({i, static_cast<const void*>(v), std::is_const_v<std::remove_pointer_t<V>>});
     };
     (one(int(I), std::get<I>(t)), ...);
   }

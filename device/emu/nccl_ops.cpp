@@ -184,6 +184,22 @@ void run_p2p(Clique& c, int me, const std::vector<Call>& calls) {
   wait_for(c, lock, [&] { return std::all_of(mine.begin(), mine.end(), [](auto& s) { return s->received; }); }, what);
 }
 
+std::pair<std::size_t, std::size_t> buffer_bytes(const Call& call, int me, int n);
+
+// For the hazard checker: the bytes of this rank's buffers its part of the calls reads (send) and writes (receive).
+std::vector<MemAccess> share_accesses(const ncclComm& comm, const std::vector<Call>& calls,
+                                      const std::vector<Call>& p2p) {
+  std::vector<MemAccess> out;
+  for (const std::vector<Call>* list : {&calls, &p2p})
+    for (const Call& c : *list) {
+      const auto [send_bytes, recv_bytes] = buffer_bytes(c, comm.rank, comm.clique->size);
+      const std::string name = kind_name(c.kind);
+      if (send_bytes) out.push_back({c.send, send_bytes, false, "the send buffer of " + name});
+      if (recv_bytes) out.push_back({c.recv, recv_bytes, true, "the receive buffer of " + name});
+    }
+  return out;
+}
+
 // ---- groups: operations collected between ncclGroupStart and ncclGroupEnd on this thread
 struct Pending {
   ncclComm* comm;
@@ -209,7 +225,7 @@ void queue_share(StreamState* s, ncclComm* comm, const std::vector<Call>& calls,
   enqueue(s, share_text(calls, p2p), [clique = comm->clique, me = comm->rank, collectives, p2p] {
     for (const auto& [seq, call] : collectives) run_collective(*clique, me, seq, call);
     if (!p2p.empty()) run_p2p(*clique, me, p2p);
-  });
+  }, {}, share_accesses(*comm, calls, p2p));
 }
 
 // Queues everything collected: per communicator and stream, collectives in call order, then the point-to-point

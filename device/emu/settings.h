@@ -3,6 +3,8 @@
 #include <cstddef>
 #include <vector>
 
+#include "device/emu/gpu_emu.h"
+
 namespace parbench::gpu_emu {
 
 struct Settings {
@@ -15,6 +17,7 @@ struct Settings {
   bool strict = false;                         // PARBENCH_EMU_STRICT=1: host dereferences of device memory stop
   bool legacy_stream_error = false;            // PARBENCH_EMU_LEGACY_STREAM=error: a use of a legacy stream stops
   unsigned kernel_delay_us = 0;                // PARBENCH_EMU_KERNEL_DELAY_US: kernels and GEMMs run this longer
+  HazardMode hazards = HazardMode::abort;      // PARBENCH_EMU_HAZARDS: what a stream-ordering hazard does
 };
 // A bad value prints the variable, the value and the accepted form, and exits with status 2.
 const Settings& settings();

@@ -81,6 +81,10 @@ struct Scheduler {
   std::condition_variable cv;
   std::vector<std::vector<StreamState*>> streams;  // per device; [0] is the legacy stream
   std::vector<std::unique_ptr<StreamState>> all;   // never freed, so a destroyed handle stays recognisable
+  // Per device, destroyed streams' last ops not yet done (a device synchronisation waits for them too), and their
+  // clocks joined (what such a wait lets the host see).
+  std::vector<std::vector<OpPtr>> retired;
+  std::vector<VClock> retired_clock;
   Delay delay = delay_from_env();
   double timeout_s = wait_timeout_s();
   bool log = stream_log_on();
@@ -89,12 +93,17 @@ struct Scheduler {
 
 Scheduler& scheduler() {
   static Scheduler* s = [] {
+    start_pinned_guards();    // before any stream's thread: they inherit the key's rights and take them
     auto* x = new Scheduler;  // never destroyed: workers may still run while the program exits
     x->streams.resize(std::size_t(device_count()));
+    x->retired.resize(std::size_t(device_count()));
+    x->retired_clock.resize(std::size_t(device_count()));
     return x;
   }();
   return *s;
 }
+
+std::mutex& scheduler_mutex() { return scheduler().m; }
 
 namespace {
 
@@ -118,6 +127,7 @@ void worker(StreamState* s) {
     if (g.delay.on && rng() % 4 == 0)
       std::this_thread::sleep_for(std::chrono::microseconds(rng() % (g.delay.max_us + 1)));
     op->started = std::chrono::steady_clock::now();
+    allow_device_access_on_this_thread();  // keys allocated since the thread started
     // After a fault the context is dead, as on a GPU: later work of the device does not run.
     if (op->work && sticky(s->device) == cudaSuccess) {
       try {
@@ -147,6 +157,7 @@ StreamState* legacy_stream(Scheduler& g, int device) {  // g.m held
   if (list.empty()) {
     auto st = std::make_unique<StreamState>();
     st->magic = kStreamMagic, st->device = device, st->legacy = true, st->id = g.next_id++;
+    st->timeline = new_timeline();
     list.push_back(st.get());
     std::thread(worker, st.get()).detach();
     g.all.push_back(std::move(st));
@@ -174,6 +185,7 @@ StreamState* create_stream(int device, bool non_blocking) {
   legacy_stream(g, device);
   auto st = std::make_unique<StreamState>();
   st->magic = kStreamMagic, st->device = device, st->non_blocking = non_blocking, st->id = g.next_id++;
+  st->timeline = new_timeline();
   g.streams[std::size_t(device)].push_back(st.get());
   std::thread(worker, st.get()).detach();
   g.all.push_back(std::move(st));
@@ -185,6 +197,8 @@ void destroy_stream(StreamState* s) {
   std::lock_guard<std::mutex> l(g.m);
   auto& list = g.streams[std::size_t(s->device)];
   list.erase(std::remove(list.begin(), list.end(), s), list.end());
+  if (s->last && !s->last->done) g.retired[std::size_t(s->device)].push_back(s->last);
+  join(g.retired_clock[std::size_t(s->device)], s->clock);
   s->destroyed = true;  // the worker finishes the queued work first, as cudaStreamDestroy promises
   s->magic = 0;
   g.cv.notify_all();
@@ -232,11 +246,33 @@ StreamState* resolve_stream(cudaStream_t handle) {
 
 int stream_device(const StreamState* s) { return s->device; }
 
-OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std::vector<OpPtr> extra) {
+namespace {
+
+// The clock of an op queued on `s` after `deps` (g.m held): the stream's, the queuing host thread's and the deps',
+// with the legacy stream's implicit order taken from every blocking stream whether its work is done or not (the
+// check must not depend on timing), and one tick more on the stream's timeline.
+VClock next_clock(Scheduler& g, StreamState* s, const std::vector<OpPtr>& deps) {
+  VClock c = s->clock;
+  join(c, host_clock());
+  for (const OpPtr& d : deps) join(c, d->clock);
+  if (!s->non_blocking)
+    for (StreamState* other : g.streams[std::size_t(s->device)])
+      if (other != s && !other->non_blocking && (s->legacy || other->legacy)) join(c, other->clock);
+  if (c.size() <= std::size_t(s->timeline)) c.resize(std::size_t(s->timeline) + 1, 0);
+  ++c[std::size_t(s->timeline)];
+  return c;
+}
+
+}  // namespace
+
+OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std::vector<OpPtr> extra,
+              std::vector<MemAccess> accesses, std::string site) {
   Scheduler& g = scheduler();
   if (s->legacy) legacy_work_during_capture(s->device, what);
   // Captured: recorded for the graph's launches, and done as far as the caller's waits go (CUDA forbids those).
-  if (record_if_capturing(s, what, [what, work](StreamState* t) { enqueue(t, what, work); })) {
+  if (record_if_capturing(s, what, [what, work, accesses, site](StreamState* t) {
+        enqueue(t, what, work, {}, accesses, site);
+      })) {
     auto captured = std::make_shared<Op>();
     captured->what = std::move(what), captured->done = true;
     return captured;
@@ -247,6 +283,13 @@ OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std:
   op->enqueued = std::chrono::steady_clock::now();
   std::lock_guard<std::mutex> l(g.m);
   op->deps = std::move(extra);
+  op->clock = next_clock(g, s, op->deps);
+  s->clock = op->clock;
+  if (!accesses.empty()) {
+    auto who = std::make_shared<OpWho>(OpWho{op->what + (site.empty() ? "" : " (called from " + site + ")"), s->device,
+                                             s->id, s->legacy});
+    check_accesses(who, s->timeline, op->clock, accesses);
+  }
   // The legacy default stream waits for the device's blocking streams, and they wait for it.
   for (StreamState* other : g.streams[std::size_t(s->device)]) {
     if (s->non_blocking) break;
@@ -262,6 +305,7 @@ OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std:
 bool op_done(const OpPtr& op) {
   if (!op) return true;
   std::lock_guard<std::mutex> l(scheduler().m);
+  if (op->done) host_observes(op->clock);  // a successful query orders the host after the op, as a wait does
   return op->done;
 }
 
@@ -279,6 +323,7 @@ void wait_ops(const std::vector<OpPtr>& ops, const char* why) {
                    why, g.timeout_s, op->what.c_str(), pending_work().c_str());
       std::abort();
     }
+    host_observes(op->clock);
   }
 }
 
@@ -288,9 +333,18 @@ std::vector<OpPtr> device_tail(int device) {
   Scheduler& g = scheduler();
   std::lock_guard<std::mutex> l(g.m);
   std::vector<OpPtr> out;
-  for (StreamState* s : g.streams[std::size_t(device)])
-    if (s->last && !s->last->done) out.push_back(s->last);
+  for (StreamState* s : g.streams[std::size_t(device)])  // done ones too: the host's clock learns of them
+    if (s->last) out.push_back(s->last);
+  auto& retired = g.retired[std::size_t(device)];
+  std::erase_if(retired, [](const OpPtr& op) { return op->done; });
+  out.insert(out.end(), retired.begin(), retired.end());
   return out;
+}
+
+void host_observes_device(int device) {
+  Scheduler& g = scheduler();
+  std::lock_guard<std::mutex> l(g.m);
+  host_observes(g.retired_clock[std::size_t(device)]);
 }
 
 OpPtr stream_tail(StreamState* s) {

@@ -434,10 +434,11 @@ TEST(GpuEmuCounters, LegacyStreamUsesAreCountedWhenAllowed) {
   cudaSetDevice(0);
   cudaGetLastError();  // an earlier test's fault on GPU 3 may still be this thread's last error
   int *dev = nullptr, *out = nullptr;
-  float* m = nullptr;
+  float *m = nullptr, *m2 = nullptr;  // the legacy stream's matrices, and s's (nothing orders the two streams' GEMMs)
   cudaMalloc(&dev, 256 * sizeof(int));
   cudaMalloc(&out, 256 / 64 * sizeof(int));
   cudaMalloc(&m, 3 * 4 * sizeof(float));
+  cudaMalloc(&m2, 3 * 4 * sizeof(float));
   cudaStream_t s;
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   cudaEvent_t e;
@@ -446,24 +447,24 @@ TEST(GpuEmuCounters, LegacyStreamUsesAreCountedWhenAllowed) {
   cublasCreate(&h);
   std::vector<int> host(256, 3);
   const float one = 1, zero = 0;
-  auto gemm = [&] {
-    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, m, CUDA_R_32F, 2, m + 4, CUDA_R_32F, 2, &zero,
-                        m + 8, CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  auto gemm = [&](float* x) {
+    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &one, x, CUDA_R_32F, 2, x + 4, CUDA_R_32F, 2, &zero,
+                        x + 8, CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   };
   const ApiCounts before = thread_counts();
   region_push("legacy uses");
   ASSERT_EQ(cudaMemcpy(dev, host.data(), 1024, cudaMemcpyHostToDevice), cudaSuccess);  // 1: synchronous, implicit
   ASSERT_EQ(cudaMemsetAsync(m, 0, 48, nullptr), cudaSuccess);                         // 2
-  ASSERT_EQ(cudaMemsetAsync(m, 0, 48, s), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(m2, 0, 48, s), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(e, s), cudaSuccess);
   ASSERT_EQ(cudaStreamWaitEvent(nullptr, e, 0), cudaSuccess);  // 3
   cuda_kernels::block_sum(out, dev, 256, 64, nullptr);          // 4
   ASSERT_EQ(cudaEventRecord(e, cudaStreamLegacy), cudaSuccess);  // 5
   ASSERT_EQ(cudaStreamWaitEvent(s, e, 0), cudaSuccess);           // s's kernel reads what the cudaMemcpy wrote
   cuda_kernels::block_sum(out, dev, 256, 64, s);
-  ASSERT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);                      // 6: a handle without a stream
+  ASSERT_EQ(gemm(m), CUBLAS_STATUS_SUCCESS);                     // 6: a handle without a stream
   ASSERT_EQ(cublasSetStream(h, s), CUBLAS_STATUS_SUCCESS);
-  ASSERT_EQ(gemm(), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(gemm(m2), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);  // 7
   region_pop();
   // Not uses: queries, a created stream's synchronisation, the device's, allocation.
@@ -494,7 +495,7 @@ TEST(GpuEmuCounters, LegacyStreamUsesAreCountedWhenAllowed) {
   cublasDestroy(h);
   cudaEventDestroy(e);
   cudaStreamDestroy(s);
-  cudaFree(dev), cudaFree(out), cudaFree(m);
+  cudaFree(dev), cudaFree(out), cudaFree(m), cudaFree(m2);
 }
 
 }  // namespace
