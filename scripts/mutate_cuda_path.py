@@ -144,13 +144,21 @@ def run(cmd, cwd, log, timeout=None):
             return 124
 
 
-def first_failure(log):
+def first_failure(log, last_test):
+    """The first failing test, and whether the hazard checker named the mutant (its first report's kind)."""
+    name = "ctest failed (see " + log + ")"
     with open(log, errors="replace") as fh:
         for line in fh:
             m = re.search(r"Test +#\d+: (\S+) .*(\*\*\*|Failed)", line)
             if m:
-                return m.group(1)
-    return "ctest failed (see " + log + ")"
+                name = m.group(1)
+                break
+    if os.path.exists(last_test):
+        with open(last_test, errors="replace") as fh:
+            for line in fh:
+                if "stream-ordering hazard:" in line:
+                    return name + ": stream-ordering hazard"
+    return name
 
 
 def main():
@@ -217,7 +225,9 @@ def main():
                 if run(["cmake", "--build", build, "-j", str(a.jobs)], ROOT, log + "-build.log"):
                     verdict, detail = "not built", "see " + log + "-build.log"
                 elif run(ctest, build, log + "-ctest.log", a.timeout) != 0:
-                    verdict, detail = "caught", first_failure(log + "-ctest.log")
+                    kept = log + "-lasttest.log"
+                    shutil.copy(os.path.join(build, "Testing", "Temporary", "LastTest.log"), kept)
+                    verdict, detail = "caught", first_failure(log + "-ctest.log", kept)
                 elif sid in known:
                     verdict, detail = "equivalent", known[sid]
                 else:

@@ -71,17 +71,15 @@ struct HostThread {
 };
 thread_local HostThread t_host;
 
-bool ordered(const Record& r, const VClock& c) {
-  return std::size_t(r.timeline) < c.size() && c[std::size_t(r.timeline)] >= r.tick;
+// Whether the operation behind a record or a guard happens before whatever has clock `c`.
+template <class At>
+bool ordered(const At& x, const VClock& c) {
+  return std::size_t(x.timeline) < c.size() && c[std::size_t(x.timeline)] >= x.tick;
 }
 
 // ---- guards of pinned host memory (a memory protection key the device's threads hold and host threads do not)
 int g_guard_key = -1;
 constexpr std::uintptr_t kPage = 4096;
-
-bool covered(const Guard& g, const VClock& c) {
-  return std::size_t(g.timeline) < c.size() && c[std::size_t(g.timeline)] >= g.tick;
-}
 
 // Sets the key of the pages of [lo, hi): guarded, or back to the default.
 void protect_pages(std::uintptr_t lo, std::uintptr_t hi, bool guard) {
@@ -175,7 +173,7 @@ void host_observes(const VClock& c) {
   join(host_clock(), c);
   join(st.hosts, c);
   std::lock_guard<std::mutex> l(st.m);
-  if (!st.guards.empty()) release_guards_locked(st, [&](const Guard& g) { return covered(g, t_host.clock); });
+  if (!st.guards.empty()) release_guards_locked(st, [&](const Guard& g) { return ordered(g, t_host.clock); });
 }
 
 void check_accesses(const std::shared_ptr<const OpWho>& who, int timeline, const VClock& clock,
@@ -250,7 +248,7 @@ bool pinned_guard_fault(void* address, bool write) {
     std::lock_guard<std::mutex> l(st.m);
     const VClock& mine = t_host.clock;
     for (const Guard& g : st.guards) {
-      if (at < g.lo || at >= g.hi || covered(g, mine) || !(write || g.write)) continue;
+      if (at < g.lo || at >= g.hi || ordered(g, mine) || !(write || g.write)) continue;
       text = "stream-ordering hazard: a host thread " + std::string(write ? "writes" : "reads") + " byte " +
              std::to_string(at - g.base) + " of " + g.allocation + ", which " + g.who->what + " on " +
              stream_name(*g.who) + " " + (g.write ? "writes" : "reads") + " (" + g.role + ")" +
