@@ -25,6 +25,7 @@
 #include "profiles/range.h"
 #include "profiles/stream_ranges.h"
 #include "tests/float16_devices.h"
+#include "tests/parallel/train_test_util.h"
 
 namespace parbench {
 namespace {
@@ -355,6 +356,41 @@ TEST(CudaTrace, UnresolvedStreamRangesAreBounded) {
 // The collectives' CUDA reduction kernel stores 16-bit floats by base/float16.h's rule, as cpu and simt do
 // (ReduceKernel.SixteenBitFloatsFollowOneRuleOnCpuAndSimt): NaN canonical, ties to even, overflow to infinity.
 TEST(CudaReduce, SixteenBitFloatsFollowTheOneRule) { EXPECT_EQ(float16_check::float16_mismatches(kGpu), ""); }
+
+// A pipeline step on NCCL's stream ends with the compute stream ordered after the step's last sends: the sent
+// tensors go back to the caching pool then, and what the compute stream writes into those blocks next must not
+// race a send still reading them. The hazard checker sees the race whether or not the send happened to finish.
+TEST(CudaTrain, PipelineStepOrdersTheComputeStreamAfterItsLastSends) {
+  TrainConfig c = test::base_config();
+  c.scheme = &find_scheme_kind("pp");
+  c.pp = 2, c.microbatches = 2, c.global_batch = 4;
+  c.schedule = ScheduleRef::parse("1f1b");
+  gpu_emu::set_hazard_mode(gpu_emu::HazardMode::report);
+  gpu_emu::take_hazard_reports();
+  LaunchOptions o;
+  o.ranks = 2;
+  o.device = Device{DeviceKind::cuda, 0};
+  run_ranks(o, [&](Communicator& comm) {
+    TrackedAllocator alloc(comm.device());
+    Stream compute(comm.device(), /*create=*/true);
+    CurrentStream allocating_for(compute.native());  // as bench_train: the pool's blocks belong to the compute stream
+    auto scheme = make_scheme(c, {comm, alloc, compute});
+    scheme->step(0);
+    // Enough blocks of a sent activation gradient's size to take every cached one back, the sent tensors among them.
+    const std::size_t sent =
+        std::size_t(c.global_batch / c.microbatches) * c.model.seq * c.model.hidden * sizeof(float);
+    std::vector<void*> reused;
+    for (int i = 0; i < 64; ++i) {
+      reused.push_back(alloc.allocate(sent, MemCategory::activations));
+      ASSERT_EQ(cudaMemsetAsync(reused.back(), 0, sent, static_cast<cudaStream_t>(compute.native())), cudaSuccess);
+    }
+    compute.synchronize();
+    for (void* p : reused) alloc.deallocate(p);
+  });
+  const std::vector<std::string> reports = gpu_emu::take_hazard_reports();
+  gpu_emu::set_hazard_mode(gpu_emu::HazardMode::abort);
+  EXPECT_TRUE(reports.empty()) << reports.size() << " hazards, the first: " << reports.front();
+}
 
 }  // namespace
 }  // namespace parbench
