@@ -176,6 +176,12 @@ void host_observes(const VClock& c) {
   if (!st.guards.empty()) release_guards_locked(st, [&](const Guard& g) { return ordered(g, t_host.clock); });
 }
 
+bool hazards_checked() {
+  State& st = state();
+  std::lock_guard<std::mutex> l(st.m);
+  return mode_locked(st) != HazardMode::off;
+}
+
 void check_accesses(const std::shared_ptr<const OpWho>& who, int timeline, const VClock& clock,
                     const std::vector<MemAccess>& accesses) {
   State& st = state();

@@ -42,6 +42,9 @@ VClock& host_clock();
 // The calling host thread has seen `c` happen: a wait or a successful query; the scheduler's mutex held.
 void host_observes(const VClock& c);
 
+// Whether the checker is on (PARBENCH_EMU_HAZARDS other than off, or set_hazard_mode): without it an operation's
+// accesses need not be described at all.
+bool hazards_checked();
 // Checks `accesses` of the operation `who` on timeline `timeline` with clock `clock` against the earlier accesses
 // of the same bytes and records them; a conflict is reported as PARBENCH_EMU_HAZARDS says (by default: printed,
 // then abort). The scheduler's mutex held.

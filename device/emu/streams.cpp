@@ -248,6 +248,12 @@ int stream_device(const StreamState* s) { return s->device; }
 
 namespace {
 
+// Whether work queued on `s` waits for the work queued before on `other` without being asked to: the legacy
+// default stream and the device's blocking streams wait for each other; non-blocking streams for nothing.
+bool implicitly_ordered(const StreamState* s, const StreamState* other) {
+  return other != s && !s->non_blocking && !other->non_blocking && (s->legacy || other->legacy);
+}
+
 // The clock of an op queued on `s` after `deps` (g.m held): the stream's, the queuing host thread's and the deps',
 // with the legacy stream's implicit order taken from every blocking stream whether its work is done or not (the
 // check must not depend on timing), and one tick more on the stream's timeline.
@@ -255,9 +261,8 @@ VClock next_clock(Scheduler& g, StreamState* s, const std::vector<OpPtr>& deps) 
   VClock c = s->clock;
   join(c, host_clock());
   for (const OpPtr& d : deps) join(c, d->clock);
-  if (!s->non_blocking)
-    for (StreamState* other : g.streams[std::size_t(s->device)])
-      if (other != s && !other->non_blocking && (s->legacy || other->legacy)) join(c, other->clock);
+  for (StreamState* other : g.streams[std::size_t(s->device)])
+    if (implicitly_ordered(s, other)) join(c, other->clock);
   if (c.size() <= std::size_t(s->timeline)) c.resize(std::size_t(s->timeline) + 1, 0);
   ++c[std::size_t(s->timeline)];
   return c;
@@ -285,17 +290,13 @@ OpPtr enqueue(StreamState* s, std::string what, std::function<void()> work, std:
   op->deps = std::move(extra);
   op->clock = next_clock(g, s, op->deps);
   s->clock = op->clock;
-  if (!accesses.empty()) {
+  if (!accesses.empty() && hazards_checked()) {
     auto who = std::make_shared<OpWho>(OpWho{op->what + (site.empty() ? "" : " (called from " + site + ")"), s->device,
                                              s->id, s->legacy});
     check_accesses(who, s->timeline, op->clock, accesses);
   }
-  // The legacy default stream waits for the device's blocking streams, and they wait for it.
-  for (StreamState* other : g.streams[std::size_t(s->device)]) {
-    if (s->non_blocking) break;
-    if (other == s || other->non_blocking || !other->last || other->last->done) continue;
-    if (s->legacy || other->legacy) op->deps.push_back(other->last);
-  }
+  for (StreamState* other : g.streams[std::size_t(s->device)])
+    if (implicitly_ordered(s, other) && other->last && !other->last->done) op->deps.push_back(other->last);
   s->queue.push_back(op);
   s->last = op;
   g.cv.notify_all();
