@@ -56,8 +56,6 @@ int run(Options& o, const CLI::App& app) {
   std::string why;
   const Device dev = resolve_device(o.common.device, &why);
   if (!why.empty() && !o.common.quiet) std::cerr << why << "\n";
-  if (launched_as_processes() && launcher_world_rank() == 0 && !o.common.quiet)
-    std::cerr << "launch: " << launch_description() << "\n";
   validate(o, dev);
   if (o.train.partition.kind == PartitionRequest::Kind::balanced) o.train.partition.costs = predicted_unit_costs(o, dev);
   fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
@@ -77,7 +75,11 @@ int run(Options& o, const CLI::App& app) {
   RunResult result;
   int process_rank = 0;
   run_ranks({o.ranks, dev, o.timeout}, [&](Communicator& comm) {
-    if (launched_as_processes()) process_rank = comm.rank();
+    if (launched_as_processes()) {
+      process_rank = comm.rank();
+      const int nodes = count_nodes(comm);
+      if (comm.rank() == 0 && !o.common.quiet) std::cerr << "launch: " << world_summary(comm, nodes, dev) << "\n";
+    }
     validate_on_ranks(o.train, comm);
     run_rank(o, comm, result);
   });

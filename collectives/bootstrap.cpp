@@ -372,4 +372,15 @@ void run_ranks(const LaunchOptions& o, const std::function<void(Communicator&)>&
   run_threads(o, body);
 }
 
+int count_nodes(Communicator& world) {
+  double first = world.local_rank() == 0 ? 1 : 0, nodes = 0;
+  world.allreduce(&first, &nodes, 1, DType::f64, ReduceOp::sum, &find_algorithm("naive"));
+  return int(nodes);
+}
+
+std::string world_summary(const Communicator& world, int nodes, const Device& device) {
+  return std::to_string(world.size()) + " rank(s) on " + std::to_string(nodes) + " node(s) (" + launch_description() +
+         "), device " + device_name(device) + ", transport " + std::string(world.transport().name());
+}
+
 }  // namespace parbench

@@ -71,19 +71,11 @@ std::vector<RankInfo> gather_rank_info(Communicator& world, int group, const Dev
   return out;
 }
 
-int count_nodes(Communicator& world) {
-  double first = world.local_rank() == 0 ? 1 : 0, nodes = 0;
-  world.allreduce(&first, &nodes, 1, DType::f64, ReduceOp::sum, &find_algorithm("naive"));
-  return int(nodes);
-}
-
 std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, const Communicator& world,
                                    const Communicator& group, int nodes, const Device& d) {
   std::vector<std::string> n;
   const bool cuda = d.kind == DeviceKind::cuda;
-  n.push_back("parbench: " + std::to_string(world.size()) + " rank(s) on " + std::to_string(nodes) + " node(s) (" +
-              launch_description() + "), device " + device_name(d) + ", transport " +
-              std::string(world.transport().name()) + "; time is " + average_name(o.average) + " (-a " +
+  n.push_back("parbench: " + world_summary(world, nodes, d) + "; time is " + average_name(o.average) + " (-a " +
               std::to_string(o.average) + "), per operation");
   if (!p.split.op.empty())
     n.push_back("NCCL_TESTS_SPLIT '" + p.split.op + " " + std::to_string(p.split.value) + "': groups of " +

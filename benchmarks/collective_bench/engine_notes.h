@@ -12,8 +12,6 @@ namespace parbench {
 
 // Every rank's line (pid, host, device), gathered to world rank 0 (others get an empty list). Collective.
 std::vector<RankInfo> gather_rank_info(Communicator& world, int group, const Device& d);
-// Number of nodes (ranks with local rank 0). Collective.
-int count_nodes(Communicator& world);
 // Lines for the header (without the leading "# ").
 std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, const Communicator& world,
                                    const Communicator& group, int nodes, const Device& d);

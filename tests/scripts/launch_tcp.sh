@@ -93,7 +93,7 @@ train() {
   run_torchrun train-ddp 2 "$(free_port)" 2 "$bin/bench_train" "${common[@]}" --scheme ddp
   wait_ranks train-ddp 2 0
   expect_in train-ddp "$out/train-ddp.0" "diff_vs_single"
-  expect_in train-ddp "$out/train-ddp.0" "launch: torchrun, tcp bootstrap"
+  expect_in train-ddp "$out/train-ddp.0" "launch: 2 rank(s) on 1 node(s) (torchrun, tcp bootstrap), device cpu, transport shm"
   run_torchrun train-pp 4 "$(free_port)" 4 "$bin/bench_train" "${common[@]}" --scheme pp --schedule 1f1b \
     --microbatches 4
   wait_ranks train-pp 4 0
