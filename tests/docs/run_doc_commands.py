@@ -4,7 +4,8 @@
 Conventions (docs/dev/testing.md):
 - a ```console block: its lines starting with "$ " are commands (" \\" continues a line), the rest their output;
   each command runs from a scratch folder that mirrors the repository root, with build/bin/ pointing at --bin and
-  message sizes, iterations and steps made small here (the docs keep the commands a user types);
+  message sizes, iterations and steps made small here, also a collective benchmark's iterations the command
+  leaves at their default (the docs keep the commands a user types);
 - `<!-- docs: parse-only -->` above a block: only its parbench programs' option parsing is checked
   (PARBENCH_PARSE_ONLY=1), for commands that need a GPU, a cluster or a tool CI lacks;
 - `<!-- docs: not-run: REASON -->` above a block: counted and reported, not run;
@@ -212,6 +213,7 @@ class Runner:
         self.durations = []  # (seconds, where, command): the slowest are printed at the end, to keep the check short
         self.scratch = []  # the pages' scratch folders, removed at the end
         self.lock = threading.Lock()  # pages run side by side (--jobs): the tallies above are shared
+        self.iterating = {}  # program -> whether its --help lists --iters
 
     def fail(self, where, what):
         with self.lock:
@@ -232,7 +234,19 @@ class Runner:
             new = shrink([name, value])
             return f"{name}{sep}{new[1]}" if len(new) == 2 else m.group(0)
 
-        return re.sub(r"(?<![\w-])(--?[A-Za-z][\w-]*)(=| +)([^\s|;&<>]+)", one, line)
+        line = re.sub(r"(?<![\w-])(--?[A-Za-z][\w-]*)(=| +)([^\s|;&<>]+)", one, line)
+        return re.sub(r"(?<![\w./-])(\S*?\b(bench_\w+))(?![\w.-])([^|;&<>]*)", self.cap_default_iterations, line)
+
+    def cap_default_iterations(self, m):
+        """A program that takes -n/--iters (nccl-tests' form) and was given neither gets the cap: its default of
+        20 timed iterations is most of a docs run (8 ranks sharing 2 cores)."""
+        path, name, rest = m.group(1), m.group(2), m.group(3)
+        if name not in self.programs or re.search(r"(?<![\w-])(-n|--iters)(?![\w-])", rest):
+            return m.group(0)
+        with self.lock:
+            if name not in self.iterating:
+                self.iterating[name] = "--iters" in help_options(self.bin / name, None)
+        return f"{path} -n {CAPS['-n']}{rest}" if self.iterating[name] else m.group(0)
 
     def run_block(self, block, cwd):
         cmds = block.commands()
