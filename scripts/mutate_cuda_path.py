@@ -84,7 +84,7 @@ def device_wait_mutant(line, name):
         depth += {"(": 1, ")": -1}.get(ch, 0)
         cur += ch
     parts.append(cur)
-    full = 5 if name == "symm_exchange" or name == "symm_step" else 4
+    full = 6 if name == "symm_exchange" or name == "symm_step" else 4  # with `wait`, the last parameter
     if len(parts) == full:
         parts[-1] = " false"
     elif len(parts) == full - 1:
