@@ -77,8 +77,7 @@ int run(Options& o, const CLI::App& app) {
   run_ranks({o.ranks, dev, o.timeout}, [&](Communicator& comm) {
     if (launched_as_processes()) {
       process_rank = comm.rank();
-      const int nodes = count_nodes(comm);
-      if (comm.rank() == 0 && !o.common.quiet) std::cerr << "launch: " << world_summary(comm, nodes, dev) << "\n";
+      if (comm.rank() == 0 && !o.common.quiet) std::cerr << "launch: " << world_summary(comm, comm.nodes(), dev) << "\n";
     }
     validate_on_ranks(o.train, comm);
     run_rank(o, comm, result);

@@ -186,7 +186,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
         Device d = rank_device(o.device, r, gpus);
         enable_peer_access(d, rank_gpus);
         Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s, choose_automatically);
-        comm.set_local(r, n);
+        comm.set_local(r, n, 1);
         void* nccl = nullptr;
 #ifdef PARBENCH_HAVE_NCCL
         if (!nccl_comms.empty()) nccl = nccl_comms[std::size_t(r)];
@@ -281,6 +281,8 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   int local_rank = 0, local_size = 1;
   MPI_CHECK(MPI_Comm_rank(node, &local_rank));
   MPI_CHECK(MPI_Comm_size(node, &local_size));
+  int first = local_rank == 0 ? 1 : 0, nodes = 0;  // one first rank per node
+  MPI_CHECK(MPI_Allreduce(&first, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   struct FreeNode {
     MPI_Comm& c;
     ~FreeNode() { MPI_Comm_free(&c); }
@@ -317,7 +319,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
       transport = host_transport_under_mpi(&world, rank, size, same_node_ranks(node, rank, size), d, o.timeout_s);
     {
       Communicator comm(std::move(transport), d, o.timeout_s, choose_automatically);
-      comm.set_local(local_rank, local_size);
+      comm.set_local(local_rank, local_size, nodes);
       comm.set_nccl(nccl, nccl_reason);
       body(comm);
     }
@@ -370,12 +372,6 @@ void run_ranks(const LaunchOptions& o, const std::function<void(Communicator&)>&
   }
   if (l.bootstrap == BootstrapKind::tcp) return run_tcp(o, l, body);
   run_threads(o, body);
-}
-
-int count_nodes(Communicator& world) {
-  double first = world.local_rank() == 0 ? 1 : 0, nodes = 0;
-  world.allreduce(&first, &nodes, 1, DType::f64, ReduceOp::sum, &find_algorithm("naive"));
-  return int(nodes);
 }
 
 std::string world_summary(const Communicator& world, int nodes, const Device& device) {

@@ -28,10 +28,8 @@ std::string nccl_gpu_refusal(int ranks_per_node, int gpus);
 // naming the rank (this process then exits, and its peers' waits on it end as their connections close).
 void run_ranks(const LaunchOptions& options, const std::function<void(Communicator&)>& body);
 
-// How many nodes the world's ranks run on (the ranks whose local rank is 0). Collective.
-int count_nodes(Communicator& world);
 // "4 rank(s) on 2 node(s) (torchrun, tcp bootstrap), device cpu, transport shm+tcp": who runs where on `device`
-// (as asked for: the ranks' GPUs differ), for a program's header; `nodes` from count_nodes.
+// (as asked for: the ranks' GPUs differ), for a program's header; `nodes`: Communicator::nodes().
 std::string world_summary(const Communicator& world, int nodes, const Device& device);
 
 }  // namespace parbench

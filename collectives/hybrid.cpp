@@ -115,7 +115,7 @@ void run_ranks_per_process(Communicator& process, int k, const std::function<voi
       try {
         Communicator comm(std::make_unique<HybridTransport>(mc, k, world, rank, 0), process.device(),
                           process.timeout_s(), process.chooser());
-        comm.set_local(process.local_rank() * k + t, process.local_size() * k);
+        comm.set_local(process.local_rank() * k + t, process.local_size() * k, process.nodes());
         body(comm);
       } catch (const UsageError&) {
         std::lock_guard lock(mu);

@@ -79,7 +79,7 @@ class Bench {
         throw UsageError("--root " + std::to_string(root) + " is outside the ranks 0.." +
                          std::to_string(comm.size() - 1) + " of a group");
     const std::string split = alltoallv_split_note(comm);
-    const int nodes = count_nodes(world);
+    const int nodes = world.nodes();
     check_buffers_fit(world, comm, nodes);
     ranks_ = gather_rank_info(world, color, device_);
     const std::vector<RankInfo>& ranks = ranks_;

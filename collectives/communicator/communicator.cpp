@@ -115,6 +115,7 @@ Communicator Communicator::split(int color, int key) {
   Communicator sub(transport_->split(color, key, members, new_rank), device_, timeout_s_, choose_);
   sub.local_rank_ = local_rank_;
   sub.local_size_ = local_size_;
+  sub.nodes_ = nodes_;
   for (int m : members) sub.world_ranks_.push_back(world_rank_of(m));
   // The group gets its own NCCL communicator (every rank of this one takes part, as in the split above), so
   // tensor-, pipeline- and data-parallel groups run NCCL's collectives too.
