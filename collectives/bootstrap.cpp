@@ -186,7 +186,7 @@ void run_threads(const LaunchOptions& o, const std::function<void(Communicator&)
         Device d = rank_device(o.device, r, gpus);
         enable_peer_access(d, rank_gpus);
         Communicator comm(make_threads_transport(world, r, d), d, o.timeout_s, choose_automatically);
-        comm.set_local(r, n, 1);
+        comm.set_local(r, n, std::vector<int>(std::size_t(n), 0));
         void* nccl = nullptr;
 #ifdef PARBENCH_HAVE_NCCL
         if (!nccl_comms.empty()) nccl = nccl_comms[std::size_t(r)];
@@ -266,6 +266,19 @@ void init_mpi_once() {
   });
 }
 
+// Each world rank's node: the world rank of its node's first rank, gathered (MPI's shared-memory split decides).
+std::vector<int> mpi_node_of_rank(MPI_Comm node, int size) {
+  int rank = 0, first = 0;
+  MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
+  first = rank;
+  MPI_CHECK(MPI_Bcast(&first, 1, MPI_INT, 0, node));
+  std::vector<int> firsts(std::size_t(size), 0);
+  MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, firsts.data(), 1, MPI_INT, MPI_COMM_WORLD));
+  std::vector<std::string> keys;
+  for (int f : firsts) keys.push_back(std::to_string(f));
+  return number_nodes(keys);
+}
+
 void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& body) {
   init_mpi_once();
   int size = 1, rank = 0;
@@ -281,8 +294,6 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   int local_rank = 0, local_size = 1;
   MPI_CHECK(MPI_Comm_rank(node, &local_rank));
   MPI_CHECK(MPI_Comm_size(node, &local_size));
-  int first = local_rank == 0 ? 1 : 0, nodes = 0;  // one first rank per node
-  MPI_CHECK(MPI_Allreduce(&first, &nodes, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
   struct FreeNode {
     MPI_Comm& c;
     ~FreeNode() { MPI_Comm_free(&c); }
@@ -319,7 +330,7 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
       transport = host_transport_under_mpi(&world, rank, size, same_node_ranks(node, rank, size), d, o.timeout_s);
     {
       Communicator comm(std::move(transport), d, o.timeout_s, choose_automatically);
-      comm.set_local(local_rank, local_size, nodes);
+      comm.set_local(local_rank, local_size, mpi_node_of_rank(node, size));
       comm.set_nccl(nccl, nccl_reason);
       body(comm);
     }
@@ -372,6 +383,17 @@ void run_ranks(const LaunchOptions& o, const std::function<void(Communicator&)>&
   }
   if (l.bootstrap == BootstrapKind::tcp) return run_tcp(o, l, body);
   run_threads(o, body);
+}
+
+std::vector<int> number_nodes(const std::vector<std::string>& key_of_rank) {
+  std::vector<int> node;
+  std::vector<std::string> seen;
+  for (const std::string& k : key_of_rank) {
+    const auto at = std::find(seen.begin(), seen.end(), k);
+    node.push_back(int(at - seen.begin()));
+    if (at == seen.end()) seen.push_back(k);
+  }
+  return node;
 }
 
 std::string world_summary(const Communicator& world, int nodes, const Device& device) {

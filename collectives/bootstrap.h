@@ -28,6 +28,9 @@ std::string nccl_gpu_refusal(int ranks_per_node, int gpus);
 // naming the rank (this process then exits, and its peers' waits on it end as their connections close).
 void run_ranks(const LaunchOptions& options, const std::function<void(Communicator&)>& body);
 
+// Node numbers from one key per world rank (a host name): ranks with the same key share a node, numbered 0.. in
+// the order of their first ranks.
+std::vector<int> number_nodes(const std::vector<std::string>& key_of_rank);
 // "4 rank(s) on 2 node(s) (torchrun, tcp bootstrap), device cpu, transport shm+tcp": who runs where on `device`
 // (as asked for: the ranks' GPUs differ), for a program's header; `nodes`: Communicator::nodes().
 std::string world_summary(const Communicator& world, int nodes, const Device& device);

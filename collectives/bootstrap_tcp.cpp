@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <set>
 #include <sstream>
 #include <vector>
 
@@ -55,8 +54,9 @@ std::vector<std::string> exchange(StoreClient& store, const std::string& key, co
 }
 
 struct NodeLocal {
-  int rank = 0, size = 0, nodes = 0;
-  std::vector<bool> same_node;  // by world rank
+  int rank = 0, size = 0;
+  std::vector<bool> same_node;
+  std::vector<int> node_of;  // by world rank  // by world rank
 };
 
 // Ranks with the same host name share a node, as MPI's shared-memory split groups them; ordered by world rank.
@@ -67,7 +67,7 @@ NodeLocal node_local(StoreClient& store, int rank, int size) {
     n.same_node.push_back(hosts[std::size_t(q)] == hosts[std::size_t(rank)]);
     if (n.same_node.back()) n.size += 1, n.rank += q < rank ? 1 : 0;
   }
-  n.nodes = int(std::set<std::string>(hosts.begin(), hosts.end()).size());
+  n.node_of = number_nodes(hosts);
   return n;
 }
 
@@ -154,7 +154,7 @@ void run_joined(const LaunchOptions& o, const Launch& l, StoreClient& store,
   try {
     {
       Communicator comm(std::move(transport), d, o.timeout_s, choose_automatically);
-      comm.set_local(local.rank, local.size, local.nodes);
+      comm.set_local(local.rank, local.size, local.node_of);
       comm.set_nccl(nccl, nccl_reason);
       body(comm);
     }

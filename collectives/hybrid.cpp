@@ -94,6 +94,13 @@ class HybridTransport final : public Transport {
   std::vector<MPI_Request> posted_;
 };
 
+// Thread t of process p is world rank p x k + t, on its process's node.
+std::vector<int> threads_node_of(const Communicator& process, int k) {
+  std::vector<int> node;
+  for (int p = 0; p < process.size(); ++p) node.insert(node.end(), std::size_t(k), process.node_of(p));
+  return node;
+}
+
 }  // namespace
 
 void run_ranks_per_process(Communicator& process, int k, const std::function<void(Communicator&)>& body) {
@@ -115,7 +122,7 @@ void run_ranks_per_process(Communicator& process, int k, const std::function<voi
       try {
         Communicator comm(std::make_unique<HybridTransport>(mc, k, world, rank, 0), process.device(),
                           process.timeout_s(), process.chooser());
-        comm.set_local(process.local_rank() * k + t, process.local_size() * k, process.nodes());
+        comm.set_local(process.local_rank() * k + t, process.local_size() * k, threads_node_of(process, k));
         body(comm);
       } catch (const UsageError&) {
         std::lock_guard lock(mu);

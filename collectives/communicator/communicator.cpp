@@ -115,7 +115,7 @@ Communicator Communicator::split(int color, int key) {
   Communicator sub(transport_->split(color, key, members, new_rank), device_, timeout_s_, choose_);
   sub.local_rank_ = local_rank_;
   sub.local_size_ = local_size_;
-  sub.nodes_ = nodes_;
+  sub.node_of_world_ = node_of_world_;
   for (int m : members) sub.world_ranks_.push_back(world_rank_of(m));
   // The group gets its own NCCL communicator (every rank of this one takes part, as in the split above), so
   // tensor-, pipeline- and data-parallel groups run NCCL's collectives too.
@@ -222,6 +222,14 @@ void Communicator::barrier() {
 }
 
 const Algorithm& Communicator::resolve(Collective c) const { return impl_ ? *impl_ : choose_(c, *this); }
+
+int Communicator::nodes() const {
+  return node_of_world_.empty() ? 1 : *std::max_element(node_of_world_.begin(), node_of_world_.end()) + 1;
+}
+
+void Communicator::set_local(int local_rank, int local_size, std::vector<int> node_of_world_rank) {
+  local_rank_ = local_rank, local_size_ = local_size, node_of_world_ = std::move(node_of_world_rank);
+}
 
 void Communicator::run(const CollArgs& a) { run_staged(a, resolve(a.coll)); }
 

@@ -41,11 +41,12 @@ class Communicator final : public CollectiveSteps {
   // The world rank of rank `r` of this communicator (split ones keep their members' world ranks).
   int world_rank_of(int r) const { return world_ranks_.empty() ? r : world_ranks_[std::size_t(r)]; }
   int local_size() const { return local_size_; }
-  // How many nodes the world's ranks run on, known at launch (a split communicator keeps its world's).
-  int nodes() const { return nodes_; }
-  void set_local(int local_rank, int local_size, int nodes) {
-    local_rank_ = local_rank, local_size_ = local_size, nodes_ = nodes;
-  }
+  // The nodes the world's ranks run on, known at launch: node_of_world()[w] is world rank w's, numbered 0.. in the
+  // order of their first ranks (a split communicator keeps its world's). One node when never set.
+  const std::vector<int>& node_of_world() const { return node_of_world_; }
+  int node_of(int r) const { return node_of_world_.empty() ? 0 : node_of_world_[std::size_t(world_rank_of(r))]; }
+  int nodes() const;
+  void set_local(int local_rank, int local_size, std::vector<int> node_of_world_rank);
   double timeout_s() const { return timeout_s_; }
   void set_timeout(double seconds) { timeout_s_ = seconds; }
   // The stream of the collective running now (CollArgs::stream); null outside a collective.
@@ -184,7 +185,8 @@ class Communicator final : public CollectiveSteps {
   bool in_call_ = false;
   DType call_dtype_ = DType::f32;  // of the collective running now
   int channel_ = 0;  // tag of point-to-point traffic now: 0 user p2p, 1 collectives, 2 barrier
-  int local_rank_ = 0, local_size_ = 1, nodes_ = 1;
+  int local_rank_ = 0, local_size_ = 1;
+  std::vector<int> node_of_world_;
   std::vector<int> world_ranks_;  // by rank; empty for the world itself
   void* nccl_comm_ = nullptr;
   bool owns_nccl_ = false;  // made by split(): destroyed with this communicator

@@ -30,6 +30,20 @@ void run_threads(int ranks, double timeout, const std::function<void(Communicato
   run_ranks(o, body);
 }
 
+TEST(Communicator, NodesNumberedByFirstRankAndKeptBySplits) {
+  EXPECT_EQ(number_nodes({"b", "b", "a", "c", "a", "b"}), (std::vector<int>{0, 0, 1, 2, 1, 0}));
+  EXPECT_EQ(number_nodes({}), std::vector<int>{});
+  std::atomic<int> wrong{0};
+  run_threads(4, 20, [&](Communicator& comm) {
+    if (comm.nodes() != 1 || comm.node_of(comm.rank()) != 0) ++wrong;
+    // Two nodes as a launcher would report them; a split's ranks keep their world ranks' nodes.
+    comm.set_local(comm.rank() % 2, 2, {0, 0, 1, 1});
+    Communicator odd = comm.split(comm.rank() % 2, comm.rank());  // {0,2} {1,3}
+    if (comm.nodes() != 2 || odd.nodes() != 2 || odd.node_of(0) != 0 || odd.node_of(1) != 1) ++wrong;
+  });
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST(Communicator, SplitMakesIndependentGroups) {
   // 6 ranks as 2 (tensor) x 3 (data) groups: allreduce inside each group sees only its members.
   std::mutex mu;
