@@ -3,6 +3,8 @@
 #include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -266,7 +268,14 @@ void init_mpi_once() {
   });
 }
 
-// Each world rank's node: the world rank of its node's first rank, gathered (MPI's shared-memory split decides).
+std::string this_host() {
+  char name[64] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// Each world rank's node: the world rank of its node's first rank, gathered (MPI's shared-memory split decides);
+// and each rank's host name, for messages that name a peer.
 std::vector<int> mpi_node_of_rank(MPI_Comm node, int size) {
   int rank = 0, first = 0;
   MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -274,8 +283,16 @@ std::vector<int> mpi_node_of_rank(MPI_Comm node, int size) {
   MPI_CHECK(MPI_Bcast(&first, 1, MPI_INT, 0, node));
   std::vector<int> firsts(std::size_t(size), 0);
   MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, firsts.data(), 1, MPI_INT, MPI_COMM_WORLD));
-  std::vector<std::string> keys;
-  for (int f : firsts) keys.push_back(std::to_string(f));
+  char mine[64] = {};
+  this_host().copy(mine, sizeof mine - 1);
+  std::vector<char> names(std::size_t(size) * sizeof mine);
+  MPI_CHECK(MPI_Allgather(mine, sizeof mine, MPI_CHAR, names.data(), sizeof mine, MPI_CHAR, MPI_COMM_WORLD));
+  std::vector<std::string> keys, hosts;
+  for (int r = 0; r < size; ++r) {
+    keys.push_back(std::to_string(firsts[std::size_t(r)]));
+    hosts.emplace_back(&names[std::size_t(r) * sizeof mine]);
+  }
+  set_rank_hosts(hosts);
   return number_nodes(keys);
 }
 
@@ -340,19 +357,21 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   } catch (const UsageError&) {
     throw;
   } catch (const CollectiveTimeoutError& e) {
-    std::fprintf(stderr, "error: rank %d of %d: %s; %s\n", rank, size, e.what(), liveness_report(1.0).c_str());
+    std::fprintf(stderr, "error: rank %d of %d on %s: %s; %s\n", rank, size, this_host().c_str(), e.what(),
+                 liveness_report(1.0).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const TimeoutError& e) {
     // Outside a collective (a barrier, a pipeline's messages): a rank stuck inside a collective may name the
     // measured operation better, so give it a moment (bounded: the job must end soon after the timeout).
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.timeout_s, 2.0)));
-    std::fprintf(stderr, "error: rank %d of %d: %s; %s\n", rank, size, e.what(), liveness_report(1.0).c_str());
+    std::fprintf(stderr, "error: rank %d of %d on %s: %s; %s\n", rank, size, this_host().c_str(), e.what(),
+                 liveness_report(1.0).c_str());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);
   } catch (const std::exception& e) {
     const std::string measuring = current_measurement();
-    std::fprintf(stderr, "error: rank %d of %d: %s%s\n", rank, size,
+    std::fprintf(stderr, "error: rank %d of %d on %s: %s%s\n", rank, size, this_host().c_str(),
                  measuring.empty() ? "" : ("while measuring " + measuring + ": ").c_str(), e.what());
     std::fflush(stderr);
     MPI_Abort(MPI_COMM_WORLD, 1);

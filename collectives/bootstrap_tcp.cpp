@@ -68,6 +68,7 @@ NodeLocal node_local(StoreClient& store, int rank, int size) {
     if (n.same_node.back()) n.size += 1, n.rank += q < rank ? 1 : 0;
   }
   n.node_of = number_nodes(hosts);
+  set_rank_hosts(hosts);
   return n;
 }
 
@@ -124,8 +125,8 @@ ncclComm_t nccl_world(StoreClient& store, int rank, int size) {
   } catch (const std::exception& e) {
     const std::string measuring = current_measurement(), what = e.what();
     const bool named = measuring.empty() || what.find(measuring) != std::string::npos;  // a timeout names it
-    throw Error("rank " + std::to_string(l.world_rank) + " of " + std::to_string(l.world_size) + " (" + l.launcher +
-                ", tcp bootstrap): " + (named ? "" : "while measuring " + measuring + ": ") + what);
+    throw Error("rank " + std::to_string(l.world_rank) + " of " + std::to_string(l.world_size) + " on " + host_name() +
+                " (" + l.launcher + ", tcp bootstrap): " + (named ? "" : "while measuring " + measuring + ": ") + what);
   }
 }
 

@@ -119,9 +119,15 @@ up() {
     ip -n "$ns" addr add "$subnet.$((i + 1))/24" dev eth0
     ip -n "$ns" link set eth0 up
     # The node's UTS and mount namespaces live as long as a process in them: this one, which only sleeps. Entering
-    # through it works from any node as well (mpirun's agent runs on one).
-    ip netns exec "$ns" setsid unshare --uts --mount --propagation private sh -ec "
+    # through it works from any node as well (mpirun's agent runs on one). Its /sys is its network namespace's,
+    # with this machine's cgroup tree inside (slurmd reads it), mounted in the node's namespace only.
+    mkdir -p "$dir/cgroup$i"
+    nsenter --net="/run/netns/$ns" setsid unshare --uts --mount --propagation private sh -ec "
       hostname $(node_host "$i")
+      mount --rbind /sys/fs/cgroup $dir/cgroup$i
+      mount -t sysfs sysfs /sys
+      mount --rbind $dir/cgroup$i /sys/fs/cgroup
+      umount -l $dir/cgroup$i
       mount -t tmpfs -o mode=1777 tmpfs /dev/shm
       mount --bind $dir/hosts /etc/hosts
       echo \$\$ >$dir/node$i.pid

@@ -29,11 +29,13 @@ void copy_text(char* dst, std::size_t size, const std::string& s) {
   dst[size - 1] = 0;
 }
 
-RankRecord my_record(int group, const Device& d) {
+// A host device has no index of its own: its number is the rank's place on its node, as a GPU's is with one GPU per
+// rank.
+RankRecord my_record(int group, int local_rank, const Device& d) {
   RankRecord r;
   r.pid = int(getpid());
   r.group = group;
-  r.device = d.index;
+  r.device = d.on_host() ? local_rank : d.index;
   gethostname(r.host, sizeof r.host - 1);
   copy_text(r.bus, sizeof r.bus, device_name(d));
   copy_text(r.name, sizeof r.name, device_name(d));
@@ -59,7 +61,7 @@ const char* average_name(int a) {
 }  // namespace
 
 std::vector<RankInfo> gather_rank_info(Communicator& world, int group, const Device& d) {
-  const RankRecord mine = my_record(group, d);
+  const RankRecord mine = my_record(group, world.local_rank(), d);
   std::vector<RankRecord> all(std::size_t(world.size()));
   world.gather(&mine, all.data(), sizeof(RankRecord), DType::u8, 0, &find_algorithm("naive"));
   std::vector<RankInfo> out;

@@ -273,6 +273,26 @@ std::string launch_description() {
   return l.launcher + ", " + bootstrap_name(l.bootstrap) + " bootstrap";
 }
 
+namespace {
+std::mutex hosts_mu;
+std::vector<std::string>& rank_hosts() {
+  static std::vector<std::string> hosts;
+  return hosts;
+}
+}  // namespace
+
+void set_rank_hosts(std::vector<std::string> host_of_world_rank) {
+  std::lock_guard lock(hosts_mu);
+  rank_hosts() = std::move(host_of_world_rank);
+}
+
+std::string with_host(int world_rank) {
+  std::lock_guard lock(hosts_mu);
+  const auto& h = rank_hosts();
+  if (world_rank < 0 || std::size_t(world_rank) >= h.size() || h[std::size_t(world_rank)].empty()) return "";
+  return " (on " + h[std::size_t(world_rank)] + ")";
+}
+
 bool launched_by_mpirun() {
   return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE");
 }

@@ -53,6 +53,12 @@ bool launched_as_processes();
 // "torchrun, tcp bootstrap", "mpirun, mpi bootstrap" or "threads": how run headers name the launch.
 std::string launch_description();
 
+// Each world rank's host name, as the bootstrap of a multi-process launch learned it, so that a message naming a
+// peer names its node too. Unset (threads, or before the bootstrap): with_host() adds nothing.
+void set_rank_hosts(std::vector<std::string> host_of_world_rank);
+// " (on HOST)" for world rank r when its host is known, else "".
+std::string with_host(int world_rank);
+
 // True when the launcher's environment says this process is one of an mpirun job (OpenMPI, PMIx or PMI).
 bool launched_by_mpirun();
 // World size and rank as the launcher says (before MPI starts): 1 and 0 for threads, and for launcher variables

@@ -19,6 +19,7 @@
 #include <tuple>
 #include <utility>
 
+#include "collectives/launch/launcher.h"
 #include "collectives/transport/doorbell.h"
 #include "collectives/transport/tcp_mesh_state.h"
 #include "collectives/transport/transport.h"
@@ -27,9 +28,10 @@ namespace parbench {
 
 namespace {
 
-std::string ranks_text(const std::vector<int>& ranks) {
+// Group ranks, each with the host of its world rank when known: "3 (on node1), 5 (on node2)".
+std::string ranks_text(const std::vector<std::pair<int, int>>& group_and_world) {
   std::string s;
-  for (int r : ranks) s += (s.empty() ? "" : ", ") + std::to_string(r);
+  for (auto [g, w] : group_and_world) s += (s.empty() ? "" : ", ") + std::to_string(g) + with_host(w);
   return s;
 }
 
@@ -119,11 +121,12 @@ void TcpMesh::wait(Batch& batch, Deadline deadline, const std::string& who) {
     s.cancel(batch);
     throw Error(error);
   }
-  std::vector<int> from, to;
+  std::vector<std::pair<int, int>> from, to;
   for (const auto& m : batch.msgs) {
     if (m->batch != &batch) continue;
-    std::vector<int>& list = m->op.send ? to : from;
-    if (std::find(list.begin(), list.end(), m->op.group_peer) == list.end()) list.push_back(m->op.group_peer);
+    auto& list = m->op.send ? to : from;
+    const std::pair<int, int> peer{m->op.group_peer, m->op.peer};
+    if (std::find(list.begin(), list.end(), peer) == list.end()) list.push_back(peer);
   }
   s.cancel(batch);
   if (!from.empty()) throw TimeoutError(who + " waited for data from rank(s) " + ranks_text(from));
@@ -362,7 +365,8 @@ void TcpMesh::State::close_peer(int who, const std::string& how) {
   Peer& p = peers[std::size_t(who)];
   if (!p.open) return;
   p.open = false;
-  p.closed_why = "rank " + std::to_string(rank) + ": the connection to rank " + std::to_string(who) + " " + how +
+  p.closed_why = "rank " + std::to_string(rank) + with_host(rank) + ": the connection to rank " + std::to_string(who) +
+                 with_host(who) + " " + how +
                  " (that process ended or failed)";
   for (auto& m : p.sends) finish(m, p.closed_why);
   for (auto& m : p.pulled) finish(m, p.closed_why);

@@ -12,6 +12,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "collectives/launch/launcher.h"
 #include "collectives/transport/doorbell.h"
 #include "collectives/transport/group_staging.h"
 #include "core/memory.h"
@@ -112,6 +113,17 @@ class MpiTransport final : public Transport {
     return req;
   }
 
+  int world_rank_of(int peer) const {
+    MPI_Group mine, world;
+    MPI_Comm_group(comm_, &mine);
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int w = MPI_UNDEFINED;
+    MPI_Group_translate_ranks(mine, 1, &peer, world, &w);
+    MPI_Group_free(&mine);
+    MPI_Group_free(&world);
+    return w;
+  }
+
   // Which peers the requests still open wait for, worded as the threads transport words it.
   TimeoutError late_peers(std::vector<MPI_Request>& reqs, const std::vector<std::size_t>& op_of,
                           std::span<const P2POp> ops) const {
@@ -121,7 +133,7 @@ class MpiTransport final : public Transport {
       MPI_Request_get_status(reqs[i], &done, MPI_STATUS_IGNORE);
       const P2POp& op = ops[op_of[i]];
       std::string& list = op.kind == P2POp::recv ? from : to;
-      const std::string peer = std::to_string(op.peer);
+      const std::string peer = std::to_string(op.peer) + with_host(world_rank_of(op.peer));
       if (!done && (list.empty() || list.find(peer) == std::string::npos)) list += (list.empty() ? "" : ", ") + peer;
     }
     const std::string me = "rank " + std::to_string(rank_);

@@ -252,7 +252,7 @@ s.listen(); print(p, flush=True); time.sleep(60)' >"$out/held-port" &
     pids[1]=${pids[2]}
     wait_ranks "killed-$shm" 2 1
     cat "$out/killed-$shm.0" "$out/killed-$shm.2" >"$out/killed-$shm.both"
-    expect_in "killed-$shm" "$out/killed-$shm.both" "the connection to rank 1 closed (that process ended or failed)"
+    expect_in "killed-$shm" "$out/killed-$shm.both" "the connection to rank 1 (on $(hostname)) closed (that process ended or failed)"
     within 60 "$start" "a killed rank's peers ($shm)"
   done
   # A rank that stops answering (SIGSTOP): the others time out on their 3 s deadline naming the operation and the
@@ -266,7 +266,7 @@ s.listen(); print(p, flush=True); time.sleep(60)' >"$out/held-port" &
   within 30 "$start" "the peers of a stalled rank"
   kill -TERM "$stalled"
   wait "$stalled"
-  expect_in stalled "$out/stalled.2" "rank 2 of 3 (torchrun, tcp bootstrap): rank 2: allreduce/ring of 8 bytes (2 x f32 per rank, 3 ranks), out of place did not finish within the timeout of 3 s: rank 2 waited for data from rank(s) 1"
+  expect_in stalled "$out/stalled.2" "rank 2 of 3 on $(hostname) (torchrun, tcp bootstrap): rank 2: allreduce/ring of 8 bytes (2 x f32 per rank, 3 ranks), out of place did not finish within the timeout of 3 s: rank 2 waited for data from rank(s) 1 (on $(hostname))"
 }
 
 # Strangers at a running job's store (MASTER_ADDR:MASTER_PORT), once rank 0 is measuring: a hello with another
