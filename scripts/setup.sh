@@ -11,6 +11,9 @@
 #                                                 may install (root, or PARBENCH_INSTALL=1); else the report
 #                                                 and the command that would install, exit 1
 # --for demo: the programs and the figures (scripts/demo.sh); --for test (default): all scripts/test.sh needs.
+#   scripts/setup.sh --torch                       PyPI's torch (torchrun, for the cluster tests' torchrun case) into
+#                                                 a virtual environment kept outside the tree,
+#                                                 $PARBENCH_TORCH_VENV or ~/.cache/parbench/torch-venv (about 5 GB)
 # --hint CMD: the install command to suggest instead of `scripts/setup.sh --install --for P` (demo.sh passes
 # "PARBENCH_INSTALL=1 scripts/demo.sh"). Quiet ("setup: all present") when nothing is missing.
 # nvcc is never required (without it the build has the cpu and simt devices); --for test needs the CUDA toolkit's
@@ -56,6 +59,10 @@ nvcc             | nvcc                                               | -       
 clang            | cmd:clang++                                        | clang                   | =          | clang                        | test        | the sanitizer build and the fuzzers (scripts/test.sh, scripts/fuzz.sh)
 libfuzzer        | fuzzer                                             | {clang-rt}              | {clang-rt} | compiler-rt                  | test        | linking the fuzzers (clang -fsanitize=fuzzer)
 lizard           | lizard                                             | pip:lizard              | pip:lizard | pip:lizard                   | test        | the code-size check (scripts/check_code_size.py)
+iproute2         | cmd:ip cmd:tc                                      | iproute2                | =          | iproute iproute-tc           | test?       | the emulated cluster of tests/cluster (network namespaces, link shaping)
+nftables         | cmd:nft                                            | nftables                | =          | nftables                     | test?       | packet loss on the emulated cluster
+slurm            | cmd:slurmctld cmd:slurmd cmd:srun                  | slurm-wlm               | =          | slurm-slurmctld@epel slurm-slurmd@epel | test? | the Slurm test on the emulated cluster
+munge            | cmd:munged cmd:mungekey                            | munge                   | =          | munge@epel                   | test?       | Slurm's authentication on the emulated cluster
 EOF
 )
 # What to do where no package helps (cmake/ParbenchDeps.cmake: what the build fetches and which folders it takes).
@@ -78,6 +85,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --check) mode=check ;;
     --install) mode=install ;;
+    --torch) mode=torch ;;
     --for) profile=${2:-}; shift ;;
     --for=*) profile=${1#--for=} ;;
     --hint) hint=${2:-}; shift ;;
@@ -87,6 +95,14 @@ while [ $# -gt 0 ]; do
   shift
 done
 case $profile in demo|test) ;; *) echo "setup: --for takes demo or test, not '$profile'" >&2; exit 2 ;; esac
+if [ "$mode" = torch ]; then
+  venv=${PARBENCH_TORCH_VENV:-$HOME/.cache/parbench/torch-venv}
+  if [ -x "$venv/bin/torchrun" ]; then echo "setup: torchrun present in $venv"; exit 0; fi
+  python3 -m venv "$venv" || { echo "setup: python3 -m venv $venv failed (Debian: python3-venv)" >&2; exit 1; }
+  "$venv/bin/pip" install --quiet torch || { echo "setup: pip install torch into $venv failed" >&2; exit 1; }
+  echo "setup: torchrun installed in $venv"
+  exit 0
+fi
 
 # --- the system: its family (debian, ubuntu, rhel, fedora, other) and release
 os_release=${PARBENCH_SETUP_OS_RELEASE:-/etc/os-release}

@@ -87,6 +87,13 @@ wait "$ctest_pid" || ctest_status=$?
 wait "$docs_pid" || docs_status=$?
 ctest_pid="" docs_pid=""
 if [ "$ctest_status" -eq 0 ]; then tail -n 12 build-test-ctest.log; else cat build-test-ctest.log; fi
+# The cluster label (tests/cluster: launchers and faults across emulated nodes): how many ran, and why any did not.
+cluster_passed=$(grep -cE 'Test +#[0-9]+: cluster_[^ ]+ \.+ +Passed' build-test-ctest.log || true)
+cluster_skipped=$(grep -E 'Test +#[0-9]+: cluster_[^ ]+ \.+\*+Skipped' build-test-ctest.log |
+  sed -E 's/.*: (cluster_[^ ]+) .*/\1/' | tr '\n' ' ' || true)
+echo "cluster tests: $cluster_passed passed${cluster_skipped:+, skipped: ${cluster_skipped% }}"
+[ -z "$cluster_skipped" ] || grep -hE "^(fake_cluster: cannot|torchrun not found|mpirun not found|'[a-z]+' not found)" \
+  build-test/Testing/Temporary/LastTest.log | sort -u | sed 's/^/  /' || true
 cat build-docs.log
 [ "$ctest_status" -eq 0 ] || { echo "test.sh: ctest of the default build failed (above the docs' output)"; exit 1; }
 [ "$extension_status" -eq 0 ] || { echo "test.sh: the extension check failed (above the ctest and docs output)"; exit 1; }

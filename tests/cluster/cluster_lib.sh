@@ -17,16 +17,30 @@ finish() {  # the exit status: 0 when every check held
   exit 1
 }
 
-# The cluster's processes, namespaces and shared-memory segments are gone (also checked after a fault).
+# Nothing of the cluster's runs is left: no process of the programs, no shared-memory segment on any node, and
+# after the cluster is taken down no namespace and no state (also checked after every fault).
 nothing_left() {
-  local what=$1
+  local what=$1 procs host i ns pid
+  procs=""
+  for ns in $(ip netns list | awk '{print $1}' | grep -E "^parbench-$FAKE_CLUSTER-node" || true); do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do
+      local cmd
+      cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)
+      [[ $cmd != *"$bin/bench_"* ]] || procs+="$pid $cmd; "
+    done
+  done
+  [ -z "$procs" ] || fail "$what: processes left behind: $procs"
+  i=0
+  for host in $("$fc" hosts 2>/dev/null); do
+    local shm
+    shm=$(on "$i" ls -A /dev/shm)
+    [ -z "$shm" ] || fail "$what: shared memory left behind on $host: $shm"
+    i=$((i + 1))
+  done
   "$fc" down
   local ns
   ns=$(ip netns list | awk '{print $1}' | grep -E "^parbench-$FAKE_CLUSTER-" || true)
   [ -z "$ns" ] || fail "$what: namespaces left behind: $ns"
-  local procs
-  procs=$(pgrep -af "$bin/bench_" | grep -v pgrep || true)
-  [ -z "$procs" ] || fail "$what: processes left behind: $procs"
   [ ! -d "/run/parbench-cluster/$FAKE_CLUSTER" ] || fail "$what: the cluster's state folder is left behind"
 }
 
@@ -99,7 +113,7 @@ mpirun_cluster() {
 }
 
 torchrun_bin() {  # PyPI's torch in a cached venv (scripts/setup.sh --torch); skips the test without it
-  local t=${PARBENCH_TORCHRUN:-$HOME/.cache/parbench/torch-venv/bin/torchrun}
+  local t=${PARBENCH_TORCH_VENV:-$HOME/.cache/parbench/torch-venv}/bin/torchrun
   [ -x "$t" ] || { echo "torchrun not found at $t (scripts/setup.sh --torch installs PyPI's torch there)"; exit 77; }
   echo "$t"
 }

@@ -72,6 +72,20 @@ start "$launcher-hybrid" "$bin/bench_train" "${train[@]}" --scheme hybrid --dp 2
 expect_in "$launcher-hybrid" "$out/$launcher-hybrid" "launch: $header"
 expect_re "$launcher-hybrid" "$out/$launcher-hybrid" "^hybrid +1f1b +2\.1\.2 "
 
-[ "$launcher" != srun ] || slurm_down
+# The sbatch script of docs/cluster.md as it stands there, on the cpu device, from a folder whose build/ is this one.
+if [ "$launcher" = srun ]; then
+  mkdir -p "$out/job"
+  ln -s "$(dirname "$bin")" "$out/job/build"
+  python3 - "$root/docs/cluster.md" >"$out/job/allreduce.sbatch" <<'EOF'
+import re, sys
+blocks = re.findall(r"```bash\n(.*?)```", open(sys.argv[1]).read(), re.S)
+print(next(b for b in blocks if "#SBATCH" in b).replace("--device cuda", "--device cpu"), end="")
+EOF
+  on 0 timeout 300 sbatch --wait --chdir="$out/job" -o "$out/sbatch" "$out/job/allreduce.sbatch" >/dev/null ||
+    fail "the docs' sbatch script failed"
+  expect_in sbatch "$out/sbatch" "4 rank(s) on 2 node(s) (srun, tcp bootstrap)"
+  expect_in sbatch "$out/sbatch" "# Out of bounds values : 0 OK"
+  slurm_down
+fi
 nothing_left "$launcher"
 finish
