@@ -274,6 +274,14 @@ std::string this_host() {
   return name;
 }
 
+// A rank's failure under mpirun: said with the rank and its host, then the whole job ends.
+[[noreturn]] void abort_job(int rank, int size, const std::string& what) {
+  std::fprintf(stderr, "error: rank %d of %d on %s: %s\n", rank, size, this_host().c_str(), what.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return
+}
+
 // Each world rank's node: the world rank of its node's first rank, gathered (MPI's shared-memory split decides);
 // and each rank's host name, for messages that name a peer.
 std::vector<int> mpi_node_of_rank(MPI_Comm node, int size) {
@@ -357,24 +365,15 @@ void run_mpi(const LaunchOptions& o, const std::function<void(Communicator&)>& b
   } catch (const UsageError&) {
     throw;
   } catch (const CollectiveTimeoutError& e) {
-    std::fprintf(stderr, "error: rank %d of %d on %s: %s; %s\n", rank, size, this_host().c_str(), e.what(),
-                 liveness_report(1.0).c_str());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_job(rank, size, e.what() + ("; " + liveness_report(1.0)));
   } catch (const TimeoutError& e) {
     // Outside a collective (a barrier, a pipeline's messages): a rank stuck inside a collective may name the
     // measured operation better, so give it a moment (bounded: the job must end soon after the timeout).
     std::this_thread::sleep_for(std::chrono::duration<double>(std::min(o.timeout_s, 2.0)));
-    std::fprintf(stderr, "error: rank %d of %d on %s: %s; %s\n", rank, size, this_host().c_str(), e.what(),
-                 liveness_report(1.0).c_str());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_job(rank, size, e.what() + ("; " + liveness_report(1.0)));
   } catch (const std::exception& e) {
     const std::string measuring = current_measurement();
-    std::fprintf(stderr, "error: rank %d of %d on %s: %s%s\n", rank, size, this_host().c_str(),
-                 measuring.empty() ? "" : ("while measuring " + measuring + ": ").c_str(), e.what());
-    std::fflush(stderr);
-    MPI_Abort(MPI_COMM_WORLD, 1);
+    abort_job(rank, size, (measuring.empty() ? "" : "while measuring " + measuring + ": ") + e.what());
   }
 }
 #endif
