@@ -27,11 +27,11 @@ stage() {  # ends the running stage (if any) and starts the one named
   stage_start=$SECONDS
   [ -z "$stage_name" ] || echo "== $stage_name"
 }
-cuda12_pid="" ctest_pid="" docs_pid="" later_pid=""
+cuda12_pid="" ctest_pid="" docs_pid="" later_pid="" asan_gpu_pid=""
 summary() {
   local status=$?
   local pid
-  for pid in $cuda12_pid $ctest_pid $docs_pid $later_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
+  for pid in $cuda12_pid $ctest_pid $docs_pid $later_pid $asan_gpu_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
   [ -z "$stage_name" ] || { [ "$status" -eq 0 ] || stage_name="$stage_name (FAILED)"; stage ""; }
   echo "== stage times (wall clock)"
   local i
@@ -116,16 +116,24 @@ BUILD_DIR=build-asan scripts/build.sh -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_C_COM
 # much of the time (mpirun's start, the faults' timeouts) and the builds take only the cores they leave idle.
 nice -n 19 scripts/build_later_trees.sh "$jobs" >build-later.log 2>&1 &
 later_pid=$!
-stage "ctest (sanitizers, unit tests)"
-# OpenMPI's own allocations outlive MPI_Finalize, so the tests that start mpirun check memory errors but not
-# leaks; every other unit test checks leaks too.
+stage "ctest (sanitizers: unit tests, and beside them the mpirun unit tests and the gpu label)"
+# Two runs side by side, so that the mpirun tests' and the emulated GPUs' waits overlap the unit tests' work:
+# - the unit tests, checking leaks too;
+# - the unit tests that start mpirun (names with Mpi), whose OpenMPI allocations outlive MPI_Finalize (memory
+#   errors checked, not leaks), and the cuda path on emulated GPUs (label gpu, names starting gpu_: the programs
+#   under one stream-timing seed here, two in the other builds, the emulator's own tests under three).
 export UBSAN_OPTIONS=print_stacktrace=1
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j "$test_jobs" -L unit -E 'Mpi|^gpu_')
-stage "ctest (sanitizers, mpirun unit tests and gpu label)"
-# The unit tests that start mpirun (names with Mpi) and the cuda path on emulated GPUs (label gpu, names starting
-# gpu_: the programs under one stream-timing seed here, two in the other builds, the emulator's own tests under
-# three) in one run, so that the mpirun tests' waits overlap the emulated GPUs' work.
-(cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j "$test_jobs" -L 'unit|gpu' -R 'Mpi|^gpu_')
+(cd build-asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j 2 -L 'unit|gpu' -R 'Mpi|^gpu_') \
+  >build-asan-gpu.log 2>&1 &
+asan_gpu_pid=$!
+asan_unit_status=0 asan_gpu_status=0
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j 2 -L unit -E 'Mpi|^gpu_') \
+  >build-asan-unit.log 2>&1 || asan_unit_status=$?
+wait "$asan_gpu_pid" || asan_gpu_status=$?
+for part in unit:$asan_unit_status gpu:$asan_gpu_status; do
+  if [ "${part#*:}" -eq 0 ]; then tail -n 8 "build-asan-${part%%:*}.log"; else cat "build-asan-${part%%:*}.log"; fi
+done
+[ "$asan_unit_status" -eq 0 ] && [ "$asan_gpu_status" -eq 0 ] || exit 1
 
 stage "build (ThreadSanitizer and fuzz; started beside the stages above)"
 later_status=0
