@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -53,8 +54,9 @@ struct State {
   std::unordered_map<std::uint64_t, std::vector<Record>> by_allocation;  // by allocation serial
   int timelines = 0;      // guarded by the scheduler's mutex
   VClock hosts;           // every host thread's clock joined; the scheduler's mutex
-  bool mode_set = false;  // set_hazard_mode was called
-  HazardMode mode = HazardMode::abort;
+  // set_hazard_mode's mode (a HazardMode), -1 until it is called: atomic, so that each enqueue can ask whether
+  // hazards are checked without taking m.
+  std::atomic<int> mode{-1};
   std::vector<std::string> reports;
   std::vector<Guard> guards;  // pinned host memory queued device work touches, until a host wait covers it
 };
@@ -63,7 +65,10 @@ State& state() {
   return *s;
 }
 
-HazardMode mode_locked(State& st) { return st.mode_set ? st.mode : settings().hazards; }
+HazardMode current_mode(const State& st) {
+  const int m = st.mode.load();
+  return m < 0 ? settings().hazards : HazardMode(m);
+}
 
 struct HostThread {
   int timeline = -1;
@@ -126,7 +131,7 @@ std::string report(const Allocation& a, const Record& earlier, const OpWho& late
 }
 
 void raise(State& st, const std::string& text) {  // st.m held
-  const HazardMode mode = mode_locked(st);
+  const HazardMode mode = current_mode(st);
   std::fprintf(stderr, "parbench-emu: %s\n", text.c_str());
   if (mode == HazardMode::abort) {
     std::fprintf(stderr, "parbench-emu: stopping at the first hazard (PARBENCH_EMU_HAZARDS=report goes on)\n");
@@ -176,18 +181,14 @@ void host_observes(const VClock& c) {
   if (!st.guards.empty()) release_guards_locked(st, [&](const Guard& g) { return ordered(g, t_host.clock); });
 }
 
-bool hazards_checked() {
-  State& st = state();
-  std::lock_guard<std::mutex> l(st.m);
-  return mode_locked(st) != HazardMode::off;
-}
+bool hazards_checked() { return current_mode(state()) != HazardMode::off; }
 
 void check_accesses(const std::shared_ptr<const OpWho>& who, int timeline, const VClock& clock,
                     const std::vector<MemAccess>& accesses) {
   State& st = state();
   if (accesses.empty()) return;
   std::lock_guard<std::mutex> l(st.m);
-  if (mode_locked(st) == HazardMode::off) return;
+  if (current_mode(st) == HazardMode::off) return;
   const std::uint32_t tick = clock.at(std::size_t(timeline));
   bool reported = false;  // one report per operation: an in-place operand would give two
   for (const MemAccess& x : accesses) {
@@ -219,12 +220,7 @@ void forget_accesses(std::uint64_t allocation_serial) {
   release_guards_locked(st, [&](const Guard& g) { return g.serial == allocation_serial; });
 }
 
-void set_hazard_mode(HazardMode mode) {
-  State& st = state();
-  std::lock_guard<std::mutex> l(st.m);
-  st.mode_set = true;
-  st.mode = mode;
-}
+void set_hazard_mode(HazardMode mode) { state().mode.store(int(mode)); }
 
 std::vector<std::string> take_hazard_reports() {
   State& st = state();
