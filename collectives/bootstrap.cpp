@@ -3,8 +3,6 @@
 #include "collectives/registry.h"
 #include "collectives/bootstrap.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -268,15 +266,9 @@ void init_mpi_once() {
   });
 }
 
-std::string this_host() {
-  char name[64] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
-
 // A rank's failure under mpirun: said with the rank and its host, then the whole job ends.
 [[noreturn]] void abort_job(int rank, int size, const std::string& what) {
-  std::fprintf(stderr, "error: rank %d of %d on %s: %s\n", rank, size, this_host().c_str(), what.c_str());
+  std::fprintf(stderr, "error: rank %d of %d on %s: %s\n", rank, size, host_name().c_str(), what.c_str());
   std::fflush(stderr);
   MPI_Abort(MPI_COMM_WORLD, 1);
   std::abort();  // MPI_Abort does not return
@@ -292,7 +284,7 @@ std::vector<int> mpi_node_of_rank(MPI_Comm node, int size) {
   std::vector<int> firsts(std::size_t(size), 0);
   MPI_CHECK(MPI_Allgather(&first, 1, MPI_INT, firsts.data(), 1, MPI_INT, MPI_COMM_WORLD));
   char mine[64] = {};
-  this_host().copy(mine, sizeof mine - 1);
+  host_name().copy(mine, sizeof mine - 1);
   std::vector<char> names(std::size_t(size) * sizeof mine);
   MPI_CHECK(MPI_Allgather(mine, sizeof mine, MPI_CHAR, names.data(), sizeof mine, MPI_CHAR, MPI_COMM_WORLD));
   std::vector<std::string> keys, hosts;

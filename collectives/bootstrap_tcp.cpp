@@ -31,12 +31,6 @@ namespace parbench {
 
 namespace {
 
-std::string host_name() {
-  char name[256] = "";
-  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
-  return name;
-}
-
 // Every rank's value of `key`, once each rank has set its own (`mine`); naming the rank that never did.
 std::vector<std::string> exchange(StoreClient& store, const std::string& key, const std::string& mine, int rank,
                                   int size) {
@@ -55,8 +49,8 @@ std::vector<std::string> exchange(StoreClient& store, const std::string& key, co
 
 struct NodeLocal {
   int rank = 0, size = 0;
-  std::vector<bool> same_node;
-  std::vector<int> node_of;  // by world rank  // by world rank
+  std::vector<bool> same_node;  // by world rank
+  std::vector<int> node_of;     // by world rank
 };
 
 // Ranks with the same host name share a node, as MPI's shared-memory split groups them; ordered by world rank.

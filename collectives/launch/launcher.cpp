@@ -1,6 +1,8 @@
 // Launcher detection: the variables of mpirun, torchrun and srun, checked, and Slurm's node-list syntax.
 #include "collectives/launch/launcher.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -271,6 +273,12 @@ std::string launch_description() {
   const Launch& l = current_launch();
   if (l.bootstrap == BootstrapKind::threads) return "threads";
   return l.launcher + ", " + bootstrap_name(l.bootstrap) + " bootstrap";
+}
+
+std::string host_name() {
+  char name[256] = "";
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown-host";
+  return name;
 }
 
 namespace {

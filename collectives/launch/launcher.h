@@ -53,6 +53,9 @@ bool launched_as_processes();
 // "torchrun, tcp bootstrap", "mpirun, mpi bootstrap" or "threads": how run headers name the launch.
 std::string launch_description();
 
+// This machine's host name ("unknown-host" when it cannot be read).
+std::string host_name();
+
 // Each world rank's host name, as the bootstrap of a multi-process launch learned it, so that a message naming a
 // peer names its node too. Unset (threads, or before the bootstrap): with_host() adds nothing.
 void set_rank_hosts(std::vector<std::string> host_of_world_rank);
