@@ -1,6 +1,7 @@
 // hier, the topology-aware implementation, on rank threads given node maps as a launcher would report them:
 // every op and a few dtypes against the data check on several shapes (contiguous, interleaved and scattered
-// nodes, one rank per node, a split communicator), the refusal of uneven nodes, and the bytes that cross nodes.
+// nodes, one rank per node, a split communicator; one on the simt device), the refusal of uneven nodes, and the
+// bytes that cross nodes.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -64,6 +65,7 @@ struct MapCase {
   std::string name;
   std::vector<int> map;  // node of each world rank
   int split = 0;         // > 0: run on the sub-group of ranks r % split == 0 instead of the world
+  DeviceKind device = DeviceKind::cpu;  // simt: buffers, scratch and combines in the emulated GPU's memory
 };
 
 void PrintTo(const MapCase& c, std::ostream* os) { *os << c.name; }
@@ -78,6 +80,7 @@ TEST_P(HierAlgorithmMaps, EveryOpAndDtypeExact) {
   LaunchOptions o;
   o.ranks = int(p.map.size());
   o.timeout_s = 60;
+  o.device = Device{p.device, 0};
   run_ranks(o, [&](Communicator& world) {
     place(world, p.map);
     std::optional<Communicator> sub;
@@ -105,7 +108,8 @@ INSTANTIATE_TEST_SUITE_P(
                       MapCase{"three_interleaved_of_2", {0, 1, 2, 0, 1, 2}},
                       MapCase{"one_rank_per_node", {0, 1, 2, 3, 4}},
                       // ranks 0 2 4 6 of the world: nodes 0 0 1 1 by their world ranks
-                      MapCase{"split_of_two_nodes", {0, 0, 0, 0, 1, 1, 1, 1}, 2}),
+                      MapCase{"split_of_two_nodes", {0, 0, 0, 0, 1, 1, 1, 1}, 2},
+                      MapCase{"simt_three_interleaved_of_2", {0, 1, 2, 0, 1, 2}, 0, DeviceKind::simt}),
     [](const ::testing::TestParamInfo<MapCase>& i) { return i.param.name; });
 
 TEST(HierAlgorithm, RefusesUnevenNodesAndOtherCollectivesNamingWhy) {
@@ -129,8 +133,10 @@ TEST(HierAlgorithm, RefusesUnevenNodesAndOtherCollectivesNamingWhy) {
     comm.allreduce(buf.data(), buf.data(), 4, DType::f32, ReduceOp::sum, &hier());
     expect(buf[0] == 4.0f, "even allreduce gave " + std::to_string(buf[0]));
     place(comm, {0, 0, 1, 0});
-    for (Collective c : {Collective::allreduce, Collective::broadcast, Collective::allgather})
-      expect(hier().unsupported(c, comm) == uneven, std::string(collective_name(c)) + ": " + hier().unsupported(c, comm));
+    for (Collective c : {Collective::allreduce, Collective::broadcast, Collective::allgather}) {
+      const std::string why = hier().unsupported(c, comm);
+      expect(why == uneven, std::string(collective_name(c)) + ": " + why);
+    }
     // A map changed after the vetting is refused by the run itself.
     try {
       comm.allreduce(buf.data(), buf.data(), 4, DType::f32, ReduceOp::sum, &hier());
