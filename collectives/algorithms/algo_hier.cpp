@@ -12,6 +12,7 @@
 //   all-gather inside the node, each rank passing on the N blocks of its index: each block crosses node links
 //   N - 1 times, the least that reaches every other node (gathering inside the node first would send each block
 //   across once per rank of the node).
+// Scratch: slot 0 only (the part a reduce-scatter step receives).
 #include <algorithm>
 #include <string>
 #include <vector>
