@@ -11,9 +11,10 @@ namespace parbench {
 
 // One line per implementation, in the order of the help texts. X(id, name, kind, auto rank): an implementation
 // whose unsupported() says which collectives it runs; its place in the "auto" policy (1 first; 0: only when named:
-// mpi-nb, the non-blocking form of mpi, oneshot, which needs every rank's buffer addressable, and our kernels on
-// NCCL's device API, which -D selects for the nccl rows and which need the buffers registered as NCCL windows,
-// -R 2). Auto prefers the vendor's library, then MPI's, then the bandwidth-optimal ring, then the latency-optimal
+// mpi-nb, the non-blocking form of mpi, oneshot, which needs every rank's buffer addressable, hier, which gains only
+// with ranks on several nodes and refuses nodes holding different numbers of ranks, and our kernels on NCCL's
+// device API, which -D selects for the nccl rows and which need the buffers registered as NCCL windows, -R 2).
+// Auto prefers the vendor's library, then MPI's, then the bandwidth-optimal ring, then the latency-optimal
 // recursive algorithms, then tree and naive. D(id, name, collectives...): a device-side implementation over
 // symmetric memory (device_side/algo_<id>.cpp and its kernels' .cu), never automatic (it needs a GPU per rank on
 // one node), whose collectives are these; the tests of every such implementation are made from these rows
@@ -28,6 +29,7 @@ namespace parbench {
   X(rd, "rd", host, 5)                                                                                       \
   X(rhd, "rhd", host, 4)                                                                                     \
   X(oneshot, "oneshot", host, 0)                                                                             \
+  X(hier, "hier", host, 0)                                                                                   \
   D(oneshot_dev, "oneshot-dev", allreduce)                                                                   \
   D(twoshot_dev, "twoshot-dev", allreduce)                                                                   \
   D(ring_dev, "ring-dev", allreduce, reduce_scatter, allgather)                                              \

@@ -20,6 +20,9 @@ class CollectiveSteps {
   virtual const Device& device() const = 0;
   // True when every rank is a thread of this process (their buffers are addressable from each other).
   virtual bool ranks_share_address_space() const = 0;
+  // The node rank `r` of the group runs on, as the launch found it (numbered 0.. in the order of the world's
+  // first rank on each; 0 for every rank when unknown): what topology-aware algorithms place their phases by.
+  virtual int node_of(int r) const = 0;
 
   // out = x op y; `out` may be `x` (an out-of-place algorithm's first step reads its send buffer, not a copy).
   virtual void combine(void* out, const void* x, const void* y, std::size_t count, DType t, ReduceOp op) = 0;

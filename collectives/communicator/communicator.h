@@ -44,7 +44,9 @@ class Communicator final : public CollectiveSteps {
   // The nodes the world's ranks run on, known at launch: node_of_world()[w] is world rank w's, numbered 0.. in the
   // order of their first ranks (a split communicator keeps its world's). One node when never set.
   const std::vector<int>& node_of_world() const { return node_of_world_; }
-  int node_of(int r) const { return node_of_world_.empty() ? 0 : node_of_world_[std::size_t(world_rank_of(r))]; }
+  int node_of(int r) const override {
+    return node_of_world_.empty() ? 0 : node_of_world_[std::size_t(world_rank_of(r))];
+  }
   int nodes() const;
   void set_local(int local_rank, int local_size, std::vector<int> node_of_world_rank);
   double timeout_s() const { return timeout_s_; }

@@ -226,13 +226,14 @@ TEST(Communicator, SetImplementationRunsItAndPassesToSplits) {
 }
 
 // The auto policy lists every registered implementation but oneshot (which needs shared addresses), mpi-nb (the
-// non-blocking form of mpi), the device-side collectives (a GPU per rank on one node) and our kernels on NCCL's
-// device API (buffers in NCCL windows, -D), which run only when named; libraries first, then ring.
+// non-blocking form of mpi), hier (topology-aware: it gains only across nodes), the device-side collectives (a GPU
+// per rank on one node) and our kernels on NCCL's device API (buffers in NCCL windows, -D), which run only when
+// named; libraries first, then ring.
 TEST(Registry, AutoOrderCoversTheRegistry) {
   const std::vector<std::string> order = auto_order();
-  const std::vector<std::string> named_only = {"oneshot",  "mpi-nb",    "oneshot-dev", "twoshot-dev",
-                                                "ring-dev", "naive-dev", "tree-dev",    "rd-dev",
-                                                "rhd-dev",  "nccl-lsa",  "nccl-multimem"};
+  const std::vector<std::string> named_only = {"oneshot",  "mpi-nb",    "hier",     "oneshot-dev",
+                                                "twoshot-dev", "ring-dev", "naive-dev", "tree-dev",
+                                                "rd-dev",   "rhd-dev",   "nccl-lsa", "nccl-multimem"};
   EXPECT_EQ(order.size() + named_only.size(), algorithm_names().size());
   for (const std::string& name : algorithm_names()) {
     const bool only_named = std::count(named_only.begin(), named_only.end(), name) > 0;
