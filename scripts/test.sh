@@ -16,15 +16,26 @@ test_jobs=$((jobs + 1))
 
 stage_names=()
 stage_seconds=()
+stage_cpu=()
 stage_name=""
 stage_start=$SECONDS
+# CPU seconds of this script's finished children so far (/proc: cutime + cstime, in clock ticks). A stage's share is
+# what its children used, and a background part's counts where it is waited for.
+children_cpu() {
+  local f
+  read -r -a f </proc/$$/stat
+  echo $(((f[15] + f[16]) / $(getconf CLK_TCK)))
+}
+stage_cpu_start=$(children_cpu)
 stage() {  # ends the running stage (if any) and starts the one named
   if [ -n "$stage_name" ]; then
     stage_names+=("$stage_name")
     stage_seconds+=($((SECONDS - stage_start)))
+    stage_cpu+=($(($(children_cpu) - stage_cpu_start)))
   fi
   stage_name=$1
   stage_start=$SECONDS
+  stage_cpu_start=$(children_cpu)
   [ -z "$stage_name" ] || echo "== $stage_name"
 }
 cuda12_pid="" ctest_pid="" docs_pid="" later_pid="" asan_gpu_pid=""
@@ -33,12 +44,16 @@ summary() {
   local pid
   for pid in $cuda12_pid $ctest_pid $docs_pid $later_pid $asan_gpu_pid; do kill "$pid" 2>/dev/null || true; done  # a stage failed while they ran
   [ -z "$stage_name" ] || { [ "$status" -eq 0 ] || stage_name="$stage_name (FAILED)"; stage ""; }
-  echo "== stage times (wall clock)"
+  echo "== stage times (wall clock; CPU time of the stage's finished processes)"
   local i
   for i in "${!stage_names[@]}"; do
-    printf '%-44s %3d:%02d\n' "${stage_names[$i]}" $((stage_seconds[i] / 60)) $((stage_seconds[i] % 60))
+    printf '%-44s %3d:%02d  cpu %3d:%02d\n' "${stage_names[$i]}" $((stage_seconds[i] / 60)) $((stage_seconds[i] % 60)) \
+      $((stage_cpu[i] / 60)) $((stage_cpu[i] % 60))
   done
-  printf '%-44s %3d:%02d\n' "total" $((SECONDS / 60)) $((SECONDS % 60))
+  local total_cpu
+  total_cpu=$(children_cpu)
+  printf '%-44s %3d:%02d  cpu %3d:%02d\n' "total" $((SECONDS / 60)) $((SECONDS % 60)) $((total_cpu / 60)) \
+    $((total_cpu % 60))
 }
 trap summary EXIT
 

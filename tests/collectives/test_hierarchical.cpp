@@ -46,7 +46,7 @@ std::vector<std::string> check_collective(Communicator& comm, Collective c, cons
     for (ReduceOp op : ops)
       for (int root = 0; root < roots; ++root)
         for (bool in_place : {false, true})
-          for (std::size_t count : {0, 1, 7, 1000, 65537}) {
+          for (std::size_t count : {0, 1, 7, 1000, 4099}) {
             CollectiveBuffers b(comm, c, count, t, op, root, in_place);
             const std::uint64_t seed = seed0 + count * 7919 + std::uint64_t(t) * 131 + std::uint64_t(op) * 17;
             b.fill(seed);
@@ -89,7 +89,7 @@ TEST_P(HierAlgorithmMaps, EveryOpAndDtypeExact) {
     Communicator& comm = sub ? *sub : world;
     std::vector<std::string> mine;
     for (Collective c : {Collective::allreduce, Collective::broadcast, Collective::allgather}) {
-      auto f = check_collective(comm, c, {DType::f64, DType::f32, DType::bf16, DType::i32, DType::u8}, seed);
+      auto f = check_collective(comm, c, {DType::f64, DType::bf16, DType::u8}, seed);  // 8, 2 and 1 bytes
       mine.insert(mine.end(), f.begin(), f.end());
     }
     std::lock_guard lock(mu);
