@@ -38,9 +38,13 @@ inline constexpr char time_us[] = "time_us";
 inline constexpr char algbw_gbps[] = "algbw_gbps";
 inline constexpr char busbw_gbps[] = "busbw_gbps";
 inline constexpr char wrong[] = "wrong";
+// --expect: the time the row should take on the system named and the measured row's share of it (empty cells
+// without --expect or where the implementation's algorithm has no model).
+inline constexpr char expected_us[] = "expected_us";
+inline constexpr char pct_expected[] = "pct_expected";
 inline constexpr HeaderColumn header[] = {
     {collective}, {impl}, {device}, {ranks}, {nodes}, {dtype}, {op}, {root}, {inplace}, {bytes}, {count},
-    {time_us, 3}, {algbw_gbps, 6}, {busbw_gbps, 6}, {wrong}};
+    {time_us, 3}, {algbw_gbps, 6}, {busbw_gbps, 6}, {wrong}, {expected_us, 3}, {pct_expected, 2}};
 }  // namespace collective
 
 // bench_memcpy --csv: one row per size.

@@ -168,12 +168,12 @@ SystemModel this_machine_default() {
 
 std::vector<std::string> builtin_system_names() { return {"dgx-a100", "dgx-h100", "h200", "this-machine"}; }
 
-SystemModel builtin_system(const std::string& name) {
+SystemModel builtin_system(const std::string& name, const std::string& option) {
   if (name == "dgx-a100") return dgx_a100();
   if (name == "dgx-h100") return dgx_h100();
   if (name == "h200") return h200();
   if (name == "this-machine") return this_machine_default();
-  throw UsageError("--system '" + name + "' is unknown; accepted: " + join(builtin_system_names()) +
+  throw UsageError(option + " '" + name + "' is unknown; accepted: " + join(builtin_system_names()) +
                    ", or a system FILE.json");
 }
 
@@ -182,15 +182,15 @@ bool names_system_file(const std::string& name_or_file) {
          (name_or_file.size() > 5 && name_or_file.ends_with(".json"));
 }
 
-SystemModel load_system(const std::string& name_or_file) {
+SystemModel load_system(const std::string& name_or_file, const std::string& option) {
   std::string path = name_or_file;
   if (!names_system_file(name_or_file)) {
     const char* env = std::getenv("PARBENCH_THIS_MACHINE");
-    if (name_or_file != "this-machine" || !env || !*env) return builtin_system(name_or_file);
+    if (name_or_file != "this-machine" || !env || !*env) return builtin_system(name_or_file, option);
     path = env;  // scripts/calibrate.sh's file
   }
   std::ifstream in(path);
-  if (!in) throw UsageError("--system: cannot read system file " + path + "; accepted: a built-in name or FILE.json");
+  if (!in) throw UsageError(option + ": cannot read system file " + path + "; accepted: a built-in name or FILE.json");
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(in);

@@ -147,13 +147,15 @@ SystemModel shifted_system(const SystemModel& s, int sign);
 SystemModel without_nccl_collectives(SystemModel s);
 
 // "dgx-a100", "dgx-h100", "h200", "this-machine" (built from scripts/calibrate.sh's output when it exists, else
-// a conservative default) or a JSON file path. Throws UsageError naming the value and the accepted forms.
-SystemModel load_system(const std::string& name_or_file);
+// a conservative default) or a JSON file path. Throws UsageError naming `option` (the flag that gave the value),
+// the value and the accepted forms.
+SystemModel load_system(const std::string& name_or_file, const std::string& option = "--system");
 // Whether load_system reads `name_or_file` as a file (a path with a '/' or a name ending in .json) rather than a
 // built-in name.
 bool names_system_file(const std::string& name_or_file);
 std::vector<std::string> builtin_system_names();
-SystemModel builtin_system(const std::string& name);  // UsageError for an unknown name
+// UsageError for an unknown name, naming `option`.
+SystemModel builtin_system(const std::string& name, const std::string& option = "--system");
 
 // JSON form (the schema is in predict/README.md). from_json throws UsageError naming the bad field and what it
 // accepts; `where` prefixes the message (the file name).

@@ -3,7 +3,6 @@
 // nccl-tests' output (report.h) on world rank 0, plus our CSV/JSON rows.
 #include "engine.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -33,6 +32,7 @@
 #include "app/report.h"
 #include "app/sizes.h"
 #include "engine_notes.h"
+#include "expectation.h"
 #include "options.h"
 #include "profiles/trace.h"
 #include "nccl_tests_output.h"
@@ -61,8 +61,10 @@ std::vector<Column> csv_columns() { return columns_of(csv::collective::header); 
 class Bench {
  public:
   // `rows`: the result files, given to world rank 0 only (the one rank that writes).
-  Bench(Collective c, const BenchOptions& o, const BenchPlan& p, Device d, NcclReport& report, StreamingTable* rows)
-      : coll_(c), o_(o), p_(p), device_(d), report_(report), rows_(rows),
+  // `expect`: --expect's system, or null.
+  Bench(Collective c, const BenchOptions& o, const BenchPlan& p, Device d, NcclReport& report, StreamingTable* rows,
+        const Expectation* expect)
+      : coll_(c), o_(o), p_(p), device_(d), report_(report), rows_(rows), expect_(expect),
         control_(rows ? rows->existing_rows() : std::vector<std::vector<std::string>>{}) {}
 
   // Runs on every rank; returns the program's exit status (meaningful on rank 0).
@@ -89,7 +91,7 @@ class Bench {
     std::string refusals;
     const int ran_blocks = run_implementations(world, comm, nodes, out, refusals);
     if (!stopped_ && ran_blocks > 0) stopped_ = SweepControl::agree(world, false).stop_signal;  // a late signal
-    if (o_.memory && !stopped_) memory_report(world, out);
+    if (o_.memory && !stopped_) memory_report(world, p_, out);
     if (out) report_.print_end();
     if (rows_) report_.json_finish(wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);  // the final end_time
     if (ran_blocks == 0)
@@ -150,11 +152,11 @@ class Bench {
       if (p_.impls.size() > 1) std::printf("#\n# impl: %s\n", std::string(algo.name()).c_str());
       report_.print_table_header();
     }
-    double bus_sum = 0;
-    int bus_n = 0;
-    std::int64_t wrong = 0;
+    BlockTally tally;
     const bool progress = out && isatty(2);
     int skipped = 0;
+    std::optional<ExpectedBlock> expected;
+    if (expect_) expected.emplace(*expect_, coll_, std::string(algo.name()), comm.size(), comm.group_nodes());
     for (int cycle = 0; (o_.cycles == 0 || cycle < o_.cycles) && !stopped_; ++cycle)
       for (const SweepPoint& pt : sweep_points()) {
         RowResult row = plan_row(comm, pt);
@@ -173,22 +175,33 @@ class Bench {
         measure_row(world, comm, algo, row, pt.op);
         if (progress) std::fprintf(stderr, "\r%40s\r", "");
         if (out) report_.print_row(row);
-        for (int i = 0; i < 2; ++i) {
-          const HalfResult& h = row.half[i];
-          if (!h.ran) continue;
-          bus_sum_ += h.busbw, ++bus_n_, bus_sum += h.busbw, ++bus_n;
-          if (h.wrong > 0) wrong += h.wrong, wrong_total_ += h.wrong;
-          if (rows_) add_csv_row(algo, comm.size(), nodes, row, i);
-        }
-        if (rows_) {
-          ++rows_written_;
-          if (!o_.json_file.empty())
-            report_.json_row(o_.json_file, row, std::string(algo.name()), ranks_, wrong_total_,
-                             bus_n_ ? bus_sum_ / bus_n_ : 0.0);
-        }
+        record_row(algo, comm.size(), nodes, row, expected ? expected->add(row, o_.cputime) : std::nullopt, tally);
       }
     if (out && skipped > 0) std::printf("# resume: %d sizes already in %s skipped\n", skipped, o_.common.csv.c_str());
-    if (out) report_.print_block_footer(wrong, bus_n ? bus_sum / bus_n : 0.0);
+    if (out) report_.print_block_footer(tally.wrong, tally.bus_n ? tally.bus_sum / tally.bus_n : 0.0);
+    if (out && expected) expected->print();
+  }
+
+  // A block's sums for its footer (the run's own are the members below).
+  struct BlockTally {
+    double bus_sum = 0;
+    int bus_n = 0;
+    std::int64_t wrong = 0;
+  };
+  // A measured row into the block's and the run's sums and into the result files.
+  void record_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, std::optional<double> expected_s,
+                  BlockTally& tally) {
+    for (int i = 0; i < 2; ++i) {
+      const HalfResult& h = row.half[i];
+      if (!h.ran) continue;
+      bus_sum_ += h.busbw, ++bus_n_, tally.bus_sum += h.busbw, ++tally.bus_n;
+      if (h.wrong > 0) tally.wrong += h.wrong, wrong_total_ += h.wrong;
+      if (rows_) add_csv_row(algo, ranks, nodes, row, i, expected_s);
+    }
+    if (!rows_) return;
+    ++rows_written_;
+    if (!o_.json_file.empty())
+      report_.json_row(o_.json_file, row, std::string(algo.name()), ranks_, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
   }
 
   // alltoallv's split in words for the header, once its environment and the sizes passed its checks (UsageError).
@@ -374,29 +387,17 @@ class Bench {
                  first.index, first.expected, first.got);
   }
 
-  void add_csv_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half) {
+  void add_csv_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half,
+                   std::optional<double> expected_s) {
     if (control_.has(row_key(algo, ranks, nodes, row, half))) return;  // resumed: one half was written before
     const HalfResult& h = row.half[half];
+    const double measured_s = o_.cputime ? h.t.cpu_time : h.t.time;
     rows_->add_row({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
                     std::int64_t(ranks), std::int64_t(nodes), std::string(dtype_name(row.dtype)), row.redop,
                     std::int64_t(row.root), std::int64_t(half), std::int64_t(row.bytes), std::int64_t(row.count),
-                    (o_.cputime ? h.t.cpu_time : h.t.time) * 1e6, h.algbw, h.busbw,
-                    h.wrong < 0 ? Cell{} : Cell{h.wrong}});
-  }
-
-  // -M: every rank's benchmark buffers (at most twice the largest size: send and receive) and peak resident
-  // memory.
-  void memory_report(Communicator& world, bool out) {
-    const std::uint64_t largest = p_.sizes.empty() ? 0 : *std::max_element(p_.sizes.begin(), p_.sizes.end());
-    rusage ru{};
-    getrusage(RUSAGE_SELF, &ru);
-    double mine[2] = {2.0 * double(largest) / (1 << 20), double(ru.ru_maxrss) / 1024};
-    std::vector<double> all(2 * std::size_t(world.size()));
-    world.gather(mine, all.data(), 2, DType::f64, 0, &find_algorithm("naive"));
-    if (!out) return;
-    for (int r = 0; r < world.size(); ++r)
-      std::printf("#  Rank %2d memory: buffers %.2f MiB, peak resident %.1f MiB (process)\n", r,
-                  all[2 * std::size_t(r)], all[2 * std::size_t(r) + 1]);
+                    measured_s * 1e6, h.algbw, h.busbw, h.wrong < 0 ? Cell{} : Cell{h.wrong},
+                    expected_s ? Cell{*expected_s * 1e6} : Cell{},
+                    expected_s ? Cell{percent_of_expected(*expected_s, measured_s)} : Cell{}});
   }
 
   Collective coll_;
@@ -405,6 +406,7 @@ class Bench {
   Device device_;
   NcclReport& report_;
   StreamingTable* rows_;
+  const Expectation* expect_;
   SweepControl control_;
   std::vector<RankInfo> ranks_;
   // -G on GPUs: as nccl-tests, a non-blocking stream per rank where every measured and checked call runs, made the
@@ -422,13 +424,6 @@ class Bench {
   double bus_sum_ = 0;
   int bus_n_ = 0;
 };
-
-// The report of a sweep over `plan`'s sizes (nccl-tests prints the smallest and largest).
-NcclReport make_report(const std::string& name, const BenchOptions& o, const BenchPlan& plan, int argc, char** argv) {
-  const auto [lo, hi] = std::minmax_element(plan.sizes.begin(), plan.sizes.end());
-  return NcclReport(name, o, plan.sizes.empty() ? 0 : *lo, plan.sizes.empty() ? 0 : *hi,
-                    std::vector<std::string>(argv, argv + argc));
-}
 
 // Runs `body` on every rank: mpirun processes (with -t x -g ranks in each) or threads.
 void launch_ranks(const BenchOptions& o, const BenchPlan& plan, Device device,
@@ -470,6 +465,8 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       check_run_options(o, device);
       apply_nccl_device_options(c, o, device, plan);
       if (!o.max_memory.empty()) plan.max_memory = parse_size_option("--max-memory", o.max_memory);
+      std::optional<Expectation> expect;  // a bad --expect is a usage error before any file is written
+      if (!o.expect.empty()) expect.emplace(o.expect);
       std::optional<StreamingTable> rows;  // the writing process's result files, opened before any work
       if (!quiet_rank)
         rows.emplace(csv_columns(), o.common.csv, o.common.json,
@@ -481,7 +478,8 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       NcclReport report = make_report(name, o, plan, argc, argv);
       int status = 0;
       launch_ranks(o, plan, device, [&](Communicator& comm) {
-        Bench bench(c, o, plan, device, report, comm.rank() == 0 && rows ? &*rows : nullptr);
+        Bench bench(c, o, plan, device, report, comm.rank() == 0 && rows ? &*rows : nullptr,
+                    expect ? &*expect : nullptr);
         int s = bench.run(comm);
         if (comm.rank() == 0) status = s;
       });

@@ -1,7 +1,10 @@
 // See engine_notes.h.
 #include "engine_notes.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include <cstdio>
 #include <cstdlib>
@@ -124,6 +127,25 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
                               "not timed");
   if (o.cputime) n.push_back("-C 1: 'cputime' is the host's time to issue the operations (before the final wait)");
   return n;
+}
+
+NcclReport make_report(const std::string& name, const BenchOptions& o, const BenchPlan& plan, int argc, char** argv) {
+  const auto [lo, hi] = std::minmax_element(plan.sizes.begin(), plan.sizes.end());
+  return NcclReport(name, o, plan.sizes.empty() ? 0 : *lo, plan.sizes.empty() ? 0 : *hi,
+                    std::vector<std::string>(argv, argv + argc));
+}
+
+void memory_report(Communicator& world, const BenchPlan& p, bool out) {
+  const std::uint64_t largest = p.sizes.empty() ? 0 : *std::max_element(p.sizes.begin(), p.sizes.end());
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  double mine[2] = {2.0 * double(largest) / (1 << 20), double(ru.ru_maxrss) / 1024};
+  std::vector<double> all(2 * std::size_t(world.size()));
+  world.gather(mine, all.data(), 2, DType::f64, 0, &find_algorithm("naive"));
+  if (!out) return;
+  for (int r = 0; r < world.size(); ++r)
+    std::printf("#  Rank %2d memory: buffers %.2f MiB, peak resident %.1f MiB (process)\n", r,
+                all[2 * std::size_t(r)], all[2 * std::size_t(r) + 1]);
 }
 
 }  // namespace parbench

@@ -147,6 +147,10 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
         throw CLI::Success();
       },
       "print every implementation: name, kind and the collectives of the device-side ones; then exit");
+  app.add_option("--expect", o.expect,
+                 "a predictor system (dgx-a100, dgx-h100, h200, this-machine or FILE.json): each row's expected time "
+                 "there (the alpha-beta model of the implementation's algorithm) and its share, %expected, in a table "
+                 "after each block and in --csv/--json");
   app.add_option("--ranks", o.ranks, "ranks as threads of this process (same as -t N; without mpirun)")
       ->check(CLI::Range(0, 1024));
   add_bootstrap_option(app, select_bootstrap);

@@ -33,6 +33,7 @@ struct BenchOptions {
   std::uint64_t seed = 1;
   bool resume = false;  // skip the rows already in --csv, append the rest
   std::string max_memory;  // --max-memory BYTES: refuse sweeps whose buffers exceed it (per rank)
+  std::string expect;      // --expect SYSTEM: each row's expected time on it (expectation.h)
 };
 
 inline constexpr double kDefaultTimeout = 300;

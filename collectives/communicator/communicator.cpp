@@ -227,6 +227,13 @@ int Communicator::nodes() const {
   return node_of_world_.empty() ? 1 : *std::max_element(node_of_world_.begin(), node_of_world_.end()) + 1;
 }
 
+int Communicator::group_nodes() const {
+  std::vector<int> seen;
+  for (int r = 0; r < size(); ++r)
+    if (std::find(seen.begin(), seen.end(), node_of(r)) == seen.end()) seen.push_back(node_of(r));
+  return int(seen.size());
+}
+
 void Communicator::set_local(int local_rank, int local_size, std::vector<int> node_of_world_rank) {
   local_rank_ = local_rank, local_size_ = local_size, node_of_world_ = std::move(node_of_world_rank);
 }

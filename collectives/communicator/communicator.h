@@ -47,7 +47,8 @@ class Communicator final : public CollectiveSteps {
   int node_of(int r) const override {
     return node_of_world_.empty() ? 0 : node_of_world_[std::size_t(world_rank_of(r))];
   }
-  int nodes() const;
+  int nodes() const;  // the world's
+  int group_nodes() const;  // the nodes this communicator's own ranks run on (a split one may span fewer)
   void set_local(int local_rank, int local_size, std::vector<int> node_of_world_rank);
   double timeout_s() const { return timeout_s_; }
   void set_timeout(double seconds) { timeout_s_ = seconds; }

@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "bench_run.h"
 #include "base/text.h"
@@ -20,6 +22,7 @@
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::EndsWith;
 using ::testing::Not;
 
 using namespace pbtest;  // run, bench, Result, mpirun
@@ -36,11 +39,11 @@ TEST(BenchCli, AllreduceTableAndCsv) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "collective,impl,device,ranks,nodes,dtype,op,root,inplace,bytes,count,time_us,algbw_gbps,"
-                  "busbw_gbps,wrong");
+                  "busbw_gbps,wrong,expected_us,pct_expected");
   int rows = 0;
   while (std::getline(in, line)) {
     ++rows;
-    EXPECT_EQ(line.substr(line.rfind(',') + 1), "0") << line;
+    EXPECT_THAT(line, EndsWith(",0,,")) << line;  // nothing wrong; no --expect
     EXPECT_THAT(line, HasSubstr("allreduce,")) << line;
   }
   EXPECT_EQ(rows, 2 * 7 * 5 * 2 * 2);  // impls x dtypes x ops x sizes x halves
@@ -102,6 +105,51 @@ TEST(BenchCli, BadOptionsExitTwoWithMessage) {
   Result r = run(bench("reduce") + " --device cpu --ranks 4 -r 4 --sizes 1K");
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_THAT(r.output, HasSubstr("--root 4 is outside the ranks 0..3"));
+}
+
+// --expect: the ring rows carry the alpha-beta time of a ring on the given system and their share of it, the
+// naive rows (no model) empty cells; a system that cannot be read is a usage error before any file is written.
+TEST(BenchCli, ExpectColumns) {
+  const auto dir = std::filesystem::temp_directory_path() / ("pb_expect_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  // one level: 2 us per message, 1 GB/s, no fixed latency
+  std::ofstream(dir / "sys.json") << R"({"name": "flat", "collective_algorithms": "every",
+    "gpu": {"name": "cpu", "matrix_tflops_16": 1, "matrix_tflops_32": 1, "hbm_gbps": 1, "hbm_gb": 1,
+            "matrix_efficiency": [[0, 1]], "hbm_efficiency": [[0, 1]]},
+    "network": [{"name": "shm", "gpus": 8, "gbps": 1, "latency_us": 2, "efficiency": [[0, 1]]}]})";
+  const std::string csv = (dir / "rows.csv").string();
+  Result r = run(bench("allreduce") + " --device cpu --ranks 4 --impl ring,naive -d f32 -o sum --sizes 1M -n 2 "
+                 "--inplace off --expect " + (dir / "sys.json").string() + " --csv " + csv);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("#  expected on flat: the alpha-beta model of ring"));
+  EXPECT_THAT(r.output, HasSubstr("#  expected on flat: no model of naive's algorithm"));
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  int rows = 0;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    std::stringstream cells(line + ",");  // the trailing comma keeps an empty last cell
+    for (std::string cell; std::getline(cells, cell, ',');) f.push_back(cell);
+    ASSERT_EQ(f.size(), 17u) << line;
+    ++rows;
+    if (f[1] == "naive") {
+      EXPECT_EQ(f[15], "") << line;
+      EXPECT_EQ(f[16], "") << line;
+      continue;
+    }
+    // 2(p-1) x 2 us + 2(p-1)/p x 1048576 B / 1 GB/s = 12 + 1572.864 us
+    EXPECT_NEAR(std::stod(f[15]), 1584.864, 1e-3) << line;
+    EXPECT_NEAR(std::stod(f[16]), 100 * std::stod(f[15]) / std::stod(f[11]), 1e-3 * std::stod(f[16])) << line;
+  }
+  EXPECT_EQ(rows, 2);
+  const std::string bad_csv = (dir / "never.csv").string();
+  r = run(bench("allreduce") + " --device cpu --ranks 2 --sizes 1K --expect " + (dir / "missing.json").string() +
+          " --csv " + bad_csv);
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--expect: cannot read system file " + (dir / "missing.json").string()));
+  EXPECT_FALSE(std::filesystem::exists(bad_csv));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(BenchCli, MisbehavingRankTimesOut) {
