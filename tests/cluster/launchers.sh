@@ -53,9 +53,9 @@ cluster_up 2
 [ "$launcher" != srun ] || slurm_up
 
 # Every host-driven implementation is asked for; the rows are those of the ones that implement the collective.
-for entry in allreduce:naive,tree,ring,rd,rhd allgather:naive,ring,rd,rhd broadcast:naive,tree,ring; do
+for entry in allreduce:naive,tree,ring,rd,rhd,hier allgather:naive,ring,rd,rhd,hier broadcast:naive,tree,ring,hier; do
   c=${entry%%:*} name=$launcher-${entry%%:*}
-  start "$name" "$bin/bench_$c" "${sweep[@]}" --impl "${lib}naive,tree,ring,rd,rhd" --csv "$out/$name.csv" ||
+  start "$name" "$bin/bench_$c" "${sweep[@]}" --impl "${lib}naive,tree,ring,rd,rhd,hier" --csv "$out/$name.csv" ||
     fail "$name exited non-zero"
   expect_in "$name" "$out/$name" "$header"
   expect_in "$name" "$out/$name" "transport shm+tcp"
