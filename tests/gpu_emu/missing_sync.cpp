@@ -2,12 +2,24 @@
 // host, with the stream synchronisation (--sync) or without it (a bug on purpose). Exit 1 when a check saw
 // stale data; the emulated GPU must make the bug fail under most PARBENCH_EMU_DELAY seeds.
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 
 #include <cstdio>
 #include <cstring>
 
 int main(int argc, char** argv) {
   const bool sync = argc > 1 && std::strcmp(argv[1], "--sync") == 0;
+  if (argc > 1 && std::strcmp(argv[1], "--have-guards") == 0) {
+    // Whether the emulator can guard pinned memory here: it needs a memory protection key (PKU, and a kernel that
+    // offers it), as the one this probe takes and gives back.
+    const int key = ::pkey_alloc(0, 0);
+    if (key < 0) {
+      std::printf("no memory protection keys here (pkey_alloc failed): pinned memory is not guarded\n");
+      return 0;
+    }
+    ::pkey_free(key);
+    return 1;
+  }
   const int bytes = 1 << 16, trials = 50;
   cudaStream_t s;
   unsigned char *dev = nullptr, *pinned = nullptr;
