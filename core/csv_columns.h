@@ -47,6 +47,23 @@ inline constexpr HeaderColumn header[] = {
     {time_us, 3}, {algbw_gbps, 6}, {busbw_gbps, 6}, {wrong}, {expected_us, 3}, {pct_expected, 2}};
 }  // namespace collective
 
+// bench_links --csv: one row per pair of ranks (rank_a < rank_b); finding: "rank R" when one of the pair's ranks is
+// slow, "pair" when the pair alone is, else empty.
+namespace links {
+inline constexpr char rank_a[] = "rank_a";
+inline constexpr char rank_b[] = "rank_b";
+inline constexpr char node_a[] = "node_a";
+inline constexpr char node_b[] = "node_b";
+inline constexpr char host_a[] = "host_a";
+inline constexpr char host_b[] = "host_b";
+inline constexpr char latency_us[] = "latency_us";
+inline constexpr char gbps[] = "gbps";
+inline constexpr char wrong[] = "wrong";
+inline constexpr char finding[] = "finding";
+inline constexpr HeaderColumn header[] = {{rank_a}, {rank_b}, {node_a},          {node_b}, {host_a},
+                                          {host_b}, {latency_us, 3}, {gbps, 4}, {wrong},  {finding}};
+}  // namespace links
+
 // bench_memcpy --csv: one row per size.
 namespace memcpy_bench {
 inline constexpr char device[] = "device";

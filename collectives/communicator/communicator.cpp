@@ -134,6 +134,8 @@ void Communicator::group(std::span<const P2POp> ops) {
   Deadline d = in_call_ ? deadline()
                         : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_));
+  if (faults_on() && std::any_of(ops.begin(), ops.end(), [](const P2POp& op) { return op.kind == P2POp::send; }))
+    delay_if_slow(world_rank_of(rank()));
   try {
     // A rank that skipped a collective must not have its next messages taken for the collective's: channels
     // (tags) keep user point-to-point, collective and barrier traffic apart.

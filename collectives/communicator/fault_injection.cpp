@@ -16,7 +16,8 @@
 namespace parbench {
 namespace {
 
-constexpr const char* kForm = "the form rank:R,after:N,kind:exit|throw|stall|kill|flip|nowait (R >= 0, N >= 0)";
+constexpr const char* kForm =
+    "the form rank:R,after:N,kind:exit|throw|stall|kill|flip|nowait|slow[,delay_us:D] (R >= 0, N >= 0, D >= 0)";
 
 long parse_number(const std::string& key, const std::string& value, const std::string& text) {
   std::size_t used = 0;
@@ -39,13 +40,15 @@ FaultPlan::Kind parse_kind(const std::string& value, const std::string& text) {
   if (value == "kill") return K::kill;
   if (value == "flip") return K::flip;
   if (value == "nowait") return K::nowait;
+  if (value == "slow") return K::slow;
   throw UsageError("PARBENCH_FAULT='" + text + "': kind '" + value +
-                   "' is not one of exit, throw, stall, kill, flip, nowait");
+                   "' is not one of exit, throw, stall, kill, flip, nowait, slow");
 }
 
 thread_local long t_points = 0;       // fault points this rank thread passed
 thread_local long t_check_calls = 0;  // data-check calls this rank thread made
 thread_local long t_joins = 0;        // waits for the communication stream this rank thread queued
+thread_local long t_sending_steps = 0;  // steps with a send this rank thread began
 thread_local bool t_flip_armed = false;
 
 }  // namespace
@@ -58,10 +61,12 @@ FaultPlan parse_fault_plan(const std::string& text) {
   while (std::getline(in, part, ',')) {
     const std::size_t colon = part.find(':');
     const std::string key = part.substr(0, colon), value = colon == std::string::npos ? "" : part.substr(colon + 1);
-    if (colon == std::string::npos || (key != "rank" && key != "after" && key != "kind"))
-      throw UsageError("PARBENCH_FAULT='" + text + "': '" + part + "' is not rank:R, after:N or kind:K; use " + kForm);
+    if (colon == std::string::npos || (key != "rank" && key != "after" && key != "kind" && key != "delay_us"))
+      throw UsageError("PARBENCH_FAULT='" + text + "': '" + part +
+                       "' is not rank:R, after:N, kind:K or delay_us:D; use " + kForm);
     if (key == "rank") p.rank = int(parse_number(key, value, text)), has_rank = true;
     if (key == "after") p.after = parse_number(key, value, text);
+    if (key == "delay_us") p.delay_us = parse_number(key, value, text);
     if (key == "kind") p.kind = parse_kind(value, text), has_kind = true;
   }
   if (!has_rank || !has_kind)
@@ -82,7 +87,8 @@ const FaultPlan& fault_plan() {
 
 void fault_point_slow(Communicator& world) {
   const FaultPlan& p = fault_plan();
-  if (p.kind == FaultPlan::Kind::flip || p.kind == FaultPlan::Kind::nowait || world.rank() != p.rank ||
+  if (p.kind == FaultPlan::Kind::flip || p.kind == FaultPlan::Kind::nowait || p.kind == FaultPlan::Kind::slow ||
+      world.rank() != p.rank ||
       t_points++ != p.after)
     return;
   const std::string what = "rank " + std::to_string(p.rank) + " after " + std::to_string(p.after) + " operations";
@@ -121,6 +127,12 @@ bool drop_stream_wait(int world_rank) {
   if (!faults_on()) return false;
   const FaultPlan& p = fault_plan();
   return p.kind == FaultPlan::Kind::nowait && world_rank == p.rank && t_joins++ >= p.after;
+}
+
+void delay_if_slow(int world_rank) {
+  const FaultPlan& p = fault_plan();
+  if (p.kind == FaultPlan::Kind::slow && world_rank == p.rank && t_sending_steps++ >= p.after)
+    std::this_thread::sleep_for(std::chrono::microseconds(p.delay_us));
 }
 
 }  // namespace parbench

@@ -1,6 +1,6 @@
 // Test-only fault injection, off unless the environment sets PARBENCH_FAULT (no option exists for it):
 //
-//   PARBENCH_FAULT=rank:R,after:N,kind:exit|throw|stall|kill|flip
+//   PARBENCH_FAULT=rank:R,after:N,kind:exit|throw|stall|kill|flip|nowait|slow[,delay_us:D]
 //
 // Fault points are the operations a program measures: each measured collective a bench issues (warm-up, timed and
 // check calls) and each compute action of a pipeline stage. At world rank R's fault point number N + 1:
@@ -14,6 +14,9 @@
 //          receives inside the collective gets one byte flipped after it arrived, before the algorithm uses it;
 //   nowait (a missing event wait) after its first N, rank R's compute stream no longer waits for the collectives
 //          it overlapped with (CommQueue::join): the stream-timing fuzz of the emulated GPU must expose the race.
+//   slow   (a slow rank or link) after its first N, each step of rank R's host-driven messages that sends
+//          anything (Communicator::group: a collective's step, a point-to-point exchange, a barrier round) starts
+//          D microseconds late (delay_us, default 1000): that rank's sends are delayed, nothing fails.
 // Off, a fault point costs one load of a static flag.
 #pragma once
 #include <string>
@@ -23,9 +26,10 @@ namespace parbench {
 class Communicator;
 
 struct FaultPlan {
-  enum class Kind { none, exit, throw_error, stall, kill, flip, nowait };
+  enum class Kind { none, exit, throw_error, stall, kill, flip, nowait, slow };
   int rank = -1;
   long after = 0;
+  long delay_us = 1000;  // kind slow
   Kind kind = Kind::none;
 };
 
@@ -57,4 +61,6 @@ void disarm_flip();
 bool flip_armed();  // true once per armed call: the caller flips, which disarms it
 // Whether this join of rank `world_rank`'s overlapped collectives skips its wait (kind nowait).
 bool drop_stream_wait(int world_rank);
+// Kind slow: before a step of rank `world_rank`'s messages that has a send, sleeps the delay when it is due.
+void delay_if_slow(int world_rank);
 }  // namespace parbench

@@ -41,6 +41,10 @@ void ring_doorbell(Peer& p) {
   [[maybe_unused]] ssize_t ignored = ::send(p.fd, &b, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+// How a connection ended, for close_peer: "closed", or with the socket's error ("closed: Connection reset by
+// peer"), so that every message about a peer that went away reads alike.
+std::string closed_how(int error) { return error == 0 ? "closed" : "closed: " + std::string(std::strerror(error)); }
+
 }  // namespace
 
 TcpMesh::TcpMesh(int rank, int size, std::vector<int> fds, std::vector<std::pair<ShmRing, ShmRing>>& rings)
@@ -296,7 +300,7 @@ bool TcpMesh::State::drain_doorbells(int from) {
     if (k > 0) continue;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return true;
     if (p.in_ring.has_data()) return true;  // read what the peer wrote before it ended first
-    close_peer(from, k == 0 ? "closed" : std::strerror(errno));
+    close_peer(from, closed_how(k == 0 ? 0 : errno));
     return false;
   }
 }
@@ -316,7 +320,7 @@ void TcpMesh::State::pump_in(int from) {
     }
     const ssize_t k = read_some(p, dst, want);
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (k <= 0) return close_peer(from, k == 0 ? "closed" : std::strerror(errno));
+    if (k <= 0) return close_peer(from, closed_how(k == 0 ? 0 : errno));
     moved += std::uint64_t(k);
     if (!p.in) {
       p.header_done += std::size_t(k);
@@ -346,7 +350,7 @@ void TcpMesh::State::pump_send(int to) {
     if (m.done < m.op.bytes && !pull) iov[n++] = {m.op.buf + m.done, m.op.bytes - m.done};
     ssize_t k = n ? write_some(p, iov, n) : 0;
     if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
-    if (k < 0) return close_peer(to, std::strerror(errno));
+    if (k < 0) return close_peer(to, closed_how(errno));
     moved += std::uint64_t(k);
     const std::size_t head = std::min(std::size_t(k), sizeof(FrameHeader) - m.header_done);
     m.header_done += head;

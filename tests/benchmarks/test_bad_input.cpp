@@ -106,6 +106,12 @@ const std::vector<Case>& cases() {
       {"bench_allreduce", "--resume -N 2 --csv {out}/r.csv", {"--resume with -N 2", "-N 1 only"}},
       {"bench_allreduce", "--resume --sizes 1K --csv {in}/memcpy.csv",
        {"its header is\n  device,bytes,time_us,gbps,wrong", "writes\n  collective,impl,device"}},
+      // bench_links: nothing measured, nothing written.
+      {"bench_links", "--ranks 3 --bandwidth-size 4X" + kRows, {"--bandwidth-size: bad size '4X'", "K, M or G"}},
+      {"bench_links", "--ranks 3 -n 0" + kRows, {"--iters: 0 is not accepted", "an integer in 1.."}},
+      {"bench_links", "--ranks 3 --passes 1.5" + kRows, {"'1.5' is not an integer"}},
+      {"bench_links", "--ranks 3 --bogus" + kRows, {"--bogus"}},
+      {"bench_links", "--ranks 3 --csv /nonexistent/dir/l.csv", {"'/nonexistent/dir/l.csv'", "does not exist"}},
       // Memory: refused before any allocation (terabyte buffers would not even allocate), estimate and limit named.
       {"bench_allreduce", "--ranks 2 --device cpu --sizes 1K:64M:x2 --max-memory 1M" + kRows,
        {"allreduce's buffers for the largest size needs 134217728 bytes (128.0 MiB) per rank",

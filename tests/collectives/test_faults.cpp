@@ -81,6 +81,11 @@ TEST(FaultPlan, ParsesStrictly) {
   EXPECT_EQ(p.rank, 2);
   EXPECT_EQ(p.after, 7);
   EXPECT_EQ(p.kind, FaultPlan::Kind::throw_error);
+  const FaultPlan slow = parbench::parse_fault_plan("rank:3,kind:slow,delay_us:250");
+  EXPECT_EQ(slow.rank, 3);
+  EXPECT_EQ(slow.kind, FaultPlan::Kind::slow);
+  EXPECT_EQ(slow.delay_us, 250);
+  EXPECT_EQ(parbench::parse_fault_plan("rank:0,kind:slow").delay_us, 1000);
   struct Bad {
     const char* text;
     const char* message;
@@ -88,7 +93,8 @@ TEST(FaultPlan, ParsesStrictly) {
              {"rank:x,kind:exit", "rank 'x' is not a number >= 0"},
              {"rank:1,after:-3,kind:exit", "after '-3' is not a number >= 0"},
              {"rank:1,kind:explode", "kind 'explode' is not one of exit, throw, stall, kill, flip"},
-             {"rank:1,kind:exit,when:5", "'when:5' is not rank:R, after:N or kind:K"},
+             {"rank:1,kind:exit,when:5", "'when:5' is not rank:R, after:N, kind:K or delay_us:D"},
+             {"rank:1,kind:slow,delay_us:-5", "delay_us '-5' is not a number >= 0"},
              {"rank:1,kind:kill", "kind kill needs a process per rank (mpirun, torchrun, srun)"}};
   for (const Bad& b : bad) {
     try {
