@@ -161,7 +161,8 @@ std::string node_text(int node, const Gathered& g, const std::vector<int>& node_
   return "node " + std::to_string(node);
 }
 
-void print_findings(const LinkFindings& f, const Gathered& g, const std::vector<int>& node_of, double factor) {
+void print_findings(const LinkFindings& f, const Gathered& g, const std::vector<int>& node_of, double factor,
+                    const std::string& judge) {
   std::printf("#\n");
   if (f.ranks.empty()) std::printf("# slow ranks: none\n");
   for (const SlowRank& r : f.ranks)
@@ -175,6 +176,7 @@ void print_findings(const LinkFindings& f, const Gathered& g, const std::vector<
                 node_text(node_of[std::size_t(p.a)], g, node_of).c_str(),
                 node_text(node_of[std::size_t(p.b)], g, node_of).c_str(), p.why.c_str());
   std::printf("# test: %s\n", slow_link_test(factor).c_str());
+  if (judge != "both") std::printf("# judged by %s only (--judge)\n", judge.c_str());
 }
 
 // A pair's finding for the CSV: "rank R" when one of its ranks is slow, "pair" when the pair alone is, else "".
@@ -190,7 +192,7 @@ int report(Communicator& w, const Options& o, const Sizes& s, const Gathered& g,
   const int n = g.m.n;
   std::vector<int> node_of(static_cast<std::size_t>(n));
   for (int r = 0; r < n; ++r) node_of[std::size_t(r)] = w.node_of(r);
-  const LinkFindings f = find_slow_links(g.m, node_of, o.slow_factor);
+  const LinkFindings f = find_slow_links(g.m, node_of, o.slow_factor, {o.judge != "bandwidth", o.judge != "latency"});
   std::int64_t wrong = 0;
   for (int a = 0; a < n; ++a)
     for (int b = a + 1; b < n; ++b) {
@@ -210,7 +212,7 @@ int report(Communicator& w, const Options& o, const Sizes& s, const Gathered& g,
     print_matrix("latency (us)", g.m, true);
     print_matrix("bandwidth (GB/s, each way)", g.m, false);
     std::printf("#\n# Wrong bytes received : %lld %s\n", (long long)wrong, wrong ? "FAILED" : "OK");
-    print_findings(f, g, node_of, o.slow_factor);
+    print_findings(f, g, node_of, o.slow_factor, o.judge);
   }
   if (wrong) std::fprintf(stderr, "bench_links: %lld byte(s) received wrong\n", (long long)wrong);
   return wrong ? 1 : 0;

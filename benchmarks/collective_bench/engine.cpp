@@ -32,7 +32,7 @@
 #include "app/report.h"
 #include "app/sizes.h"
 #include "engine_notes.h"
-#include "expectation.h"
+#include "block_reports.h"
 #include "options.h"
 #include "profiles/trace.h"
 #include "nccl_tests_output.h"
@@ -155,8 +155,9 @@ class Bench {
     BlockTally tally;
     const bool progress = out && isatty(2);
     int skipped = 0;
-    std::optional<ExpectedBlock> expected;
-    if (expect_) expected.emplace(*expect_, coll_, std::string(algo.name()), comm.size(), comm.group_nodes());
+    BlockReports reports;
+    if (expect_) reports.expected.emplace(*expect_, coll_, std::string(algo.name()), comm.size(), comm.group_nodes());
+    if (o_.outliers && out) reports.outliers.emplace(world, ranks_);
     for (int cycle = 0; (o_.cycles == 0 || cycle < o_.cycles) && !stopped_; ++cycle)
       for (const SweepPoint& pt : sweep_points()) {
         RowResult row = plan_row(comm, pt);
@@ -175,11 +176,11 @@ class Bench {
         measure_row(world, comm, algo, row, pt.op);
         if (progress) std::fprintf(stderr, "\r%40s\r", "");
         if (out) report_.print_row(row);
-        record_row(algo, comm.size(), nodes, row, expected ? expected->add(row, o_.cputime) : std::nullopt, tally);
+        record_row(algo, comm.size(), nodes, row, reports.add(row, o_.cputime), tally);
       }
     if (out && skipped > 0) std::printf("# resume: %d sizes already in %s skipped\n", skipped, o_.common.csv.c_str());
     if (out) report_.print_block_footer(tally.wrong, tally.bus_n ? tally.bus_sum / tally.bus_n : 0.0);
-    if (out && expected) expected->print();
+    if (out) reports.print();
   }
 
   // A block's sums for its footer (the run's own are the members below).
@@ -328,6 +329,7 @@ class Bench {
     }
     h.t = reduce_over_ranks(world, mine, o_.average);
     if (o_.per_iter) h.per_iter = gather_iteration_times(world, mine.iter_times, o_.iters, o_.per_iter_skip, ranks_);
+    if (o_.outliers) h.rank_own = gather_own_times(world, mine.own_time);
     h.wrong = check(world, comm, algo, b, tc.skip);
     const double time = o_.cputime ? h.t.cpu_time : h.t.time;
     h.algbw = time > 0 ? double(row.bytes) / time / 1e9 * algbw_factor(coll_, comm.size()) : 0;
@@ -377,14 +379,6 @@ class Bench {
       graph.launch();
     }
     comm.end_batch();
-  }
-
-  // Each rank names its own wrong elements (the table counts them over all ranks): the first says where.
-  static void report_wrong(Communicator& world, std::size_t wrong, const CollectiveBuffers::FirstWrong& first,
-                           int round) {
-    std::fprintf(stderr, "error: rank %d: %s: %zu wrong element(s) in check round %d; the first at index %zu: "
-                 "expected %.9g, got %.9g\n", world.rank(), current_measurement().c_str(), wrong, round + 1,
-                 first.index, first.expected, first.got);
   }
 
   void add_csv_row(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half,
@@ -465,6 +459,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       check_run_options(o, device);
       apply_nccl_device_options(c, o, device, plan);
       if (!o.max_memory.empty()) plan.max_memory = parse_size_option("--max-memory", o.max_memory);
+      set_transport_wait_accounting(o.outliers);
       std::optional<Expectation> expect;  // a bad --expect is a usage error before any file is written
       if (!o.expect.empty()) expect.emplace(o.expect);
       std::optional<StreamingTable> rows;  // the writing process's result files, opened before any work

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "collectives/registry.h"
+#include "collectives/table/measurement.h"
 #include "collectives/bootstrap.h"
 #include "collectives/device_side/nccl_registration.h"
 
@@ -127,6 +128,13 @@ std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, co
                               "not timed");
   if (o.cputime) n.push_back("-C 1: 'cputime' is the host's time to issue the operations (before the final wait)");
   return n;
+}
+
+void report_wrong(const Communicator& world, std::size_t wrong, const CollectiveBuffers::FirstWrong& first,
+                  int round) {
+  std::fprintf(stderr, "error: rank %d: %s: %zu wrong element(s) in check round %d; the first at index %zu: "
+               "expected %.9g, got %.9g\n", world.rank(), current_measurement().c_str(), wrong, round + 1,
+               first.index, first.expected, first.got);
 }
 
 NcclReport make_report(const std::string& name, const BenchOptions& o, const BenchPlan& plan, int argc, char** argv) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collectives/communicator/communicator.h"
+#include "collectives/datacheck.h"
 #include "options.h"
 #include "nccl_tests_output.h"
 
@@ -18,6 +19,9 @@ std::vector<RankInfo> gather_rank_info(Communicator& world, int group, const Dev
 // Lines for the header (without the leading "# ").
 std::vector<std::string> run_notes(const BenchOptions& o, const BenchPlan& p, const Communicator& world,
                                    const Communicator& group, int nodes, const Device& d);
+// A data check's failure on this rank: how many elements of round `round` were wrong and the first, on stderr (each
+// rank names its own; the table counts them over all ranks).
+void report_wrong(const Communicator& world, std::size_t wrong, const CollectiveBuffers::FirstWrong& first, int round);
 // -M: every rank's benchmark buffers (at most twice the largest size: send and receive) and peak resident memory,
 // gathered to world rank 0, which prints them when `out`. Collective.
 void memory_report(Communicator& world, const BenchPlan& p, bool out);

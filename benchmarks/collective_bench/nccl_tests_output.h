@@ -23,6 +23,7 @@ struct HalfResult {
   double algbw = 0, busbw = 0;
   std::int64_t wrong = -1;  // -1: not checked (-c 0)
   PerIterResult per_iter;   // -I
+  std::vector<double> rank_own;  // --outliers: every rank's own time (world rank 0's copy; empty elsewhere)
 };
 
 struct RowResult {

@@ -151,6 +151,9 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
                  "a predictor system (dgx-a100, dgx-h100, h200, this-machine or FILE.json): each row's expected time "
                  "there (the alpha-beta model of the implementation's algorithm) and its share, %expected, in a table "
                  "after each block and in --csv/--json");
+  app.add_flag("--outliers", o.outliers,
+               "each rank's own time per row (outside the transport's waits) and, after each block, the ranks whose "
+               "own time stands apart (host-driven implementations)");
   app.add_option("--ranks", o.ranks, "ranks as threads of this process (same as -t N; without mpirun)")
       ->check(CLI::Range(0, 1024));
   add_bootstrap_option(app, select_bootstrap);

@@ -34,6 +34,7 @@ struct BenchOptions {
   bool resume = false;  // skip the rows already in --csv, append the rest
   std::string max_memory;  // --max-memory BYTES: refuse sweeps whose buffers exceed it (per rank)
   std::string expect;      // --expect SYSTEM: each row's expected time on it (expectation.h)
+  bool outliers = false;  // --outliers: each rank's own time per row, the ranks that stand apart named
 };
 
 inline constexpr double kDefaultTimeout = 300;

@@ -77,6 +77,7 @@ Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs
   Timing t;
   if (c.per_iter) t.iter_times.reserve(std::size_t(c.iters));
   double alone_total = 0;  // -z 3: the iterations' own times, barriers left out
+  const double waited0 = transport_wait_seconds();
   const auto t0 = Clock::now();
   if (batched) comm.begin_batch();
   for (int i = 0; i < c.iters; ++i) {
@@ -101,10 +102,12 @@ Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs
   t.cpu_time = since(t0);
   if (batched) wait_done(comm);
   t.time = since(t0);
+  t.own_time = std::max(0.0, t.time - (transport_wait_seconds() - waited0));
   if (alone) t.time = t.cpu_time = alone_total;
   const double ops = double(c.iters) * c.agg;
   t.time /= ops;
   t.cpu_time /= ops;
+  t.own_time /= ops;
   return t;
 }
 
@@ -137,7 +140,7 @@ Timing reduce_over_ranks(Communicator& comm, const Timing& mine, int average) {
     const ReduceOp op = average == 1 ? ReduceOp::avg : average == 2 ? ReduceOp::min : ReduceOp::max;
     comm.allreduce(v, r, 2, DType::f64, op, &find_algorithm("naive"));
   }
-  return Timing{r[0], r[1], mine.iter_times};
+  return Timing{r[0], r[1], mine.iter_times, mine.own_time};
 }
 
 }  // namespace parbench

@@ -33,6 +33,7 @@ struct Timing {
   double time = 0;      // wall time from the first issue to the last completion, / (n x m)
   double cpu_time = 0;  // host time spent issuing (before the batch's final wait), / (n x m)
   std::vector<double> iter_times;  // -I: every iteration's time / m, in order (the -K skipped ones too)
+  double own_time = 0;  // --outliers: the timed part outside the transport's waits, / (n x m)
 };
 
 Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs& args, const TimingConfig& c);

@@ -26,8 +26,8 @@ std::string number(double v) {
 
 class Judge {
  public:
-  Judge(const LinkMatrix& m, const std::vector<int>& node_of, double factor)
-      : m_(m), node_of_(node_of), factor_(factor) {
+  Judge(const LinkMatrix& m, const std::vector<int>& node_of, double factor, Judged judged)
+      : m_(m), node_of_(node_of), factor_(factor), judged_(judged) {
     for (int k : {inside, across}) {
       std::vector<double> lat, bw;
       for (int r = 0; r < m_.n; ++r)
@@ -77,10 +77,10 @@ class Judge {
   };
   Verdict verdict(double latency, double bandwidth, Kind k) const {
     const Reference& ref = ref_[k];
-    if (ref.latency && *ref.latency > 0 && latency > factor_ * *ref.latency)
+    if (judged_.latency && ref.latency && *ref.latency > 0 && latency > factor_ * *ref.latency)
       return {"latency " + number(latency) + " us",
               number(latency / *ref.latency) + "x the ranks' median best " + number(*ref.latency) + " us", true};
-    if (ref.bandwidth && bandwidth * factor_ < *ref.bandwidth)
+    if (judged_.bandwidth && ref.bandwidth && bandwidth * factor_ < *ref.bandwidth)
       return {"bandwidth " + number(bandwidth) + " GB/s",
               number(bandwidth / *ref.bandwidth) + "x the ranks' median best " + number(*ref.bandwidth) + " GB/s", false};
     return {};
@@ -89,13 +89,14 @@ class Judge {
   const LinkMatrix& m_;
   const std::vector<int>& node_of_;
   double factor_;
+  Judged judged_;
   std::array<Reference, 2> ref_;
 };
 
 }  // namespace
 
-LinkFindings find_slow_links(const LinkMatrix& m, const std::vector<int>& node_of, double factor) {
-  const Judge judge(m, node_of, factor);
+LinkFindings find_slow_links(const LinkMatrix& m, const std::vector<int>& node_of, double factor, Judged judged) {
+  const Judge judge(m, node_of, factor, judged);
   LinkFindings f;
   std::vector<bool> slow(std::size_t(m.n), false);
   for (int r = 0; r < m.n; ++r)

@@ -33,8 +33,13 @@ struct LinkFindings {
   std::vector<SlowPair> pairs;  // only pairs neither of whose ranks is slow
 };
 
+// What is judged: latency, bandwidth or both (a busy host's latency is noise that a bandwidth question can leave out).
+struct Judged {
+  bool latency = true, bandwidth = true;
+};
+
 // `node_of[r]`: rank r's node. `factor` > 1.
-LinkFindings find_slow_links(const LinkMatrix& m, const std::vector<int>& node_of, double factor);
+LinkFindings find_slow_links(const LinkMatrix& m, const std::vector<int>& node_of, double factor, Judged judged = {});
 
 // The test in one line, for the report.
 std::string slow_link_test(double factor);

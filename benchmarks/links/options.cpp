@@ -31,6 +31,9 @@ void add_options(CLI::App& app, Options& o) {
                  "bandwidth under 1/this of it")
       ->capture_default_str()
       ->check(CLI::Range(1.01, 1e6));
+  app.add_option("--judge", o.judge, "what names a rank, node or pair slow: latency, bandwidth or both")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"latency", "bandwidth", "both"}));
   app.add_option("-T,--timeout", o.timeout, "seconds a message may take before the run ends naming it (0: 300)")
       ->check(CLI::Range(0.0, 1e6));
 }

@@ -16,6 +16,7 @@ struct Options {
   int warmup = 2;
   int passes = 1;
   double slow_factor = 2.0;
+  std::string judge = "both";  // --judge: latency, bandwidth or both
   double timeout = 0;  // 0: 300 s
 };
 

@@ -2,6 +2,7 @@
 #include "collectives/communicator/communicator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <array>
 #include <cstdio>
 #include <cstring>
@@ -130,12 +131,30 @@ Communicator Communicator::split(int color, int key) {
   return sub;
 }
 
+namespace {
+std::atomic<bool> g_wait_accounting{false};
+thread_local double t_transport_wait_s = 0;
+
+// Adds the time from its making to its end to this thread's transport waits, when they are counted.
+struct TransportWaitClock {
+  const bool on = g_wait_accounting.load(std::memory_order_relaxed);
+  const Clock::time_point t0 = on ? Clock::now() : Clock::time_point{};
+  ~TransportWaitClock() {
+    if (on) t_transport_wait_s += std::chrono::duration<double>(Clock::now() - t0).count();
+  }
+};
+}  // namespace
+
+void set_transport_wait_accounting(bool on) { g_wait_accounting.store(on); }
+double transport_wait_seconds() { return t_transport_wait_s; }
+
 void Communicator::group(std::span<const P2POp> ops) {
   Deadline d = in_call_ ? deadline()
                         : Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(timeout_s_));
   if (faults_on() && std::any_of(ops.begin(), ops.end(), [](const P2POp& op) { return op.kind == P2POp::send; }))
     delay_if_slow(world_rank_of(rank()));
+  const TransportWaitClock waiting;
   try {
     // A rank that skipped a collective must not have its next messages taken for the collective's: channels
     // (tags) keep user point-to-point, collective and barrier traffic apart.

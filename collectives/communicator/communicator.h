@@ -18,6 +18,12 @@
 
 namespace parbench {
 
+// Seconds this thread has spent inside the transport's waits (every step of Communicator::group: the messages'
+// time on the wire and the wait for the peers), counted only while accounting is on: the collective benches'
+// --outliers, for each rank's own time (the rest), which a slow rank inflates and its waiting peers do not.
+void set_transport_wait_accounting(bool on);
+double transport_wait_seconds();
+
 class SymmetricMemory;
 class Communicator;
 

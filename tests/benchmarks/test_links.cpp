@@ -128,6 +128,13 @@ TEST(LinkAnalysis, ThrottledNodeLinkNamesTheNode) {
   EXPECT_THAT(f.ranks.at(0).why, HasSubstr("across nodes"));
 }
 
+TEST(LinkAnalysis, JudgedByOneMeasureOnly) {
+  Planted p(6, 6, 0.2, 11);
+  p.slow_rank(4, 10, 1);  // latency only
+  EXPECT_EQ(ranks_of(find_slow_links(p.m, p.node_of, 2.0, {.latency = true, .bandwidth = false})), std::vector<int>{4});
+  EXPECT_TRUE(find_slow_links(p.m, p.node_of, 2.0, {.latency = false, .bandwidth = true}).ranks.empty());
+}
+
 // Pairs across nodes are 10x slower than inside one by nature: each kind is judged against its own.
 TEST(LinkAnalysis, KindsAreJudgedApart) {
   const Planted p(8, 4, 0.2, 9);

@@ -152,6 +152,29 @@ TEST(BenchCli, ExpectColumns) {
   std::filesystem::remove_all(dir);
 }
 
+// --outliers: the rank PARBENCH_FAULT slows (its sends 2 ms late) is named after each block, and no other.
+void expect_outlier_only(const Result& r, int slow, int n) {
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("#  outlier: rank " + std::to_string(slow) + " on node 0")) << r.output;
+  for (int other = 0; other < n; ++other)
+    if (other != slow)
+      EXPECT_THAT(r.output, Not(HasSubstr("#  outlier: rank " + std::to_string(other) + " "))) << r.output;
+}
+std::string slowed(int rank) { return "PARBENCH_FAULT=rank:" + std::to_string(rank) + ",kind:slow,delay_us:2000 "; }
+const char kOutlierSweep[] = " --device cpu --impl ring --sizes 1K,64K -n 3 -w 1 --outliers";
+
+TEST(BenchCli, OutliersNameThePlantedSlowRank) {
+  const int planted[][2] = {{4, 0}, {4, 3}, {8, 2}, {8, 5}, {8, 7}};  // 5 runs: ranks, the slow one
+  for (const auto& [n, slow] : planted) {
+    SCOPED_TRACE(std::to_string(n) + " ranks, rank " + std::to_string(slow) + " slow");
+    expect_outlier_only(run(slowed(slow) + bench("allreduce") + kOutlierSweep + " --ranks " + std::to_string(n)),
+                        slow, n);
+  }
+  Result r = run(bench("allreduce") + kOutlierSweep + " --ranks 4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("operation's time): none in 4 row halves"));
+}
+
 TEST(BenchCli, MisbehavingRankTimesOut) {
   Result r = run("PARBENCH_TEST_SKIP_RANK=1 " + bench("allreduce") +
                  " --device cpu --ranks 3 --impl ring --sizes 1K --timeout 1");
@@ -227,6 +250,15 @@ TEST(BenchCliMpi, AllreduceUnderMpirun) {
 
 // A rank that skips the collective: the other ends at the deadline, naming the operation; MPI's blocking and
 // non-blocking forms both through the watchdog, the deadline given either way.
+TEST(BenchCliMpi, OutliersNameThePlantedSlowRank) {
+  const int planted[][2] = {{4, 1}, {4, 2}, {8, 0}, {8, 4}, {8, 6}};
+  for (const auto& [n, slow] : planted) {
+    SCOPED_TRACE(std::to_string(n) + " processes, rank " + std::to_string(slow) + " slow");
+    expect_outlier_only(run(slowed(slow) + mpirun(n) + "-x PARBENCH_FAULT " + bench("allreduce") + kOutlierSweep),
+                        slow, n);
+  }
+}
+
 TEST(BenchCliMpi, MisbehavingRankTimesOutAndAborts) {
   for (const std::string impl : {"mpi", "mpi-nb"}) {
     const std::string deadline = impl == "mpi" ? " --timeout 1" : " -T 1";
