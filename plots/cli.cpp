@@ -84,6 +84,9 @@ void add_plot_options(CLI::App& app, PlotCommand& c) {
   c.memory = add_figure(app, c, "memory", "per-rank peak memory by category (stacked) per scheme", training_csv);
   add_training_filters(c.memory, c.training_filter);
 
+  c.links = add_figure(app, c, "links", "heat maps of every pair's latency and bandwidth, the slow pairs outlined",
+                      "bench_links CSV");
+
   c.timeline = add_figure(app, c, "timeline", "Gantt chart of one pipeline step from a Chrome trace",
                           "Chrome trace JSON (bench_train --trace)");
   c.timeline->add_option("--step", c.step, "step to show, 0-based (default: the last one in the trace)");
@@ -135,6 +138,7 @@ int plot_main(int argc, char** argv) {
     if (*c.bubble) plot_bubble(c.figure, c.training_filter);
     if (*c.memory) plot_memory(c.figure, c.training_filter);
     if (*c.timeline) plot_timeline(c.figure, c.step, c.by_track);
+    if (*c.links) plot_links(c.figure);
     if (*c.merge) merge_traces(c.traces, c.merged);
     return 0;
   });

@@ -26,7 +26,7 @@ struct PlotCommand {
   std::string merged;
   // The subcommands, set by add_plot_options; after parsing, the one given is true.
   CLI::App *busbw = nullptr, *latency = nullptr, *scaling = nullptr, *bubble = nullptr, *memory = nullptr,
-           *timeline = nullptr, *merge = nullptr;
+           *timeline = nullptr, *links = nullptr, *merge = nullptr;
   std::uint64_t max_bytes_value = 0;  // --max-bytes, set by check_values
 };
 

@@ -120,6 +120,19 @@ std::vector<MemoryBar> memory_bars(const CsvTable& table, const TrainingFilter& 
                                    std::vector<std::string>* devices = nullptr);
 void plot_memory(const FigureOptions& options, const TrainingFilter& filter);
 
+// ---- links: bench_links' pairs ---------------------------------------------------------------------
+
+// bench_links' CSV as matrices: n x n, row-major, symmetric, NaN on the diagonal and for pairs the file lacks.
+struct LinkGrid {
+  int n = 0;
+  std::vector<double> latency_us, gbps;
+  std::vector<bool> slow;          // the pair's finding is not empty (a slow rank's pair, or the pair itself)
+  std::vector<std::string> hosts;  // per rank, "" where the file does not say
+};
+// UsageError naming the file and line for a pair of a rank with itself, a negative rank or a pair given twice.
+LinkGrid link_grid(const CsvTable& table);
+void plot_links(const FigureOptions& options);
+
 // ---- timeline ------------------------------------------------------------------------------------
 
 enum class SpanKind { forward, backward, weight_grad, communication, optimizer, other_compute, idle };

@@ -16,6 +16,7 @@ constexpr std::array<const char*, 2> kKindName = {"inside a node", "across nodes
 
 struct Reference {
   std::optional<double> latency, bandwidth;  // none where no rank has a pair of the kind
+  const char* what = "";                     // "the ranks' median best", "the pairs' median"
 };
 
 std::string number(double v) {
@@ -29,10 +30,14 @@ class Judge {
   Judge(const LinkMatrix& m, const std::vector<int>& node_of, double factor, Judged judged)
       : m_(m), node_of_(node_of), factor_(factor), judged_(judged) {
     for (int k : {inside, across}) {
-      std::vector<double> lat, bw;
+      std::vector<double> lat, bw, pair_lat, pair_bw;
       for (int r = 0; r < m_.n; ++r)
         if (pairs_of(r, Kind(k)) > 0) lat.push_back(best(r, Kind(k), true)), bw.push_back(best(r, Kind(k), false));
-      if (!lat.empty()) ref_[k] = {median(lat), median(bw)};
+      for (int a = 0; a < m_.n; ++a)
+        for (int b = a + 1; b < m_.n; ++b)
+          if (kind(a, b) == k) pair_lat.push_back(m_.latency(a, b)), pair_bw.push_back(m_.bandwidth(a, b));
+      if (!lat.empty()) rank_ref_[k] = {median(lat), median(bw), "the ranks' median best"};
+      if (!pair_lat.empty()) pair_ref_[k] = {median(pair_lat), median(pair_bw), "the pairs' median"};
     }
   }
 
@@ -43,7 +48,7 @@ class Judge {
     for (int k : {inside, across}) {
       const int count = pairs_of(r, Kind(k));
       if (count == 0) continue;
-      const Verdict v = verdict(best(r, Kind(k), true), best(r, Kind(k), false), Kind(k));
+      const Verdict v = verdict(best(r, Kind(k), true), best(r, Kind(k), false), rank_ref_[k]);
       if (!v.measure.empty())
         return v.measure + (v.latency ? " or more" : " or less") + " on all its " + std::to_string(count) +
                " pair(s) " + kKindName[std::size_t(k)] + ", " + v.against;
@@ -53,7 +58,7 @@ class Judge {
 
   // Why the pair is slow, or "".
   std::string pair_verdict(int a, int b) const {
-    const Verdict v = verdict(m_.latency(a, b), m_.bandwidth(a, b), kind(a, b));
+    const Verdict v = verdict(m_.latency(a, b), m_.bandwidth(a, b), pair_ref_[kind(a, b)]);
     return v.measure.empty() ? "" : v.measure + " " + kKindName[std::size_t(kind(a, b))] + ", " + v.against;
   }
 
@@ -75,14 +80,13 @@ class Judge {
     std::string measure, against;
     bool latency = false;  // the latency stands apart (else the bandwidth)
   };
-  Verdict verdict(double latency, double bandwidth, Kind k) const {
-    const Reference& ref = ref_[k];
+  Verdict verdict(double latency, double bandwidth, const Reference& ref) const {
     if (judged_.latency && ref.latency && *ref.latency > 0 && latency > factor_ * *ref.latency)
       return {"latency " + number(latency) + " us",
-              number(latency / *ref.latency) + "x the ranks' median best " + number(*ref.latency) + " us", true};
+              number(latency / *ref.latency) + "x " + ref.what + " " + number(*ref.latency) + " us", true};
     if (judged_.bandwidth && ref.bandwidth && bandwidth * factor_ < *ref.bandwidth)
       return {"bandwidth " + number(bandwidth) + " GB/s",
-              number(bandwidth / *ref.bandwidth) + "x the ranks' median best " + number(*ref.bandwidth) + " GB/s", false};
+              number(bandwidth / *ref.bandwidth) + "x " + ref.what + " " + number(*ref.bandwidth) + " GB/s", false};
     return {};
   }
 
@@ -90,7 +94,7 @@ class Judge {
   const std::vector<int>& node_of_;
   double factor_;
   Judged judged_;
-  std::array<Reference, 2> ref_;
+  std::array<Reference, 2> rank_ref_, pair_ref_;  // per kind: ranks are judged by their best pair, pairs by all
 };
 
 }  // namespace
@@ -117,7 +121,7 @@ LinkFindings find_slow_links(const LinkMatrix& m, const std::vector<int>& node_o
 std::string slow_link_test(double factor) {
   return "a rank is slow when even its best pair of one kind (inside a node, across nodes) is: latency over " +
          number(factor) + "x the median of every rank's best of that kind, or bandwidth under 1/" + number(factor) +
-         " of it; a pair likewise";
+         " of it; a pair when it is that far from the median of the pairs of its kind";
 }
 
 }  // namespace parbench::links

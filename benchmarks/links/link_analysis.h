@@ -3,8 +3,8 @@
 // over its pairs of that kind is more than `factor` times the median of every rank's lowest (or its highest
 // bandwidth less than 1/factor of the median of every rank's highest). A slow rank or node link slows every one
 // of its pairs, while noise on a busy host slows some pairs of many ranks; the best pair ignores the latter. A
-// node is slow when all its ranks are (and there is another node to compare with); a pair is slow against the same
-// references, and is named apart only when neither of its ranks is.
+// node is slow when all its ranks are (and there is another node to compare with); a pair is slow when it is that far
+// from the median of all pairs of its kind, and is named apart only when neither of its ranks is.
 #pragma once
 #include <string>
 #include <vector>

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <cstdio>
 #include <random>
 
@@ -336,6 +338,32 @@ TEST(MemoryBars, CategoriesPerSchemeWithEstimate) {
   EXPECT_EQ(bars[1].label, "zero3");
   EXPECT_THAT(bars[1].bytes, ElementsAre(v[0], v[1], v[2], v[3], v[4], v[5]));
   EXPECT_EQ(bars[1].estimate, 123456789.0);
+}
+
+TEST(LinkGrid, PairsIntoASymmetricMatrix) {
+  ScratchDir dir;
+  Random r;
+  const double lat = r(1, 100), bw = r(0.1, 10);
+  write_file(dir.file("l.csv"), "rank_a,rank_b,node_a,node_b,host_a,host_b,latency_us,gbps,wrong,finding\n"
+                                "0,1,0,0,h0,h0," + num(lat) + "," + num(bw) + ",0,\n"
+                                "0,2,0,1,h0,h1,7,0.5,0,rank 2\n"
+                                "1,2,0,1,h0,h1,8,0.25,0,rank 2\n");
+  const CsvTable t = CsvTable::read(dir.file("l.csv"), {{"rank_a"}, {"rank_b"}, {"latency_us"}, {"gbps"},
+                                                        {"finding"}, {"host_a", false}, {"host_b", false}});
+  const LinkGrid g = link_grid(t);
+  ASSERT_EQ(g.n, 3);
+  EXPECT_EQ(g.latency_us[0 * 3 + 1], lat);
+  EXPECT_EQ(g.latency_us[1 * 3 + 0], lat);
+  EXPECT_EQ(g.gbps[2 * 3 + 1], 0.25);
+  EXPECT_TRUE(std::isnan(g.latency_us[1 * 3 + 1]));
+  EXPECT_THAT(g.slow, ElementsAre(false, false, true, false, false, true, true, true, false));
+  EXPECT_THAT(g.hosts, ElementsAre("h0", "h0", "h1"));
+  for (const std::string& bad : {std::string("1,1"), std::string("1,0")}) {  // a rank with itself; 0-1 again
+    write_file(dir.file("b.csv"), "rank_a,rank_b,latency_us,gbps,finding\n0,1,1,1,\n" + bad + ",1,1,\n");
+    const CsvTable b = CsvTable::read(dir.file("b.csv"), {{"rank_a"}, {"rank_b"}, {"latency_us"}, {"gbps"},
+                                                          {"finding"}});
+    EXPECT_THROW(link_grid(b), UsageError) << bad;
+  }
 }
 
 TEST(Timeline, ClassifiesEventsByNameThenCategory) {

@@ -66,9 +66,14 @@ TEST_F(Render, EveryFigureAsPngAtTheDefaultSize) {
   expect_png("memory.png", 1200, 800);
   plot_timeline(options("trace.json", "timeline.png"), -1);
   expect_png("timeline.png", 1200, 800);
+  write_file(dir_.file("links.csv"), "rank_a,rank_b,node_a,node_b,host_a,host_b,latency_us,gbps,wrong,finding\n"
+                                     "0,1,0,0,h,h,2.5,8,0,\n0,2,0,0,h,h,300,1.5,0,rank 2\n1,2,0,0,h,h,310,1.4,0,rank 2\n");
+  plot_links(options("links.csv", "links.png"));
+  expect_png("links.png", 1200, 800);
   // Only the inputs and the images: no temporary file left.
-  EXPECT_THAT(dir_.entries(), ElementsAre("bubble.png", "busbw.png", "coll.csv", "latency.png", "memory.png",
-                                          "scaling.png", "timeline.png", "trace.json", "train.csv", "weak.png"));
+  EXPECT_THAT(dir_.entries(), ElementsAre("bubble.png", "busbw.png", "coll.csv", "latency.png", "links.csv",
+                                          "links.png", "memory.png", "scaling.png", "timeline.png", "trace.json",
+                                          "train.csv", "weak.png"));
 }
 
 TEST_F(Render, PngCheckRejectsDamagedImages) {
