@@ -166,7 +166,10 @@ TEST(BenchLinks, PlantedSlowRankIsNamedInThreads) {
 }
 
 #ifdef PB_MPIEXEC
-TEST(BenchLinks, PlantedSlowRankIsNamedUnderMpirun) {
+// Needs idle cores (ctest -L quiet_machine runs it; scripts/test.sh leaves it out): processes that busy-poll MPI
+// beside the other tests of a 2-core host lose the cores for whole probes, so that unplanted ranks look 100x slow
+// in bandwidth and 10x in latency, as far apart as the planted one.
+TEST(BenchLinks, DISABLED_PlantedSlowRankIsNamedUnderMpirun) {
   const int planted[][2] = {{4, 2}, {4, 1}, {8, 0}, {8, 6}, {8, 3}};
   for (const auto& [n, slow] : planted) {
     SCOPED_TRACE(std::to_string(n) + " processes, rank " + std::to_string(slow) + " slow");

