@@ -58,7 +58,8 @@ big_sweep() {  # big_sweep NAME
   wait_for "$out/$1.csv" "^allreduce,ring,.*,2097152,"
 }
 
-# The link cut mid-sweep: each rank names the peer it waited for (with its node) and the collective.
+# The link cut mid-sweep: each rank names the collective and the peer it waited for, or whose receipt of its data it
+# waited for, with the peer's node.
 cluster_up 2 --link 1gbit
 big_sweep cut
 start=$SECONDS
@@ -66,7 +67,7 @@ start=$SECONDS
 expect_stopped cut "$start"
 for r in 0 1 2 3; do
   expect_re cut "$out/cut.$r" "allreduce/ring of [0-9]+ bytes"
-  expect_re cut "$out/cut.$r" "(waited for data from rank\(s\)|the connection to rank) [0-9] \(on $FAKE_CLUSTER-node[01]\)"
+  expect_re cut "$out/cut.$r" "(waited for data from rank\(s\)|sent data to rank\(s\)|the connection to rank) [0-9] \(on $FAKE_CLUSTER-node[01]\)"
 done
 expect_rows_kept cut
 nothing_left cut
