@@ -42,9 +42,16 @@ inline constexpr char wrong[] = "wrong";
 // without --expect or where the implementation's algorithm has no model).
 inline constexpr char expected_us[] = "expected_us";
 inline constexpr char pct_expected[] = "pct_expected";
+// --outliers: the ranks' own time per operation (their median, the slowest and its rank) and the ranks that stand
+// apart, "2 5" (empty cells without --outliers).
+inline constexpr char own_median_us[] = "own_median_us";
+inline constexpr char own_max_us[] = "own_max_us";
+inline constexpr char own_max_rank[] = "own_max_rank";
+inline constexpr char outlier_ranks[] = "outlier_ranks";
 inline constexpr HeaderColumn header[] = {
     {collective}, {impl}, {device}, {ranks}, {nodes}, {dtype}, {op}, {root}, {inplace}, {bytes}, {count},
-    {time_us, 3}, {algbw_gbps, 6}, {busbw_gbps, 6}, {wrong}, {expected_us, 3}, {pct_expected, 2}};
+    {time_us, 3}, {algbw_gbps, 6}, {busbw_gbps, 6}, {wrong}, {expected_us, 3}, {pct_expected, 2},
+    {own_median_us, 3}, {own_max_us, 3}, {own_max_rank}, {outlier_ranks}};
 }  // namespace collective
 
 // bench_links --csv: one row per pair of ranks (rank_a < rank_b); finding: "rank R" when one of the pair's ranks is

@@ -99,7 +99,7 @@ done
 # Per (ranks, bytes): MPI's time, our best algorithm's (the fastest of each round) and the busbw ratio (ours over
 # MPI's: the same bytes, so MPI's time over ours), each the median over rounds. CSV columns after round:
 # collective,impl,device,ranks,nodes,dtype,op,root,inplace,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong,
-# expected_us,pct_expected.
+# expected_us,pct_expected and the --outliers columns.
 awk -F, "$(cat "$here/scripts/lib/medians.awk")"'
   {
     key = $5 SUBSEP $11; r = $1

@@ -74,7 +74,7 @@ done
 
 # Medians over rounds of time (us) and busbw (GB/s) per (impl, ranks, bytes, transport), one line per
 # (impl, ranks, bytes). CSV columns after transport,round: collective,impl,device,ranks,nodes,dtype,op,root,
-# inplace,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong,expected_us,pct_expected.
+# inplace,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong,expected_us,pct_expected and the --outliers columns.
 awk -F, "$(cat "$here/scripts/lib/medians.awk")"'
   {
     key = $4 SUBSEP $6 SUBSEP $12

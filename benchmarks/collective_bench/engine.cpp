@@ -328,7 +328,7 @@ class Bench {
       for (std::size_t i = 0; i < mine.iter_times.size(); ++i) mine.iter_times[i] = s * double(1 + i % 4);
     }
     h.t = reduce_over_ranks(world, mine, o_.average);
-    if (o_.per_iter) h.per_iter = gather_iteration_times(world, mine.iter_times, o_.iters, o_.per_iter_skip, ranks_);
+    if (o_.per_iter) h.per_iter = gather_iteration_times(world, mine.iter_times, o_.iters, o_.per_iter_skip, ranks_, o_.outliers);
     if (o_.outliers) h.rank_own = gather_own_times(world, mine.own_time);
     h.wrong = check(world, comm, algo, b, tc.skip);
     const double time = o_.cputime ? h.t.cpu_time : h.t.time;
@@ -386,12 +386,14 @@ class Bench {
     if (control_.has(row_key(algo, ranks, nodes, row, half))) return;  // resumed: one half was written before
     const HalfResult& h = row.half[half];
     const double measured_s = o_.cputime ? h.t.cpu_time : h.t.time;
-    rows_->add_row({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
-                    std::int64_t(ranks), std::int64_t(nodes), std::string(dtype_name(row.dtype)), row.redop,
-                    std::int64_t(row.root), std::int64_t(half), std::int64_t(row.bytes), std::int64_t(row.count),
-                    measured_s * 1e6, h.algbw, h.busbw, h.wrong < 0 ? Cell{} : Cell{h.wrong},
-                    expected_s ? Cell{*expected_s * 1e6} : Cell{},
-                    expected_s ? Cell{percent_of_expected(*expected_s, measured_s)} : Cell{}});
+    std::vector<Cell> cells{std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
+                            std::int64_t(ranks), std::int64_t(nodes), std::string(dtype_name(row.dtype)), row.redop,
+                            std::int64_t(row.root), std::int64_t(half), std::int64_t(row.bytes),
+                            std::int64_t(row.count), measured_s * 1e6, h.algbw, h.busbw,
+                            h.wrong < 0 ? Cell{} : Cell{h.wrong}, expected_s ? Cell{*expected_s * 1e6} : Cell{},
+                            expected_s ? Cell{percent_of_expected(*expected_s, measured_s)} : Cell{}};
+    for (Cell& c : own_time_cells(h)) cells.push_back(std::move(c));
+    rows_->add_row(std::move(cells));
   }
 
   Collective coll_;

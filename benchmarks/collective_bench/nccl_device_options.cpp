@@ -35,7 +35,7 @@ void apply_nccl_device_options(Collective c, const BenchOptions& o, const Device
     if (const int variant = nccl_device_variant(impl); variant > 0 && o.device_api == 0) {
       // What the options do not choose (the registration as the kernels need it, no ops or dtypes yet): a
       // refusal here is the implementation's own, reported as not run.
-      const NcclDeviceUse fixed{.variant = variant, .coll = c, .device = d};
+      const NcclDeviceUse fixed{.variant = variant, .coll = c, .ops = {}, .dtypes = {}, .device = d};
       const std::string who = "--impl " + impl;
       if (nccl_device_refusal(fixed, who).empty()) check_device_impl(c, o, d, p, variant, who);
     }

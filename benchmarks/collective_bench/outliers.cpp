@@ -1,6 +1,7 @@
 // See outliers.h.
 #include "outliers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -29,6 +30,33 @@ std::string outlier_test_text() {
   return "own time outside the transport's waits; a rank stands apart when its modified z-score (0.6745 (x - "
          "median) / MAD) is over 3.5, its own time over 2x the ranks' median and the excess at least 10% of the "
          "operation's time";
+}
+
+std::vector<Cell> own_time_cells(const HalfResult& h) {
+  const std::vector<double>& own = h.rank_own;
+  if (own.empty()) return {Cell{}, Cell{}, Cell{}, Cell{}};
+  const auto slowest = std::max_element(own.begin(), own.end());
+  std::string ranks;
+  for (const RankOutlier& o : own_time_outliers(own, h.t.time)) ranks += (ranks.empty() ? "" : " ") + std::to_string(o.rank);
+  return {Cell{median(own) * 1e6}, Cell{*slowest * 1e6}, Cell{std::int64_t(slowest - own.begin())}, Cell{ranks}};
+}
+
+nlohmann::ordered_json own_time_json(const HalfResult& h) {
+  nlohmann::ordered_json j, own = nlohmann::ordered_json::array(), apart = nlohmann::ordered_json::array();
+  for (double s : h.rank_own) own.push_back(s * 1e6);
+  for (const RankOutlier& o : own_time_outliers(h.rank_own, h.t.time)) apart.push_back(o.rank);
+  j["own_us"] = own;
+  j["outlier_ranks"] = apart;
+  if (!h.per_iter.per_rank.empty()) {
+    nlohmann::ordered_json all = nlohmann::ordered_json::array();
+    for (const auto& times : h.per_iter.per_rank) {
+      nlohmann::ordered_json row = nlohmann::ordered_json::array();
+      for (double s : times) row.push_back(s * 1e6);
+      all.push_back(row);
+    }
+    j["times_us"] = all;
+  }
+  return j;
 }
 
 std::vector<double> gather_own_times(Communicator& world, double own_s) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/report.h"
 #include "collectives/communicator/communicator.h"
 #include "nccl_tests_output.h"
 
@@ -23,6 +24,12 @@ struct RankOutlier {
 // The ranks of `own_s` (one value per rank) that stand apart, as the test above says; `op_s`: the operation's time.
 std::vector<RankOutlier> own_time_outliers(const std::vector<double>& own_s, double op_s);
 std::string outlier_test_text();
+
+// A half's own times in its CSV and JSON rows: own_median_us, own_max_us, own_max_rank, outlier_ranks ("2 5");
+// empty cells where the half has no own times (without --outliers, or off world rank 0).
+std::vector<Cell> own_time_cells(const HalfResult& h);
+// -J's "<half>_per_rank": own_us (one per rank), outlier_ranks and, with -I, times_us (each rank's iterations).
+nlohmann::ordered_json own_time_json(const HalfResult& h);
 
 // Every rank's own time, gathered to world rank 0 (the others get an empty list). Collective.
 std::vector<double> gather_own_times(Communicator& world, double own_s);

@@ -32,13 +32,18 @@ PerIterResult fold_iteration_times(const std::vector<double>& all, int iters, in
 }
 
 PerIterResult gather_iteration_times(Communicator& world, const std::vector<double>& mine, int iters, int skip,
-                                     const std::vector<RankInfo>& ranks) {
+                                     const std::vector<RankInfo>& ranks, bool keep_ranks) {
   std::vector<double> send(mine);
   send.resize(std::size_t(iters), 0.0);
   std::vector<double> all(send.size() * std::size_t(world.size()));
   world.gather(send.data(), all.data(), send.size(), DType::f64, 0, &find_algorithm("naive"));
   if (world.rank() != 0) return {};
-  return fold_iteration_times(all, iters, skip, ranks);
+  PerIterResult out = fold_iteration_times(all, iters, skip, ranks);
+  if (keep_ranks)
+    for (std::size_t r = 0; r < std::size_t(world.size()); ++r)
+      out.per_rank.emplace_back(all.begin() + std::ptrdiff_t(r * send.size()),
+                                all.begin() + std::ptrdiff_t((r + 1) * send.size()));
+  return out;
 }
 
 }  // namespace parbench

@@ -23,12 +23,14 @@ struct PerIterResult {
   std::vector<double> times;      // every iteration (seconds): the maximum over the processes
   std::vector<std::vector<double>> per_process;  // each process's maximum over its ranks, by first rank; empty
                                                  // for one process (nccl-tests writes them only for several)
+  std::vector<std::vector<double>> per_rank;     // every rank's times, by world rank (kept when asked)
 };
 
 // Collective over `world`. `mine` holds this rank's `iters` times (seconds); `ranks` is gather_rank_info's list
-// (world rank 0's; a process is a host and pid). Meaningful on world rank 0, empty elsewhere.
+// (world rank 0's; a process is a host and pid); `keep_ranks`: per_rank filled too (--outliers). Meaningful on world
+// rank 0, empty elsewhere.
 PerIterResult gather_iteration_times(Communicator& world, const std::vector<double>& mine, int iters, int skip,
-                                     const std::vector<RankInfo>& ranks);
+                                     const std::vector<RankInfo>& ranks, bool keep_ranks = false);
 
 // The folding alone, for the tests: `all` is world-size rows of `iters` times in rank order.
 PerIterResult fold_iteration_times(const std::vector<double>& all, int iters, int skip,

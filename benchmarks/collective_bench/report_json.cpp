@@ -1,7 +1,8 @@
 // See report.h: the JSON side of the report (-J), in nccl-tests' key order and value types: booleans as the
 // strings "true"/"false", root as its "%6i" text, #wrong as a number with decimals (null unchecked), and with -I
-// an "<half>_per_iter" object after each half.
+// an "<half>_per_iter" object after each half (and with --outliers a "<half>_per_rank" one).
 #include "nccl_tests_output.h"
+#include "outliers.h"
 
 #include <cstdio>
 #include <cstring>
@@ -84,6 +85,7 @@ nlohmann::ordered_json result_json(const RowResult& r, const std::string& impl, 
     const HalfResult& h = r.half[i];
     j[names[i]] = h.ran ? half_json(h, cputime) : nlohmann::ordered_json();
     if (per_iter && h.ran && h.per_iter.present) j[std::string(names[i]) + "_per_iter"] = per_iter_json(h.per_iter);
+    if (h.ran && !h.rank_own.empty()) j[std::string(names[i]) + "_per_rank"] = own_time_json(h);
   }
   j["actual_iterations"] = actual_iterations;
   j["experiment_name"] = impl;

@@ -26,7 +26,7 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 const char* const kCollectiveHeader =
     "collective,impl,device,ranks,nodes,dtype,op,root,inplace,bytes,count,time_us,algbw_gbps,busbw_gbps,wrong,"
-    "expected_us,pct_expected";
+    "expected_us,pct_expected,own_median_us,own_max_us,own_max_rank,outlier_ranks";
 
 // Work that would take minutes: each program must refuse the bad path before starting it.
 std::vector<std::string> long_runs() {
@@ -58,7 +58,7 @@ TEST(OutputPaths, EveryProgramRefusesAMissingDirectoryBeforeAnyWork) {
   EXPECT_EQ(j.status, 2) << j.output;
   EXPECT_THAT(j.output, HasSubstr("-J/--output_file '/nonexistent/dir/x.json'"));
   const fs::path d = fresh_dir("outputs_plotpath");
-  std::ofstream(d / "in.csv") << kCollectiveHeader << "\nallreduce,ring,cpu,2,1,f32,sum,0,0,8,2,1,1,1,0,,\n";
+  std::ofstream(d / "in.csv") << kCollectiveHeader << "\nallreduce,ring,cpu,2,1,f32,sum,0,0,8,2,1,1,1,0,,,,,,\n";
   const Finished p = run(bin("parbench-plot") + " busbw -i " + (d / "in.csv").string() + " -o /nonexistent/dir/b.png");
   EXPECT_EQ(p.status, 2) << p.output;
   EXPECT_THAT(p.output, HasSubstr("-o/--output '/nonexistent/dir/b.png': directory '/nonexistent/dir' does not exist"));
@@ -89,7 +89,7 @@ TEST(Rows, AKilledCollectiveSweepKeepsWholeRowsAndValidJson) {
   EXPECT_EQ(lines[0], kCollectiveHeader);
   for (std::size_t i = 1; i < lines.size(); ++i) {
     const auto f = parbench::split_csv_line(lines[i]);
-    ASSERT_EQ(f.size(), 17u) << lines[i];
+    ASSERT_EQ(f.size(), 21u) << lines[i];
     EXPECT_EQ(f[0], "allreduce");
     EXPECT_EQ(f[9], std::to_string(1024 << ((i - 1) / 2))) << "rows out of order";
   }

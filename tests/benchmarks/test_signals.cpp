@@ -151,7 +151,7 @@ TEST(Signals, SigtermToTheRanksOfAnMpirunJob) {
   EXPECT_THAT(b.log(), HasSubstr("bench_allreduce: stopped by SIGTERM before allreduce, implementation ring, size "));
   const auto rows = csv_rows(csv);
   EXPECT_GE(rows.size(), 6u);
-  for (const auto& f : rows) EXPECT_EQ(f.size(), 17u);
+  for (const auto& f : rows) EXPECT_EQ(f.size(), 21u);
   fs::remove_all(d);
 }
 #endif

@@ -3,6 +3,7 @@
 // line (its shapes and its batch counter), the one Google Benchmark program built beside them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include <cmath>
@@ -39,11 +40,11 @@ TEST(BenchCli, AllreduceTableAndCsv) {
   std::string line;
   std::getline(in, line);
   EXPECT_EQ(line, "collective,impl,device,ranks,nodes,dtype,op,root,inplace,bytes,count,time_us,algbw_gbps,"
-                  "busbw_gbps,wrong,expected_us,pct_expected");
+                  "busbw_gbps,wrong,expected_us,pct_expected,own_median_us,own_max_us,own_max_rank,outlier_ranks");
   int rows = 0;
   while (std::getline(in, line)) {
     ++rows;
-    EXPECT_THAT(line, EndsWith(",0,,")) << line;  // nothing wrong; no --expect
+    EXPECT_THAT(line, EndsWith(",0,,,,,,")) << line;  // nothing wrong; no --expect, no --outliers
     EXPECT_THAT(line, HasSubstr("allreduce,")) << line;
   }
   EXPECT_EQ(rows, 2 * 7 * 5 * 2 * 2);  // impls x dtypes x ops x sizes x halves
@@ -131,7 +132,7 @@ TEST(BenchCli, ExpectColumns) {
     std::vector<std::string> f;
     std::stringstream cells(line + ",");  // the trailing comma keeps an empty last cell
     for (std::string cell; std::getline(cells, cell, ',');) f.push_back(cell);
-    ASSERT_EQ(f.size(), 17u) << line;
+    ASSERT_EQ(f.size(), 21u) << line;
     ++rows;
     if (f[1] == "naive") {
       EXPECT_EQ(f[15], "") << line;
@@ -156,20 +157,53 @@ TEST(BenchCli, ExpectColumns) {
 void expect_outlier_only(const Result& r, int slow, int n) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("#  outlier: rank " + std::to_string(slow) + " on node 0")) << r.output;
-  for (int other = 0; other < n; ++other)
-    if (other != slow)
-      EXPECT_THAT(r.output, Not(HasSubstr("#  outlier: rank " + std::to_string(other) + " "))) << r.output;
+  for (int other = 0; other < n; ++other) {
+    if (other == slow) continue;
+    EXPECT_THAT(r.output, Not(HasSubstr("#  outlier: rank " + std::to_string(other) + " "))) << r.output;
+  }
 }
 std::string slowed(int rank) { return "PARBENCH_FAULT=rank:" + std::to_string(rank) + ",kind:slow,delay_us:2000 "; }
 const char kOutlierSweep[] = " --device cpu --impl ring --sizes 1K,64K -n 3 -w 1 --outliers";
 
+// The CSV's outlier_ranks: the slow rank in some rows, no other rank in any.
+void expect_outlier_rows(const std::filesystem::path& csv, int slow) {
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  ASSERT_THAT(line, EndsWith(",own_median_us,own_max_us,own_max_rank,outlier_ranks"));
+  int named = 0, rows = 0;
+  while (std::getline(in, line)) {
+    ++rows;
+    const std::string apart = line.substr(line.rfind(',') + 1);
+    EXPECT_TRUE(apart.empty() || apart == std::to_string(slow)) << line;
+    named += apart == std::to_string(slow);
+  }
+  EXPECT_EQ(rows, 4);  // two sizes, two halves
+  EXPECT_GT(named, 0);
+}
+
 TEST(BenchCli, OutliersNameThePlantedSlowRank) {
+  const auto dir = std::filesystem::temp_directory_path() / ("pb_outliers_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
   const int planted[][2] = {{4, 0}, {4, 3}, {8, 2}, {8, 5}, {8, 7}};  // 5 runs: ranks, the slow one
   for (const auto& [n, slow] : planted) {
     SCOPED_TRACE(std::to_string(n) + " ranks, rank " + std::to_string(slow) + " slow");
-    expect_outlier_only(run(slowed(slow) + bench("allreduce") + kOutlierSweep + " --ranks " + std::to_string(n)),
+    const auto csv = dir / ("r" + std::to_string(n) + "_" + std::to_string(slow) + ".csv");
+    expect_outlier_only(run(slowed(slow) + bench("allreduce") + kOutlierSweep + " --ranks " + std::to_string(n) +
+                            " --csv " + csv.string()),
                         slow, n);
+    expect_outlier_rows(csv, slow);
   }
+  // -J with -I: each half's per-rank object, every rank's own time and iterations.
+  const auto json = dir / "nccl.json";
+  ASSERT_EQ(run(slowed(1) + bench("allreduce") + kOutlierSweep + " --ranks 4 -I 1 -J " + json.string()).status, 0);
+  const auto j = nlohmann::json::parse(std::ifstream(json));
+  const auto& per_rank = j.at("results").at(0).at("out_of_place_per_rank");
+  EXPECT_EQ(per_rank.at("own_us").size(), 4u);
+  EXPECT_EQ(per_rank.at("times_us").size(), 4u);
+  EXPECT_EQ(per_rank.at("times_us").at(3).size(), 3u);  // -n 3
+  EXPECT_LE(per_rank.at("outlier_ranks").size(), 1u);
+  std::filesystem::remove_all(dir);
   // Unplanted, the report is printed (whether a busy host's preemptions stand apart is timing: the unit tests judge
   // noise on known values).
   Result r = run(bench("allreduce") + kOutlierSweep + " --ranks 4");

@@ -33,4 +33,28 @@ TEST(OwnTimeOutliers, EqualOthersAndNoise) {
   EXPECT_TRUE(own_time_outliers({2.2e-6, 4.8e-6, 2.1e-6, 2.3e-6}, 85e-6).empty());
 }
 
+// A row's cells and -J object: median, slowest and its rank, the ranks apart; each rank's iterations with -I.
+TEST(OwnTimeOutliers, RowCellsAndJson) {
+  parbench::HalfResult h;
+  EXPECT_EQ(parbench::own_time_cells(h), std::vector<parbench::Cell>(4));  // no own times: four empty cells
+  h.t.time = 10e-6;
+  h.rank_own = {1e-6, 1.5e-6, 12e-6, 0.5e-6, 2e-6};
+  const std::vector<parbench::Cell> c = parbench::own_time_cells(h);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_DOUBLE_EQ(std::get<double>(c[0]), 1.5);
+  EXPECT_DOUBLE_EQ(std::get<double>(c[1]), 12);
+  EXPECT_EQ(std::get<std::int64_t>(c[2]), 2);
+  EXPECT_EQ(std::get<std::string>(c[3]), "2");
+  h.rank_own = {20e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 1e-6, 30e-6};
+  EXPECT_EQ(std::get<std::string>(parbench::own_time_cells(h)[3]), "0 7");
+  EXPECT_EQ(std::get<std::int64_t>(parbench::own_time_cells(h)[2]), 7);
+  h.per_iter.per_rank = {{1e-6, 2e-6}, {3e-6, 4e-6}};
+  const auto j = parbench::own_time_json(h);
+  EXPECT_EQ(j["outlier_ranks"].dump(), "[0,7]");
+  EXPECT_EQ(j["own_us"].size(), 8u);
+  EXPECT_DOUBLE_EQ(j["own_us"][7].get<double>(), 30);
+  EXPECT_EQ(j["times_us"].size(), 2u);
+  EXPECT_DOUBLE_EQ(j["times_us"][1][0].get<double>(), 3);
+}
+
 }  // namespace
