@@ -12,8 +12,8 @@ namespace parbench::plots {
 
 namespace {
 
-void add_figure_options(CLI::App* sub, PlotCommand& c, const std::string& input_help) {
-  sub->add_option("-i,--input", c.figure.input, input_help)->required();
+// The options of every figure but its input.
+void add_output_options(CLI::App* sub, PlotCommand& c) {
   sub->add_option("-o,--output", c.figure.render.output, "image to write: .png (pngcairo) or .svg")->required();
   sub->add_option("--title", c.figure.title, "figure title (default: made from the data)");
   sub->add_option("--machine", c.figure.machine,
@@ -24,6 +24,11 @@ void add_figure_options(CLI::App* sub, PlotCommand& c, const std::string& input_
       ->capture_default_str();
   sub->add_option("--script", c.figure.render.script_copy,
                   "also write the gnuplot script (with its data) to this file, to adjust by hand");
+}
+
+void add_figure_options(CLI::App* sub, PlotCommand& c, const std::string& input_help) {
+  sub->add_option("-i,--input", c.figure.input, input_help)->required();
+  add_output_options(sub, c);
 }
 
 void add_collective_filters(CLI::App* sub, CollectiveFilter& f) {
@@ -87,6 +92,22 @@ void add_plot_options(CLI::App& app, PlotCommand& c) {
   c.links = add_figure(app, c, "links", "heat maps of every pair's latency and bandwidth, the slow pairs outlined",
                       "bench_links CSV");
 
+  c.compare_runs = app.add_subcommand(
+      "compare", "two collective benchmark runs as parbench-compare judges them: both runs' times, the time ratio "
+                 "with its interval, the marked rows circled");
+  c.compare_runs->add_option("old", c.compare.old_path, "the baseline run (as parbench-compare reads it)")->required();
+  c.compare_runs->add_option("new", c.compare.new_path, "the run to judge")->required();
+  add_output_options(c.compare_runs, c);
+  c.compare_runs->add_option("--threshold", c.threshold_pct, "percent: a change smaller than this is never marked")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1000.0));
+  c.compare_runs->add_option("--confidence", c.confidence_pct, "percent: the interval's confidence")
+      ->capture_default_str()
+      ->check(CLI::Range(50.0, 99.9));
+  c.compare_runs->add_option("--collective", c.compare.filter.collectives, "keep only these collectives")->delimiter(',');
+  c.compare_runs->add_option("--impl", c.compare.filter.impls, "keep only these implementations")->delimiter(',');
+  c.compare_runs->add_option("--dtype", c.compare.filter.dtypes, "keep only these dtypes")->delimiter(',');
+
   c.timeline = add_figure(app, c, "timeline", "Gantt chart of one pipeline step from a Chrome trace",
                           "Chrome trace JSON (bench_train --trace)");
   c.timeline->add_option("--step", c.step, "step to show, 0-based (default: the last one in the trace)");
@@ -115,6 +136,7 @@ void check_values(PlotCommand& c) {
   c.figure.render.size = parse_image_size(c.size);
   (void)image_format(c.figure.render.output);
   if (*c.latency) c.max_bytes_value = parse_size(c.max_bytes);
+  c.compare.settings.threshold = c.threshold_pct / 100, c.compare.settings.confidence = c.confidence_pct / 100;
 }
 
 int plot_main(int argc, char** argv) {
@@ -139,6 +161,7 @@ int plot_main(int argc, char** argv) {
     if (*c.memory) plot_memory(c.figure, c.training_filter);
     if (*c.timeline) plot_timeline(c.figure, c.step, c.by_track);
     if (*c.links) plot_links(c.figure);
+    if (*c.compare_runs) plot_compare(c.figure, c.compare);
     if (*c.merge) merge_traces(c.traces, c.merged);
     return 0;
   });

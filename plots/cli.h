@@ -22,11 +22,13 @@ struct PlotCommand {
   std::string metric = csv::train::samples_per_s, mode = "strong";  // scaling
   int step = -1;         // timeline
   bool by_track = false;  // timeline: a row per track
+  CompareFigure compare;            // compare: the runs and the settings
+  double threshold_pct = 10, confidence_pct = 95;
   std::vector<std::string> traces;  // merge-traces
   std::string merged;
   // The subcommands, set by add_plot_options; after parsing, the one given is true.
   CLI::App *busbw = nullptr, *latency = nullptr, *scaling = nullptr, *bubble = nullptr, *memory = nullptr,
-           *timeline = nullptr, *links = nullptr, *merge = nullptr;
+           *timeline = nullptr, *links = nullptr, *compare_runs = nullptr, *merge = nullptr;
   std::uint64_t max_bytes_value = 0;  // --max-bytes, set by check_values
 };
 

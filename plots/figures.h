@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "compare/compare.h"
 #include "core/csv_columns.h"
 #include "plots/csv_table.h"
 #include "plots/render.h"
@@ -132,6 +133,30 @@ struct LinkGrid {
 // UsageError naming the file and line for a pair of a rank with itself, a negative rank or a pair given twice.
 LinkGrid link_grid(const CsvTable& table);
 void plot_links(const FigureOptions& options);
+
+// ---- compare: two runs of a collective benchmark (parbench-compare's comparison) -------------------
+
+// One matched row: its size, both runs' median times, the ratio new / old with its interval (the ratio itself at
+// both ends where a side had too few samples) and parbench-compare's mark.
+struct ComparePoint {
+  double bytes = 0, old_us = 0, new_us = 0, ratio = 0, lo = 0, hi = 0;
+  compare::Mark mark = compare::Mark::none;
+};
+// The rows that differ only in size ("allreduce ring f32 sum out of place"), ascending size.
+struct CompareGroup {
+  std::string label;
+  int color = 0;
+  std::vector<ComparePoint> points;
+};
+// UsageError when no row is left after the filters (collectives, impls, dtypes; ranks are not a key here) or when
+// more groups are left than a figure shows (kMaxSeriesPerPanel), naming the options that keep fewer.
+std::vector<CompareGroup> compare_groups(const compare::Comparison& c, const CollectiveFilter& filter);
+struct CompareFigure {
+  std::string old_path, new_path;
+  compare::Settings settings;
+  CollectiveFilter filter;
+};
+void plot_compare(const FigureOptions& options, const CompareFigure& figure);
 
 // ---- timeline ------------------------------------------------------------------------------------
 

@@ -366,6 +366,46 @@ TEST(LinkGrid, PairsIntoASymmetricMatrix) {
   }
 }
 
+// Two runs' rows grouped by all but the size, ascending size, medians and the ratio as parbench-compare gives them.
+TEST(CompareGroups, RowsBySizeWithMediansAndMarks) {
+  compare::Run old_run, new_run;
+  Random r;
+  const double base = r(5, 50);
+  for (std::uint64_t bytes : {4096u, 1024u, 65536u})
+    for (int inplace : {0, 1}) {
+      const compare::RowKey k{"allreduce", "ring", bytes, "f32", "sum", -1, inplace};
+      const double slow = bytes == 65536 ? 1.5 : 1.0;  // 64K made 50% slower in the new run
+      old_run.rows[k].time_us = {base, base * 1.01, base * 0.99, base};
+      new_run.rows[k].time_us = {base * slow, base * slow * 1.01, base * slow * 0.99, base * slow};
+    }
+  const compare::Comparison c = compare::compare_runs(old_run, new_run, {});
+  const std::vector<CompareGroup> g = compare_groups(c, {});
+  ASSERT_EQ(g.size(), 2u);
+  EXPECT_EQ(g[0].label, "allreduce ring f32 sum out of place");
+  EXPECT_EQ(g[1].label, "allreduce ring f32 sum in place");
+  EXPECT_EQ(g[1].color, 1);
+  ASSERT_EQ(g[0].points.size(), 3u);
+  EXPECT_THAT(std::vector<double>({g[0].points[0].bytes, g[0].points[1].bytes, g[0].points[2].bytes}),
+              ElementsAre(1024, 4096, 65536));
+  EXPECT_DOUBLE_EQ(g[0].points[0].old_us, base);
+  EXPECT_DOUBLE_EQ(g[0].points[2].new_us, base * 1.5);
+  EXPECT_DOUBLE_EQ(g[0].points[2].ratio, 1.5);
+  EXPECT_LE(g[0].points[2].lo, 1.5);
+  EXPECT_GE(g[0].points[2].hi, 1.5);
+  EXPECT_EQ(g[0].points[2].mark, compare::Mark::slower);
+  EXPECT_EQ(g[0].points[0].mark, compare::Mark::none);
+  CollectiveFilter other;
+  other.impls = {"tree"};
+  EXPECT_THAT(usage_error([&] { compare_groups(c, other); }), HasSubstr("no rows of the two runs match"));
+  compare::Run wide_old, wide_new;  // 8 groups: more than a figure shows
+  for (int root = 0; root < 8; ++root) {
+    const compare::RowKey k{"broadcast", "ring", 1024, "f32", "none", root, 0};
+    wide_old.rows[k].time_us = wide_new.rows[k].time_us = {1, 2};
+  }
+  EXPECT_THAT(usage_error([&] { compare_groups(compare::compare_runs(wide_old, wide_new, {}), {}); }),
+              HasSubstr("8 groups of rows (broadcast ring f32 root 0 out of place, "));
+}
+
 TEST(Timeline, ClassifiesEventsByNameThenCategory) {
   EXPECT_EQ(classify_event("F mb=3", "compute"), SpanKind::forward);
   EXPECT_EQ(classify_event("forward layer=2", "compute"), SpanKind::forward);

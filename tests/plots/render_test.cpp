@@ -70,10 +70,25 @@ TEST_F(Render, EveryFigureAsPngAtTheDefaultSize) {
                                      "0,1,0,0,h,h,2.5,8,0,\n0,2,0,0,h,h,300,1.5,0,rank 2\n1,2,0,0,h,h,310,1.4,0,rank 2\n");
   plot_links(options("links.csv", "links.png"));
   expect_png("links.png", 1200, 800);
+  // compare: two runs of our CSV, three repeated rows per size, the new one's 1M row 40% slower.
+  std::string old_csv = csv::header_line(csv::collective::header) + "\n", new_csv = old_csv;
+  for (int repeat = 0; repeat < 3; ++repeat)
+    for (const char* size : {"1024", "65536", "1048576"}) {
+      const double t = 10 + repeat;
+      const std::string row = std::string("allreduce,ring,cpu,2,1,f32,sum,-1,0,") + size + ",0,";
+      old_csv += row + std::to_string(t) + ",1,1,0,,,,,,\n";
+      new_csv += row + std::to_string(std::string(size) == "1048576" ? t * 1.4 : t) + ",1,1,0,,,,,,\n";
+    }
+  write_file(dir_.file("old.csv"), old_csv);
+  write_file(dir_.file("new.csv"), new_csv);
+  CompareFigure cf{dir_.file("old.csv"), dir_.file("new.csv"), {}, {}};
+  plot_compare(options("", "compare.png"), cf);
+  expect_png("compare.png", 1200, 800);
   // Only the inputs and the images: no temporary file left.
-  EXPECT_THAT(dir_.entries(), ElementsAre("bubble.png", "busbw.png", "coll.csv", "latency.png", "links.csv",
-                                          "links.png", "memory.png", "scaling.png", "timeline.png", "trace.json",
-                                          "train.csv", "weak.png"));
+  EXPECT_THAT(dir_.entries(),
+              ElementsAre("bubble.png", "busbw.png", "coll.csv", "compare.png", "latency.png", "links.csv",
+                          "links.png", "memory.png", "new.csv", "old.csv", "scaling.png", "timeline.png",
+                          "trace.json", "train.csv", "weak.png"));
 }
 
 TEST_F(Render, PngCheckRejectsDamagedImages) {
