@@ -3,7 +3,7 @@
 set(PARBENCH_CB ${CMAKE_CURRENT_SOURCE_DIR}/collective_bench)
 add_library(parbench_collective_bench STATIC ${PARBENCH_CB}/engine.cpp ${PARBENCH_CB}/engine_notes.cpp
             ${PARBENCH_CB}/expectation.cpp ${PARBENCH_CB}/outliers.cpp ${PARBENCH_CB}/nccl_tests_output.cpp
-            ${PARBENCH_CB}/report_json.cpp
+            ${PARBENCH_CB}/report_json.cpp ${PARBENCH_CB}/nccl_choices.cpp ${PARBENCH_CB}/sweep_points.cpp
             ${PARBENCH_CB}/json_stream.cpp ${PARBENCH_CB}/per_iter.cpp ${PARBENCH_CB}/sweep_control.cpp
             ${PARBENCH_CB}/timing.cpp)
 target_link_libraries(parbench_collective_bench PUBLIC parbench_program_options parbench_collectives

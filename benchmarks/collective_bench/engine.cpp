@@ -33,6 +33,8 @@
 #include "app/sizes.h"
 #include "engine_notes.h"
 #include "block_reports.h"
+#include "nccl_choices.h"
+#include "sweep_points.h"
 #include "options.h"
 #include "profiles/trace.h"
 #include "nccl_tests_output.h"
@@ -82,7 +84,8 @@ class Bench {
                          std::to_string(comm.size() - 1) + " of a group");
     const std::string split = alltoallv_split_note(comm);
     const int nodes = world.nodes();
-    check_buffers_fit(world, comm, nodes);
+    check_buffers_fit(coll_, sweep_points(), comm.size(), device_.on_host() ? (world.size() + nodes - 1) / nodes : 1,
+                      o_.unalign, device_, p_.max_memory);
     ranks_ = gather_rank_info(world, color, device_);
     const std::vector<RankInfo>& ranks = ranks_;
     std::vector<std::string> notes = run_notes(o_, p_, world, comm, nodes, device_);
@@ -127,10 +130,32 @@ class Bench {
       }
       ++ran_blocks;
       block(world, comm, algo, nodes, out);
+      if (algo.name() == "nccl") ran_blocks += run_nccl_choices(world, comm, algo, nodes, out, refusals);
       if (stopped_) break;
     }
     return ran_blocks;
   }
+
+  // --nccl-algo/--nccl-proto: a block per choice, after NCCL's own (nccl_choices.h).
+  int run_nccl_choices(Communicator& world, Communicator& comm, const Algorithm& nccl, int nodes, bool out,
+                       std::string& refusals) {
+    int ran = 0;
+    for (const NcclChoice& choice : nccl_choices(o_)) {
+      if (stopped_) break;
+      NcclChoiceComm chosen(world, comm, coll_, nccl, choice);
+      if (!chosen.refusal().empty()) {
+        if (out) std::printf("#\n# %s: not run: %s\n", choice.label().c_str(), chosen.refusal().c_str());
+        refusals += "\n  " + choice.label() + ": " + chosen.refusal();
+        continue;
+      }
+      label_ = choice.label();
+      block(world, chosen.comm(), nccl, nodes, out);
+      label_.clear(), ++ran;
+    }
+    return ran;
+  }
+  // The implementation's name in the rows: a --nccl-algo choice's label while its block runs.
+  std::string impl_name(const Algorithm& algo) const { return label_.empty() ? std::string(algo.name()) : label_; }
 
   // Why `algo` does not run here ("" when it does): the implementation's own reason, or why -G cannot capture it.
   std::string refusal(const Algorithm& algo, const Communicator& comm) const {
@@ -149,7 +174,7 @@ class Bench {
 
   void block(Communicator& world, Communicator& comm, const Algorithm& algo, int nodes, bool out) {
     if (out) {
-      if (p_.impls.size() > 1) std::printf("#\n# impl: %s\n", std::string(algo.name()).c_str());
+      if (p_.impls.size() > 1 || !nccl_choices(o_).empty()) std::printf("#\n# impl: %s\n", impl_name(algo).c_str());
       report_.print_table_header();
     }
     BlockTally tally;
@@ -160,7 +185,7 @@ class Bench {
     if (o_.outliers && out) reports.outliers.emplace(world, ranks_);
     for (int cycle = 0; (o_.cycles == 0 || cycle < o_.cycles) && !stopped_; ++cycle)
       for (const SweepPoint& pt : sweep_points()) {
-        RowResult row = plan_row(comm, pt);
+        RowResult row = plan_row(coll_, comm.size(), pt);
         const SweepControl::Decision d = SweepControl::agree(world, rows_ && resumed(algo, comm.size(), nodes, row));
         if (d.stop_signal) {
           stopped_ = d.stop_signal;
@@ -171,7 +196,7 @@ class Bench {
           ++skipped;
           continue;
         }
-        if (progress) std::fprintf(stderr, "\r%s %s %s       ", std::string(algo.name()).c_str(),
+        if (progress) std::fprintf(stderr, "\r%s %s %s       ", impl_name(algo).c_str(),
                                    format_size(pt.size).c_str(), std::string(dtype_name(pt.dtype)).c_str());
         measure_row(world, comm, algo, row, pt.op);
         if (progress) std::fprintf(stderr, "\r%40s\r", "");
@@ -202,7 +227,7 @@ class Bench {
     if (!rows_) return;
     ++rows_written_;
     if (!o_.json_file.empty())
-      report_.json_row(o_.json_file, row, std::string(algo.name()), ranks_, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
+      report_.json_row(o_.json_file, row, impl_name(algo), ranks_, wrong_total_, bus_n_ ? bus_sum_ / bus_n_ : 0.0);
   }
 
   // alltoallv's split in words for the header, once its environment and the sizes passed its checks (UsageError).
@@ -212,42 +237,11 @@ class Bench {
     return "alltoallv's split: " + alltoallv_pattern().describe();
   }
 
-  // --max-memory or the device's memory: the buffers of the largest row (send and receive, or the in-place
-  // one, plus -u) must fit before any is allocated. On host devices the ranks of a node share the memory.
-  void check_buffers_fit(Communicator& world, Communicator& comm, int nodes) const {
-    std::uint64_t most = 0;
-    for (const SweepPoint& pt : sweep_points()) {
-      const std::size_t count = count_for_bytes(coll_, pt.size, pt.dtype, comm.size());
-      const int root = std::max(pt.root, 0);
-      const BufferCounts bc = largest_buffer_counts(coll_, count, comm.size(), root, pt.dtype);
-      const std::uint64_t elems = std::max<std::uint64_t>(1, bc.send) + std::max<std::uint64_t>(1, bc.recv) +
-                                  2 * std::uint64_t(o_.unalign);
-      most = std::max(most, elems * dtype_size(pt.dtype));
-    }
-    const int sharing = device_.on_host() ? (world.size() + nodes - 1) / nodes : 1;
-    check_memory_fits(std::string(collective_name(coll_)) + "'s buffers for the largest size", most, device_,
-                      p_.max_memory, sharing, "use a smaller -e/--sizes or fewer ranks per node");
-  }
-
-  struct SweepPoint {
-    DType dtype;
-    ReduceOp op;
-    int root;
-    std::uint64_t size;
-  };
-  // The rows of one implementation's block, in the order they run.
-  std::vector<SweepPoint> sweep_points() const {
-    std::vector<SweepPoint> points;
-    for (DType t : p_.dtypes)
-      for (ReduceOp op : p_.ops)
-        for (int root : p_.roots)
-          for (std::uint64_t size : p_.sizes) points.push_back({t, op, root, size});
-    return points;
-  }
+  std::vector<SweepPoint> sweep_points() const { return parbench::sweep_points(p_); }
 
   // The CSV key of half `half` of `row` (the columns SweepControl compares).
   std::string row_key(const Algorithm& algo, int ranks, int nodes, const RowResult& row, int half) const {
-    return SweepControl::key({std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
+    return SweepControl::key({std::string(collective_name(coll_)), impl_name(algo), device_name(device_),
                               std::to_string(ranks), std::to_string(nodes), std::string(dtype_name(row.dtype)),
                               row.redop, std::to_string(row.root), std::to_string(half), std::to_string(row.bytes)});
   }
@@ -262,7 +256,7 @@ class Bench {
   }
 
   std::string describe(const Algorithm& algo, const RowResult& row) const {
-    std::string where = std::string(collective_name(coll_)) + ", implementation " + std::string(algo.name()) +
+    std::string where = std::string(collective_name(coll_)) + ", implementation " + impl_name(algo) +
                         ", size " + std::to_string(row.bytes) + " bytes (" + std::string(dtype_name(row.dtype));
     if (row.redop != "none") where += ", " + row.redop;
     if (row.root >= 0) where += ", root " + std::to_string(row.root);
@@ -279,18 +273,6 @@ class Bench {
                        std::to_string(rows_written_) + " completed sizes" +
                        (files.empty() ? "" : " are in " + files) + "\n";
     std::fputs(line.c_str(), stderr);
-  }
-
-  // A row's configuration (sizes, type, op, root) before it is measured.
-  RowResult plan_row(Communicator& comm, const SweepPoint& pt) const {
-    RowResult row;
-    row.count = count_for_bytes(coll_, pt.size, pt.dtype, comm.size());
-    const BufferCounts bc = largest_buffer_counts(coll_, row.count, comm.size(), std::max(pt.root, 0), pt.dtype);
-    row.bytes = std::max(bc.send, bc.recv) * dtype_size(pt.dtype);
-    row.dtype = pt.dtype;
-    row.redop = is_reduction(coll_) ? std::string(reduce_op_name(pt.op)) : "none";
-    row.root = pt.root;
-    return row;
   }
 
   void measure_row(Communicator& world, Communicator& comm, const Algorithm& algo, RowResult& row, ReduceOp op) {
@@ -386,7 +368,7 @@ class Bench {
     if (control_.has(row_key(algo, ranks, nodes, row, half))) return;  // resumed: one half was written before
     const HalfResult& h = row.half[half];
     const double measured_s = o_.cputime ? h.t.cpu_time : h.t.time;
-    std::vector<Cell> cells{std::string(collective_name(coll_)), std::string(algo.name()), device_name(device_),
+    std::vector<Cell> cells{std::string(collective_name(coll_)), impl_name(algo), device_name(device_),
                             std::int64_t(ranks), std::int64_t(nodes), std::string(dtype_name(row.dtype)), row.redop,
                             std::int64_t(row.root), std::int64_t(half), std::int64_t(row.bytes),
                             std::int64_t(row.count), measured_s * 1e6, h.algbw, h.busbw,
@@ -415,6 +397,7 @@ class Bench {
   std::optional<GraphStream> graph_;
   int stopped_ = 0;         // the signal that stopped the sweep
   std::string stopped_at_;  // the row it stopped before
+  std::string label_;       // the block's implementation name where it is not the algorithm's
   int rows_written_ = 0;    // sizes measured and written by this run
   std::int64_t wrong_total_ = 0;
   double bus_sum_ = 0;
@@ -460,6 +443,7 @@ int collective_bench_main(Collective c, int argc, char** argv) {
       fault_plan();  // a bad PARBENCH_FAULT is a usage error before any work
       check_run_options(o, device);
       apply_nccl_device_options(c, o, device, plan);
+      check_nccl_choice_options(o, plan);
       if (!o.max_memory.empty()) plan.max_memory = parse_size_option("--max-memory", o.max_memory);
       set_transport_wait_accounting(o.outliers);
       std::optional<Expectation> expect;  // a bad --expect is a usage error before any file is written

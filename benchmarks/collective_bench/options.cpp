@@ -91,6 +91,20 @@ std::vector<int> resolve_roots(Collective c, const std::string& root, int ranks)
   return {r};
 }
 
+// --nccl-algo, --nccl-proto (nccl_choices.h): NCCL's names in any case, kept in NCCL's spelling.
+void add_nccl_choice_options(CLI::App& app, BenchOptions& o) {
+  app.add_option("--nccl-algo", o.nccl_algos,
+                 "comma list of NCCL algorithms (NCCL_ALGO), each a block of its own beside the nccl block, with "
+                 "every --nccl-proto")
+      ->delimiter(',')
+      ->transform(CLI::IsMember({"Ring", "Tree", "CollnetDirect", "CollnetChain", "NVLS", "NVLSTree", "PAT"},
+                                CLI::ignore_case));
+  app.add_option("--nccl-proto", o.nccl_protos,
+                 "comma list of NCCL protocols (NCCL_PROTO), each a block of its own beside the nccl block")
+      ->delimiter(',')
+      ->transform(CLI::IsMember({"LL", "LL128", "Simple"}, CLI::ignore_case));
+}
+
 }  // namespace
 
 void add_bench_options(CLI::App& app, BenchOptions& o) {
@@ -154,6 +168,7 @@ void add_bench_options(CLI::App& app, BenchOptions& o) {
   app.add_flag("--outliers", o.outliers,
                "each rank's own time per row (outside the transport's waits) and, after each block, the ranks whose "
                "own time stands apart (host-driven implementations)");
+  add_nccl_choice_options(app, o);
   app.add_option("--ranks", o.ranks, "ranks as threads of this process (same as -t N; without mpirun)")
       ->check(CLI::Range(0, 1024));
   add_bootstrap_option(app, select_bootstrap);

@@ -35,6 +35,7 @@ struct BenchOptions {
   std::string max_memory;  // --max-memory BYTES: refuse sweeps whose buffers exceed it (per rank)
   std::string expect;      // --expect SYSTEM: each row's expected time on it (expectation.h)
   bool outliers = false;  // --outliers: each rank's own time per row, the ranks that stand apart named
+  std::vector<std::string> nccl_algos, nccl_protos;  // --nccl-algo, --nccl-proto (nccl_choices.h), NCCL's spelling
 };
 
 inline constexpr double kDefaultTimeout = 300;

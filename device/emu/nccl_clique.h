@@ -22,6 +22,7 @@
 #include "device/emu/emu.h"
 #include "device/emu/nccl_reduce.h"
 #include "device/emu/nccl_shm.h"
+#include "device/emu/nccl_tuning.h"
 #include "device/emu/settings.h"
 
 namespace parbench::gpu_emu {
@@ -142,4 +143,6 @@ struct ncclComm {
   int device = 0;
   std::uint64_t next_round = 0;  // sequence number of this rank's next collective (host order)
   std::uint64_t next_split = 0;
+  // NCCL_ALGO and NCCL_PROTO as they were when this communicator was made (NCCL reads them at init).
+  parbench::gpu_emu::Tuning tuning = parbench::gpu_emu::Tuning::from_environment();
 };

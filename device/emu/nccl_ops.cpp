@@ -263,6 +263,11 @@ Refusal comm_problem(const ncclComm* comm, cudaStream_t stream, const Call& call
   if (std::string why = why_unsupported(call.type, call.op); !why.empty()) return {ncclInvalidArgument, why};
   if (call.root < 0 || call.root >= n)
     return {ncclInvalidArgument, "rank " + std::to_string(call.root) + " outside the " + std::to_string(n) + " ranks"};
+  if (call.kind != Kind::send && call.kind != Kind::recv)
+    if (std::string why = tuning_refusal(comm->tuning, std::string(kind_name(call.kind)).substr(4),
+                                         nccl_type_name(call.type));
+        !why.empty())
+      return {ncclInvalidUsage, why};
   StreamState* s = work_stream(stream, kind_name(call.kind), site);
   if (!s) return {ncclInvalidArgument, "an invalid stream"};
   if (stream_device(s) != comm->device)

@@ -96,6 +96,9 @@ TEST(BenchCli, BadOptionsExitTwoWithMessage) {
       {"-b 1G -e 8", "--minbytes 1G is larger than --maxbytes 8"},
       {"--inplace maybe", "--inplace"},
       {"--impl nccl", "NCCL runs on GPUs only"},
+      {"--nccl-algo ring,bogus", "--nccl-algo: bogus not in {Ring,Tree,CollnetDirect,CollnetChain,NVLS,NVLSTree,PAT}"},
+      {"--nccl-proto LL256", "--nccl-proto: LL256 not in {LL,LL128,Simple}"},
+      {"--impl ring --nccl-algo tree", "--nccl-algo/--nccl-proto choose among NCCL's algorithms: give --impl with nccl"},
   };
   for (const auto& c : cases) {
     Result r = run(bench("allreduce") + " --device cpu --ranks 2 " + c.args);

@@ -76,6 +76,51 @@ TEST(NcclEmu, AllReduceEveryOpOnInt32IsExact) {
   }
 }
 
+// NCCL_ALGO and NCCL_PROTO are read when a communicator is made: a collective they leave without an algorithm is
+// refused at its call naming the function and the variables; send/recv and other collectives run.
+TEST(NcclEmu, AlgoAndProtoVariablesChooseAtInitAndRefuseWhatTheyExclude) {
+  struct Case {
+    const char *algo, *proto;
+    bool allreduce, allgather;
+  };
+  const Case cases[] = {{"tree", nullptr, true, false}, {"RING", "LL128", true, true}, {"^ring", nullptr, true, false},
+                        {"nvls,pat", nullptr, false, false}, {nullptr, "^LL,LL128,Simple", false, false},
+                        {"tree,ring", "simple", true, true}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.algo ? c.algo : "-") + " / " + (c.proto ? c.proto : "-"));
+    if (c.algo) setenv("NCCL_ALGO", c.algo, 1);
+    if (c.proto) setenv("NCCL_PROTO", c.proto, 1);
+    ncclComm_t comms[2];
+    const int devs[2] = {0, 1};
+    ASSERT_EQ(ncclCommInitAll(comms, 2, devs), ncclSuccess);
+    unsetenv("NCCL_ALGO");
+    unsetenv("NCCL_PROTO");  // made: changing the variables now changes nothing
+    std::vector<std::string> errors(2);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, r] {
+        cudaSetDevice(r);
+        cudaStream_t s;
+        cudaStreamCreate(&s);
+        auto* d = to_device(std::vector<float>(8, 1.0f));
+        EXPECT_EQ(ncclAllReduce(d, d, 4, ncclFloat32, ncclSum, comms[r], s) == ncclSuccess, c.allreduce);
+        const ncclResult_t g = ncclAllGather(d + 4 * r, d, 4, ncclFloat32, comms[r], s);  // in place
+        EXPECT_EQ(g == ncclSuccess, c.allgather);
+        if (g != ncclSuccess) errors[std::size_t(r)] = ncclGetLastError(comms[r]);
+        EXPECT_EQ(g == ncclSuccess ? ncclSuccess : ncclInvalidUsage, g);
+        cudaStreamSynchronize(s);
+        cudaFree(d);
+        cudaStreamDestroy(s);
+      });
+    for (auto& t : threads) t.join();
+    if (!c.allgather) {
+      EXPECT_NE(errors[0].find("no algorithm/protocol available for function AllGather with datatype float32"),
+                std::string::npos) << errors[0];
+    }
+    for (ncclComm_t comm : comms) ncclCommDestroy(comm);
+  }
+}
+
 TEST(NcclEmu, FloatAvgIsASumOfInputsPremultipliedByOneOverN) {
   // NCCL's ncclAvg on floating types: each input times float(1/n), then summed. For three ranks holding 7.0 the
   // result is not 7 (what sum-then-divide gives) but 7.00000048.
