@@ -5,13 +5,32 @@
 
 namespace parbench {
 
-std::string_view model_kind_name(ModelKind k) { return k == ModelKind::mlp ? "mlp" : "gpt"; }
+std::string_view model_kind_name(ModelKind k) {
+  return k == ModelKind::mlp ? "mlp" : k == ModelKind::gpt ? "gpt" : "llama";
+}
 
 ModelKind parse_model_kind(std::string_view s) {
   if (s == "mlp") return ModelKind::mlp;
   if (s == "gpt") return ModelKind::gpt;
-  throw UsageError("unknown model '" + std::string(s) + "'; accepted: mlp, gpt");
+  if (s == "llama") return ModelKind::llama;
+  throw UsageError("unknown model '" + std::string(s) + "'; accepted: mlp, gpt, llama");
 }
+
+namespace {
+
+// llama's key/value heads: between 1 and the heads, dividing them; split over the tensor-parallel ranks whole.
+void validate_kv_heads(const ModelConfig& c) {
+  const int kv = c.kv_head_count();
+  if (kv < 1 || kv > c.heads || c.heads % kv != 0)
+    throw UsageError("--kv-heads " + std::to_string(kv) + " does not divide --heads " + std::to_string(c.heads) +
+                     "; accepted: a divisor of the heads (1: multi-query, " + std::to_string(c.heads) +
+                     ": multi-head)");
+  if (kv % c.tp != 0)
+    throw UsageError("--kv-heads " + std::to_string(kv) + " is not divisible by --tp " + std::to_string(c.tp) +
+                     " (tensor parallelism gives each rank whole key/value heads)");
+}
+
+}  // namespace
 
 void ModelConfig::validate() const {
   auto positive = [](const char* what, int v) {
@@ -23,7 +42,7 @@ void ModelConfig::validate() const {
   if (dtype != DType::f32 && dtype != DType::bf16 && dtype != DType::f64)
     throw UsageError("--dtype " + std::string(dtype_name(dtype)) +
                      " is not supported for training; accepted: f32, bf16 (and f64 on the cpu device)");
-  if (kind == ModelKind::gpt) {
+  if (is_transformer()) {
     positive("heads", heads);
     positive("seq", seq);
     positive("vocab", vocab);
@@ -35,12 +54,15 @@ void ModelConfig::validate() const {
     if (v % tp != 0)
       throw UsageError(what + " " + std::to_string(v) + " is not divisible by --tp " + std::to_string(tp));
   };
-  if (kind == ModelKind::gpt) divisible("--heads", heads);
+  if (is_transformer()) divisible("--heads", heads);
   divisible(ffn > 0 ? "--ffn" : "--ffn (4 x --hidden)", ffn_dim());
-  if (kind == ModelKind::gpt) divisible("--vocab", vocab);
+  if (is_transformer()) divisible("--vocab", vocab);
+  if (kind == ModelKind::llama) validate_kv_heads(*this);
+  if (kind == ModelKind::llama && !(rope_theta > 1))
+    throw UsageError("--rope-theta " + std::to_string(rope_theta) + " must be > 1 (Llama 2: 10000, Llama 3: 500000)");
   if (sequence_parallel) {
-    if (kind != ModelKind::gpt)
-      throw UsageError("--sequence-parallel needs --model gpt (the mlp has no sequence dimension)");
+    if (!is_transformer())
+      throw UsageError("--sequence-parallel needs --model gpt or llama (the mlp has no sequence dimension)");
     if (seq % tp != 0)
       throw UsageError("--seq " + std::to_string(seq) + " is not divisible by --tp " + std::to_string(tp) +
                        " (sequence parallelism splits the sequence over the tp ranks)");
@@ -70,16 +92,21 @@ ParamLayout make_layout(const ModelConfig& c) {
     for (std::size_t i = 0; i < shapes.size(); ++i) params.emplace_back(names[i], std::move(shapes[i]));
     return params;
   };
+  const std::int64_t Q = c.qkv_rows();
   if (c.kind == ModelKind::gpt) add_unit("embedding", named(kEmbeddingParams, {{V / n, C}, {T, C}}));
+  if (c.kind == ModelKind::llama) add_unit("embedding", named(kLlamaEmbeddingParams, {{V / n, C}}));
   for (int l = 0; l < c.layers; ++l) {
     std::string name = "block" + std::to_string(l);
-    if (c.kind == ModelKind::gpt)
+    if (c.kind == ModelKind::llama)  // the rank's query heads and whole key/value heads; gate and up rows alike
+      add_unit(name, named(kLlamaBlockParams, {{C}, {Q / n, C}, {C, C / n}, {C}, {2 * F / n, C}, {C, F / n}}));
+    else if (c.kind == ModelKind::gpt)
       add_unit(name, named(kBlockParams, {{C}, {C}, {3 * C / n, C}, {3 * C / n}, {C, C / n}, {C}, {C}, {C},
                                           {F / n, C}, {F / n}, {C, F / n}, {C}}));
     else
       add_unit(name, named(kMlpParams, {{F / n, C}, {F / n}, {C, F / n}, {C}}));
   }
   if (c.kind == ModelKind::gpt) add_unit("head", named(kHeadParams, {{C}, {C}, {V / n, C}}));
+  if (c.kind == ModelKind::llama) add_unit("head", named(kLlamaHeadParams, {{C}, {V / n, C}}));
   return layout;
 }
 
@@ -87,6 +114,10 @@ double model_flops_per_step(const ModelConfig& c, std::int64_t samples) {
   const double B = double(samples), L = c.layers, h = c.hidden, f = c.ffn_dim();
   if (c.kind == ModelKind::mlp) return 6.0 * B * 2.0 * L * h * f;
   const double s = c.seq, V = c.vocab;
+  if (c.kind == ModelKind::llama) {  // q/k/v, output, gate + up + down per token; attention's scores on every head
+    const double dense = 2 * B * s * L * (h * c.qkv_rows() + h * h + 3 * h * f);
+    return 3 * (dense + 2 * B * s * L * (2 * s * h) + 2 * B * s * h * V);
+  }
   // Equals 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) when f = 4h; forward = 2 FLOPs per multiply-add, x3 for training.
   const double dense = 2 * B * s * L * (4 * h * h + 2 * h * f);  // qkv + proj (4h^2), fc + fcproj (2hf) per token
   const double attn = 2 * B * s * L * (2 * s * h);               // scores and weighted sum

@@ -21,7 +21,7 @@ double hash_uniform(std::uint64_t seed, std::uint64_t a, std::uint64_t b) {
 }
 
 SyntheticData::SyntheticData(const ModelConfig& config, std::uint64_t seed) : config_(config), seed_(seed) {
-  if (config.kind == ModelKind::gpt) {
+  if (config.is_transformer()) {
     successor_.resize(config.vocab);
     for (int v = 0; v < config.vocab; ++v)
       successor_[v] = std::int32_t(mix64(seed ^ 0x5ccull ^ std::uint64_t(v)) % std::uint64_t(config.vocab));
@@ -54,7 +54,7 @@ Batch SyntheticData::batch(std::int64_t step, std::int64_t first, std::int64_t c
                            const Stream* upload_on) const {
   Batch b;
   b.samples = count;
-  if (config_.kind == ModelKind::gpt) {
+  if (config_.is_transformer()) {
     const int T = config_.seq, V = config_.vocab;
     std::vector<std::int32_t> tokens(std::size_t(count) * (T + 1));
     for (std::int64_t i = 0; i < count; ++i) {

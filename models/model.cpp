@@ -44,6 +44,9 @@ std::unique_ptr<Model> Model::create(const ModelConfig& config, TrackedAllocator
   if (tp && tp->comm && tp->comm->size() != config.tp)
     throw Error("the tensor-parallel group has " + std::to_string(tp->comm->size()) + " ranks but the model tp is " +
                 std::to_string(config.tp));
+  if (config.kind == ModelKind::llama)
+    throw UsageError("--model llama cannot train here yet: its RMSNorm, rotary and SwiGLU kernels and grouped-query "
+                     "attention are not in this build; --simulate and --search predict it");
   return config.kind == ModelKind::gpt ? make_gpt(config, alloc, tp) : make_mlp(config, alloc, tp);
 }
 
@@ -65,7 +68,7 @@ std::vector<float> Model::initial_params(std::uint64_t seed) const {
 }
 
 Shape Model::boundary_shape(std::int64_t samples) const {
-  if (config_.kind == ModelKind::gpt) return {samples, config_.local_seq(), config_.hidden};
+  if (config_.is_transformer()) return {samples, config_.local_seq(), config_.hidden};
   return {samples, config_.hidden};
 }
 

@@ -69,7 +69,8 @@ LinearSeconds linear_seconds(const SystemModel& sys, const LinearDims& d, int dt
 
 LayoutLinears layout_linears(const Layout& l) {
   const double tokens = double(l.micro_batch) * l.model.seq, h = l.model.hidden, f = l.model.ffn_dim(), t = l.tp;
-  return {{tokens, h, 3 * h / t}, {tokens, h / t, h}, {tokens, h, f / t}, {tokens, f / t, h},
+  const double fc_rows = l.model.kind == ModelKind::llama ? 2 * f : f;  // SwiGLU's gate and up in one GEMM
+  return {{tokens, h, l.model.qkv_rows() / t}, {tokens, h / t, h}, {tokens, h, fc_rows / t}, {tokens, f / t, h},
           {tokens, h, l.model.vocab / t}};
 }
 
@@ -288,6 +289,16 @@ std::vector<LinearDims> userbuffer_pieces(const Layout& l) {
           {d.proj.tokens / n, d.proj.in, d.proj.out}, {d.fc_proj.tokens / n, d.fc_proj.in, d.fc_proj.out}};
 }
 
+// llama's block elementwise, by bytes: two RMSNorms (read and write the (b, s, h) share `local`), two residual adds
+// without dropout (two reads, one write), SwiGLU over (b, s, f/t) (gate and up read, the product written) and the
+// rotary embedding on the rank's q and k rows (read and written).
+double llama_elementwise_seconds(const Layout& l, const SystemModel& sys, double local) {
+  const double tokens = double(l.micro_batch) * l.model.seq, t = l.tp, p = dtype_bytes(l);
+  const double qk_rows = l.model.hidden + l.model.kv_head_count() * l.model.head_dim();
+  return memory_seconds(sys, 2 * 2 * local) + 2 * memory_seconds(sys, 3 * local) +
+         memory_seconds(sys, 3 * tokens * l.model.ffn_dim() / t * p) + memory_seconds(sys, 2 * tokens * qk_rows / t * p);
+}
+
 PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   const double b = l.micro_batch, s = l.model.seq, h = l.model.hidden, f = l.model.ffn_dim(), t = l.tp;
   const int p = dtype_bytes(l);
@@ -301,8 +312,10 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
   // Elementwise: two layernorms, two dropout + residual adds on the replicated (b, s, h) (a 1/t share under
   // sequence parallelism), bias + GeLU on (b, s, f/t) (at the GeLU's own rate when the system has one).
   const double local = tokens * h * p / (l.sequence_parallel ? t : 1);
-  const double elementwise = memory_seconds(sys, 2 * 2 * local) + 2 * memory_seconds(sys, 3.5 * local) +
-                             measured_rate_seconds(sys, 2 * tokens * f / t * p, sys.gpu.gelu_gbps);
+  const double elementwise = l.model.kind == ModelKind::llama
+                                 ? llama_elementwise_seconds(l, sys, local)
+                                 : memory_seconds(sys, 2 * 2 * local) + 2 * memory_seconds(sys, 3.5 * local) +
+                                       measured_rate_seconds(sys, 2 * tokens * f / t * p, sys.gpu.gelu_gbps);
   const AttentionSeconds core = attention_core_seconds(l, sys);
   PassCosts c;
   c.forward = mm.forward + elementwise + core.forward;
@@ -324,7 +337,8 @@ PassCosts block_costs(const Layout& l, const SystemModel& sys) {
 PassCosts embedding_costs(const Layout& l, const SystemModel& sys) {
   const double tokens = double(l.micro_batch) * l.model.seq, p = dtype_bytes(l);
   PassCosts c;
-  c.forward = memory_seconds(sys, 2 * tokens * l.model.hidden * p);  // token + position rows, summed
+  const double rows = l.model.kind == ModelKind::llama ? 1 : 2;  // token (+ position for gpt) rows, summed
+  c.forward = memory_seconds(sys, rows * tokens * l.model.hidden * p);
   c.backward_weight = memory_seconds(sys, 3 * tokens * l.model.hidden * p) +
                      accumulation_seconds(l, sys, Unit::embedding);
   // Vocabulary-parallel lookup: partial rows summed over the tensor-parallel group (reduce-scatter under SP).

@@ -10,7 +10,20 @@ namespace parbench::predict {
 namespace {
 // Korthikanti et al. (2022), bytes per block for 16-bit activations: s b h (10 + 24/t + 5 a s / (h t)) with tensor
 // parallelism, (s b h / t)(34 + 5 a s / h) with sequence parallelism as well. Flash attention keeps no (s, s) scores.
+// llama, counted the same way (16-bit, no dropout, flash or not): replicated, the two RMSNorms' inputs and the q/k/v
+// and gate/up GEMMs' inputs, 8 s b h; split over t, q, k and v (2 + 4 g, g = kv_heads / heads), the output
+// projection's input (2), gate, up and their product (6 f / h), and without flash the softmax output 2 a s^2 b.
+double llama_stored_bytes(const Layout& l, bool keep_attention_scores) {
+  const double s = l.model.seq, b = l.micro_batch, h = l.model.hidden, a = l.model.heads, t = l.tp;
+  const double g = double(l.model.kv_head_count()) / a, f = l.model.ffn_dim();
+  const double scores = keep_attention_scores && !l.model.flash_attention ? 2 * a * s / h : 0;
+  const double split = 4 + 4 * g + 6 * f / h + scores;
+  const double per16 = l.sequence_parallel ? s * b * h / t * (8 + split) : s * b * h * (8 + split / t);
+  return per16 * double(dtype_size(l.model.dtype)) / 2;
+}
+
 double stored_bytes(const Layout& l, bool keep_attention_scores) {
+  if (l.model.kind == ModelKind::llama) return llama_stored_bytes(l, keep_attention_scores);
   const double s = l.model.seq, b = l.micro_batch, h = l.model.hidden, a = l.model.heads, t = l.tp;
   const double scores = keep_attention_scores && !l.model.flash_attention ? 5 * a * s / h : 0;
   const double per16 = l.sequence_parallel ? s * b * h / t * (34 + scores) : s * b * h * (10 + 24 / t + scores / t);

@@ -170,6 +170,58 @@ TEST(Models, BadConfigurationsAreRefused) {
   EXPECT_THROW(parse_model_kind("rnn"), UsageError);
 }
 
+// llama's parameters and FLOPs against the closed forms of docs/training.md, at Llama-3-8B's shape (8,030,261,248
+// parameters, the published 8.03B) and at a random small one, its shapes under tensor parallelism and its refusals.
+TEST(Models, LlamaLayoutAndFlopsMatchTheClosedForms) {
+  ModelConfig c;
+  c.kind = ModelKind::llama, c.layers = 32, c.hidden = 4096, c.heads = 32, c.kv_heads = 8, c.ffn = 14336;
+  c.vocab = 128256, c.seq = 8192;
+  c.validate();
+  EXPECT_EQ(make_layout(c).parameters, 8030261248);
+  EXPECT_DOUBLE_EQ(model_flops_per_step(c, 1), 474422087516160.0);
+  std::mt19937 rng(std::random_device{}());
+  for (int trial = 0; trial < 20; ++trial) {
+    const int e = int(rng() % 4), a = 1 << e, d = 2 * (1 + int(rng() % 8)), kv = 1 << (rng() % (e + 1));
+    ModelConfig m;
+    m.kind = ModelKind::llama, m.layers = 1 + int(rng() % 5), m.hidden = a * d, m.heads = a, m.kv_heads = kv;
+    m.ffn = 1 + int(rng() % 100), m.vocab = 1 + int(rng() % 500), m.seq = 1 + int(rng() % 64);
+    SCOPED_TRACE("L " + std::to_string(m.layers) + " h " + std::to_string(m.hidden) + " a " + std::to_string(a) +
+                 " kv " + std::to_string(kv) + " f " + std::to_string(m.ffn) + " V " + std::to_string(m.vocab));
+    ASSERT_NO_THROW(m.validate());
+    const double h = m.hidden, g = kv * d, f = m.ffn, V = m.vocab, L = m.layers, s = m.seq;
+    const double block = h * (h + 2 * g) + h * h + 3 * h * f + 2 * h;  // q/k/v, o, gate/up/down, two norms
+    EXPECT_EQ(double(make_layout(m).parameters), 2 * V * h + L * block + h);  // untied: embedding and head
+    EXPECT_DOUBLE_EQ(model_flops_per_step(m, 3),
+                     6 * 3 * s * (L * (h * (h + 2 * g) + h * h + 3 * h * f) + V * h) + 12 * 3 * s * s * L * h);
+  }
+  c.tp = 4;
+  const ParamLayout split = make_layout(c);
+  ASSERT_EQ(split.units.size(), 34u);
+  EXPECT_EQ(split.units[1].params[std::size_t(LlamaBlockParam::qkvw)].shape, (Shape{(4096 + 2 * 8 * 128) / 4, 4096}));
+  EXPECT_EQ(split.units[1].params[std::size_t(LlamaBlockParam::gate_upw)].shape, (Shape{2 * 14336 / 4, 4096}));
+  EXPECT_EQ(split.units[1].params[std::size_t(LlamaBlockParam::downw)].shape, (Shape{4096, 14336 / 4}));
+  EXPECT_EQ(split.units[33].params[std::size_t(LlamaHeadParam::lmw)].shape, (Shape{128256 / 4, 4096}));
+  for (std::size_t i = 0; i < std::size(kLlamaBlockParams); ++i)
+    EXPECT_EQ(split.units[1].params[i].name, kLlamaBlockParams[i]);
+  const struct {
+    int kv, tp;
+    const char* message;
+  } bad[] = {{3, 1, "--kv-heads 3 does not divide --heads 32"},
+             {64, 1, "--kv-heads 64 does not divide --heads 32"},
+             {8, 16, "--kv-heads 8 is not divisible by --tp 16"}};
+  for (const auto& b : bad) {
+    ModelConfig m = c;
+    m.kv_heads = b.kv, m.tp = b.tp;
+    try {
+      m.validate();
+      ADD_FAILURE() << b.message;
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find(b.message), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(parse_model_kind("llama"), ModelKind::llama);
+}
+
 // A few hundred single-rank AdamW steps on the synthetic tasks lower the loss well below its start.
 TEST(Models, TrainingLowersTheLoss) {
   for (ModelKind kind : {ModelKind::mlp, ModelKind::gpt}) {

@@ -366,7 +366,7 @@ TEST(TensorParallel, BadConfigurationsAreRefused) {
   EXPECT_EQ(usage_message(c), "--ffn 20 is not divisible by --tp 3");
   c = mlp_config(DType::f32, 2);
   c.sequence_parallel = true;
-  EXPECT_EQ(usage_message(c), "--sequence-parallel needs --model gpt (the mlp has no sequence dimension)");
+  EXPECT_EQ(usage_message(c), "--sequence-parallel needs --model gpt or llama (the mlp has no sequence dimension)");
 
   // A tp model needs its group, of the right size.
   TrackedAllocator alloc(Device{});
