@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collective_bench/timing.h"
+#include "base/clock.h"
 #include "core/stats.h"
 #include "collectives/registry.h"
 #include "collectives/bootstrap.h"
@@ -29,7 +30,6 @@ namespace {
 
 using Config = harness_overhead::Options;
 
-double seconds(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // One bare loop form: `iters` operations timed back to back after a barrier; returns seconds per operation.
 using Loop = std::function<double(int iters)>;
@@ -39,7 +39,7 @@ double bare(MPI_Comm mc, int iters, const std::function<void()>& op) {
   MPI_Barrier(mc);
   const auto t0 = Clock::now();
   for (int i = 0; i < iters; ++i) op();
-  return seconds(t0) / iters;
+  return seconds_since(t0) / iters;
 }
 
 void run(Communicator& comm, const Config& cfg, const std::vector<std::uint64_t>& sizes) {

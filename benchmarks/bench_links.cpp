@@ -14,6 +14,8 @@
 
 #include "app/output.h"
 #include "app/program.h"
+#include "base/byte_pattern.h"
+#include "base/clock.h"
 #include "base/error.h"
 #include "benchmarks/links/link_analysis.h"
 #include "benchmarks/links/options.h"
@@ -31,21 +33,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The byte at `index` of a message from `sender`: a message shifted, cut short or from another rank differs.
-unsigned char pattern(int sender, std::size_t index) { return (unsigned char)((index * 131 + sender * 17 + 7) >> 1); }
-
-void fill(std::vector<unsigned char>& v, int sender) {
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = pattern(sender, i);
-}
+// A message from `sender` carries the pattern seeded by its rank: one from another rank differs.
+void fill(std::vector<unsigned char>& v, int sender) { fill_pattern(v, std::uint64_t(sender)); }
 std::int64_t count_wrong(const std::vector<unsigned char>& v, int sender) {
-  std::int64_t wrong = 0;
-  for (std::size_t i = 0; i < v.size(); ++i) wrong += v[i] != pattern(sender, i);
-  return wrong;
+  return pattern_mismatches(v, std::uint64_t(sender));
 }
 
 std::string bytes_text(std::uint64_t bytes) { return std::to_string(bytes) + " B"; }
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Round trips per exchange of -n: a ping-pong costs little, and its best of many is what a busy host leaves of the
 // link's latency.

@@ -7,6 +7,7 @@
 #include <set>
 #include <vector>
 
+#include "base/byte_pattern.h"
 #include "core/allocator.h"
 #include "base/error.h"
 #include "core/csv_columns.h"
@@ -24,17 +25,12 @@ using parbench::memcpy_bench::Options;
 
 namespace {
 
-// Fills with a position-dependent pattern so a copy that skips or shifts bytes is caught.
-void fill_pattern(std::vector<unsigned char>& v, unsigned seed) {
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<unsigned char>((i * 2654435761u + seed) >> 13);
-}
-
 // One size: copies timed back to back, then the destination checked byte for byte. Returns the CSV row.
 std::vector<Cell> measure_size(const Options& o, const Device& dev, TrackedAllocator& alloc, Stream& stream,
                                std::uint64_t bytes, std::int64_t& wrong) {
   Buffer src(alloc, bytes, MemCategory::workspace), dst(alloc, bytes, MemCategory::workspace);
   std::vector<unsigned char> host(bytes), back(bytes);
-  fill_pattern(host, unsigned(bytes));
+  fill_pattern(host, bytes);  // a copy that skips or shifts bytes is caught
   device_memcpy(dev, src.data(), Device{}, host.data(), bytes);
   device_memset(dev, dst.data(), 0xA5, bytes);
   for (int i = 0; i < o.warmup; ++i) device_memcpy_async(dev, dst.data(), dev, src.data(), bytes, stream);
@@ -51,8 +47,7 @@ std::vector<Cell> measure_size(const Options& o, const Device& dev, TrackedAlloc
   }
   double us = Event::elapsed_ms(start, stop) * 1e3 / o.iters;
   device_memcpy(Device{}, back.data(), dev, dst.data(), bytes);
-  wrong = 0;
-  for (std::size_t i = 0; i < bytes; ++i) wrong += back[i] != host[i];
+  wrong = pattern_mismatches(back, bytes);
   // GB/s counts bytes read plus bytes written, as memory-bandwidth tools do.
   return {device_name(dev), std::int64_t(bytes), us, us > 0 ? 2.0 * bytes / us / 1e3 : 0.0, wrong};
 }

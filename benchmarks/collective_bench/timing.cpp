@@ -7,6 +7,7 @@
 #include <cmath>
 #include <thread>
 
+#include "base/clock.h"
 #include "collectives/registry.h"
 #include "collectives/communicator/fault_injection.h"
 #include "core/graph.h"
@@ -15,8 +16,6 @@
 
 namespace parbench {
 namespace {
-
-double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Waits for everything issued (a library's queued operations, the device's work). A range, so that a trace shows
 // how many waits a timed batch made.
@@ -52,9 +51,9 @@ Timing time_graph(Communicator& comm, const CollArgs& args, const TimingConfig& 
   Timing t;
   const auto t0 = Clock::now();
   for (int l = 0; l < c.graph_launches; ++l) graph.launch();
-  t.cpu_time = since(t0) / ops;
+  t.cpu_time = seconds_since(t0) / ops;
   wait_done(comm);
-  t.time = since(t0) / (ops * c.graph_launches);
+  t.time = seconds_since(t0) / (ops * c.graph_launches);
   return t;
 }
 
@@ -95,13 +94,13 @@ Timing time_collective(Communicator& comm, const Algorithm& algo, const CollArgs
     }
     if (alone) wait_done(comm);
     if (!c.per_iter && !alone) continue;
-    const double took = since(ti);
+    const double took = seconds_since(ti);
     alone_total += took;
     if (c.per_iter) t.iter_times.push_back(took / c.agg);
   }
-  t.cpu_time = since(t0);
+  t.cpu_time = seconds_since(t0);
   if (batched) wait_done(comm);
-  t.time = since(t0);
+  t.time = seconds_since(t0);
   t.own_time = std::max(0.0, t.time - (transport_wait_seconds() - waited0));
   if (alone) t.time = t.cpu_time = alone_total;
   const double ops = double(c.iters) * c.agg;

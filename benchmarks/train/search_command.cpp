@@ -9,6 +9,7 @@
 
 #include "app/output.h"
 #include "app/report.h"
+#include "base/clock.h"
 #include "benchmarks/train/train_run.h"
 #include "base/error.h"
 #include "base/text.h"
@@ -66,7 +67,7 @@ int search(const Options& o) {
     const predict::Layout base = layout_for(base_options, gpus, sys);
     const auto t0 = std::chrono::steady_clock::now();
     const predict::SearchResult r = predict::search_layouts(base, sys);
-    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double secs = seconds_since(t0);
     if (!o.common.quiet) print_result(r, sys, gpus, o.top, secs);
     for (std::size_t i = 0; i < r.fitting.size() && int(i) < o.top; ++i)
       csv.add_row(row_by_name(csv.columns(), predicted_cells(r.fitting[i].layout, r.fitting[i].prediction, sys)));

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "collectives/communicator/fault_injection.h"
 #include "collectives/table/measurement.h"
 #include "collectives/communicator/reduce.h"
@@ -140,7 +141,7 @@ struct TransportWaitClock {
   const bool on = g_wait_accounting.load(std::memory_order_relaxed);
   const Clock::time_point t0 = on ? Clock::now() : Clock::time_point{};
   ~TransportWaitClock() {
-    if (on) t_transport_wait_s += std::chrono::duration<double>(Clock::now() - t0).count();
+    if (on) t_transport_wait_s += seconds_since(t0);
   }
 };
 }  // namespace
