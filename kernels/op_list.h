@@ -63,6 +63,10 @@ std::string_view cost_role_name(CostRole r);
   X(bias_gelu_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                       \
   X(layernorm_forward, OpKind::per_dtype, backward("layernorm_backward"), cost(CostRole::elementwise, {}, 2))        \
   X(layernorm_backward, OpKind::per_dtype, kBackward, cost(CostRole::elementwise, {}, 2))                           \
+  X(rmsnorm_forward, OpKind::per_dtype, backward("rmsnorm_backward"), cost(CostRole::memory))                       \
+  X(rmsnorm_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                         \
+  X(rmsnorm_residual_forward, OpKind::per_dtype, backward("rmsnorm_residual_backward"), cost(CostRole::memory))     \
+  X(rmsnorm_residual_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                \
   X(residual_forward, OpKind::per_dtype, backward("residual_backward"), cost(CostRole::elementwise, {}, 2))          \
   X(residual_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                        \
   X(attention_forward, OpKind::per_dtype, backward("attention_backward"), cost(CostRole::memory))                   \

@@ -65,6 +65,21 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& in
 void layernorm_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor& dout, const Tensor& inp,
                         const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Stream& s);
 
+// RMSNorm: out (...,C) = inp * rstd * weight (C), rstd (...) = 1 / sqrt(mean(inp^2) + 1e-5) over C, saved for the
+// backward.
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& inp, const Tensor& weight, const Stream& s);
+// dinp, dweight += (as layernorm_backward).
+void rmsnorm_backward(Tensor& dinp, Tensor& dweight, const Tensor& dout, const Tensor& inp, const Tensor& weight,
+                      const Tensor& rstd, const Stream& s);
+// The residual add fused into the RMSNorm after it (a Llama block's h = x + r; y = rmsnorm(h)): h (...,C) = inp +
+// residual, out = rmsnorm(h) with weight; h and rstd (...) saved for the backward.
+void rmsnorm_residual_forward(Tensor& out, Tensor& h, Tensor& rstd, const Tensor& inp, const Tensor& residual,
+                              const Tensor& weight, const Stream& s);
+// g = dh (the residual stream's gradient of h) + rmsnorm's gradient of h from dout; dinp += g, dresidual += g,
+// dweight += (as rmsnorm_backward).
+void rmsnorm_residual_backward(Tensor& dinp, Tensor& dresidual, Tensor& dweight, const Tensor& dh, const Tensor& dout,
+                               const Tensor& h, const Tensor& weight, const Tensor& rstd, const Stream& s);
+
 void residual_forward(Tensor& out, const Tensor& a, const Tensor& b, const Stream& s);
 // da += dout, db += dout
 void residual_backward(Tensor& da, Tensor& db, const Tensor& dout, const Stream& s);

@@ -19,6 +19,7 @@ std::uint64_t workload_bytes(const optable::OpShape& s, std::uint64_t e, std::ui
       4 * BT + e * (V * C + T * C + BT * C),          // encoder forward and backward: tokens, wte, wpe, out
       e * (12 * BT * C + 8 * C),                      // bias_gelu_backward (the largest gelu): inp, dout, dinp
       e * (3 * BT * C + 3 * C) + acc * 2 * BT,        // layernorm_backward: inp, dout, dinp, w, dw, db, mean, rstd
+      e * (5 * BT * C + 2 * C) + acc * BT,            // rmsnorm_residual_backward: h, dh, dout, dinp, dres, w, dw, rstd
       e * 3 * BT * C + acc,                           // residual forward and backward, mse
       e * 8 * BT * C + acc * 2 * B * NH * T * T,      // attention_backward: inp, out, dout, dinp, att, scratch
       e * 2 * BT * V + acc * BT + 4 * BT,             // crossentropy: logits, dlogits, losses, targets

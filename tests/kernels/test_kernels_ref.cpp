@@ -93,6 +93,73 @@ TEST_P(RefVsF64, Layernorm) {
   expect_close(rstd, wr, "layernorm rstd");
 }
 
+// RMSNorm in float64 over rows of C: y = x * rstd * w, rstd = 1 / sqrt(mean(x^2) + 1e-5); its backward adds the
+// gradient of x from dy into dx and that of w into dw.
+struct Rms64 {
+  V y, rstd;
+};
+Rms64 rmsnorm64(const V& x, const V& w, int C) {
+  const std::size_t N = x.size() / std::size_t(C);
+  Rms64 o{V(x.size()), V(N)};
+  for (std::size_t r = 0; r < N; ++r) {
+    double ss = 0;
+    for (int c = 0; c < C; ++c) ss += x[r * C + c] * x[r * C + c];
+    o.rstd[r] = 1 / std::sqrt(ss / C + 1e-5);
+    for (int c = 0; c < C; ++c) o.y[r * C + c] = x[r * C + c] * o.rstd[r] * w[c];
+  }
+  return o;
+}
+void rmsnorm_backward64(const V& x, const V& rstd, const V& w, const V& dy, int C, V& dx, V& dw) {
+  for (std::size_t r = 0; r < rstd.size(); ++r) {
+    double a = 0;
+    for (int c = 0; c < C; ++c) a += w[c] * dy[r * C + c] * x[r * C + c] * rstd[r] / C;
+    for (int c = 0; c < C; ++c) {
+      const double norm = x[r * C + c] * rstd[r];
+      dx[r * C + c] += (w[c] * dy[r * C + c] - norm * a) * rstd[r];
+      dw[c] += norm * dy[r * C + c];
+    }
+  }
+}
+
+// Plain and fused with the residual add before it: the fused h = inp + residual, its backward's gradient (dh plus
+// the norm's) added into both branches.
+TEST_P(RefVsF64, RmsnormPlainAndFusedWithTheResidual) {
+  using test::to_vector;
+  Tensor inp = rnd(d, {B, T_, C}, -2, 3), res = rnd(d, {B, T_, C}), w = rnd(d, {C});
+  Tensor out = poisoned(d, {B, T_, C}), rstd = poisoned(acc, {B, T_});
+  Tensor h = poisoned(d, {B, T_, C}), out2 = poisoned(d, {B, T_, C}), rstd2 = poisoned(acc, {B, T_});
+  ops::rmsnorm_forward(out, rstd, inp, w, s);
+  ops::rmsnorm_residual_forward(out2, h, rstd2, inp, res, w, s);
+  const V x = to_vector(inp), wv = to_vector(w);
+  V hv(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) hv[i] = x[i] + at(res, std::int64_t(i));
+  const Rms64 want = rmsnorm64(x, wv, C), want2 = rmsnorm64(hv, wv, C);
+  expect_close(out, want.y, "rmsnorm out");
+  expect_close(rstd, want.rstd, "rmsnorm rstd");
+  expect_close(h, hv, "rmsnorm_residual h");
+  expect_close(out2, want2.y, "rmsnorm_residual out");
+  expect_close(rstd2, want2.rstd, "rmsnorm_residual rstd");
+
+  Tensor dout = rnd(d, {B, T_, C}), dinp = rnd(d, {B, T_, C}), dw = rnd(d, {C});
+  V wdx = to_vector(dinp), wdw = to_vector(dw);
+  rmsnorm_backward64(x, want.rstd, wv, to_vector(dout), C, wdx, wdw);
+  ops::rmsnorm_backward(dinp, dw, dout, inp, w, rstd, s);
+  expect_close(dinp, wdx, "rmsnorm dinp (accumulate)");
+  expect_close(dw, wdw, "rmsnorm dweight (accumulate)");
+
+  Tensor dh = rnd(d, {B, T_, C}), dx = rnd(d, {B, T_, C}), dr = rnd(d, {B, T_, C}), dw2 = rnd(d, {C});
+  V g(x.size(), 0.0), wdw2 = to_vector(dw2), wdx2 = to_vector(dx), wdr2 = to_vector(dr);
+  rmsnorm_backward64(to_vector(h), want2.rstd, wv, to_vector(dout), C, g, wdw2);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    wdx2[i] += g[i] + at(dh, std::int64_t(i));
+    wdr2[i] += g[i] + at(dh, std::int64_t(i));
+  }
+  ops::rmsnorm_residual_backward(dx, dr, dw2, dh, dout, h, w, rstd2, s);
+  expect_close(dx, wdx2, "rmsnorm_residual dinp (accumulate)");
+  expect_close(dr, wdr2, "rmsnorm_residual dresidual (accumulate)");
+  expect_close(dw2, wdw2, "rmsnorm_residual dweight (accumulate)");
+}
+
 TEST_P(RefVsF64, ResidualForwardAndBackward) {
   Tensor a = rnd(d, {B, T_, C}), b = rnd(d, {B, T_, C}), out = poisoned(d, {B, T_, C});
   ops::residual_forward(out, a, b, s);
@@ -365,6 +432,50 @@ TEST_F(CpuOps, ConvertRoundsToNearestEven) {
   for (int i = 0; i < 1000; ++i) {
     ASSERT_EQ(h.ptr<bf16>()[i].bits, float_to_bf16(f.ptr<float>()[i]).bits) << i;
     ASSERT_EQ(back.ptr<float>()[i], bf16_to_float(h.ptr<bf16>()[i])) << i;
+  }
+}
+
+// RMSNorm on known values. A row of one value c: mean(x^2) = c^2, so y = weight * sign(c) / sqrt(1 + 1e-5 / c^2)
+// and rstd = 1 / sqrt(c^2 + 1e-5): weight * sign(c) to 3e-5 relative for |c| >= 0.5. The row (1, 3, -5, 1):
+// mean(x^2) = 9, rstd = 1 / sqrt(9 + 1e-5), about 1/3; with dout = (1, 0, 0, 0) its gradients are, with eps left
+// out, dweight = norm * dout = (1/3, 0, 0, 0) and dinp = rstd * dnorm - x * rstd^3 * sum(dnorm * x) / C =
+// (35/108, -1/36, 5/108, -1/108).
+TEST_F(CpuOps, RmsnormKnownValues) {
+  for (DType d : {DType::f64, DType::f32}) {
+    const double tol = d == DType::f64 ? 1e-12 : 1e-6;
+    const DType a = d;  // statistics in the storage dtype for f64 and f32 alike
+    Tensor x = make(d, {3, 4}), w = make(d, {4}), y = poisoned(d, {3, 4}), rstd = poisoned(a, {3});
+    const double rows[] = {-3, 0.5, 2}, wv[] = {1, 2, 0.5, -1};
+    for (int i = 0; i < 12; ++i) store_from_double(x.data(), d, std::size_t(i), rows[i / 4]);
+    for (int i = 0; i < 4; ++i) store_from_double(w.data(), d, std::size_t(i), wv[i]);
+    ops::rmsnorm_forward(y, rstd, x, w, s);
+    for (int i = 0; i < 12; ++i) {
+      const double c = rows[i / 4], sign = c < 0 ? -1 : 1;
+      EXPECT_NEAR(at(y, i), wv[i % 4] * sign / std::sqrt(1 + 1e-5 / (c * c)), tol) << dtype_name(d) << " " << i;
+      EXPECT_NEAR(at(y, i), wv[i % 4] * sign, 3e-5 * std::abs(wv[i % 4])) << dtype_name(d) << " " << i;
+    }
+    for (int r = 0; r < 3; ++r) EXPECT_NEAR(at(rstd, r), 1 / std::sqrt(rows[r] * rows[r] + 1e-5), tol);
+
+    Tensor x1 = make(d, {1, 4}), y1 = poisoned(d, {1, 4}), r1 = poisoned(a, {1});
+    const double xv[] = {1, 3, -5, 1};
+    for (int i = 0; i < 4; ++i) store_from_double(x1.data(), d, std::size_t(i), xv[i]);
+    ops::rmsnorm_forward(y1, r1, x1, w, s);
+    const double r = 1 / std::sqrt(9 + 1e-5);
+    EXPECT_NEAR(at(r1, 0), r, tol);
+    for (int i = 0; i < 4; ++i) EXPECT_NEAR(at(y1, i), xv[i] * wv[i] * r, tol) << i;  // (1, 6, -2.5, -1) * r
+    Tensor dout = make(d, {1, 4}), dinp = make(d, {1, 4}), dw = make(d, {4});
+    for (int i = 0; i < 4; ++i) {
+      store_from_double(dout.data(), d, std::size_t(i), i == 0 ? 1 : 0);
+      store_from_double(dinp.data(), d, std::size_t(i), 0);
+      store_from_double(dw.data(), d, std::size_t(i), 0);
+    }
+    ops::rmsnorm_backward(dinp, dw, dout, x1, w, r1, s);
+    const double by_hand[] = {35.0 / 108, -1.0 / 36, 5.0 / 108, -1.0 / 108};
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_NEAR(at(dinp, i), (i == 0 ? r : 0) - xv[i] * r * r * r / 4, tol) << dtype_name(d) << " " << i;
+      EXPECT_NEAR(at(dinp, i), by_hand[i], 1e-6) << dtype_name(d) << " " << i;
+      EXPECT_NEAR(at(dw, i), i == 0 ? 1.0 / 3 : 0, 1e-6) << dtype_name(d) << " " << i;
+    }
   }
 }
 

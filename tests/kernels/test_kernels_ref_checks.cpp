@@ -1,9 +1,10 @@
-// matmul_backward's accumulation on the cpu device, and the dispatch API's checks of bad input (each error names
-// the op and the bad value).
+// matmul_backward's accumulation and the fused rmsnorm_residual against its parts on the cpu device, and the
+// dispatch API's checks of bad input (each error names the op and the bad value).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 
 #include "base/error.h"
@@ -34,6 +35,37 @@ TEST_F(CpuOps, MatmulBackwardAccumulateAddsTheGradientsAgain) {
   EXPECT_LE(test::rel_l2(test::to_vector(dinp), twice(once_inp)), 1e-12);
   EXPECT_LE(test::rel_l2(test::to_vector(dw), twice(once_w)), 1e-12);
   EXPECT_LE(test::rel_l2(test::to_vector(db), twice(once_b)), 1e-12);
+}
+
+// The fused op is the residual add then the plain one, bit for bit: forward in every storage dtype (h is the
+// rounded sum either way), backward in f32 and f64 (where dh + g, the residual stream's gradient after the norm's
+// backward added into it, rounds as g + dh) from gradients of zero.
+TEST_F(CpuOps, RmsnormResidualIsTheResidualAddThenTheNorm) {
+  for (DType d : {DType::f64, DType::f32, DType::bf16}) {
+    const DType a = d == DType::f64 ? DType::f64 : DType::f32;
+    Tensor x = rnd(d, {3, 5, 20}, -2, 2), r = rnd(d, {3, 5, 20}), w = rnd(d, {20});
+    Tensor h = poisoned(d, {3, 5, 20}), y = poisoned(d, {3, 5, 20}), rstd = poisoned(a, {3, 5});
+    Tensor h2 = poisoned(d, {3, 5, 20}), y2 = poisoned(d, {3, 5, 20}), rstd2 = poisoned(a, {3, 5});
+    ops::rmsnorm_residual_forward(y, h, rstd, x, r, w, s);
+    ops::residual_forward(h2, x, r, s);
+    ops::rmsnorm_forward(y2, rstd2, h2, w, s);
+    EXPECT_EQ(test::to_vector(h), test::to_vector(h2)) << dtype_name(d);
+    EXPECT_EQ(test::to_vector(y), test::to_vector(y2)) << dtype_name(d);
+    EXPECT_EQ(test::to_vector(rstd), test::to_vector(rstd2)) << dtype_name(d);
+    if (d == DType::bf16) continue;
+    Tensor dh = rnd(d, {3, 5, 20}), dy = rnd(d, {3, 5, 20});
+    Tensor dx = make(d, {3, 5, 20}), dr = make(d, {3, 5, 20}), dw = make(d, {20});
+    Tensor dx2 = make(d, {3, 5, 20}), dr2 = make(d, {3, 5, 20}), dw2 = make(d, {20}), stream = make(d, {3, 5, 20});
+    for (Tensor* t : {&dx, &dr, &dw, &dx2, &dr2, &dw2}) std::memset(t->data(), 0, t->bytes());
+    test::copy_into(stream, dh);
+    ops::rmsnorm_residual_backward(dx, dr, dw, dh, dy, h, w, rstd, s);
+    ops::rmsnorm_backward(stream, dw2, dy, h, w, rstd, s);  // the residual stream's gradient += the norm's
+    ops::residual_backward(dx2, dr2, stream, s);
+    EXPECT_EQ(test::to_vector(dx), test::to_vector(dx2)) << dtype_name(d);
+    EXPECT_EQ(test::to_vector(dr), test::to_vector(dx2)) << dtype_name(d);
+    EXPECT_EQ(test::to_vector(dr2), test::to_vector(dx2)) << dtype_name(d);
+    EXPECT_EQ(test::to_vector(dw), test::to_vector(dw2)) << dtype_name(d);
+  }
 }
 
 // ---------------------------------------------------------------- bad input
@@ -75,6 +107,20 @@ TEST_F(CpuOps, BadInputIsRejectedWithItsName) {
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), HasSubstr("NH=3 does not divide C=4"));
+  }
+  Tensor rx = rnd(DType::f32, {4, 6}), rw = rnd(DType::f32, {6}), ry = make(DType::f32, {4, 6});
+  Tensor short_rstd = make(DType::f32, {3}), rstd = make(DType::f32, {4}), rh = make(DType::f32, {4, 6});
+  try {
+    ops::rmsnorm_forward(ry, short_rstd, rx, rw, s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rmsnorm_forward: rstd has 3 elements"));
+  }
+  try {
+    ops::rmsnorm_residual_forward(ry, rh, rstd, rx, rnd(DType::bf16, {4, 6}), rw, s);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_THAT(e.what(), HasSubstr("rmsnorm_residual_forward: residual has dtype bf16, expected f32"));
   }
   TrackedAllocator other{Device{DeviceKind::simt}};
   Tensor elsewhere(other, DType::f32, {4, 5}, MemCategory::activations);

@@ -164,6 +164,36 @@ TEST_P(SimtOps, Layernorm) {
   }
 }
 
+// Plain and fused with the residual add before it; the fused backward's dinp and dresidual get the same sums.
+TEST_P(SimtOps, Rmsnorm) {
+  for (int c : {C, 70}) {  // 70: more than two warp-widths, not a multiple of 32
+    std::string sz = " C=" + std::to_string(c);
+    Dual inp = in(d, {B, T_, c}, -2, 3), res = in(d, {B, T_, c}), w = in(d, {c});
+    Dual o = out(d, {B, T_, c}), rstd = out(acc(), {B, T_}), h = out(d, {B, T_, c}), o2 = out(d, {B, T_, c}),
+         rstd2 = out(acc(), {B, T_});
+    ops::rmsnorm_forward(o.c, rstd.c, inp.c, w.c, cs);
+    ops::rmsnorm_forward(o.s, rstd.s, inp.s, w.s, ss);
+    check(o, "rmsnorm_forward out" + sz);
+    check(rstd, "rmsnorm_forward rstd" + sz, false, bound(d, false));
+    ops::rmsnorm_residual_forward(o2.c, h.c, rstd2.c, inp.c, res.c, w.c, cs);
+    ops::rmsnorm_residual_forward(o2.s, h.s, rstd2.s, inp.s, res.s, w.s, ss);
+    check(h, "rmsnorm_residual_forward h" + sz);
+    check(o2, "rmsnorm_residual_forward out" + sz);
+    check(rstd2, "rmsnorm_residual_forward rstd" + sz, false, bound(d, false));
+    Dual dout = in(d, {B, T_, c}), di = in(d, {B, T_, c}), dw = in(d, {c});
+    ops::rmsnorm_backward(di.c, dw.c, dout.c, inp.c, w.c, rstd.c, cs);
+    ops::rmsnorm_backward(di.s, dw.s, dout.s, inp.s, w.s, rstd.s, ss);
+    check(di, "rmsnorm_backward dinp (accumulate)" + sz);
+    check(dw, "rmsnorm_backward dweight (accumulate)" + sz, true);
+    Dual dh = in(d, {B, T_, c}), dx = in(d, {B, T_, c}), dr = in(d, {B, T_, c}), dw2 = in(d, {c});
+    ops::rmsnorm_residual_backward(dx.c, dr.c, dw2.c, dh.c, dout.c, h.c, w.c, rstd2.c, cs);
+    ops::rmsnorm_residual_backward(dx.s, dr.s, dw2.s, dh.s, dout.s, h.s, w.s, rstd2.s, ss);
+    check(dx, "rmsnorm_residual_backward dinp (accumulate)" + sz);
+    check(dr, "rmsnorm_residual_backward dresidual (accumulate)" + sz);
+    check(dw2, "rmsnorm_residual_backward dweight (accumulate)" + sz, true);
+  }
+}
+
 TEST_P(SimtOps, Residual) {
   Dual a = in(d, {B, T_, C}), b = in(d, {B, T_, C}), o = out(d, {B, T_, C});
   ops::residual_forward(o.c, a.c, b.c, cs);
