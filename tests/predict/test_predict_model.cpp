@@ -1154,7 +1154,9 @@ TEST(PredictCalibrate, KernelCsvFitsMatrixAndHbmCurves) {
   ASSERT_EQ(rows.size(), 6u);
   EXPECT_TRUE(rows[0].matmul());
   EXPECT_FALSE(rows[4].matmul());  // matrix ops are the op table's (kernels/op_list.h), not names with "matmul"
-  EXPECT_FALSE(KernelSample{.op = "matmul_forward_tiny"}.matmul());
+  KernelSample named_matmul;
+  named_matmul.op = "matmul_forward_tiny";
+  EXPECT_FALSE(named_matmul.matmul());
   EXPECT_EQ(rows[0].dtype, "bf16");
   EXPECT_NEAR(rows[1].seconds, 1.5e-3, 1e-15);
   EXPECT_NEAR(rows[2].flops, 2e9, 1e-3);
