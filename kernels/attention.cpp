@@ -1,47 +1,58 @@
-// Causal multi-head attention, the host half of attention.cu and flash_attention.cu: the references of the plain
-// version (probabilities saved) and of the flash-style interface (only the log-sum-exp saved), computed the same
-// straightforward way (one file, as they share their row helpers), and the ops' checks and dispatch.
+// Causal attention with grouped-query heads, the host half of attention.cu and flash_attention.cu: the references
+// of the plain version (probabilities saved) and of the flash-style interface (only the log-sum-exp saved),
+// computed the same straightforward way (one file, as they share their row helpers), and the ops' checks and
+// dispatch. The op table's workloads are in attention_workloads.cpp.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/dispatch.h"
-#include "kernels/op_table.h"
 #include "kernels/ops.h"
 
 PB_OP_SIGNATURES(
-// inp (B,T,3C) holds q, k, v; out (B,T,C); att (B,NH,T,T) saves the softmax probabilities (zero above the
-// diagonal). Scores are scaled by 1/sqrt(C/NH).
+// Grouped-query attention: inp (B,T,(NH + 2 KV) hs) holds per token NH query heads, then KV key heads, then KV
+// value heads, hs = C/NH channels each; query head h reads kv head h / (NH / KV). out (B,T,C); att (B,NH,T,T)
+// saves the softmax probabilities (zero above the diagonal). Scores are scaled by 1/sqrt(hs).
 template <class T>
-void attention_forward(T* out, acc_t<T>* att, const T* inp, int B, int T_, int C, int NH, void* stream);
-// dinp (B,T,3C) is overwritten; scratch (B,NH,T,T) is the kernels' workspace.
+void attention_forward(T* out, acc_t<T>* att, const T* inp, int B, int T_, int C, int NH, int KV, void* stream);
+// dinp (inp's shape) is overwritten; scratch (B,NH,T,T) is the kernels' workspace.
 template <class T>
 void attention_backward(T* dinp, acc_t<T>* scratch, const T* dout, const T* inp, const acc_t<T>* att, int B, int T_,
-                        int C, int NH, void* stream);
+                        int C, int NH, int KV, void* stream);
 // The flash-style pair saves only lse (B,NH,T), the log-sum-exp of each scaled score row; the backward's scratch
 // is (B,NH,T). Head size C/NH <= 128.
 template <class T>
-void flash_attention_forward(T* out, acc_t<T>* lse, const T* inp, int B, int T_, int C, int NH, void* stream);
+void flash_attention_forward(T* out, acc_t<T>* lse, const T* inp, int B, int T_, int C, int NH, int KV,
+                             void* stream);
 template <class T>
 void flash_attention_backward(T* dinp, acc_t<T>* scratch, const T* dout, const T* inp, const T* out,
-                              const acc_t<T>* lse, int B, int T_, int C, int NH, void* stream);
+                              const acc_t<T>* lse, int B, int T_, int C, int NH, int KV, void* stream);
 )
 
 namespace parbench::ref {
 namespace {
 
+// Where the heads of one batch row are: q of head h at q(t, h), its kv head's k and v at k(t, h), v(t, h).
+struct Heads {
+  int b, T_, C, NH, KV, hs;
+  std::int64_t ld() const { return C + 2 * std::int64_t(KV) * hs; }
+  std::int64_t q(int t, int h) const { return (std::int64_t(b) * T_ + t) * ld() + h * hs; }
+  std::int64_t k(int t, int h) const { return (std::int64_t(b) * T_ + t) * ld() + C + h / (NH / KV) * hs; }
+  std::int64_t v(int t, int h) const { return k(t, h) + KV * hs; }
+  std::int64_t o(int t, int h) const { return (std::int64_t(b) * T_ + t) * C + h * hs; }
+};
+
 // Scaled causal scores of query row t for head h, softmaxed into p[0..t]; returns the log-sum-exp.
 template <class T>
-acc_t<T> softmax_row(acc_t<T>* p, const T* inp, int b, int t, int h, int T_, int C, int NH) {
+acc_t<T> softmax_row(acc_t<T>* p, const T* inp, const Heads& H, int t, int h) {
   using A = acc_t<T>;
-  int hs = C / NH;
-  A scale = A(1) / std::sqrt(A(hs));
-  const T* q = inp + (std::int64_t(b) * T_ + t) * 3 * C + h * hs;
+  A scale = A(1) / std::sqrt(A(H.hs));
+  const T* q = inp + H.q(t, h);
   A mx = -INFINITY;
   for (int t2 = 0; t2 <= t; ++t2) {
-    const T* k = inp + (std::int64_t(b) * T_ + t2) * 3 * C + C + h * hs;
+    const T* k = inp + H.k(t2, h);
     A s = 0;
-    for (int i = 0; i < hs; ++i) s += load(q[i]) * load(k[i]);
+    for (int i = 0; i < H.hs; ++i) s += load(q[i]) * load(k[i]);
     p[t2] = s * scale;
     mx = std::max(mx, p[t2]);
   }
@@ -52,29 +63,27 @@ acc_t<T> softmax_row(acc_t<T>* p, const T* inp, int b, int t, int h, int T_, int
 }
 
 template <class T>
-void attention_out(T* out, const acc_t<T>* p, const T* inp, int b, int t, int h, int T_, int C, int NH) {
-  int hs = C / NH;
-  for (int i = 0; i < hs; ++i) {
+void attention_out(T* out, const acc_t<T>* p, const T* inp, const Heads& H, int t, int h) {
+  for (int i = 0; i < H.hs; ++i) {
     acc_t<T> o = 0;
-    for (int t2 = 0; t2 <= t; ++t2) o += p[t2] * load(inp[(std::int64_t(b) * T_ + t2) * 3 * C + 2 * C + h * hs + i]);
-    out[(std::int64_t(b) * T_ + t) * C + h * hs + i] = store<T>(o);
+    for (int t2 = 0; t2 <= t; ++t2) o += p[t2] * load(inp[H.v(t2, h) + i]);
+    out[H.o(t, h) + i] = store<T>(o);
   }
 }
 
 // Gradient of one query row given its probabilities p and delta = sum_t2 p[t2] * dp[t2] (= dout . out).
-// Adds into the float accumulator d (B,T,3C).
+// Adds into the accumulator d (inp's shape): a kv head's dk and dv collect the rows of all its query heads.
 template <class T>
-void attention_row_backward(acc_t<T>* d, const acc_t<T>* p, const T* dout, const T* inp, int b, int t, int h, int T_,
-                            int C, int NH, bool delta_from_p, acc_t<T> delta) {
+void attention_row_backward(acc_t<T>* d, const acc_t<T>* p, const T* dout, const T* inp, const Heads& H, int t, int h,
+                            bool delta_from_p, acc_t<T> delta) {
   using A = acc_t<T>;
-  int hs = C / NH;
+  const int hs = H.hs;
   A scale = A(1) / std::sqrt(A(hs));
-  auto row = [&](int tt) { return (std::int64_t(b) * T_ + tt) * 3 * C + h * hs; };
-  const T* q = inp + row(t);
-  const T* dO = dout + (std::int64_t(b) * T_ + t) * C + h * hs;
+  const T* q = inp + H.q(t, h);
+  const T* dO = dout + H.o(t, h);
   std::vector<A> dp(t + 1);
   for (int t2 = 0; t2 <= t; ++t2) {
-    const T* v = inp + row(t2) + 2 * C;
+    const T* v = inp + H.v(t2, h);
     A s = 0;
     for (int i = 0; i < hs; ++i) s += load(dO[i]) * load(v[i]);
     dp[t2] = s;
@@ -85,11 +94,11 @@ void attention_row_backward(acc_t<T>* d, const acc_t<T>* p, const T* dout, const
   }
   for (int t2 = 0; t2 <= t; ++t2) {
     A ds = p[t2] * (dp[t2] - delta) * scale;
-    const T* k = inp + row(t2) + C;
+    const T* k = inp + H.k(t2, h);
     for (int i = 0; i < hs; ++i) {
-      d[row(t) + i] += ds * load(k[i]);
-      d[row(t2) + C + i] += ds * load(q[i]);
-      d[row(t2) + 2 * C + i] += p[t2] * load(dO[i]);
+      d[H.q(t, h) + i] += ds * load(k[i]);
+      d[H.k(t2, h) + i] += ds * load(q[i]);
+      d[H.v(t2, h) + i] += p[t2] * load(dO[i]);
     }
   }
 }
@@ -97,65 +106,65 @@ void attention_row_backward(acc_t<T>* d, const acc_t<T>* p, const T* dout, const
 }  // namespace
 
 template <class T>
-void attention_forward(T* out, acc_t<T>* att, const T* inp, int B, int T_, int C, int NH, void*) {
+void attention_forward(T* out, acc_t<T>* att, const T* inp, int B, int T_, int C, int NH, int KV, void*) {
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int t = 0; t < T_; ++t) {
+        const Heads H{b, T_, C, NH, KV, C / NH};
         acc_t<T>* p = att + ((std::int64_t(b) * NH + h) * T_ + t) * T_;
-        softmax_row(p, inp, b, t, h, T_, C, NH);
+        softmax_row(p, inp, H, t, h);
         for (int t2 = t + 1; t2 < T_; ++t2) p[t2] = 0;
-        attention_out(out, p, inp, b, t, h, T_, C, NH);
+        attention_out(out, p, inp, H, t, h);
       }
 }
 
 template <class T>
 void attention_backward(T* dinp, acc_t<T>*, const T* dout, const T* inp, const acc_t<T>* att, int B, int T_, int C,
-                        int NH, void*) {
-  std::vector<acc_t<T>> d(std::size_t(B) * T_ * 3 * C, 0);
+                        int NH, int KV, void*) {
+  std::vector<acc_t<T>> d(std::size_t(B) * T_ * (C + 2 * std::size_t(KV) * (C / NH)), 0);
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int t = 0; t < T_; ++t)
-        attention_row_backward(d.data(), att + ((std::int64_t(b) * NH + h) * T_ + t) * T_, dout, inp, b, t, h, T_, C,
-                               NH, true, acc_t<T>(0));
+        attention_row_backward(d.data(), att + ((std::int64_t(b) * NH + h) * T_ + t) * T_, dout, inp,
+                               Heads{b, T_, C, NH, KV, C / NH}, t, h, true, acc_t<T>(0));
   for (std::size_t i = 0; i < d.size(); ++i) dinp[i] = store<T>(d[i]);
 }
 
 template <class T>
-void flash_attention_forward(T* out, acc_t<T>* lse, const T* inp, int B, int T_, int C, int NH, void*) {
+void flash_attention_forward(T* out, acc_t<T>* lse, const T* inp, int B, int T_, int C, int NH, int KV, void*) {
   std::vector<acc_t<T>> p(T_);
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int t = 0; t < T_; ++t) {
-        lse[(std::int64_t(b) * NH + h) * T_ + t] = softmax_row(p.data(), inp, b, t, h, T_, C, NH);
-        attention_out(out, p.data(), inp, b, t, h, T_, C, NH);
+        const Heads H{b, T_, C, NH, KV, C / NH};
+        lse[(std::int64_t(b) * NH + h) * T_ + t] = softmax_row(p.data(), inp, H, t, h);
+        attention_out(out, p.data(), inp, H, t, h);
       }
 }
 
 template <class T>
 void flash_attention_backward(T* dinp, acc_t<T>*, const T* dout, const T* inp, const T* out, const acc_t<T>* lse,
-                              int B, int T_, int C, int NH, void*) {
+                              int B, int T_, int C, int NH, int KV, void*) {
   using A = acc_t<T>;
   int hs = C / NH;
   A scale = A(1) / std::sqrt(A(hs));
-  std::vector<A> d(std::size_t(B) * T_ * 3 * C, 0), p(T_);
+  std::vector<A> d(std::size_t(B) * T_ * (C + 2 * std::size_t(KV) * hs), 0), p(T_);
   for (int b = 0; b < B; ++b)
     for (int h = 0; h < NH; ++h)
       for (int t = 0; t < T_; ++t) {
         // Probabilities recomputed from the saved log-sum-exp, as the flash kernels do.
-        const T* q = inp + (std::int64_t(b) * T_ + t) * 3 * C + h * hs;
+        const Heads H{b, T_, C, NH, KV, hs};
+        const T* q = inp + H.q(t, h);
         A l = lse[(std::int64_t(b) * NH + h) * T_ + t];
         for (int t2 = 0; t2 <= t; ++t2) {
-          const T* k = inp + (std::int64_t(b) * T_ + t2) * 3 * C + C + h * hs;
+          const T* k = inp + H.k(t2, h);
           A s = 0;
           for (int i = 0; i < hs; ++i) s += load(q[i]) * load(k[i]);
           p[t2] = std::exp(s * scale - l);
         }
         A delta = 0;
-        for (int i = 0; i < hs; ++i) {
-          std::int64_t o = (std::int64_t(b) * T_ + t) * C + h * hs + i;
-          delta += load(dout[o]) * load(out[o]);
-        }
-        attention_row_backward(d.data(), p.data(), dout, inp, b, t, h, T_, C, NH, false, delta);
+        for (int i = 0; i < hs; ++i) delta += load(dout[H.o(t, h) + i]) * load(out[H.o(t, h) + i]);
+        attention_row_backward(d.data(), p.data(), dout, inp, H, t, h, false, delta);
       }
   for (std::size_t i = 0; i < d.size(); ++i) dinp[i] = store<T>(d[i]);
 }
@@ -167,27 +176,35 @@ namespace parbench::ops {
 using namespace detail;  // Op, OpScratch, Acc and the other helpers of kernels/dispatch.h
 
 namespace {
-// The storage dtype and (B, T, C) of an attention input (B,T,3C).
+// The storage dtype, (B, T, C) and the kv heads of an attention call.
 struct AttnShape {
   DType d;
-  int B, T_, C;
+  int B, T_, C, KV;
 };
-// The attention ops' common checks: inp (B,T,3C) q|k|v in a storage dtype with NH dividing C, the activation
-// `act` (B,T,C) (out, or dout in the backward) in that dtype, and the saved statistics in the statistics dtype:
-// att (B,NH,T,T), or lse (B,NH,T) for the flash pair.
+// The attention ops' common checks: the activation `act` (B,T,C) (out, or dout in the backward) fixes hs = C/NH;
+// inp (B,T,(NH + 2 KV) hs) in the same storage dtype, with KV kv heads dividing NH; the saved statistics in the
+// statistics dtype: att (B,NH,T,T), or lse (B,NH,T) for the flash pair.
 AttnShape check_attention(const Op& op, const Tensor& inp, int NH, Named act, Named stats, bool flash) {
   DType d = op.storage(inp, "inp");
-  if (inp.rank() != 3 || inp.dim(2) % 3 != 0) op.fail("inp must be (B, T, 3C), got " + shape_string(inp.shape()));
-  AttnShape a{d, int(inp.dim(0)), int(inp.dim(1)), int(inp.dim(2) / 3)};
-  if (NH <= 0 || a.C % NH != 0)
-    op.fail("NH=" + std::to_string(NH) + " does not divide C=" + std::to_string(a.C) + " into heads");
+  if (inp.rank() != 3) op.fail("inp must be (B, T, (NH + 2 KV) hs), got " + shape_string(inp.shape()));
+  if (act.t.rank() != 3)
+    op.fail(std::string(act.name) + " must be (B, T, C), got " + shape_string(act.t.shape()));
+  const int B = int(inp.dim(0)), T_ = int(inp.dim(1)), C = int(act.t.dim(2));
+  if (NH <= 0 || C % NH != 0)
+    op.fail("NH=" + std::to_string(NH) + " does not divide C=" + std::to_string(C) + " into heads");
+  const std::int64_t hs = C / NH, kv2 = inp.dim(2) - C;
+  const std::int64_t KV = hs > 0 && kv2 > 0 && kv2 % (2 * hs) == 0 ? kv2 / (2 * hs) : 0;
+  if (KV <= 0 || NH % KV != 0)
+    op.fail("inp " + shape_string(inp.shape()) + " does not fit " + act.name + " " + shape_string(act.t.shape()) +
+            " with NH=" + std::to_string(NH) + ": inp must be (B, T, (NH + 2 KV) hs) with hs = C/NH = " +
+            std::to_string(hs) + " and KV kv heads dividing NH (KV = NH: (B, T, 3C))");
   op.dtype(act.t, act.name, d);
-  op.shape(act.t, act.name, {a.B, a.T_, a.C});
+  op.shape(act.t, act.name, {B, T_, C});
   op.dtype(stats.t, stats.name, acc_dtype(d));
-  op.shape(stats.t, stats.name, flash ? Shape{a.B, NH, a.T_} : Shape{a.B, NH, a.T_, a.T_});
-  return a;
+  op.shape(stats.t, stats.name, flash ? Shape{B, NH, T_} : Shape{B, NH, T_, T_});
+  return AttnShape{d, B, T_, C, int(KV)};
 }
-// The backward's input gradient (B,T,3C) and its f32 scratch of `scratch_numel` elements.
+// The backward's input gradient (inp's shape) and its f32 scratch of `scratch_numel` elements.
 void check_attention_grad(const Op& op, DType d, const Tensor& inp, const Tensor& dinp, const Tensor& scratch,
                           std::int64_t scratch_numel) {
   op.dtype(dinp, "dinp", d);
@@ -201,8 +218,8 @@ void attention_forward(Tensor& out, Tensor& att, const Tensor& inp, int NH, cons
   Op op{"attention_forward", s};
   const AttnShape sh = check_attention(op, inp, NH, {out, "out"}, {att, "att"}, false);
   const DType d = sh.d;
-  const int B = sh.B, T_ = sh.T_, C = sh.C;
-  PB_DISPATCH(op, d, attention_forward, out.ptr<T>(), att.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH);
+  const int B = sh.B, T_ = sh.T_, C = sh.C, KV = sh.KV;
+  PB_DISPATCH(op, d, attention_forward, out.ptr<T>(), att.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH, KV);
 }
 
 void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& att,
@@ -210,18 +227,18 @@ void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const
   Op op{"attention_backward", s};
   const AttnShape sh = check_attention(op, inp, NH, {dout, "dout"}, {att, "att"}, false);
   const DType d = sh.d;
-  const int B = sh.B, T_ = sh.T_, C = sh.C;
+  const int B = sh.B, T_ = sh.T_, C = sh.C, KV = sh.KV;
   check_attention_grad(op, d, inp, dinp, scratch, std::int64_t(B) * NH * T_ * T_);
   PB_DISPATCH(op, d, attention_backward, dinp.ptr<T>(), scratch.ptr<Acc<T>>(), dout.ptr<T>(), inp.ptr<T>(),
-              att.ptr<Acc<T>>(), B, T_, C, NH);
+              att.ptr<Acc<T>>(), B, T_, C, NH, KV);
 }
 
 void flash_attention_forward(Tensor& out, Tensor& lse, const Tensor& inp, int NH, const Stream& s) {
   Op op{"flash_attention_forward", s};
   const AttnShape sh = check_attention(op, inp, NH, {out, "out"}, {lse, "lse"}, true);
   const DType d = sh.d;
-  const int B = sh.B, T_ = sh.T_, C = sh.C;
-  PB_DISPATCH(op, d, flash_attention_forward, out.ptr<T>(), lse.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH);
+  const int B = sh.B, T_ = sh.T_, C = sh.C, KV = sh.KV;
+  PB_DISPATCH(op, d, flash_attention_forward, out.ptr<T>(), lse.ptr<Acc<T>>(), inp.ptr<T>(), B, T_, C, NH, KV);
 }
 
 void flash_attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& out,
@@ -229,115 +246,12 @@ void flash_attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout,
   Op op{"flash_attention_backward", s};
   const AttnShape sh = check_attention(op, inp, NH, {dout, "dout"}, {lse, "lse"}, true);
   const DType d = sh.d;
-  const int B = sh.B, T_ = sh.T_, C = sh.C;
+  const int B = sh.B, T_ = sh.T_, C = sh.C, KV = sh.KV;
   op.dtype(out, "out", d);
   op.shape(out, "out", dout.shape());
   check_attention_grad(op, d, inp, dinp, scratch, std::int64_t(B) * NH * T_);
   PB_DISPATCH(op, d, flash_attention_backward, dinp.ptr<T>(), scratch.ptr<Acc<T>>(), dout.ptr<T>(), inp.ptr<T>(),
-              out.ptr<T>(), lse.ptr<Acc<T>>(), B, T_, C, NH);
+              out.ptr<T>(), lse.ptr<Acc<T>>(), B, T_, C, NH, KV);
 }
 
 }  // namespace parbench::ops
-
-// The workloads of the op table (kernels/op_table.h), run by the kernel tests and bench_kernels.
-namespace parbench::optable {
-
-// Causal attention work: QK^T and PV over the lower triangle.
-static double attn_flops(const OpShape& s) { return 2.0 * 2.0 * s.B * s.NH * (s.T * (s.T + 1.0) / 2) * (s.C / s.NH); }
-
-Work attention_forward_workload(OpCase& c, const OpShape& s) {
-  DType t = c.dtype();
-  Arg inp = c.in(t, {s.B, s.T, 3 * s.C}, -1, 1), out = c.out(t, {s.B, s.T, s.C}),
-      att = c.out(c.acc(), {s.B, s.NH, s.T, s.T});
-  double io = 4.0 * s.B * s.T * s.C * elem_bytes(t), scores = double(s.B) * s.NH * s.T * s.T * 4;
-  auto call = [=](int i, const Stream& st) mutable { ops::attention_forward(out[i], att[i], inp[i], s.NH, st); };
-  return Work{call, {out, att}, attn_flops(s), io + 3 * scores}.named({{"inp", inp}, {"out", out}, {"att", att}});
-}
-
-Work attention_backward_workload(OpCase& c, const OpShape& s) {
-  DType t = c.dtype();
-  Arg inp = c.in(t, {s.B, s.T, 3 * s.C}, -1, 1), out = c.out(t, {s.B, s.T, s.C}),
-      att = c.out(c.acc(), {s.B, s.NH, s.T, s.T});
-  Arg dout = c.in(t, {s.B, s.T, s.C}), dinp = c.out(t, {s.B, s.T, 3 * s.C}),
-      scratch = c.out(c.acc(), {s.B, s.NH, s.T, s.T});
-  // The forward runs once per side (in the check or the warm-up).
-  std::vector<char> forward_done(std::size_t(c.sides()), 0);
-  double io = 7.0 * s.B * s.T * s.C * elem_bytes(t), scores = double(s.B) * s.NH * s.T * s.T * 4;
-  auto call = [=](int i, const Stream& st) mutable {
-    if (!forward_done[std::size_t(i)]) ops::attention_forward(out[i], att[i], inp[i], s.NH, st);
-    forward_done[std::size_t(i)] = true;
-    ops::attention_backward(dinp[i], scratch[i], dout[i], inp[i], att[i], s.NH, st);
-  };
-  return Work{call, {dinp}, 2 * attn_flops(s), io + 5 * scores}.named(
-      {{"inp", inp}, {"dout", dout}, {"dinp", dinp}});
-}
-
-Work flash_attention_forward_workload(OpCase& c, const OpShape& s) {
-  DType t = c.dtype();
-  Arg inp = c.in(t, {s.B, s.T, 3 * s.C}, -1, 1), out = c.out(t, {s.B, s.T, s.C}),
-      lse = c.out(c.acc(), {s.B, s.NH, s.T});
-  auto call = [=](int i, const Stream& st) mutable { ops::flash_attention_forward(out[i], lse[i], inp[i], s.NH, st); };
-  return Work{call, {out, lse}, attn_flops(s), 4.0 * s.B * s.T * s.C * elem_bytes(t)}.named(
-      {{"inp", inp}, {"out", out}, {"lse", lse}});
-}
-
-Work flash_attention_backward_workload(OpCase& c, const OpShape& s) {
-  DType t = c.dtype();
-  Arg inp = c.in(t, {s.B, s.T, 3 * s.C}, -1, 1), out = c.out(t, {s.B, s.T, s.C}),
-      lse = c.out(c.acc(), {s.B, s.NH, s.T});
-  Arg dout = c.in(t, {s.B, s.T, s.C}), dinp = c.out(t, {s.B, s.T, 3 * s.C}), scratch = c.out(c.acc(), {s.B, s.NH, s.T});
-  std::vector<char> forward_done(std::size_t(c.sides()), 0);
-  auto call = [=](int i, const Stream& st) mutable {
-    if (!forward_done[std::size_t(i)]) ops::flash_attention_forward(out[i], lse[i], inp[i], s.NH, st);
-    forward_done[std::size_t(i)] = true;
-    ops::flash_attention_backward(dinp[i], scratch[i], dout[i], inp[i], out[i], lse[i], s.NH, st);
-  };
-  return Work{call, {dinp}, 3.5 * attn_flops(s), 12.0 * s.B * s.T * s.C * elem_bytes(t)}.named(
-      {{"inp", inp}, {"dout", dout}, {"dinp", dinp}});
-}
-
-// The flash pair at the head sizes of the tensor-core kernels: the shape's C split into heads of 64 channels, and
-// again into heads of 128 (at least one head each), both run by one call and both checked.
-namespace {
-struct WideHeads {
-  OpShape s64, s128;
-};
-WideHeads wide_heads(const OpShape& s) {
-  OpShape a = s, b = s;
-  a.NH = std::max(1, s.C / 64);
-  a.C = 64 * a.NH;
-  b.NH = std::max(1, s.C / 128);
-  b.C = 128 * b.NH;
-  return {a, b};
-}
-// The named tensors of both halves, told apart by "hs64/" and "hs128/".
-std::vector<NamedArg> prefixed(const Work& a, const Work& b) {
-  std::vector<NamedArg> out;
-  for (const NamedArg& x : a.args) out.push_back({"hs64/" + x.name, x.arg});
-  for (const NamedArg& x : b.args) out.push_back({"hs128/" + x.name, x.arg});
-  return out;
-}
-}  // namespace
-
-Work flash_attention_fwd_hs64_128_workload(OpCase& c, const OpShape& s) {
-  const WideHeads w = wide_heads(s);
-  Work a = flash_attention_forward_workload(c, w.s64), b = flash_attention_forward_workload(c, w.s128);
-  auto call = [fa = a.call, fb = b.call](int i, const Stream& st) {
-    fa(i, st);
-    fb(i, st);
-  };
-  return Work{call, {a.checked[0], a.checked[1], b.checked[0], b.checked[1]}, a.flops + b.flops, a.bytes + b.bytes}
-      .named(prefixed(a, b));
-}
-
-Work flash_attention_bwd_hs64_128_workload(OpCase& c, const OpShape& s) {
-  const WideHeads w = wide_heads(s);
-  Work a = flash_attention_backward_workload(c, w.s64), b = flash_attention_backward_workload(c, w.s128);
-  auto call = [fa = a.call, fb = b.call](int i, const Stream& st) {
-    fa(i, st);
-    fb(i, st);
-  };
-  return Work{call, {a.checked[0], b.checked[0]}, a.flops + b.flops, a.bytes + b.bytes}.named(prefixed(a, b));
-}
-
-}  // namespace parbench::optable

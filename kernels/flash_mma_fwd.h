@@ -2,6 +2,7 @@
 // queries of one head (4 warps x 16 rows), K/V tiles of 64 keys double-buffered through cp.async into swizzled
 // shared memory, S = Q K^T and O += P V on mma.sync with an online softmax in registers, tiles above the
 // diagonal skipped and the diagonal one masked; O and the log-sum-exp (for the backward) written at the end.
+// Grouped-query: a query head's K/V tiles come from its kv head's channels of inp.
 #pragma once
 #include "kernels/flash_mma.h"
 
@@ -37,11 +38,11 @@ __device__ inline void fm_online_softmax(float (&s)[NB][4], float (&m)[2], float
   }
 }
 
-// out (B,T,C) and lse (B,NH,T) from inp (B,T,3C) = q|k|v; scale_log2 = log2(e) / sqrt(HS). Blocks of the
-// longest rows (the last queries) start first.
+// out (B,T,C) and lse (B,NH,T) from inp (B,T,(NH + 2 KV) HS) = NH query heads | KV key heads | KV value heads;
+// scale_log2 = log2(e) / sqrt(HS). Blocks of the longest rows (the last queries) start first.
 template <int HS>
 __global__ void __launch_bounds__(kFmThreads, 1)
-    flash_mma_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* inp, int T, int C, int NH,
+    flash_mma_forward_kernel(__nv_bfloat16* out, float* lse, const __nv_bfloat16* inp, int T, int C, int NH, int KV,
                              float scale_log2) {
   PB_DYNAMIC_SHARED(__nv_bfloat16, smem);
   constexpr int kTile = kFmRows * HS;
@@ -49,12 +50,13 @@ __global__ void __launch_bounds__(kFmThreads, 1)
   const int bh = blockIdx.y, b = bh / NH, head = bh % NH;
   const int q0 = (gridDim.x - 1 - blockIdx.x) * kFmRows;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4;
-  const std::int64_t ld = 3 * std::int64_t(C);
+  const std::int64_t ld = C + 2 * std::int64_t(KV) * HS;
   const __nv_bfloat16* base = inp + std::int64_t(b) * T * ld + head * HS;
+  const __nv_bfloat16* kbase = inp + std::int64_t(b) * T * ld + C + head / (NH / KV) * HS;
   AsyncCopies copies;
   auto load_kv = [&](int stage, int kt) {
-    fm_load_rows<HS, kFmRows>(ks + stage * kTile, base + C, ld, kt * kFmRows, T, copies);
-    fm_load_rows<HS, kFmRows>(vs + stage * kTile, base + 2 * C, ld, kt * kFmRows, T, copies);
+    fm_load_rows<HS, kFmRows>(ks + stage * kTile, kbase, ld, kt * kFmRows, T, copies);
+    fm_load_rows<HS, kFmRows>(vs + stage * kTile, kbase + KV * HS, ld, kt * kFmRows, T, copies);
   };
   fm_load_rows<HS, kFmRows>(qs, base, ld, q0, T, copies);
   load_kv(0, 0);
@@ -87,11 +89,11 @@ __global__ void __launch_bounds__(kFmThreads, 1)
 
 template <int HS>
 void launch_flash_mma_forward(__nv_bfloat16* out, float* lse, const __nv_bfloat16* inp, int B, int T, int C, int NH,
-                              void* stream) {
+                              int KV, void* stream) {
   constexpr int kSmem = 5 * kFmRows * HS * 2;  // Q, and two stages of K and V
   fm_allow_smem(flash_mma_forward_kernel<HS>, kSmem);
   PB_LAUNCH(flash_mma_forward_kernel<HS>, dim3(ceil_div(T, kFmRows), B * NH), kFmThreads, kSmem, stream)
-  (out, lse, inp, T, C, NH, kFmLog2e / std::sqrt(float(HS)));
+  (out, lse, inp, T, C, NH, KV, kFmLog2e / std::sqrt(float(HS)));
   PB_CHECK_LAUNCH();
 }
 

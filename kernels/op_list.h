@@ -61,12 +61,18 @@ std::string_view cost_role_name(CostRole r);
   X(gelu_backward, OpKind::per_dtype, kBackward, cost(CostRole::gelu))                                              \
   X(bias_gelu_forward, OpKind::per_dtype, backward("bias_gelu_backward"), cost(CostRole::memory))                   \
   X(bias_gelu_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                       \
+  X(swiglu_forward, OpKind::per_dtype, backward("swiglu_backward"), cost(CostRole::memory))                         \
+  X(swiglu_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                          \
   X(layernorm_forward, OpKind::per_dtype, backward("layernorm_backward"), cost(CostRole::elementwise, {}, 2))        \
   X(layernorm_backward, OpKind::per_dtype, kBackward, cost(CostRole::elementwise, {}, 2))                           \
   X(rmsnorm_forward, OpKind::per_dtype, backward("rmsnorm_backward"), cost(CostRole::memory))                       \
   X(rmsnorm_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                         \
   X(rmsnorm_residual_forward, OpKind::per_dtype, backward("rmsnorm_residual_backward"), cost(CostRole::memory))     \
   X(rmsnorm_residual_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                \
+  X(rope_table, OpKind::fixed_dtype, unchecked("the cos and sin of the positions: no input to differentiate"),      \
+    cost(CostRole::memory))                                                                                         \
+  X(rope_forward, OpKind::per_dtype, backward("rope_backward"), cost(CostRole::memory))                             \
+  X(rope_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                            \
   X(residual_forward, OpKind::per_dtype, backward("residual_backward"), cost(CostRole::elementwise, {}, 2))          \
   X(residual_backward, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                        \
   X(attention_forward, OpKind::per_dtype, backward("attention_backward"), cost(CostRole::memory))                   \
@@ -77,6 +83,19 @@ std::string_view cost_role_name(CostRole r);
   X(flash_attention_fwd_hs64_128, OpKind::per_dtype, backward("flash_attention_bwd_hs64_128"),                      \
     cost(CostRole::memory))                                                                                         \
   X(flash_attention_bwd_hs64_128, OpKind::per_dtype, kBackward, cost(CostRole::memory))                             \
+  X(attention_forward_gqa, OpKind::per_dtype, backward("attention_backward_gqa"), cost(CostRole::memory))           \
+  X(attention_backward_gqa, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                   \
+  X(attention_forward_mqa, OpKind::per_dtype, backward("attention_backward_mqa"), cost(CostRole::memory))           \
+  X(attention_backward_mqa, OpKind::per_dtype, kBackward, cost(CostRole::memory))                                   \
+  X(flash_attention_forward_gqa, OpKind::per_dtype, backward("flash_attention_backward_gqa"),                       \
+    cost(CostRole::memory))                                                                                         \
+  X(flash_attention_backward_gqa, OpKind::per_dtype, kBackward, cost(CostRole::memory))                             \
+  X(flash_attention_forward_mqa, OpKind::per_dtype, backward("flash_attention_backward_mqa"),                       \
+    cost(CostRole::memory))                                                                                         \
+  X(flash_attention_backward_mqa, OpKind::per_dtype, kBackward, cost(CostRole::memory))                             \
+  X(flash_attention_fwd_hs64_128_gqa, OpKind::per_dtype, backward("flash_attention_bwd_hs64_128_gqa"),              \
+    cost(CostRole::memory))                                                                                         \
+  X(flash_attention_bwd_hs64_128_gqa, OpKind::per_dtype, kBackward, cost(CostRole::memory))                         \
   X(crossentropy_forward_backward, OpKind::per_dtype, backward("crossentropy_forward_backward"),                    \
     cost(CostRole::memory))                                                                                         \
   X(adamw_update, OpKind::per_dtype, unchecked("an optimizer step: nothing to differentiate"),                      \

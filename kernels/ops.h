@@ -58,6 +58,12 @@ void bias_gelu_forward(Tensor& out, const Tensor& inp, const Tensor& bias, const
 void bias_gelu_backward(Tensor& dinp, Tensor* dbias, const Tensor& inp, const Tensor& bias, const Tensor& dout,
                         const Stream& s);
 
+// SwiGLU, Llama's MLP activation with the gate and up projections fused in one matmul: inp (...,2F) holds per
+// token gate = inp[..., :F] then up = inp[..., F:]; out (...,F) = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+void swiglu_forward(Tensor& out, const Tensor& inp, const Stream& s);
+// dinp (...,2F) = the gradient of gate and up from dout (...,F) (overwritten, like gelu_backward; dinp may not alias).
+void swiglu_backward(Tensor& dinp, const Tensor& inp, const Tensor& dout, const Stream& s);
+
 // out (...,C); mean, rstd (...) saved for the backward.
 void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& inp, const Tensor& weight,
                        const Tensor& bias, const Stream& s);
@@ -65,31 +71,52 @@ void layernorm_forward(Tensor& out, Tensor& mean, Tensor& rstd, const Tensor& in
 void layernorm_backward(Tensor& dinp, Tensor& dweight, Tensor& dbias, const Tensor& dout, const Tensor& inp,
                         const Tensor& weight, const Tensor& mean, const Tensor& rstd, const Stream& s);
 
-// RMSNorm: out (...,C) = inp * rstd * weight (C), rstd (...) = 1 / sqrt(mean(inp^2) + 1e-5) over C, saved for the
-// backward.
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& inp, const Tensor& weight, const Stream& s);
+// RMSNorm: out (...,C) = inp * rstd * weight (C), rstd (...) = 1 / sqrt(mean(inp^2) + eps) over C, saved for the
+// backward; eps finite and > 0 (1e-5 by default).
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& inp, const Tensor& weight, const Stream& s,
+                     float eps = 1e-5f);
 // dinp, dweight += (as layernorm_backward).
 void rmsnorm_backward(Tensor& dinp, Tensor& dweight, const Tensor& dout, const Tensor& inp, const Tensor& weight,
                       const Tensor& rstd, const Stream& s);
 // The residual add fused into the RMSNorm after it (a Llama block's h = x + r; y = rmsnorm(h)): h (...,C) = inp +
-// residual, out = rmsnorm(h) with weight; h and rstd (...) saved for the backward.
+// residual, out = rmsnorm(h) with weight and eps; h and rstd (...) saved for the backward.
 void rmsnorm_residual_forward(Tensor& out, Tensor& h, Tensor& rstd, const Tensor& inp, const Tensor& residual,
-                              const Tensor& weight, const Stream& s);
+                              const Tensor& weight, const Stream& s, float eps = 1e-5f);
 // g = dh (the residual stream's gradient of h) + rmsnorm's gradient of h from dout; dinp += g, dresidual += g,
 // dweight += (as rmsnorm_backward).
 void rmsnorm_residual_backward(Tensor& dinp, Tensor& dresidual, Tensor& dweight, const Tensor& dh, const Tensor& dout,
                                const Tensor& h, const Tensor& weight, const Tensor& rstd, const Stream& s);
 
+// Rotary position embedding (RoPE) in Llama's rotate-half layout (as Hugging Face's Llama implements it): a head x
+// of D channels (D even) at position p = t + offset pairs channel i with i + D/2 for i < D/2 and rotates the pair by
+// angle = p * theta^(-2i/D): out[i] = x[i] cos - x[i + D/2] sin, out[i + D/2] = x[i + D/2] cos + x[i] sin.
+// rope_table computes cos_sin (T, D/2, 2) = the cos and sin of every (position, pair) once, for every layer and
+// head: f32 (f64 on cpu, for f64 storage); theta >= 1 (the base: 10000, Llama 3's 500000), offset the first
+// position (a sequence shard's or a continued sequence's), positions below 2^24. Accurate to a few 1e-7 at any
+// position (kernels/rope.cu says how, in float).
+void rope_table(Tensor& cos_sin, int T, int D, double theta, std::int64_t offset, const Stream& s);
+// out (B,T,H,D) = inp rotated by row t of cos_sin (at least T rows) at position t, for any number of heads H (q's NH,
+// k's kv heads); out may be inp (in place). Only heads [0, rotated_heads) turn (all with -1), the others are copied:
+// a packed q|k|v (B,T,NH+2KV,D) turns its q and k heads with rotated_heads = NH + KV.
+void rope_forward(Tensor& out, const Tensor& inp, const Tensor& cos_sin, const Stream& s, int rotated_heads = -1);
+// dinp += dout rotated by minus the angle (the rotation's transpose), accumulating like the other backward ops; heads
+// from rotated_heads on add dout as it is.
+void rope_backward(Tensor& dinp, const Tensor& dout, const Tensor& cos_sin, const Stream& s, int rotated_heads = -1);
+
 void residual_forward(Tensor& out, const Tensor& a, const Tensor& b, const Stream& s);
 // da += dout, db += dout
 void residual_backward(Tensor& da, Tensor& db, const Tensor& dout, const Stream& s);
 
-// Plain causal attention: inp (B,T,3C) = q|k|v, out (B,T,C), att (B,NH,T,T) probabilities saved;
-// the backward overwrites dinp (B,T,3C) and uses scratch (B,NH,T,T), f32.
+// Causal attention with grouped-query heads: inp (B,T,(NH + 2 KV) hs) holds per token the NH query heads, then KV
+// key heads, then KV value heads, hs channels each; out (B,T,C) fixes hs = C/NH and KV = (inp's last dim - C) /
+// (2 hs), which must divide NH (KV = NH: multi-head, inp (B,T,3C) = q|k|v; KV = 1: multi-query). Query head h uses
+// kv head h / (NH / KV), read in place (K/V are never repeated). Plain: att (B,NH,T,T) probabilities saved; the
+// backward overwrites dinp (inp's shape; a kv head's dk, dv summed over its query heads, in a fixed order) and uses
+// scratch (B,NH,T,T), f32.
 void attention_forward(Tensor& out, Tensor& att, const Tensor& inp, int NH, const Stream& s);
 void attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& att,
                         int NH, const Stream& s);
-// Flash-style: lse (B,NH,T) saved; the backward also needs out and a (B,NH,T) f32 scratch.
+// Flash-style, the same heads: lse (B,NH,T) saved; the backward also needs out and a (B,NH,T) f32 scratch.
 void flash_attention_forward(Tensor& out, Tensor& lse, const Tensor& inp, int NH, const Stream& s);
 void flash_attention_backward(Tensor& dinp, Tensor& scratch, const Tensor& dout, const Tensor& inp, const Tensor& out,
                               const Tensor& lse, int NH, const Stream& s);

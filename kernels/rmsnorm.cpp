@@ -1,7 +1,11 @@
 // RMSNorm over the last dimension, plain and fused with the residual add before it, saving rstd for the backward
 // pass: the host half of rmsnorm.cu (reference, checks and dispatch).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/column_partials.h"
 #include "kernels/dispatch.h"
@@ -9,9 +13,9 @@
 #include "kernels/ops.h"
 
 PB_OP_SIGNATURES(
-// out (N,C) = inp * rstd * weight per row, rstd = 1 / sqrt(mean(inp^2) + 1e-5); saves rstd (N).
+// out (N,C) = inp * rstd * weight per row, rstd = 1 / sqrt(mean(inp^2) + eps); saves rstd (N).
 template <class T>
-void rmsnorm_forward(T* out, acc_t<T>* rstd, const T* inp, const T* weight, int N, int C, void* stream);
+void rmsnorm_forward(T* out, acc_t<T>* rstd, const T* inp, const T* weight, int N, int C, double eps, void* stream);
 // dinp and dweight accumulate (+=); the kernels' column sum uses `scratch`, column_partials_numel(N, C, 1) floats.
 template <class T>
 void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T* weight, const acc_t<T>* rstd,
@@ -19,7 +23,7 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 // h (N,C) = inp + residual (rounded to T), then out = rmsnorm(h) as rmsnorm_forward; saves h and rstd (N).
 template <class T>
 void rmsnorm_residual_forward(T* out, T* h, acc_t<T>* rstd, const T* inp, const T* residual, const T* weight, int N,
-                              int C, void* stream);
+                              int C, double eps, void* stream);
 // g = dh + rmsnorm's gradient of h; dinp += g, dresidual += g, dweight += as rmsnorm_backward (same scratch).
 template <class T>
 void rmsnorm_residual_backward(T* dinp, T* dresidual, T* dweight, const T* dh, const T* dout, const T* h,
@@ -32,17 +36,17 @@ namespace {
 
 // One row's rstd, of h stored in T.
 template <class T>
-acc_t<T> rms_row_rstd(const T* h, int C) {
+acc_t<T> rms_row_rstd(const T* h, int C, double eps) {
   using A = acc_t<T>;
   A ss = 0;
   for (int c = 0; c < C; ++c) ss += load(h[c]) * load(h[c]);
-  return A(1) / std::sqrt(ss / C + A(1e-5));
+  return A(1) / std::sqrt(ss / C + A(eps));
 }
 
 // out = h * rstd * weight per row, h = inp or (where `residual` is given) inp + residual, stored to hout.
 template <class T>
 void rms_forward_rows(T* out, T* hout, acc_t<T>* rstd, const T* inp, const T* residual, const T* weight, int N,
-                      int C) {
+                      int C, double eps) {
   for (int r = 0; r < N; ++r) {
     const std::int64_t base = std::int64_t(r) * C;
     const T* h = inp + base;
@@ -50,7 +54,7 @@ void rms_forward_rows(T* out, T* hout, acc_t<T>* rstd, const T* inp, const T* re
       for (int c = 0; c < C; ++c) hout[base + c] = store<T>(load(inp[base + c]) + load(residual[base + c]));
       h = hout + base;
     }
-    const acc_t<T> s = rms_row_rstd(h, C);
+    const acc_t<T> s = rms_row_rstd(h, C, eps);
     for (int c = 0; c < C; ++c) out[base + c] = store<T>(load(h[c]) * s * load(weight[c]));
     rstd[r] = s;
   }
@@ -83,8 +87,8 @@ void rms_backward_rows(T* dinp, T* dres, T* dweight, const T* dh, const T* dout,
 }  // namespace
 
 template <class T>
-void rmsnorm_forward(T* out, acc_t<T>* rstd, const T* inp, const T* weight, int N, int C, void*) {
-  rms_forward_rows<T>(out, nullptr, rstd, inp, nullptr, weight, N, C);
+void rmsnorm_forward(T* out, acc_t<T>* rstd, const T* inp, const T* weight, int N, int C, double eps, void*) {
+  rms_forward_rows<T>(out, nullptr, rstd, inp, nullptr, weight, N, C, eps);
 }
 
 template <class T>
@@ -95,8 +99,8 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 
 template <class T>
 void rmsnorm_residual_forward(T* out, T* h, acc_t<T>* rstd, const T* inp, const T* residual, const T* weight, int N,
-                              int C, void*) {
-  rms_forward_rows<T>(out, h, rstd, inp, residual, weight, N, C);
+                              int C, double eps, void*) {
+  rms_forward_rows<T>(out, h, rstd, inp, residual, weight, N, C, eps);
 }
 
 template <class T>
@@ -131,13 +135,30 @@ RmsDims rms_dims(const Op& op, DType d, const Tensor& x, const char* xn, std::in
   return {N, C};
 }
 
+// eps keeps rstd finite on an all-zero row: positive and finite. Returned as written, the float's shortest decimal
+// in double (1e-5f is 1e-5), so that the float64 reference adds 1e-5 itself rather than 1e-5f = 9.99999975e-6; the
+// kernels round it back to the float.
+double checked_eps(const Op& op, float eps) {
+  if (eps > 0 && std::isfinite(eps)) {
+    char digits[32];
+    const auto end = std::to_chars(digits, digits + sizeof digits - 1, eps).ptr;
+    *end = '\0';
+    return std::strtod(digits, nullptr);
+  }
+  char shown[32];
+  std::snprintf(shown, sizeof shown, "%g", double(eps));
+  op.fail(std::string("eps=") + shown + " is refused: it must be finite and > 0 (the default is 1e-5)");
+}
+
 }  // namespace
 
-void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& inp, const Tensor& weight, const Stream& s) {
+void rmsnorm_forward(Tensor& out, Tensor& rstd, const Tensor& inp, const Tensor& weight, const Stream& s,
+                     float eps) {
   Op op{"rmsnorm_forward", s};
   DType d = op.storage(out, "out");
   RmsDims n = rms_dims(op, d, inp, "inp", {{inp, "inp"}, {out, "out"}}, {{weight, "weight"}}, rstd);
-  PB_DISPATCH(op, d, rmsnorm_forward, out.ptr<T>(), rstd.ptr<Acc<T>>(), inp.ptr<T>(), weight.ptr<T>(), n.N, n.C);
+  const double e = checked_eps(op, eps);
+  PB_DISPATCH(op, d, rmsnorm_forward, out.ptr<T>(), rstd.ptr<Acc<T>>(), inp.ptr<T>(), weight.ptr<T>(), n.N, n.C, e);
 }
 
 void rmsnorm_backward(Tensor& dinp, Tensor& dweight, const Tensor& dout, const Tensor& inp, const Tensor& weight,
@@ -152,13 +173,14 @@ void rmsnorm_backward(Tensor& dinp, Tensor& dweight, const Tensor& dout, const T
 }
 
 void rmsnorm_residual_forward(Tensor& out, Tensor& h, Tensor& rstd, const Tensor& inp, const Tensor& residual,
-                              const Tensor& weight, const Stream& s) {
+                              const Tensor& weight, const Stream& s, float eps) {
   Op op{"rmsnorm_residual_forward", s};
   DType d = op.storage(out, "out");
   RmsDims n = rms_dims(op, d, inp, "inp", {{inp, "inp"}, {residual, "residual"}, {h, "h"}, {out, "out"}},
                        {{weight, "weight"}}, rstd);
+  const double e = checked_eps(op, eps);
   PB_DISPATCH(op, d, rmsnorm_residual_forward, out.ptr<T>(), h.ptr<T>(), rstd.ptr<Acc<T>>(), inp.ptr<T>(),
-              residual.ptr<T>(), weight.ptr<T>(), n.N, n.C);
+              residual.ptr<T>(), weight.ptr<T>(), n.N, n.C, e);
 }
 
 void rmsnorm_residual_backward(Tensor& dinp, Tensor& dresidual, Tensor& dweight, const Tensor& dh, const Tensor& dout,

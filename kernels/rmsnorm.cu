@@ -13,7 +13,7 @@ constexpr int kRmsRowsPerBlock = 8;  // 8 warps of 32
 // `hout` (each lane reads back only what it wrote).
 template <class T>
 __global__ void rmsnorm_forward_kernel(T* out, T* hout, float* rstd, const T* inp, const T* residual,
-                                       const T* weight, int N, int C) {
+                                       const T* weight, int N, int C, float eps) {
   int lane = threadIdx.x % 32;
   int row = blockIdx.x * kRmsRowsPerBlock + threadIdx.x / 32;
   if (row >= N) return;  // whole warps leave together: no warp collective is left half-populated
@@ -30,7 +30,7 @@ __global__ void rmsnorm_forward_kernel(T* out, T* hout, float* rstd, const T* in
   } else {
     for (int c = lane; c < C; c += 32) ss += to_f(h[c]) * to_f(h[c]);
   }
-  float r = 1.f / sqrtf(warp_sum(ss) / C + 1e-5f);
+  float r = 1.f / sqrtf(warp_sum(ss) / C + eps);
   T* o = out + base;
   for (int c = lane; c < C; c += 32) o[c] = from_f<T>(to_f(h[c]) * r * to_f(weight[c]));
   if (lane == 0) rstd[row] = r;
@@ -77,10 +77,10 @@ struct RmsnormParamTerms {
 
 template <class T>
 void launch_rmsnorm_forward(T* out, T* hout, float* rstd, const T* inp, const T* residual, const T* weight, int N,
-                            int C, void* stream) {
+                            int C, float eps, void* stream) {
   if (N == 0) return;
   PB_LAUNCH(rmsnorm_forward_kernel<DevT<T>>, ceil_div(N, kRmsRowsPerBlock), 32 * kRmsRowsPerBlock, 0, stream)
-  (dev(out), dev(hout), rstd, dev(inp), dev(residual), dev(weight), N, C);
+  (dev(out), dev(hout), rstd, dev(inp), dev(residual), dev(weight), N, C, eps);
   PB_CHECK_LAUNCH();
 }
 
@@ -96,8 +96,8 @@ void launch_rmsnorm_backward(T* dinp, T* dres, T* dweight, const T* dh, const T*
 }
 
 template <class T>
-void rmsnorm_forward(T* out, acc_t<T>* rstd, const T* inp, const T* weight, int N, int C, void* stream) {
-  launch_rmsnorm_forward<T>(out, nullptr, rstd, inp, nullptr, weight, N, C, stream);
+void rmsnorm_forward(T* out, acc_t<T>* rstd, const T* inp, const T* weight, int N, int C, double eps, void* stream) {
+  launch_rmsnorm_forward<T>(out, nullptr, rstd, inp, nullptr, weight, N, C, float(eps), stream);
 }
 
 template <class T>
@@ -108,8 +108,8 @@ void rmsnorm_backward(T* dinp, T* dweight, const T* dout, const T* inp, const T*
 
 template <class T>
 void rmsnorm_residual_forward(T* out, T* h, acc_t<T>* rstd, const T* inp, const T* residual, const T* weight, int N,
-                              int C, void* stream) {
-  launch_rmsnorm_forward<T>(out, h, rstd, inp, residual, weight, N, C, stream);
+                              int C, double eps, void* stream) {
+  launch_rmsnorm_forward<T>(out, h, rstd, inp, residual, weight, N, C, float(eps), stream);
 }
 
 template <class T>
@@ -119,9 +119,10 @@ void rmsnorm_residual_backward(T* dinp, T* dresidual, T* dweight, const T* dh, c
 }
 
 #define PB_INSTANTIATE(T)                                                                                          \
-  template void rmsnorm_forward<T>(T*, acc_t<T>*, const T*, const T*, int, int, void*);                            \
+  template void rmsnorm_forward<T>(T*, acc_t<T>*, const T*, const T*, int, int, double, void*);                    \
   template void rmsnorm_backward<T>(T*, T*, const T*, const T*, const T*, const acc_t<T>*, float*, int, int, void*); \
-  template void rmsnorm_residual_forward<T>(T*, T*, acc_t<T>*, const T*, const T*, const T*, int, int, void*);     \
+  template void rmsnorm_residual_forward<T>(T*, T*, acc_t<T>*, const T*, const T*, const T*, int, int, double,    \
+                                            void*);                                                                \
   template void rmsnorm_residual_backward<T>(T*, T*, T*, const T*, const T*, const T*, const T*, const acc_t<T>*,  \
                                              float*, int, int, void*);
 PB_INSTANTIATE(float)

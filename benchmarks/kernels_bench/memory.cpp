@@ -8,9 +8,18 @@ namespace parbench::kernels_bench {
 std::uint64_t workload_bytes(const optable::OpShape& s, std::uint64_t e, std::uint64_t acc) {
   const std::uint64_t B = std::uint64_t(s.B), T = std::uint64_t(s.T), C = std::uint64_t(s.C),
                       NH = std::uint64_t(s.NH), V = std::uint64_t(s.V), BT = B * T, n = 12 * C * C;
+  // The grouped-query attention rows double an odd NH (kernels/attention_workloads.cpp).
+  const std::uint64_t NHq = NH % 2 ? 2 * NH : NH;
   // The matmul forwards: input (BT, C*in), weight (C*out, C*in), bias (C*out), output (BT, C*out).
   auto matmul = [&](std::uint64_t in, std::uint64_t out) {
     return e * (BT * C * in + C * out * C * in + C * out + BT * C * out);
+  };
+  // flash_attention_bwd_hs64_128_gqa at head size hs: an even number of query heads, at least 4, two per kv head
+  // (inp and dinp twice out's width); out, dout, lse and scratch.
+  auto wide_gqa_backward = [&](std::uint64_t hs) {
+    std::uint64_t nh = std::max<std::uint64_t>(4, C / hs);
+    nh += nh % 2;
+    return e * 6 * BT * hs * nh + acc * 2 * B * nh * T;
   };
   return std::max<std::uint64_t>({
       matmul(1, 3), matmul(1, 4), matmul(4, 1),
@@ -18,10 +27,13 @@ std::uint64_t workload_bytes(const optable::OpShape& s, std::uint64_t e, std::ui
       e * (6 * BT * C + 8 * C * C + 4 * C),           // matmul_backward_fc: inp, w, dout, dinp, dw, db
       4 * BT + e * (V * C + T * C + BT * C),          // encoder forward and backward: tokens, wte, wpe, out
       e * (12 * BT * C + 8 * C),                      // bias_gelu_backward (the largest gelu): inp, dout, dinp
+      e * 20 * BT * C,                                // swiglu_backward: inp and dinp (BT, 8C), dout (BT, 4C)
       e * (3 * BT * C + 3 * C) + acc * 2 * BT,        // layernorm_backward: inp, dout, dinp, w, dw, db, mean, rstd
       e * (5 * BT * C + 2 * C) + acc * BT,            // rmsnorm_residual_backward: h, dh, dout, dinp, dres, w, dw, rstd
+      e * 2 * BT * C + acc * (T + 2) * C,             // rope forward and backward: inp, out (dout, dinp), cos_sin
       e * 3 * BT * C + acc,                           // residual forward and backward, mse
-      e * 8 * BT * C + acc * 2 * B * NH * T * T,      // attention_backward: inp, out, dout, dinp, att, scratch
+      e * 8 * BT * C + acc * 2 * B * NHq * T * T,     // attention_backward: inp, out, dout, dinp, att, scratch
+      wide_gqa_backward(64) + wide_gqa_backward(128), // both halves in one call
       e * 2 * BT * V + acc * BT + 4 * BT,             // crossentropy: logits, dlogits, losses, targets
       e * 2 * n + acc * 2 * n,                        // adamw_update: params, grads, m, v
       (e * 2 + acc * 3) * (n + 3),                    // adamw_update_master: params, grads, master, m, v

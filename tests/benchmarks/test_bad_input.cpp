@@ -160,7 +160,7 @@ const std::vector<Case>& cases() {
       {"bench_kernels", "--resume", {"--resume needs --csv FILE"}},
       // Memory: the largest workload (closed form, benchmarks/kernels_bench/memory.h) refused before any allocation.
       {"bench_kernels", "--device cpu --shape gpt2-1.5B --dtype f32 --max-memory 1G" + kRows,
-       {"bench_kernels' largest workload (closed form) needs 6587400192 bytes (6282.2 MiB) per rank",
+       {"bench_kernels' largest workload (closed form) needs 7549747200 bytes (7200.0 MiB) per rank",
         "limit of 1073741824 bytes (1024.0 MiB: --max-memory)", "use a smaller --shape"}},
       {"bench_kernels", "--device cpu --shape tiny --max-memory 12Q" + kRows,
        {"--max-memory: bad size '12Q'", "K, M or G suffix"}},

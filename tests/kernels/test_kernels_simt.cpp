@@ -194,6 +194,128 @@ TEST_P(SimtOps, Rmsnorm) {
   }
 }
 
+// RoPE. The kernels' table at positions 8000 to 8299 with theta = 500000 against the float64 formula: within 1e-6,
+// where the float product p * inv_freq would be off by more than 1e-4 (checked too, so that the bound means
+// something). Then the rotation (q's NH heads and a single kv head, in place too) and its backward against the
+// reference, at D = 128 and at D = 70 (an odd number of pairs), from the first 7 of the table's 300 rows.
+TEST_P(SimtOps, Rope) {
+  const int Tn = 300;
+  const std::int64_t offset = 8000;
+  const double theta = 500000;
+  for (int D : {128, 70}) {
+    const std::string sz = " D=" + std::to_string(D);
+    Dual tab = out(acc(), {Tn, D / 2, 2});
+    ops::rope_table(tab.c, Tn, D, theta, offset, cs);
+    ops::rope_table(tab.s, Tn, D, theta, offset, ss);
+    double worst = 0, naive = 0;
+    for (int t = 0; t < Tn; ++t)
+      for (int i = 0; i < D / 2; ++i) {
+        const double p = double(offset + t), inv_freq = std::pow(theta, -2.0 * i / D), angle = p * inv_freq;
+        const std::int64_t k = 2 * (std::int64_t(t) * (D / 2) + i);
+        worst = std::max({worst, std::abs(test::at(tab.s, k) - std::cos(angle)),
+                          std::abs(test::at(tab.s, k + 1) - std::sin(angle))});
+        naive = std::max(naive, std::abs(double(std::cos(float(p) * float(inv_freq))) - std::cos(angle)));
+      }
+    std::printf("[simt-err] rope_table%s max abs error against float64 %.2e (the float product's %.2e)\n", sz.c_str(),
+                worst, naive);
+    EXPECT_LE(worst, 1e-6) << "rope_table" << sz;
+    EXPECT_GT(naive, 1e-4) << "the float product" << sz;
+    check(tab, "rope_table" + sz, false, 1e-6);
+    for (int H : {NH, 1}) {
+      const std::string what = sz + " H=" + std::to_string(H);
+      Dual x = in(d, {B, T_, H, D}), o = out(d, {B, T_, H, D});
+      ops::rope_forward(o.c, x.c, tab.c, cs);
+      ops::rope_forward(o.s, x.s, tab.s, ss);
+      check(o, "rope_forward" + what);
+      ops::rope_forward(x.s, x.s, tab.s, ss);
+      EXPECT_EQ(std::memcmp(x.s.data(), o.s.data(), o.s.bytes()), 0) << "rope_forward in place" << what;
+      Dual dout = in(d, {B, T_, H, D}), dinp = in(d, {B, T_, H, D});
+      ops::rope_backward(dinp.c, dout.c, tab.c, cs);
+      ops::rope_backward(dinp.s, dout.s, tab.s, ss);
+      check(dinp, "rope_backward dinp (accumulate)" + what);
+    }
+    // A packed q|k|v of NH query heads and one key and value head: the first NH + 1 heads turn.
+    Dual qkv = in(d, {B, T_, NH + 2, D}), o = out(d, {B, T_, NH + 2, D});
+    ops::rope_forward(o.c, qkv.c, tab.c, cs, NH + 1);
+    ops::rope_forward(o.s, qkv.s, tab.s, ss, NH + 1);
+    check(o, "rope_forward packed qkv" + sz);
+    Dual dqkv = in(d, {B, T_, NH + 2, D});
+    ops::rope_backward(dqkv.c, qkv.c, tab.c, cs, NH + 1);
+    ops::rope_backward(dqkv.s, qkv.s, tab.s, ss, NH + 1);
+    check(dqkv, "rope_backward packed qkv (accumulate)" + sz);
+  }
+}
+
+// SwiGLU at F = 4C + 1 (odd), gates in [-8, 8]; then one row of gates +-1e30, -30 and 0 (apart, so that their
+// huge outputs do not swamp the relative error above), where the kernels' outputs and gradients are finite (the
+// sigmoid takes exp of -|g| only) and equal the reference's.
+TEST_P(SimtOps, Swiglu) {
+  const int F = 4 * C + 1;
+  Dual inp = in(d, {B, T_, 2 * F}, -8, 8), dout = in(d, {B, T_, F});
+  Dual o = out(d, {B, T_, F}), di = out(d, {B, T_, 2 * F});
+  ops::swiglu_forward(o.c, inp.c, cs);
+  ops::swiglu_forward(o.s, inp.s, ss);
+  check(o, "swiglu_forward");
+  ops::swiglu_backward(di.c, inp.c, dout.c, cs);
+  ops::swiglu_backward(di.s, inp.s, dout.s, ss);
+  check(di, "swiglu_backward dinp");
+  const double gate[] = {1e30, -1e30, -30, 0}, tol = d == DType::bf16 ? 1e-2 : 1e-6;
+  Dual x = in(d, {1, 8}, 0.5, 2), dy = in(d, {1, 4}), y = out(d, {1, 4}), dx = out(d, {1, 8});
+  for (int j = 0; j < 4; ++j) {
+    store_from_double(x.c.data(), d, std::size_t(j), gate[j]);
+    store_from_double(x.s.data(), d, std::size_t(j), gate[j]);
+  }
+  ops::swiglu_forward(y.c, x.c, cs);
+  ops::swiglu_forward(y.s, x.s, ss);
+  ops::swiglu_backward(dx.c, x.c, dy.c, cs);
+  ops::swiglu_backward(dx.s, x.s, dy.s, ss);
+  for (int j = 0; j < 4; ++j)
+    for (auto [t, k, what] : {std::tuple{&y, j, "out"}, std::tuple{&dx, j, "dgate"}, std::tuple{&dx, 4 + j, "dup"}}) {
+      const double got = test::at(t->s, k), want = test::at(t->c, k);
+      EXPECT_TRUE(std::isfinite(got)) << "swiglu " << what << " at gate " << gate[j];
+      EXPECT_NEAR(got, want, tol * std::abs(want)) << "swiglu " << what << " at gate " << gate[j];
+    }
+}
+
+// A non-default eps (1e-2, on rows of small magnitude where it outweighs mean(x^2)) on both sides against the
+// float64 formula from the stored inputs, plain and fused.
+TEST_P(SimtOps, RmsnormEps) {
+  const float eps = 1e-2f;
+  for (int c : {C, 70}) {
+    const std::string sz = " C=" + std::to_string(c);
+    Dual inp = in(d, {B, T_, c}, -0.05, 0.05), res = in(d, {B, T_, c}, -0.05, 0.05), w = in(d, {c});
+    Dual o = out(d, {B, T_, c}), rstd = out(acc(), {B, T_}), h = out(d, {B, T_, c}), o2 = out(d, {B, T_, c}),
+         rstd2 = out(acc(), {B, T_});
+    ops::rmsnorm_forward(o.c, rstd.c, inp.c, w.c, cs, eps);
+    ops::rmsnorm_forward(o.s, rstd.s, inp.s, w.s, ss, eps);
+    ops::rmsnorm_residual_forward(o2.c, h.c, rstd2.c, inp.c, res.c, w.c, cs, eps);
+    ops::rmsnorm_residual_forward(o2.s, h.s, rstd2.s, inp.s, res.s, w.s, ss, eps);
+    const double out_tol = d == DType::bf16 ? 1e-2 : 2e-6;
+    for (const auto* run : {&o, &o2}) {
+      const bool fused = run == &o2;
+      for (int side = 0; side < 2; ++side) {
+        const Tensor& x = fused ? (side ? h.s : h.c) : (side ? inp.s : inp.c);
+        const Tensor& y = side ? run->s : run->c;
+        const Tensor& r = fused ? (side ? rstd2.s : rstd2.c) : (side ? rstd.s : rstd.c);
+        const std::string what = std::string(fused ? "rmsnorm_residual_forward" : "rmsnorm_forward") + " eps=1e-2 " +
+                                 (side ? "simt" : "cpu") + sz;
+        for (int row = 0; row < B * T_; ++row) {
+          double sq = 0;
+          for (int k = 0; k < c; ++k) sq += test::at(x, row * c + k) * test::at(x, row * c + k);
+          const double want = 1 / std::sqrt(sq / c + double(eps));
+          EXPECT_NEAR(test::at(r, row), want, 1e-6 * want) << what << " rstd row " << row;
+          for (int k = 0; k < c; ++k) {
+            const double yk = test::at(x, row * c + k) * want * test::at(side ? w.s : w.c, k);
+            EXPECT_NEAR(test::at(y, row * c + k), yk, out_tol * std::max(std::abs(yk), 1e-3)) << what << " " << k;
+          }
+        }
+      }
+    }
+    check(o, "rmsnorm_forward eps=1e-2 out" + sz);
+    check(rstd, "rmsnorm_forward eps=1e-2 rstd" + sz, false, bound(d, false));
+  }
+}
+
 TEST_P(SimtOps, Residual) {
   Dual a = in(d, {B, T_, C}), b = in(d, {B, T_, C}), o = out(d, {B, T_, C});
   ops::residual_forward(o.c, a.c, b.c, cs);
