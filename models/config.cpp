@@ -60,6 +60,11 @@ void ModelConfig::validate() const {
   if (kind == ModelKind::llama) validate_kv_heads(*this);
   if (kind == ModelKind::llama && !(rope_theta > 1))
     throw UsageError("--rope-theta " + std::to_string(rope_theta) + " must be > 1 (Llama 2: 10000, Llama 3: 500000)");
+  if (kind == ModelKind::llama && !(rms_norm_eps > 0 && rms_norm_eps < 1))
+    throw UsageError("--rms-norm-eps " + std::to_string(rms_norm_eps) + " must be in (0, 1) (Llama: 1e-5 or 1e-6)");
+  if (kind == ModelKind::llama && head_dim() % 2 != 0)
+    throw UsageError("--hidden / --heads = " + std::to_string(head_dim()) +
+                     " is odd; the rotary embedding needs an even head size");
   if (sequence_parallel) {
     if (!is_transformer())
       throw UsageError("--sequence-parallel needs --model gpt or llama (the mlp has no sequence dimension)");

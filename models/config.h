@@ -27,6 +27,7 @@ struct ModelConfig {
   int ffn = 0;       // hidden size of each MLP block; 0 means 4 * hidden
   int kv_heads = 0;  // llama: key/value heads, dividing heads (0: heads, multi-head; 1: multi-query)
   double rope_theta = 10000;  // llama: the rotary embedding's base
+  double rms_norm_eps = 1e-5;  // llama: the RMSNorms' eps
   // Storage of parameters, gradients and activations: f32, or bf16 with f32 master weights; f64 runs on the cpu
   // device only (exact gradient checks).
   DType dtype = DType::f32;

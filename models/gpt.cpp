@@ -13,7 +13,7 @@
 
 #include "core/memory.h"
 #include "kernels/ops.h"
-#include "models/model.h"
+#include "models/decoder.h"
 #include "profiles/range.h"
 
 namespace parbench {
@@ -34,58 +34,22 @@ struct GptActivations : Activations {
   Tensor lnf, meanf, rstdf, dlogits;
 };
 
-class Gpt : public Model {
+class Gpt : public Decoder {
  public:
-  Gpt(const ModelConfig& c, TrackedAllocator& a, TensorParallel* tp) : Model(c, a, tp) {}
+  Gpt(const ModelConfig& c, TrackedAllocator& a, TensorParallel* tp) : Decoder(c, a, tp) {}
 
  private:
-  int head_unit() const { return config_.layers + 1; }
-  std::int64_t vocab_begin() const { return std::int64_t(tp_rank()) * (config_.vocab / config_.tp); }
   std::unique_ptr<Activations> new_activations() const override {
     auto a = std::make_unique<GptActivations>();
     a->blocks.resize(std::size_t(config_.layers + 2));
     return a;
   }
 
-  // Megatron's f and g at a sequence shard (B,T/tp,C) <-> full sequence (B,T,C) boundary. Without sp the shard is
-  // the whole sequence: gathering is the identity and reducing an allreduce in place.
-  Tensor gather_seq(const Tensor& local, std::int64_t B, bool keep_result, const Stream& s) const {
-    if (!sp_active()) return local;
-    Tensor full = keep_result ? act(local.dtype(), {B, config_.seq, config_.hidden})
-                              : work(local.dtype(), {B, config_.seq, config_.hidden});
-    tp_comm::all_gather_seq(*tp_, full, local, alloc_, s);
-    return full;
-  }
-  // Sums the tp ranks' partial (B,T,C) and returns this rank's part of it (in place without sp).
-  Tensor reduce_seq(Tensor& full, std::int64_t B, const Stream& s) const {
-    if (!tp_active()) return full;
-    if (!sp_active()) {
-      tp_comm::allreduce(*tp_, full, ReduceOp::sum, s);
-      return full;
-    }
-    Tensor local = work(full.dtype(), {B, config_.local_seq(), config_.hidden});
-    tp_comm::reduce_scatter_seq(*tp_, local, full, alloc_, s);
-    return local;
-  }
-  // Row-parallel biases go in once, on tp rank 0, before the sum over the ranks.
-  const Tensor* row_bias(const Tensor& b) const { return tp_rank() == 0 ? &b : nullptr; }
-
-  // A layernorm backward. Under sp each rank sees only its tokens, so the weight and bias gradients are partial:
-  // they are summed over the tp ranks before being added, so that the replicated copies stay equal.
   void layernorm_backward(Tensor& dres, Tensor& dw, Tensor& db, const Tensor& dln, const Tensor& x, const Tensor& w,
                           const Tensor& mean, const Tensor& rstd, const Stream& s) const {
-    if (!sp_active()) {
-      ops::layernorm_backward(dres, dw, db, dln, x, w, mean, rstd, s);
-      return;
-    }
-    const std::int64_t C = config_.hidden;
-    Tensor partial = work(dw.dtype(), {2, C});
-    zero(partial, s);
-    Tensor pw = partial.slice(0, {C}), pb = partial.slice(C, {C});
-    ops::layernorm_backward(dres, pw, pb, dln, x, w, mean, rstd, s);
-    tp_comm::allreduce(*tp_, partial, ReduceOp::sum, s);
-    ops::residual_forward(dw, dw, pw, s);
-    ops::residual_forward(db, db, pb, s);
+    norm_backward({&dw, &db}, [&](std::vector<Tensor>& g) {
+      ops::layernorm_backward(dres, g[0], g[1], dln, x, w, mean, rstd, s);
+    }, s);
   }
 
   // A microbatch's sizes on this rank: tensor parallelism splits heads, ffn and vocabulary (n ranks), sequence
@@ -109,15 +73,9 @@ class Gpt : public Model {
   }
 
   void forward_embedding(GptActivations& acts, const Tensor& p, const Batch& batch, const Stream& s) {
-    const auto [B, T, Ts, C, F, V, NH, Ch, t, st] = dims(batch);
     PB_RANGE("forward embedding", Category::compute, {.layer = 0});
-    Tensor wpe = param(p, 0, EmbeddingParam::wpe);
-    // Each rank embeds the tokens of its vocabulary rows (zero for the others); the sum over ranks is the table.
-    // Without tp the one rank holds every row and the sum is the identity.
-    Tensor partial = sp_active() ? work(t, {B, T, C}) : act(t, {B, T, C});
-    ops::encoder_forward_shard(partial, batch.inputs, param(p, 0, EmbeddingParam::wte), row_bias(wpe), vocab_begin(), s);
-    Tensor x0 = reduce_seq(partial, B, s);
-    acts.x[1] = sp_active() ? keep(x0, s) : x0;
+    const Tensor wpe = param(p, 0, EmbeddingParam::wpe);
+    acts.x[1] = embed(batch, param(p, 0, EmbeddingParam::wte), &wpe, s);
   }
 
   void forward_head(GptActivations& acts, const Tensor& p, int u, const Batch& batch, const Stream& s) {
@@ -132,21 +90,7 @@ class Gpt : public Model {
     acts.lnf = gather_seq(lnf, B, true, s);
     ops::matmul_forward(acts.dlogits, acts.lnf, param(p, u, HeadParam::lmw), nullptr, s);
     // The microbatch loss is the mean over its B*T tokens, weighted by dloss in the step's objective.
-    const float dloss = acts.dloss / float(B * T);
-    if (!tp_active()) {
-      ops::crossentropy_forward_backward(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, dloss, s);
-      return;
-    }
-    // Vocabulary-parallel: the row maximum, then the sums of exponentials and the target logits, each combined
-    // over the ranks, give every rank the full-vocabulary loss and its columns of the gradient.
-    Tensor row_max = work(st, {B, T}), sums = work(st, {2, B, T});
-    Tensor sumexp = sums.slice(0, {B, T}), target_logit = sums.slice(B * T, {B, T});
-    ops::crossentropy_shard_max(row_max, acts.dlogits, s);
-    tp_comm::allreduce(*tp_, row_max, ReduceOp::max, s);
-    ops::crossentropy_shard_sums(sumexp, target_logit, acts.dlogits, batch.targets, row_max, vocab_begin(), s);
-    tp_comm::allreduce(*tp_, sums, ReduceOp::sum, s);
-    ops::crossentropy_shard_finish(acts.losses, &acts.dlogits, acts.dlogits, batch.targets, row_max, sumexp,
-                                   target_logit, vocab_begin(), dloss, s);
+    loss_and_dlogits(acts.losses, acts.dlogits, batch, acts.dloss / float(B * T), s);
   }
 
   void forward_block(GptActivations& acts, const Tensor& p, int u, const Batch& batch, const Stream& s) {

@@ -44,9 +44,7 @@ std::unique_ptr<Model> Model::create(const ModelConfig& config, TrackedAllocator
   if (tp && tp->comm && tp->comm->size() != config.tp)
     throw Error("the tensor-parallel group has " + std::to_string(tp->comm->size()) + " ranks but the model tp is " +
                 std::to_string(config.tp));
-  if (config.kind == ModelKind::llama)
-    throw UsageError("--model llama cannot train here yet: its RMSNorm, rotary and SwiGLU kernels and grouped-query "
-                     "attention are not in this build; --simulate and --search predict it");
+  if (config.kind == ModelKind::llama) return make_llama(config, alloc, tp);
   return config.kind == ModelKind::gpt ? make_gpt(config, alloc, tp) : make_mlp(config, alloc, tp);
 }
 

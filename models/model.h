@@ -1,4 +1,4 @@
-// The models (MLP, GPT-style decoder): forward and backward written out on the kernel API (kernels/ops.h).
+// The models (MLP, GPT- and Llama-style decoders): forward and backward written out on the kernel API (kernels/ops.h).
 // Parameters and gradients are flat buffers owned by the parallelism scheme, handed to the model unit by unit
 // through UnitAccess, so one model code serves every scheme (replicated, sharded, gathered per layer).
 #pragma once
@@ -129,6 +129,7 @@ class Model {
 
 std::unique_ptr<Model> make_mlp(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp);
 std::unique_ptr<Model> make_gpt(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp);
+std::unique_ptr<Model> make_llama(const ModelConfig& config, TrackedAllocator& alloc, TensorParallel* tp);
 
 // A UnitAccess over whole flat buffers (single rank, DDP, ZeRO-1/2): views of `params` and `grads`.
 class FlatAccess : public UnitAccess {

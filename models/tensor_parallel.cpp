@@ -9,6 +9,19 @@
 
 namespace parbench {
 
+namespace {
+
+// The full rows of each part of a stacked column-parallel weight, in order; empty for any other parameter.
+std::vector<std::int64_t> stacked_parts(const ModelConfig& c, const std::string& name) {
+  const std::int64_t C = c.hidden, kv = std::int64_t(c.kv_head_count()) * c.head_dim(), F = c.ffn_dim();
+  if (c.kind == ModelKind::gpt && (name == "qkvw" || name == "qkvb")) return {C, C, C};
+  if (c.kind == ModelKind::llama && name == "qkvw") return {C, kv, kv};
+  if (c.kind == ModelKind::llama && name == "gate_upw") return {F, F};
+  return {};
+}
+
+}  // namespace
+
 TpIndex tp_index(const ModelConfig& c, int tp_rank, int unit) {
   if (tp_rank < 0 || tp_rank >= c.tp)
     throw Error("tp_index: rank " + std::to_string(tp_rank) + " is not in [0, " + std::to_string(c.tp) + ")");
@@ -24,15 +37,24 @@ TpIndex tp_index(const ModelConfig& c, int tp_rank, int unit) {
     const std::int64_t cols = lp.shape.size() == 2 ? lp.shape[1] : 1;        // local columns
     const std::int64_t full_cols = fp.shape.size() == 2 ? fp.shape[1] : 1;
     const bool replicated = lp.shape == fp.shape;
-    const bool qkv = lp.name == "qkvw" || lp.name == "qkvb";
+    // Column-parallel weights of stacked parts (gpt's q | k | v, llama's q | k | v of fewer kv heads and its
+    // gate | up): each part split over the ranks, a rank's rows its piece of every part in the same order.
+    const std::vector<std::int64_t> parts = stacked_parts(c, lp.name);
     const std::int64_t rows = lp.shape[0];
     for (std::int64_t i = 0; i < numel; ++i) {
       const std::int64_t row = i / cols, col = i % cols;
       std::int64_t frow = row, fcol = col;
       if (replicated) {
-      } else if (qkv) {  // rows q | k | v, each C/n of this rank's heads, taken from q, k and v of the full C each
-        const std::int64_t part = rows / 3, which = row / part, within = row % part;
-        frow = which * (part * n) + r * part + within;
+      } else if (!parts.empty()) {
+        std::int64_t begin = 0, within = row;  // the part's first row in the full weight, the row inside the piece
+        for (std::int64_t full_rows : parts) {
+          if (within < full_rows / n) {
+            frow = begin + r * (full_rows / n) + within;
+            break;
+          }
+          within -= full_rows / n;
+          begin += full_rows;
+        }
       } else if (lp.shape[0] != fp.shape[0]) {  // column-parallel: a block of output rows
         frow = r * rows + row;
       } else {  // row-parallel: a block of input columns
@@ -59,7 +81,8 @@ std::uint64_t tp_bytes_per_microbatch(const ModelConfig& c, std::int64_t samples
     }
     const std::uint64_t S = B * std::uint64_t(c.seq) * C * d;           // a full (B,T,C) activation
     const std::uint64_t stats = B * std::uint64_t(c.seq) * dtype_size(c.stat_dtype());  // (B,T) statistics
-    const std::uint64_t ln = ar(2 * C * d);  // sp: a layernorm's weight and bias gradients
+    // sp: a norm's parameter gradients (gpt's layernorm weight and bias, llama's RMSNorm weight)
+    const std::uint64_t ln = ar((c.kind == ModelKind::llama ? 1 : 2) * C * d);
     const bool sp = c.sequence_parallel;
     if (u == 0)  // the embedding's output: allreduce (sp: reduce-scatter, all-gather of its gradient)
       total += sp ? 2 * sh(S) : ar(S);

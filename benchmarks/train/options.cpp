@@ -125,9 +125,6 @@ void validate(Options& o, const Device& dev) {
   t.optimizer = o.optimizer == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
   t.overlap = !o.no_overlap;
   t.model.validate();
-  if (t.model.kind == ModelKind::llama)
-    throw UsageError("--model llama cannot train here yet: its RMSNorm, rotary and SwiGLU kernels and grouped-query "
-                     "attention are not in this build; --simulate and --search predict it");
   t.scheme = &find_scheme_kind(o.scheme);
   if (!t.scheme->model_parallel &&
       (t.tp > 1 || t.pp > 1 || t.dp > 0 || t.microbatches > 0 || t.virtual_stages != 1))
@@ -234,12 +231,12 @@ void add_model_parallel_options(CLI::App& app, Options& o) {
 void add_options(CLI::App& app, Options& o) {
   add_common_options(app, o.common);
   auto& m = o.train.model;
-  app.add_option("--model", o.model, "mlp, gpt or llama (llama: --simulate and --search only)")->capture_default_str();
+  app.add_option("--model", o.model, "mlp, gpt or llama")->capture_default_str();
   app.add_option("--layers", m.layers, "blocks")->capture_default_str()->check(integer_in(1, 1 << 20));
   app.add_option("--hidden", m.hidden, "hidden size C")->capture_default_str()->check(integer_in(1, 1 << 24));
-  app.add_option("--heads", m.heads, "attention heads (gpt)")->capture_default_str()->check(integer_in(1, 1 << 20));
-  app.add_option("--seq", m.seq, "sequence length T (gpt)")->capture_default_str()->check(integer_in(1, 1 << 24));
-  app.add_option("--vocab", m.vocab, "vocabulary size V (gpt)")->capture_default_str()->check(integer_in(1, 1 << 26));
+  app.add_option("--heads", m.heads, "attention heads (gpt, llama)")->capture_default_str()->check(integer_in(1, 1 << 20));
+  app.add_option("--seq", m.seq, "sequence length T (gpt, llama)")->capture_default_str()->check(integer_in(1, 1 << 24));
+  app.add_option("--vocab", m.vocab, "vocabulary size V (gpt, llama)")->capture_default_str()->check(integer_in(1, 1 << 26));
   app.add_option("--ffn,--ffn-hidden,--intermediate-size", m.ffn, "MLP hidden size (0: 4 x hidden)")
       ->capture_default_str()
       ->check(integer_in(0, 1 << 26));
@@ -248,6 +245,7 @@ void add_options(CLI::App& app, Options& o) {
       ->capture_default_str()
       ->check(integer_in(0, 1 << 20));
   app.add_option("--rope-theta", m.rope_theta, "llama: the rotary embedding's base")->capture_default_str();
+  app.add_option("--rms-norm-eps", m.rms_norm_eps, "llama: the RMSNorms' eps")->capture_default_str();
   app.add_option("--dtype", o.dtype, "f32, or bf16 with fp32 master weights")->capture_default_str();
   app.add_option("--attention", o.attention, "flash or plain")->check(CLI::IsMember({"flash", "plain"}))
       ->capture_default_str();

@@ -23,6 +23,7 @@ ModelConfig tiny(ModelKind kind, DType t) {
   c.vocab = 11;
   c.ffn = 20;
   c.dtype = t;
+  if (kind == ModelKind::llama) c.hidden = 16, c.heads = 4, c.kv_heads = 2;  // two query heads per kv head
   return c;
 }
 
@@ -121,6 +122,10 @@ TEST(Models, GptPiecesWithSplitBackwardMatchWholeModel) {
   check_pieces(ModelKind::gpt, {0, 2, 4});
 }
 TEST(Models, MlpPiecesWithSplitBackwardMatchWholeModel) { check_pieces(ModelKind::mlp, {0, 1, 2}); }
+TEST(Models, LlamaPiecesWithSplitBackwardMatchWholeModel) {
+  check_pieces(ModelKind::llama, {0, 1, 3, 4});
+  check_pieces(ModelKind::llama, {0, 2, 4});
+}
 
 TEST(Models, PieceRangesAndShapesAreChecked) {
   Fixture f(tiny(ModelKind::gpt, DType::f64));
@@ -136,6 +141,8 @@ TEST(Models, PieceRangesAndShapesAreChecked) {
 TEST(Models, GptBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::gpt, true); }
 TEST(Models, GptPlainAttentionBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::gpt, false); }
 TEST(Models, MlpBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::mlp, false); }
+TEST(Models, LlamaBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::llama, true); }
+TEST(Models, LlamaPlainAttentionBackwardMatchesFiniteDifferences) { check_gradients(ModelKind::llama, false); }
 
 TEST(Models, LayoutCountsParameters) {
   ModelConfig c = tiny(ModelKind::gpt, DType::f32);
@@ -224,9 +231,10 @@ TEST(Models, LlamaLayoutAndFlopsMatchTheClosedForms) {
 
 // A few hundred single-rank AdamW steps on the synthetic tasks lower the loss well below its start.
 TEST(Models, TrainingLowersTheLoss) {
-  for (ModelKind kind : {ModelKind::mlp, ModelKind::gpt}) {
+  for (ModelKind kind : {ModelKind::mlp, ModelKind::gpt, ModelKind::llama}) {
     ModelConfig c = tiny(kind, DType::f32);
     c.hidden = 16, c.heads = 2, c.ffn = 32, c.vocab = 16, c.seq = 8;
+    c.kv_heads = 1;  // llama: multi-query
     Fixture f(c);
     TrackedAllocator& a = f.alloc;
     Tensor m(a, DType::f32, {f.params.numel()}, MemCategory::optimizer), v = m;

@@ -32,6 +32,14 @@ ModelConfig gpt_config(DType t, int tp, bool sp) {
   return c;
 }
 
+// Four kv heads of two query heads each: tp 2 gives each rank two kv heads, tp 4 one.
+ModelConfig llama_config(DType t, int tp, bool sp) {
+  ModelConfig c = gpt_config(t, tp, sp);
+  c.kind = ModelKind::llama;
+  c.hidden = 32, c.heads = 8, c.kv_heads = 4, c.ffn = 40;
+  return c;
+}
+
 ModelConfig mlp_config(DType t, int tp) {
   ModelConfig c;
   c.kind = ModelKind::mlp;
@@ -148,7 +156,7 @@ double rel_error(const std::vector<double>& a, const std::vector<double>& ref) {
 //                                head input gradient 1 backward]  + ar(s) + ar(2s)  [cross-entropy max, sums]
 //   gpt + sp:   (8L + 4) sh(S)  [blocks 2 all-gathers + 2 reduce-scatters each way; embedding reduce-scatter
 //                                forward, all-gather backward; head all-gather forward, reduce-scatter backward]
-//               + (2L + 1) ar(2 C dtype)  [layernorm weight and bias gradients]  + ar(s) + ar(2s)
+//               + (2L + 1) ar(2 C dtype)  [layernorm weight and bias gradients; llama: C, one RMSNorm weight]  + ar(s) + ar(2s)
 //   mlp:        (2L - 1) ar(B*C*dtype)  [1 forward per block, 1 backward per block but the first, whose input
 //                                        needs no gradient]
 std::uint64_t expected_bytes(const ModelConfig& c, std::int64_t B) {
@@ -159,7 +167,8 @@ std::uint64_t expected_bytes(const ModelConfig& c, std::int64_t B) {
   if (c.kind == ModelKind::mlp) return (2 * L - 1) * ar(std::uint64_t(B) * C * d);
   const std::uint64_t S = std::uint64_t(B) * T * C * d, s = std::uint64_t(B) * T * sd;
   if (!c.sequence_parallel) return (4 * L + 2) * ar(S) + ar(s) + ar(2 * s);
-  return (8 * L + 4) * sh(S) + (2 * L + 1) * ar(2 * C * d) + ar(s) + ar(2 * s);
+  const std::uint64_t norm_params = c.kind == ModelKind::llama ? C : 2 * C;  // RMSNorm: a weight, no bias
+  return (8 * L + 4) * sh(S) + (2 * L + 1) * ar(norm_params * d) + ar(s) + ar(2 * s);
 }
 
 // Puts the ranks' gradients together into the full layout: every full element must come from exactly one rank's
@@ -196,7 +205,7 @@ std::vector<double> assemble(const ModelConfig& c, const std::vector<std::vector
 
 // The whole check: single-rank reference on the cpu, tp ranks as threads on `device`.
 void check_tp(const ModelConfig& c, Device device, std::int64_t B, double tol) {
-  const std::vector<int> cuts = c.kind == ModelKind::gpt ? std::vector<int>{0, 2, c.layers + 2}
+  const std::vector<int> cuts = c.is_transformer() ? std::vector<int>{0, 2, c.layers + 2}
                                                          : std::vector<int>{0, 1, c.layers};
   const ModelConfig ref_config = c.unsplit();
   const RankResult ref = run_rank(ref_config, Device{}, nullptr, B, cuts);
@@ -219,11 +228,11 @@ void check_tp(const ModelConfig& c, Device device, std::int64_t B, double tol) {
     split.push_back(res.split_grads);
   }
   // Boundaries: under sp rank r holds positions [r T/tp, (r+1) T/tp) of every sample, else the whole activation.
-  const std::int64_t rows = c.kind == ModelKind::gpt ? c.seq : 1, local_rows = c.local_seq(), C = c.hidden;
+  const std::int64_t rows = c.is_transformer() ? c.seq : 1, local_rows = c.local_seq(), C = c.hidden;
   for (int r = 0; r < c.tp; ++r) {
     std::vector<double> expect;
     for (std::int64_t b = 0; b < B; ++b)
-      for (std::int64_t t = 0; t < (c.kind == ModelKind::gpt ? local_rows : 1); ++t) {
+      for (std::int64_t t = 0; t < (c.is_transformer() ? local_rows : 1); ++t) {
         const std::int64_t row = b * rows + (c.sequence_parallel ? r * local_rows : 0) + t;
         expect.insert(expect.end(), ref.boundary.begin() + std::ptrdiff_t(row * C),
                       ref.boundary.begin() + std::ptrdiff_t((row + 1) * C));
@@ -276,6 +285,18 @@ TEST(TensorParallel, GptSequenceParallelOneSampleMatchesSingleRank) {  // B = 1 
 TEST(TensorParallel, GptSequenceParallelBf16NearSingleRank) {
   check_tp(gpt_config(DType::bf16, 2, true), Device{}, 2, 2e-2);
 }
+TEST(TensorParallel, LlamaTp2MatchesSingleRank) { check_tp(llama_config(DType::f64, 2, false), Device{}, 3, 1e-12); }
+TEST(TensorParallel, LlamaTp4OneKvHeadPerRankPlainAttentionMatchesSingleRank) {
+  ModelConfig c = llama_config(DType::f64, 4, false);
+  c.flash_attention = false;
+  check_tp(c, Device{}, 2, 1e-12);
+}
+TEST(TensorParallel, LlamaSequenceParallelTp2MatchesSingleRank) {
+  check_tp(llama_config(DType::f64, 2, true), Device{}, 3, 1e-12);
+}
+TEST(TensorParallel, LlamaSequenceParallelTp4F32MatchesSingleRank) {
+  check_tp(llama_config(DType::f32, 4, true), Device{}, 2, 1e-5);
+}
 TEST(TensorParallel, MlpTp2MatchesSingleRank) { check_tp(mlp_config(DType::f64, 2), Device{}, 5, 1e-12); }
 // 4 x 11 f64 values = 352 bytes: 2 x 352 x 2 / 3 = 469 per allreduce, CommCounter's rounding (not 2 x 234).
 TEST(TensorParallel, MlpTp3OddSizesMatchesSingleRank) {
@@ -295,6 +316,12 @@ TEST(TensorParallel, GptTp2OnSimtMatchesCpu) {
   c.layers = 1, c.hidden = 8, c.heads = 2, c.seq = 4, c.vocab = 8, c.ffn = 16;
   check_tp(c, Device{DeviceKind::simt}, 2, 1e-4);
   c.sequence_parallel = true;
+  check_tp(c, Device{DeviceKind::simt}, 2, 1e-4);
+}
+TEST(TensorParallel, LlamaTp2OnSimtMatchesCpu) {
+  if (!ops::kernels_available(DeviceKind::simt)) GTEST_SKIP() << "this build has no simt kernels";
+  ModelConfig c = llama_config(DType::f32, 2, true);
+  c.layers = 1, c.hidden = 16, c.heads = 4, c.kv_heads = 2, c.seq = 4, c.vocab = 8, c.ffn = 12;
   check_tp(c, Device{DeviceKind::simt}, 2, 1e-4);
 }
 

@@ -35,7 +35,7 @@ std::vector<std::string> data_parallel_schemes() {
 }  // namespace
 
 TEST(DataParallel, EverySchemeMatchesSingleRank) {
-  for (ModelKind kind : {ModelKind::gpt, ModelKind::mlp})
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::llama, ModelKind::mlp})
     for (bool accumulate : {false, true})
       for (int ranks = 1; ranks <= 4; ++ranks) {
         TrainConfig c = base_config(kind);

@@ -83,7 +83,8 @@ TEST(ModelParallel, EveryRegisteredSchemeMatchesSingleRank) {
   for (const SchemeKind& kind : scheme_kinds()) {
     if (!kind.model_parallel) continue;
     const std::string name(kind.name);
-    expect_matches_single(ModelKind::gpt, {name.c_str(), "gpipe", 2, 0, 0, 0, kind.whole_batch ? 0 : 2, 1});
+    for (ModelKind model : {ModelKind::gpt, ModelKind::llama})
+      expect_matches_single(model, {name.c_str(), "gpipe", 2, 0, 0, 0, kind.whole_batch ? 0 : 2, 1});
     ++swept;
   }
   EXPECT_GE(swept, 5);
@@ -152,17 +153,20 @@ TEST(ModelParallel, EveryScheduleMatchesSingleRank) {
       {"pp", "zb-h1", 4, 1, 1, 4, 4, 1},       {"mp", "", 2, 1, 1, 2, 1, 1},
       {"mp", "", 4, 1, 1, 4, 1, 1},
   };
-  for (ModelKind kind : {ModelKind::gpt, ModelKind::mlp})
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::llama, ModelKind::mlp})
     for (const Case& k : cases) expect_matches_single(kind, k);
 }
 
 TEST(ModelParallel, TensorAndSequenceParallelMatchSingleRank) {
-  for (ModelKind kind : {ModelKind::gpt, ModelKind::mlp}) {
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::llama, ModelKind::mlp}) {
     expect_matches_single(kind, {"tp", "", 2, 1, 2, 1, 1, 1});
     expect_matches_single(kind, {"tp", "", 2, 1, 2, 1, 2, 1});  // with gradient accumulation
   }
-  expect_matches_single(ModelKind::gpt, {"sp", "", 2, 1, 2, 1, 1, 1});
-  expect_matches_single(ModelKind::gpt, {"tp", "", 4, 2, 2, 1, 1, 1});  // tp inside data parallelism
+  for (ModelKind kind : {ModelKind::gpt, ModelKind::llama}) {
+    expect_matches_single(kind, {"sp", "", 2, 1, 2, 1, 1, 1});
+    expect_matches_single(kind, {"tp", "", 4, 2, 2, 1, 1, 1});  // tp inside data parallelism
+    expect_matches_single(kind, {"sp", "", 4, 2, 2, 1, 2, 1});
+  }
 }
 
 TEST(ModelParallel, TensorParallelBytesPerStepAreMegatronsFourAllreducesPerLayer) {
@@ -181,6 +185,8 @@ TEST(ModelParallel, TensorParallelBytesPerStepAreMegatronsFourAllreducesPerLayer
 }
 
 TEST(ModelParallel, HybridGridsMatchSingleRank) {
+  expect_matches_single(ModelKind::llama, {"hybrid", "1f1b", 4, 1, 2, 2, 2, 1});           // 1 x 2 x 2
+  expect_matches_single(ModelKind::llama, {"hybrid", "zb-h1", 8, 2, 2, 2, 2, 1, "zero3"}); // 2 x 2 x 2
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 1, 2, 2, 2, 1});            // 1 x 2 x 2
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 8, 2, 2, 2, 2, 1, "zero1"});   // 2 x 2 x 2
   expect_matches_single(ModelKind::gpt, {"hybrid", "interleaved", 8, 2, 2, 2, 2, 2});     // 2 x 2 x 2, v = 2
@@ -188,6 +194,7 @@ TEST(ModelParallel, HybridGridsMatchSingleRank) {
 }
 
 TEST(ModelParallel, HybridDataAndPipelineMatchesSingleRank) {
+  expect_matches_single(ModelKind::llama, {"hybrid", "interleaved", 4, 2, 1, 2, 2, 2, "zero2"});
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "ddp"});
   expect_matches_single(ModelKind::gpt, {"hybrid", "1f1b", 4, 2, 1, 2, 2, 1, "zero1"});
   expect_matches_single(ModelKind::mlp, {"hybrid", "gpipe", 4, 2, 1, 2, 4, 1, "zero1"});

@@ -19,6 +19,7 @@ inline TrainConfig base_config(ModelKind kind = ModelKind::gpt) {
   c.model.seq = 6;
   c.model.vocab = 24;
   c.model.ffn = 40;
+  if (kind == ModelKind::llama) c.model.hidden = 32, c.model.heads = 8, c.model.kv_heads = 2;  // four per kv head
   c.optimizer = OptimizerKind::sgd;
   c.adamw.lr = 0.1f;
   c.impl = &find_algorithm("ring");
