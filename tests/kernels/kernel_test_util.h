@@ -79,4 +79,14 @@ inline std::vector<double> to_vector(const Tensor& t) {
   return v;
 }
 
+// The message of the exception f throws, or "no error".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 }  // namespace parbench::test

@@ -175,14 +175,7 @@ TEST_F(CpuOps, RopeTurnsOnlyTheRotatedHeadsOfAPackedQkv) {
 
 TEST_F(CpuOps, RopeBadInputIsRefusedWithItsName) {
   using ::testing::HasSubstr;
-  auto error_of = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
+  using test::error_of;
   const DType f = DType::f32;
   Tensor cs = make(f, {4, 4, 2});
   ops::rope_table(cs, 4, 8, 10000, 0, s);

@@ -96,14 +96,7 @@ TEST_F(CpuOps, SwigluMatchesTheAnalyticFormulaAndItsGradient) {
 
 TEST_F(CpuOps, SwigluBadInputIsRefusedWithItsNameAndTheExpectedShape) {
   using ::testing::HasSubstr;
-  auto error_of = [](const std::function<void()>& f) -> std::string {
-    try {
-      f();
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "no error";
-  };
+  using test::error_of;
   const DType f = DType::f32;
   Tensor x = rnd(f, {2, 3, 8}), y = make(f, {2, 3, 4}), dy = rnd(f, {2, 3, 4}), dx = make(f, {2, 3, 8});
   Tensor y5 = make(f, {2, 3, 5}), y8 = make(f, {2, 3, 8}), odd = rnd(f, {2, 7}), odd_y = make(f, {2, 3});

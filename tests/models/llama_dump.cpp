@@ -3,7 +3,7 @@
 // (llama_torch_reference.py): meta.json (the configuration, the parameter layout, the tokens, targets and loss) and
 // params.f64 / grads.f64, the flat parameter and gradient buffers as little-endian float64.
 //
-//   llama_dump --device cpu|simt --dtype f32|bf16|f64 --out DIR
+//   llama_dump --device cpu|simt --dtype f32|bf16|f64 [--attention flash|plain] --out DIR
 // Exit: 0 written, 2 bad arguments, 1 anything else.
 #include <nlohmann/json.hpp>
 
@@ -17,18 +17,13 @@
 #include "core/memory.h"
 #include "kernels/ops.h"
 #include "models/model.h"
+#include "tests/models/host_values.h"
 
 using namespace parbench;
 
 namespace {
 
-std::vector<double> to_host(const Tensor& t) {
-  std::vector<char> raw(t.bytes());
-  device_memcpy(Device{}, raw.data(), t.device(), t.data(), t.bytes());
-  std::vector<double> out(std::size_t(t.numel()));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = load_as_double(raw.data(), t.dtype(), i);
-  return out;
-}
+using test::to_host;
 
 void write_doubles(const std::string& path, const std::vector<double>& v) {
   std::ofstream f(path, std::ios::binary);
@@ -36,16 +31,16 @@ void write_doubles(const std::string& path, const std::vector<double>& v) {
   if (!f) throw Error("cannot write " + path);
 }
 
-ModelConfig dumped_config(DType dtype) {
+ModelConfig dumped_config(DType dtype, bool flash) {
   ModelConfig c;
   c.kind = ModelKind::llama;
   c.layers = 2, c.hidden = 32, c.heads = 4, c.kv_heads = 2, c.ffn = 24, c.seq = 7, c.vocab = 19;
-  c.rope_theta = 500000, c.rms_norm_eps = 1e-6, c.dtype = dtype;
+  c.rope_theta = 500000, c.rms_norm_eps = 1e-6, c.dtype = dtype, c.flash_attention = flash;
   return c;
 }
 
-int run(const Device& device, DType dtype, const std::string& dir) {
-  const ModelConfig c = dumped_config(dtype);
+int run(const Device& device, DType dtype, bool flash, const std::string& dir) {
+  const ModelConfig c = dumped_config(dtype, flash);
   TrackedAllocator alloc(device);
   Stream stream(device);
   auto model = Model::create(c, alloc);
@@ -95,19 +90,21 @@ int run(const Device& device, DType dtype, const std::string& dir) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string device = "cpu", dtype = "f32", out;
+  std::string device = "cpu", dtype = "f32", attention = "flash", out;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--device") device = value;
     else if (flag == "--dtype") dtype = value;
+    else if (flag == "--attention") attention = value;
     else if (flag == "--out") out = value;
     else {
-      std::cerr << "llama_dump: unknown option '" << flag << "'; accepted: --device, --dtype, --out\n";
+      std::cerr << "llama_dump: unknown option '" << flag << "'; accepted: --device, --dtype, --attention, --out\n";
       return 2;
     }
   }
-  if (argc % 2 == 0 || out.empty() || (device != "cpu" && device != "simt")) {
-    std::cerr << "usage: llama_dump --device cpu|simt --dtype f32|bf16|f64 --out DIR\n";
+  if (argc % 2 == 0 || out.empty() || (device != "cpu" && device != "simt") ||
+      (attention != "flash" && attention != "plain")) {
+    std::cerr << "usage: llama_dump --device cpu|simt --dtype f32|bf16|f64 [--attention flash|plain] --out DIR\n";
     return 2;
   }
   const Device dev{device == "cpu" ? DeviceKind::cpu : DeviceKind::simt};
@@ -116,7 +113,7 @@ int main(int argc, char** argv) {
     return 3;
   }
   try {
-    return run(dev, parse_dtype(dtype), out);
+    return run(dev, parse_dtype(dtype), attention == "flash", out);
   } catch (const UsageError& e) {
     std::cerr << "llama_dump: " << e.what() << "\n";
     return 2;

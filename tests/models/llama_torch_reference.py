@@ -6,7 +6,8 @@ attention as Hugging Face's LlamaModel computes them, an untied head and the mea
 the dumped parameters, and compares the loss and every parameter's gradient: the largest |ours - torch| over the
 tensor's largest |torch|, at most --tolerance.
 
-  llama_torch_reference.py --dump PATH_TO_llama_dump --device cpu|simt --dtype f32|bf16|f64 [--tolerance X]
+  llama_torch_reference.py --dump PATH_TO_llama_dump --device cpu|simt --dtype f32|bf16|f64
+                           [--attention flash|plain] [--tolerance X]
 
 PyTorch: the interpreter in $PARBENCH_TORCH_VENV or ~/.cache/parbench/torch-venv (scripts/setup.sh --torch), else
 this one's. Exit: 0 agreed, 1 a difference above the tolerance, 2 bad arguments or a failed dump, 3 no PyTorch
@@ -109,6 +110,7 @@ def main():
     ap.add_argument("--dump", required=True, help="the llama_dump program")
     ap.add_argument("--device", choices=["cpu", "simt"], default="cpu")
     ap.add_argument("--dtype", choices=["f32", "bf16", "f64"], default="f32")
+    ap.add_argument("--attention", choices=["flash", "plain"], default="flash")
     ap.add_argument("--tolerance", type=float, default=None,
                     help="largest relative difference per tensor (default: f64 1e-7, f32 1e-5, bf16 4e-2)")
     args = ap.parse_args()
@@ -116,7 +118,8 @@ def main():
     tolerance = args.tolerance or {"f64": 1e-7, "f32": 1e-5, "bf16": 4e-2}[args.dtype]
     reexec_with_torch()
     with tempfile.TemporaryDirectory() as out:
-        run = subprocess.run([args.dump, "--device", args.device, "--dtype", args.dtype, "--out", out],
+        run = subprocess.run([args.dump, "--device", args.device, "--dtype", args.dtype, "--attention", args.attention,
+                              "--out", out],
                              capture_output=True, text=True)
         if run.returncode != 0:
             print(f"llama_torch_reference: llama_dump failed ({run.returncode}): {run.stderr.strip()}")
@@ -141,7 +144,7 @@ def main():
             failed = failed or diff > tolerance
             print(f"{name:22s} {str(p['shape']):12s} max|ours - torch| / max|torch| = {diff:.3g}{mark}")
     verdict = "FAILED" if failed else "agreed"
-    print(f"{verdict}: {args.device} {args.dtype}, largest relative difference {worst:.3g} (tolerance {tolerance:g})")
+    print(f"{verdict}: {args.device} {args.dtype} {args.attention} attention, largest relative difference {worst:.3g} (tolerance {tolerance:g})")
     sys.exit(1 if failed else 0)
 
 

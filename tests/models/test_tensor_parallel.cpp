@@ -11,6 +11,7 @@
 #include "core/memory.h"
 #include "kernels/ops.h"
 #include "models/model.h"
+#include "tests/models/host_values.h"
 #include "models/tensor_parallel.h"
 
 using namespace parbench;
@@ -51,13 +52,7 @@ ModelConfig mlp_config(DType t, int tp) {
   return c;
 }
 
-std::vector<double> to_host(const Tensor& t) {
-  std::vector<char> raw(t.bytes());
-  device_memcpy(Device{}, raw.data(), t.device(), t.data(), t.bytes());
-  std::vector<double> out(std::size_t(t.numel()));
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = load_as_double(raw.data(), t.dtype(), i);
-  return out;
-}
+using test::to_host;
 
 void from_host(Tensor& t, const std::vector<double>& v) {
   std::vector<char> raw(t.bytes());
