@@ -2,7 +2,8 @@
 // GPUs, ranks as threads: a timed batch queues one launch per operation and never waits on the host (their allreduce,
 // and every other collective each serves, out of place and in place, with the data check), the symmetric memory
 // grows and keeps operations on different streams in order, a CUDA graph's launches run fresh operations, a stalled
-// peer ends with a timeout naming it, and what cannot run is refused in words.
+// peer ends with a timeout naming it, two inputs taken in turn in a batch keep their own results, and what cannot
+// run is refused in words.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -386,6 +387,48 @@ TEST_P(DeviceCollectiveKinds, TimedBatchOfEachCollective) {
         mine.push_back(std::to_string(wrong) + " wrong elements" + (in_place ? " in place" : "") + ", the first at " +
                        std::to_string(first.index) + ": " + std::to_string(first.got) + " for " +
                        std::to_string(first.expected));
+    }
+    EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+    std::lock_guard lock(mu);
+    for (const std::string& f : mine) failures.push_back("rank " + std::to_string(comm.rank()) + ": " + f);
+  });
+  for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// Out of place, in a batch, two sets of buffers filled differently taken in turn: an operation must not start
+// writing its rank's symmetric buffer while a peer still reads the previous operation's data there (the previous
+// one's last exchange waits for that), else the earlier set's result has the later one's values.
+TEST_P(DeviceCollectiveKinds, BatchOfTwoInputsInTurnKeepsEachResult) {
+  const Algorithm& algo = find_algorithm(GetParam().impl);
+  const Collective coll = GetParam().coll;
+  constexpr std::size_t kCount = 301;
+  constexpr int kOps = 6;
+  constexpr std::uint64_t kSeeds[2] = {21, 22};
+  std::mutex mu;
+  std::vector<std::string> failures;
+  run_ranks(on_gpus(3), [&](Communicator& comm) {
+    make_device_current(comm.device());
+    cudaStream_t s = new_stream();
+    std::vector<std::string> mine;
+    {
+      CollectiveBuffers b0(comm, coll, kCount, DType::f32, ReduceOp::sum, 1, false);
+      CollectiveBuffers b1(comm, coll, kCount, DType::f32, ReduceOp::sum, 1, false);
+      CollectiveBuffers* sets[2] = {&b0, &b1};
+      for (int k = 0; k < 2; ++k) sets[k]->fill(kSeeds[k]);
+      EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);  // fill()'s copies land on the legacy stream
+      CollArgs a[2] = {b0.args(), b1.args()};
+      for (CollArgs& x : a) x.stream = s;
+      comm.run(a[1], algo);  // makes the symmetric memory, waits
+      comm.begin_batch();
+      for (int i = 0; i < kOps; ++i) comm.run(a[i % 2], algo);
+      comm.end_batch();
+      for (int k = 0; k < 2; ++k) {
+        CollectiveBuffers::FirstWrong first;
+        if (const std::size_t wrong = sets[k]->wrong(kSeeds[k], &first))
+          mine.push_back("set " + std::to_string(k) + ": " + std::to_string(wrong) + " wrong elements, the first at " +
+                         std::to_string(first.index) + ": " + std::to_string(first.got) + " for " +
+                         std::to_string(first.expected));
+      }
     }
     EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
     std::lock_guard lock(mu);
