@@ -353,6 +353,15 @@ std::vector<std::string> unexpected_counts(const gpu_emu::ApiCounts& before, con
   return out;
 }
 
+// The output's wrong elements in words ("N wrong elements, the first at I: GOT for EXPECTED"); empty when none is.
+std::string wrong_elements(const CollectiveBuffers& b, std::uint64_t seed) {
+  CollectiveBuffers::FirstWrong first;
+  const std::size_t wrong = b.wrong(seed, &first);
+  if (!wrong) return {};
+  return std::to_string(wrong) + " wrong elements, the first at " + std::to_string(first.index) + ": " +
+         std::to_string(first.got) + " for " + std::to_string(first.expected);
+}
+
 TEST_P(DeviceCollectiveKinds, TimedBatchOfEachCollective) {
   const Algorithm& algo = find_algorithm(GetParam().impl);
   const Collective coll = GetParam().coll;
@@ -382,11 +391,8 @@ TEST_P(DeviceCollectiveKinds, TimedBatchOfEachCollective) {
       for (const std::string& f : unexpected_counts(emu, gpu_emu::thread_counts(), ops)) mine.push_back(f);
       comm.end_batch();
       if ((ours_after - ours).host_waits != 0) mine.push_back("host waits counted by parbench");
-      CollectiveBuffers::FirstWrong first;
-      if (const std::size_t wrong = b.wrong(kSeed, &first))
-        mine.push_back(std::to_string(wrong) + " wrong elements" + (in_place ? " in place" : "") + ", the first at " +
-                       std::to_string(first.index) + ": " + std::to_string(first.got) + " for " +
-                       std::to_string(first.expected));
+      if (const std::string w = wrong_elements(b, kSeed); !w.empty())
+        mine.push_back((in_place ? "in place: " : "") + w);
     }
     EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
     std::lock_guard lock(mu);
@@ -423,11 +429,8 @@ TEST_P(DeviceCollectiveKinds, BatchOfTwoInputsInTurnKeepsEachResult) {
       for (int i = 0; i < kOps; ++i) comm.run(a[i % 2], algo);
       comm.end_batch();
       for (int k = 0; k < 2; ++k) {
-        CollectiveBuffers::FirstWrong first;
-        if (const std::size_t wrong = sets[k]->wrong(kSeeds[k], &first))
-          mine.push_back("set " + std::to_string(k) + ": " + std::to_string(wrong) + " wrong elements, the first at " +
-                         std::to_string(first.index) + ": " + std::to_string(first.got) + " for " +
-                         std::to_string(first.expected));
+        if (const std::string w = wrong_elements(*sets[k], kSeeds[k]); !w.empty())
+          mine.push_back("set " + std::to_string(k) + ": " + w);
       }
     }
     EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
