@@ -467,27 +467,40 @@ nccl_device_steps() {
 
 # Every scheme x schedule x --dp-scheme that bench_train --list-runnable prints, at its fewest ranks, batches as
 # tests/gpu_emu/runnable_tests.cmake sizes them: data-parallel and tensor-parallel schemes accumulate microbatches
-# of 2, pipelines run 4 microbatches, mp passes the whole batch.
+# of 2, pipelines run 4 microbatches, mp passes the whole batch. The Llama-style model (RMSNorm, rotary, SwiGLU,
+# two query heads per kv head) repeats the combinations in llama_rows as train_llama_<name>.
+llama_rows=" single zero3 tp sp pp_1f1b hybrid_zero3 "
 train_phase() {
-  local model=(--model gpt --hidden 64 --heads 4 --seq 32 --vocab 128) batch=8 steps=(--steps 5 --warmup 3)
-  [ "$tiny" = 0 ] || { model=(--model gpt --hidden 16 --heads 2 --seq 8 --vocab 32); batch=4; steps=(--steps 2 --warmup 0); }
+  local gpt=(--model gpt --hidden 64 --heads 4 --seq 32 --vocab 128) batch=8 steps=(--steps 5 --warmup 3)
+  local llama=(--model llama --hidden 64 --heads 4 --kv-heads 2 --seq 32 --vocab 128)
+  if [ "$tiny" = 1 ]; then
+    gpt=(--model gpt --hidden 16 --heads 2 --seq 8 --vocab 32) batch=4 steps=(--steps 2 --warmup 0)
+    llama=(--model llama --hidden 16 --heads 4 --kv-heads 2 --seq 8 --vocab 32)
+  fi
   [ -x "$bin/bench_train" ] || { record train 127 0 "not built: $bin/bench_train"; return; }
   local list
   list=$("$bin/bench_train" --list-runnable 2>"$out/train_list.txt") ||
     { record train_list 1 0 "bench_train --list-runnable failed (train_list.txt)"; return; }
-  local n name ranks need family args layers micro
-  n=$(grep -vc '^#' <<<"$list")
+  local n name ranks need family args layers micro model step model_args
+  n=$(($(grep -vc '^#' <<<"$list") + $(wc -w <<<"$llama_rows")))
   while read -r name ranks need family args; do
     if [ -z "$name" ] || [ "${name:0:1}" = "#" ]; then continue; fi
     layers=$(((2 + need - 1) / need * need))
     micro=2
     [ "$family" != whole ] || micro=$batch
     [[ " $args " != *" --microbatches "* ]] || micro=$((batch / 4))
-    # shellcheck disable=SC2086  # args is the listed option words
-    run_step "train_$name" "$(step_limit "$n")" key_train "$bin/bench_train" --device cuda "${model[@]}" $args \
-      --ranks "$ranks" --layers "$layers" --global-batch "$batch" --micro-batch "$micro" "${steps[@]}" --check \
-      --optimizer sgd --lr 0.1 --check-tolerance 1e-4 --timeout 60 --csv "$out/train_$name.csv"
-    n=$((n - 1))
+    for model in gpt llama; do
+      step=train_$name model_args=("${gpt[@]}")
+      if [ "$model" = llama ]; then
+        [[ "$llama_rows" == *" $name "* ]] || continue
+        step=train_llama_$name model_args=("${llama[@]}")
+      fi
+      # shellcheck disable=SC2086  # args is the listed option words
+      run_step "$step" "$(step_limit "$n")" key_train "$bin/bench_train" --device cuda "${model_args[@]}" $args \
+        --ranks "$ranks" --layers "$layers" --global-batch "$batch" --micro-batch "$micro" "${steps[@]}" --check \
+        --optimizer sgd --lr 0.1 --check-tolerance 1e-4 --timeout 60 --csv "$out/$step.csv"
+      n=$((n - 1))
+    done
   done <<<"$list"
 }
 

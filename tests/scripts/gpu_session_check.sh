@@ -2,8 +2,8 @@
 # ctest gpu_session_tiny: scripts/gpu_session.sh --emulated --tiny on this build's programs (no build, no nested
 # ctest) must exit 0 and write a summary with every collective, both bench_kernels dtypes, the linears phase (cuBLAS
 # rows, the system file with their measured linears, the H100 tables predicted on it), the 1 KiB allreduce
-# latency steps (plain and -G) and every runnable training combination, each step with exit status 0, no
-# data-check error and a --check difference; a bad option must exit 2 naming it.
+# latency steps (plain and -G), every runnable training combination and the Llama model's (llama_rows), each
+# step with exit status 0, no data-check error and a --check difference; a bad option must exit 2 naming it.
 # Usage: gpu_session_check.sh SOURCE_DIR BIN_DIR OUT_DIR
 set -uo pipefail
 src=$1 bin=$2 out=$3
@@ -26,6 +26,9 @@ while read -r c; do
   want+=("${c}_r1" "${c}_r2" "${c}_r4")
 done < <(sed -nE 's/^ *\{Collective::[a-z0-9_]+, *"([a-z0-9_-]+)".*/\1/p' "$src/collectives/table/collective_table.cpp")
 for t in $("$bin/bench_train" --list-runnable | awk '!/^#/ { print $1 }'); do want+=("train_$t"); done
+llama_rows=$(sed -nE 's/^llama_rows=" *(.*[^ ]) *"$/\1/p' "$src/scripts/gpu_session.sh")
+[ -n "$llama_rows" ] || fail "no llama_rows in scripts/gpu_session.sh"
+for t in $llama_rows; do want+=("train_llama_$t"); done
 [ ${#want[@]} -gt 20 ] || fail "too few expected steps: ${want[*]}"
 for step in "${want[@]}"; do
   line=$(grep -F "| $step | " <<<"$rows") || fail "no row for step $step"
