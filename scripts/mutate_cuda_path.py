@@ -16,6 +16,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -203,6 +204,9 @@ def main():
     ap.add_argument("--timeout", type=int, default=1800, help="seconds for one mutant's tests")
     ap.add_argument("--report", default="", help="also write the table as Markdown to this file")
     a = ap.parse_args()
+    # Stopped (kill -TERM), the running mutant's `finally` still puts its file back, and subprocess.run kills the
+    # build or ctest it waits for.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit("mutate_cuda_path: stopped by SIGTERM"))
     try:
         only = re.compile(a.only)
     except re.error as e:
@@ -224,7 +228,9 @@ def main():
         if os.path.isfile(os.path.join(ROOT, f)) and (not os.path.exists(dst) or
                                                       open(os.path.join(ROOT, f), "rb").read() != open(dst, "rb").read()):
             os.makedirs(os.path.dirname(dst), exist_ok=True)
-            shutil.copy2(os.path.join(ROOT, f), dst)
+            # The copy's time is now: a file a stopped run left mutated is older than its mutant's objects in the
+            # tree, and ninja would keep those objects if the copy kept the original's time.
+            shutil.copy(os.path.join(ROOT, f), dst)
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     os.environ.update(env)
     logs = os.path.join(a.work, "logs")
