@@ -2,14 +2,15 @@
 // GPUs, ranks as threads: a timed batch queues one launch per operation and never waits on the host (their allreduce,
 // and every other collective each serves, out of place and in place, with the data check), the symmetric memory
 // grows and keeps operations on different streams in order, a CUDA graph's launches run fresh operations, a stalled
-// peer ends with a timeout naming it, two inputs taken in turn in a batch keep their own results, and what cannot
-// run is refused in words.
+// peer ends with a timeout naming it, two inputs taken in turn in a batch keep their own results (the same
+// collective twice, or an allreduce and another), and what cannot run is refused in words.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <mutex>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -336,6 +337,7 @@ struct ImplCollective {
   std::string impl;
   Collective coll;
 };
+void PrintTo(const ImplCollective& p, std::ostream* os) { *os << p.impl << " " << collective_name(p.coll); }
 
 class DeviceCollectiveKinds : public ::testing::TestWithParam<ImplCollective> {};
 
@@ -401,43 +403,60 @@ TEST_P(DeviceCollectiveKinds, TimedBatchOfEachCollective) {
   for (const auto& f : failures) ADD_FAILURE() << f;
 }
 
-// Out of place, in a batch, two sets of buffers filled differently taken in turn: an operation must not start
-// writing its rank's symmetric buffer while a peer still reads the previous operation's data there (the previous
-// one's last exchange waits for that), else the earlier set's result has the later one's values.
-TEST_P(DeviceCollectiveKinds, BatchOfTwoInputsInTurnKeepsEachResult) {
-  const Algorithm& algo = find_algorithm(GetParam().impl);
-  const Collective coll = GetParam().coll;
+// Out of place, in one batch, six operations taking two sets of buffers in turn (filled differently, each for its
+// collective): every operation's result is checked. "rank R: set K: ..." for each wrong set.
+std::vector<std::string> wrong_in_turn(Communicator& comm, const Algorithm& algo, const Collective (&colls)[2]) {
   constexpr std::size_t kCount = 301;
   constexpr int kOps = 6;
   constexpr std::uint64_t kSeeds[2] = {21, 22};
+  make_device_current(comm.device());
+  cudaStream_t s = new_stream();
+  std::vector<std::string> mine;
+  {
+    CollectiveBuffers b0(comm, colls[0], kCount, DType::f32, ReduceOp::sum, 1, false);
+    CollectiveBuffers b1(comm, colls[1], kCount, DType::f32, ReduceOp::sum, 1, false);
+    CollectiveBuffers* sets[2] = {&b0, &b1};
+    for (int k = 0; k < 2; ++k) sets[k]->fill(kSeeds[k]);
+    EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);  // fill()'s copies land on the legacy stream
+    CollArgs a[2] = {b0.args(), b1.args()};
+    for (CollArgs& x : a) x.stream = s;
+    for (const CollArgs& x : a) comm.run(x, algo);  // makes the symmetric memory large enough for both, waits
+    comm.begin_batch();
+    for (int i = 0; i < kOps; ++i) comm.run(a[i % 2], algo);
+    comm.end_batch();
+    for (int k = 0; k < 2; ++k) {
+      if (const std::string w = wrong_elements(*sets[k], kSeeds[k]); !w.empty())
+        mine.push_back("rank " + std::to_string(comm.rank()) + ": set " + std::to_string(k) + ": " + w);
+    }
+  }
+  EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+  return mine;
+}
+
+void expect_right_in_turn(const std::string& impl, const Collective (&colls)[2]) {
+  const Algorithm& algo = find_algorithm(impl);
   std::mutex mu;
   std::vector<std::string> failures;
   run_ranks(on_gpus(3), [&](Communicator& comm) {
-    make_device_current(comm.device());
-    cudaStream_t s = new_stream();
-    std::vector<std::string> mine;
-    {
-      CollectiveBuffers b0(comm, coll, kCount, DType::f32, ReduceOp::sum, 1, false);
-      CollectiveBuffers b1(comm, coll, kCount, DType::f32, ReduceOp::sum, 1, false);
-      CollectiveBuffers* sets[2] = {&b0, &b1};
-      for (int k = 0; k < 2; ++k) sets[k]->fill(kSeeds[k]);
-      EXPECT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);  // fill()'s copies land on the legacy stream
-      CollArgs a[2] = {b0.args(), b1.args()};
-      for (CollArgs& x : a) x.stream = s;
-      comm.run(a[1], algo);  // makes the symmetric memory, waits
-      comm.begin_batch();
-      for (int i = 0; i < kOps; ++i) comm.run(a[i % 2], algo);
-      comm.end_batch();
-      for (int k = 0; k < 2; ++k) {
-        if (const std::string w = wrong_elements(*sets[k], kSeeds[k]); !w.empty())
-          mine.push_back("set " + std::to_string(k) + ": " + w);
-      }
-    }
-    EXPECT_EQ(cudaStreamDestroy(s), cudaSuccess);
+    const std::vector<std::string> mine = wrong_in_turn(comm, algo, colls);
     std::lock_guard lock(mu);
-    for (const std::string& f : mine) failures.push_back("rank " + std::to_string(comm.rank()) + ": " + f);
+    failures.insert(failures.end(), mine.begin(), mine.end());
   });
   for (const auto& f : failures) ADD_FAILURE() << f;
+}
+
+// The same collective on two inputs in turn: an operation must not start writing its rank's symmetric buffer while
+// a peer still reads the previous operation's data there (the previous one's last exchange waits for that), else
+// the earlier set's result has the later one's values.
+TEST_P(DeviceCollectiveKinds, BatchOfTwoInputsInTurnKeepsEachResult) {
+  const Collective c = GetParam().coll;
+  expect_right_in_turn(GetParam().impl, {c, c});
+}
+
+// An allreduce and this collective in turn: an operation that starts by writing its buffer (a broadcast's inner
+// ranks copy their parent's data there before waiting for anyone) must find the allreduce's readers done.
+TEST_P(DeviceCollectiveKinds, BatchOfAnAllreduceAndThisInTurnKeepsEachResult) {
+  expect_right_in_turn(GetParam().impl, {Collective::allreduce, GetParam().coll});
 }
 
 std::vector<ImplCollective> every_other_collective() {
