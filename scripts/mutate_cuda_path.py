@@ -5,7 +5,8 @@ signals has no wait to remove) in parallel/, collectives/ and benchmarks/ is rem
 emulated GPU build rebuilt incrementally and the `gpu` label run until its first failure, the tests likeliest to
 catch it first. Each site is caught (a test failed: the first
 one is named), missed (every test passed), equivalent (the list in scripts/mutate_cuda_path.equivalent gives why
-removing it changes nothing a test could see) or not built (the mutant does not compile).
+removing it changes nothing a test could see), not compiled (that list says the emulated build leaves its code
+out: not run) or not built (the mutant does not compile).
 
   scripts/mutate_cuda_path.py --list                 the sites, one a line
   scripts/mutate_cuda_path.py [--only REGEX] [--work DIR] [--jobs N] [--report FILE]
@@ -24,6 +25,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FOLDERS = ("parallel", "collectives", "benchmarks")
 EQUIVALENT = os.path.join(ROOT, "scripts", "mutate_cuda_path.equivalent")
+# A reason in that list that starts so: the emulated build leaves the site's code out, no run here can judge it, and
+# it is neither run nor scored.
+NOT_COMPILED = "not compiled:"
 
 # CUDA calls whose removal leaves a cudaError_t: the call becomes cudaSuccess wherever it stands.
 CUDA_CALLS = ("cudaEventRecord", "cudaStreamWaitEvent", "cudaStreamSynchronize", "cudaDeviceSynchronize",
@@ -262,6 +266,8 @@ def main():
         t0 = time.time()
         if mutant is None or mutant == line:
             verdict, detail = "not mutated", "the call spans lines or stands in an expression"
+        elif known.get(sid, "").startswith(NOT_COMPILED):
+            verdict, detail = "not compiled", known[sid][len(NOT_COMPILED):].strip()
         else:
             path = os.path.join(src, rel)
             original = open(path).read()
@@ -285,10 +291,10 @@ def main():
                 open(path, "w").write(original)
         rows.append((sid, verdict, detail))
         print("%-11s %s  (%s, %.0f s)" % (verdict, sid, detail, time.time() - t0), flush=True)
-    count = {v: sum(1 for r in rows if r[1] == v) for v in ("caught", "missed", "equivalent", "not built", "not mutated")}
+    kinds = ("caught", "missed", "equivalent", "not compiled", "not built", "not mutated")
+    count = {v: sum(1 for r in rows if r[1] == v) for v in kinds}
     scored = count["caught"] + count["missed"]
-    summary = "caught %d, missed %d, equivalent %d, not built %d, not mutated %d: %s of the non-equivalent caught" % (
-        count["caught"], count["missed"], count["equivalent"], count["not built"], count["not mutated"],
+    summary = ", ".join("%s %d" % (v, count[v]) for v in kinds) + ": %s of the non-equivalent caught" % (
         ("%.0f%%" % (100.0 * count["caught"] / scored)) if scored else "none")
     print(summary)
     if a.report:
