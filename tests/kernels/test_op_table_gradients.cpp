@@ -3,8 +3,8 @@
 // inputs and saved outputs), the loss <dout, out> summed over the forward's outputs (dloss times their sum where the
 // backward takes a number), each element of each input that has a gradient perturbed (at most kMaxPerturbed of
 // an input's elements, the first, the last and a random draw of the rest: the head-size rows' inputs have
-// thousands, and every element costs two forward calls). A new pair is checked here
-// through its rows, with no test of its own. Errors are printed as "[table-fd] backward forward gradient error";
+// thousands, and every element costs two forward calls). A new pair is checked here through its rows, with no
+// test of its own. Errors are printed as "[table-fd] backward forward gradient error";
 // the entries with no check are printed with the reason their row gives.
 #include <gtest/gtest.h>
 
