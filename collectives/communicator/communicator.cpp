@@ -299,13 +299,21 @@ void Communicator::run_staged(const CollArgs& in, const Algorithm& algo) {
   const std::size_t es = dtype_size(a.dtype), send_bytes = bc.send * es, recv_bytes = bc.recv * es;
   void* send = scratch(2, std::max(send_bytes, recv_bytes));
   void* recv = a.send == a.recv ? send : scratch(3, recv_bytes);
-  if (a.send && send_bytes) device_memcpy(device_, send, Device{}, a.send, send_bytes);
+  // The copies run on the collective's stream, whatever the thread's current one: a synchronous copy from pageable
+  // memory may return before its data is on the GPU, and a copy on another stream would not wait for a library
+  // collective queued on this one.
+  if (a.send && send_bytes) {
+    CurrentStream on_its_stream(a.stream);
+    device_memcpy(device_, send, Device{}, a.send, send_bytes);
+  }
   CollArgs on_gpu = a;
   on_gpu.send = send, on_gpu.recv = recv;
   run(on_gpu, algo);
+  CurrentStream on_its_stream(a.stream);
+  if (a.recv && recv_bytes) return device_memcpy(Device{}, a.recv, device_, recv, recv_bytes);  // done on return
+  // Nothing comes back, but the scratch is free for the next call, on any stream, only once the collective is done.
   // (One given no stream and run outside a batch and a StreamOrder has been waited for already.)
   if (in.stream && algo.queues_on_callers_stream() && !batching_) synchronize_stream(device_, a.stream);
-  if (a.recv && recv_bytes) device_memcpy(Device{}, a.recv, device_, recv, recv_bytes);
 }
 
 void Communicator::run(const CollArgs& a, const Algorithm& algo) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -203,6 +204,82 @@ TEST(CudaThreads, CollectivesRunOnTheCallersStream) {
     device_free(comm.device(), d);
     cudaStreamDestroy(s);
   });
+}
+
+// A collective on host buffers in a StreamOrder, from a thread without a current stream: the result
+// is copied back on the legacy default stream, which must first wait for the caller's stream (NCCL is only queued
+// there, behind slow work). Without that wait the copy would read the GPU buffer before NCCL wrote it.
+TEST(CudaThreads, HostBuffersComeBackFilledFromACollectiveOnTheCallersStream) {
+  LaunchOptions o;
+  o.ranks = 2;
+  o.device = Device{DeviceKind::cuda, 0};
+  run_ranks(o, [](Communicator& comm) {
+    make_device_current(comm.device());
+    const Stream s(comm.device(), true);
+    for (const char* impl : {"nccl", "ring"})
+      for (bool in_place : {true, false}) {
+        gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())),
+                         "test: slow work on the caller's stream",
+                         [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+        std::vector<double> send = {double(comm.rank() + 1), -1.0}, recv = {0.0, 0.0};
+        Communicator::StreamOrder order(comm, s.native());
+        comm.allreduce(send.data(), in_place ? send.data() : recv.data(), 2, DType::f64, ReduceOp::sum,
+                       &find_algorithm(impl));
+        const std::vector<double>& out = in_place ? send : recv;
+        EXPECT_EQ(out, (std::vector<double>{3.0, -2.0})) << impl << (in_place ? " in place" : " out of place");
+      }
+    s.synchronize();
+  });
+}
+
+// One that brings nothing back to this rank (a reduce's non-root) still returns only once NCCL is done with the GPU
+// copy of its send buffer: the next call, ordered on another stream, writes its own into the same scratch.
+TEST(CudaThreads, HostBufferCollectiveReturningNothingEndsBeforeItsScratchIsReused) {
+  LaunchOptions o;
+  o.ranks = 2;
+  o.device = Device{DeviceKind::cuda, 0};
+  run_ranks(o, [](Communicator& comm) {
+    make_device_current(comm.device());
+    const Stream first(comm.device(), true), second(comm.device(), true);
+    const Algorithm* nccl = &find_algorithm("nccl");
+    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(first.native())),
+                     "test: slow work on the reduce's stream",
+                     [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+    double mine = comm.rank() + 1, reduced = 0, both = 10 * (comm.rank() + 1);
+    {
+      Communicator::StreamOrder order(comm, first.native());
+      comm.reduce(&mine, &reduced, 1, DType::f64, ReduceOp::sum, 0, nccl);
+    }
+    {
+      Communicator::StreamOrder order(comm, second.native());
+      comm.allreduce(&both, &both, 1, DType::f64, ReduceOp::sum, nccl);
+    }
+    EXPECT_EQ(both, 30.0);
+    if (comm.rank() == 0) EXPECT_EQ(reduced, 3.0);
+    first.synchronize();
+  });
+}
+
+// wait_stream returns once the work queued on the stream is done, whether the communicator has NCCL's (which it
+// asks, within the timeout) or not (a hand-written step's end): a training step's host wait.
+TEST(CudaThreads, WaitStreamReturnsOnceTheStreamsWorkIsDone) {
+  for (bool nccl : {true, false}) {
+    if (!nccl) setenv("PARBENCH_NCCL", "off", 1);
+    LaunchOptions o;
+    o.ranks = 2;
+    o.device = Device{DeviceKind::cuda, 0};
+    run_ranks(o, [nccl](Communicator& comm) {
+      EXPECT_EQ(comm.nccl_comm() != nullptr, nccl) << comm.nccl_unavailable();
+      make_device_current(comm.device());
+      const Stream s(comm.device(), true);
+      const auto native = static_cast<cudaStream_t>(s.native());
+      gpu_emu::enqueue(gpu_emu::resolve_stream(native), "test: slow work on the step's stream",
+                       [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+      comm.wait_stream(s.native());
+      EXPECT_EQ(cudaStreamQuery(native), cudaSuccess) << (nccl ? "with" : "without") << " NCCL";
+    });
+    unsetenv("PARBENCH_NCCL");
+  }
 }
 
 // A thread with a current stream (a rank's compute stream, non-blocking) never uses the legacy default stream: the
