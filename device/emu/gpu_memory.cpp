@@ -295,7 +295,8 @@ void remove_ipc_mapping(void* p, const std::string& site) {
     if (it == r.live.end()) return;
     a = it->second;
   }
-  implicit_sync(a.device);
+  check_unmap(a, "cudaIpcCloseMemHandle from " + site);
+  implicit_sync(a.device);  // so that, the hazard reported and run on, nothing queued touches the unmapped bytes
   forget_accesses(a.serial);
   reserve_device_range(p, a.size);
   std::lock_guard<std::mutex> l(r.m);

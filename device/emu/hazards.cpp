@@ -220,6 +220,23 @@ void forget_accesses(std::uint64_t allocation_serial) {
   release_guards_locked(st, [&](const Guard& g) { return g.serial == allocation_serial; });
 }
 
+void check_unmap(const Allocation& a, const std::string& what) {
+  std::lock_guard<std::mutex> scheduling(scheduler_mutex());
+  const VClock& mine = host_clock();
+  State& st = state();
+  std::lock_guard<std::mutex> l(st.m);
+  if (current_mode(st) == HazardMode::off) return;
+  const auto it = st.by_allocation.find(a.serial);
+  if (it == st.by_allocation.end()) return;
+  for (const Record& r : it->second) {
+    if (ordered(r, mine)) continue;
+    return raise(st, "stream-ordering hazard: " + what + " unmaps " + describe(a) + ", which " + r.who->what +
+                         " on " + stream_name(*r.who) + " " + (r.write ? "writes" : "reads") + " (" + r.role +
+                         "), and no host wait orders this thread after it: synchronize its stream or the device "
+                         "(cudaStreamSynchronize, cudaDeviceSynchronize) first");
+  }
+}
+
 void set_hazard_mode(HazardMode mode) { state().mode.store(int(mode)); }
 
 std::vector<std::string> take_hazard_reports() {

@@ -12,6 +12,8 @@
 
 namespace parbench::gpu_emu {
 
+struct Allocation;  // emu.h
+
 // One timeline's count of operations per timeline; an operation A happens before B when B's clock has at least
 // A's tick in A's timeline.
 using VClock = std::vector<std::uint32_t>;
@@ -52,6 +54,10 @@ void check_accesses(const std::shared_ptr<const OpWho>& who, int timeline, const
                     const std::vector<MemAccess>& accesses);
 // An allocation is gone: its accesses are forgotten.
 void forget_accesses(std::uint64_t allocation_serial);
+// The calling host thread is about to unmap `a` (`what` names the call and its site): every queued operation that
+// touches it must be ordered before this thread by a host wait, since a GPU faults on memory unmapped under its
+// work and CUDA does not promise that unmapping waits. Takes the scheduler's mutex.
+void check_unmap(const Allocation& a, const std::string& what);
 // Pinned host memory that queued device work writes (or reads) is guarded with a memory protection key until a
 // host wait orders a host thread after that work: a host thread's access before is a fault, which
 // pinned_guard_fault judges (a read of a write, or a write, is a hazard; anything else passes) and lets through.

@@ -1,8 +1,9 @@
 // CUDA IPC between two processes on the emulated GPUs (forked, handles through pipes; or the two ranks of
-// `mpirun -np 2`, handles through MPI): the peer writes an exporter's
-// allocation through the opened pointer with a kernel and the exporter reads back the exact values; a handle opened
-// twice gives one pointer; a freed allocation's handle, a closed mapping and a second close are refused; and the
-// two processes' kernels pass 2000 tokens through each other's memory. Exits 0 when every check held.
+// `mpirun -np 2`, handles through MPI): the peer writes an exporter's allocation through the opened pointer with a
+// kernel and the exporter reads back the exact values; a handle opened twice gives one pointer; a freed
+// allocation's handle, a closed mapping and a second close are refused; a close under a queued kernel is a reported
+// hazard; and the two processes' kernels pass 2000 tokens through each other's memory. Exits 0 when every check
+// held.
 #include <cuda_runtime.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "device/emu/gpu_emu.h"
 #include "tests/simt/spin_kernels.h"
 
 #ifdef PARBENCH_HAVE_MPI
@@ -121,6 +123,42 @@ void write_through_handle(const Pipes& io, cudaStream_t s) {
              "a copy from a closed mapping");
 }
 
+// Unmapping the peer's buffer while a kernel writing it is still queued is a hazard (a GPU faults on memory
+// unmapped under its work), reported whatever the kernel's progress; after a wait, the same close is not.
+void close_under_a_kernel(const Pipes& io, cudaStream_t s) {
+  constexpr int kN = 256;
+  if (g_rank == 0) {
+    void* buf = malloc_filled(kN * sizeof(int), 0);
+    io.send(handle_of(buf));
+    check(io.receive<int>() == 3, "the peer closed its mappings");
+    cudaFree(buf);
+    return;
+  }
+  namespace emu = parbench::gpu_emu;
+  emu::set_hazard_mode(emu::HazardMode::report);
+  emu::take_hazard_reports();
+  const auto h = io.receive<cudaIpcMemHandle_t>();
+  for (bool waited : {false, true}) {
+    void* p = nullptr;
+    check_cuda(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), cudaSuccess, "cudaIpcOpenMemHandle");
+    k::write_pattern(static_cast<int*>(p), kN, 5, s);
+    if (waited) check_cuda(cudaStreamSynchronize(s), cudaSuccess, "the kernel writing through the mapping");
+    check_cuda(cudaIpcCloseMemHandle(p), cudaSuccess, "the close");
+    const std::vector<std::string> reports = emu::take_hazard_reports();
+    if (waited) {
+      check(reports.empty(), "a close after the wait reported: " + (reports.empty() ? "" : reports[0]));
+    } else {
+      const bool named = reports.size() == 1 && reports[0].find("cudaIpcCloseMemHandle") != std::string::npos &&
+                         reports[0].find("unmaps") != std::string::npos &&
+                         reports[0].find("write_pattern") != std::string::npos;
+      check(named, "the close under the kernel: " + std::to_string(reports.size()) + " report(s)" +
+                       (reports.empty() ? "" : ": " + reports[0]));
+    }
+  }
+  emu::set_hazard_mode(emu::HazardMode::abort);
+  io.send(3);
+}
+
 // A handle of an allocation the exporter freed is refused.
 void freed_handle(const Pipes& io) {
   if (g_rank == 0) {
@@ -176,6 +214,7 @@ int run(const Pipes& io) {
   cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
   write_through_handle(io, s);
   freed_handle(io);
+  close_under_a_kernel(io, s);
   ping_pong(io, s);
   cudaStreamDestroy(s);
   if (g_failures == 0) std::printf("process %d: every IPC check passed\n", g_rank);
