@@ -45,6 +45,24 @@ gpu_emu::ApiCounts counted(F f) {
   return d;
 }
 
+// Two rank threads on the one emulated GPU, each with the GPU current.
+template <class F>
+void on_two_gpu_ranks(F body) {
+  LaunchOptions o;
+  o.ranks = 2;
+  o.device = Device{DeviceKind::cuda, 0};
+  run_ranks(o, [&](Communicator& comm) {
+    make_device_current(comm.device());
+    body(comm);
+  });
+}
+
+// 60 ms of work queued on `s`: what is ordered after it runs late, what is not runs first.
+void hold_stream(void* s, const char* what) {
+  gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s)), what,
+                   [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+}
+
 cudaMemoryType memory_type(const void* p) {
   cudaPointerAttributes a{};
   EXPECT_EQ(cudaPointerGetAttributes(&a, p), cudaSuccess);
@@ -178,11 +196,7 @@ TEST(CudaThreads, SplitGroupsRunNcclAndDestroyTheirCommunicators) {
 // legacy default stream instead (which a non-blocking stream does not wait for), they would read the buffer
 // before the write.
 TEST(CudaThreads, CollectivesRunOnTheCallersStream) {
-  LaunchOptions o;
-  o.ranks = 2;
-  o.device = Device{DeviceKind::cuda, 0};
-  run_ranks(o, [](Communicator& comm) {
-    make_device_current(comm.device());
+  on_two_gpu_ranks([](Communicator& comm) {
     cudaStream_t s = nullptr;
     ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
     auto* d = static_cast<float*>(device_malloc(comm.device(), 4 * sizeof(float)));
@@ -206,21 +220,15 @@ TEST(CudaThreads, CollectivesRunOnTheCallersStream) {
   });
 }
 
-// A collective on host buffers in a StreamOrder, from a thread without a current stream: the result
-// is copied back on the legacy default stream, which must first wait for the caller's stream (NCCL is only queued
-// there, behind slow work). Without that wait the copy would read the GPU buffer before NCCL wrote it.
+// A collective on host buffers in a StreamOrder, from a thread without a current stream: NCCL is only queued on the
+// caller's stream, behind slow work, so the copies to and from the GPU must run there too. On the legacy default
+// stream the input's copy would race NCCL's read and the result's copy would read the GPU buffer before NCCL wrote it.
 TEST(CudaThreads, HostBuffersComeBackFilledFromACollectiveOnTheCallersStream) {
-  LaunchOptions o;
-  o.ranks = 2;
-  o.device = Device{DeviceKind::cuda, 0};
-  run_ranks(o, [](Communicator& comm) {
-    make_device_current(comm.device());
+  on_two_gpu_ranks([](Communicator& comm) {
     const Stream s(comm.device(), true);
     for (const char* impl : {"nccl", "ring"})
       for (bool in_place : {true, false}) {
-        gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())),
-                         "test: slow work on the caller's stream",
-                         [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+        hold_stream(s.native(), "test: slow work on the caller's stream");
         std::vector<double> send = {double(comm.rank() + 1), -1.0}, recv = {0.0, 0.0};
         Communicator::StreamOrder order(comm, s.native());
         comm.allreduce(send.data(), in_place ? send.data() : recv.data(), 2, DType::f64, ReduceOp::sum,
@@ -235,16 +243,10 @@ TEST(CudaThreads, HostBuffersComeBackFilledFromACollectiveOnTheCallersStream) {
 // One that brings nothing back to this rank (a reduce's non-root) still returns only once NCCL is done with the GPU
 // copy of its send buffer: the next call, ordered on another stream, writes its own into the same scratch.
 TEST(CudaThreads, HostBufferCollectiveReturningNothingEndsBeforeItsScratchIsReused) {
-  LaunchOptions o;
-  o.ranks = 2;
-  o.device = Device{DeviceKind::cuda, 0};
-  run_ranks(o, [](Communicator& comm) {
-    make_device_current(comm.device());
+  on_two_gpu_ranks([](Communicator& comm) {
     const Stream first(comm.device(), true), second(comm.device(), true);
     const Algorithm* nccl = &find_algorithm("nccl");
-    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(first.native())),
-                     "test: slow work on the reduce's stream",
-                     [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+    hold_stream(first.native(), "test: slow work on the reduce's stream");
     double mine = comm.rank() + 1, reduced = 0, both = 10 * (comm.rank() + 1);
     {
       Communicator::StreamOrder order(comm, first.native());
@@ -265,16 +267,11 @@ TEST(CudaThreads, HostBufferCollectiveReturningNothingEndsBeforeItsScratchIsReus
 TEST(CudaThreads, WaitStreamReturnsOnceTheStreamsWorkIsDone) {
   for (bool nccl : {true, false}) {
     if (!nccl) setenv("PARBENCH_NCCL", "off", 1);
-    LaunchOptions o;
-    o.ranks = 2;
-    o.device = Device{DeviceKind::cuda, 0};
-    run_ranks(o, [nccl](Communicator& comm) {
+    on_two_gpu_ranks([nccl](Communicator& comm) {
       EXPECT_EQ(comm.nccl_comm() != nullptr, nccl) << comm.nccl_unavailable();
-      make_device_current(comm.device());
       const Stream s(comm.device(), true);
       const auto native = static_cast<cudaStream_t>(s.native());
-      gpu_emu::enqueue(gpu_emu::resolve_stream(native), "test: slow work on the step's stream",
-                       [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+      hold_stream(s.native(), "test: slow work on the step's stream");
       comm.wait_stream(s.native());
       EXPECT_EQ(cudaStreamQuery(native), cudaSuccess) << (nccl ? "with" : "without") << " NCCL";
     });
@@ -287,12 +284,8 @@ TEST(CudaThreads, WaitStreamReturnsOnceTheStreamsWorkIsDone) {
 // what the thread queued there and are done on return. On the legacy stream the first copy would not wait for the
 // slow write. A thread without a current stream keeps the legacy stream.
 TEST(CudaThreads, SynchronousWorkRunsOnTheThreadsCurrentStream) {
-  LaunchOptions o;
-  o.ranks = 2;
-  o.device = Device{DeviceKind::cuda, 0};
-  run_ranks(o, [](Communicator& comm) {
+  on_two_gpu_ranks([](Communicator& comm) {
     const Device gpu = comm.device();
-    make_device_current(gpu);
     void* gone = nullptr;
     {
       const Stream s(gpu, true);
