@@ -57,10 +57,10 @@ void on_two_gpu_ranks(F body) {
   });
 }
 
-// 60 ms of work queued on `s`: what is ordered after it runs late, what is not runs first.
-void hold_stream(void* s, const char* what) {
+// Work queued on `s` that lasts `how_long`: what is ordered after it runs late, what is not runs first.
+void hold_stream(void* s, const char* what, std::chrono::milliseconds how_long = std::chrono::milliseconds(60)) {
   gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s)), what,
-                   [] { std::this_thread::sleep_for(std::chrono::milliseconds(60)); });
+                   [how_long] { std::this_thread::sleep_for(how_long); });
 }
 
 cudaMemoryType memory_type(const void* p) {
@@ -341,10 +341,7 @@ TEST(CudaTrace, StreamRangesLastWhileTheirGpuWorkRunsWithoutHostWaits) {
   using namespace std::chrono_literals;
   make_device_current(kGpu);
   const Stream s(kGpu, true);
-  auto queue_gpu_work = [&s] {  // 80 ms of work on `s`; the host goes on at once
-    gpu_emu::enqueue(gpu_emu::resolve_stream(static_cast<cudaStream_t>(s.native())), "test: 80 ms of GPU work",
-                     [] { std::this_thread::sleep_for(80ms); });
-  };
+  auto queue_gpu_work = [&s] { hold_stream(s.native(), "test: 80 ms of GPU work", 80ms); };  // the host goes on
   TraceRecorder& rec = TraceRecorder::instance();
   rec.clear();
   rec.enable();
